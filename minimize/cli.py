@@ -1,0 +1,155 @@
+"""The command line. Thin: it parses options, calls the jobs, and turns TrtminError into
+one red line and exit code 2 (DESIGN.md key idea 8). The only module that imports typer.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from oracles.errors import TrtminError
+
+app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
+                  help="Minimize deep-learning compiler bugs into tiny standalone repro scripts.")
+err = Console(stderr=True)
+
+
+class Oracle(str, Enum):
+    crash = "crash"
+    nan = "nan"
+    mismatch = "mismatch"
+    oom = "oom"
+    hang = "hang"
+
+
+BACKEND_HELP = ("eager, inductor, or a plugin [bold]path/to/file.py:fn[/] / [bold]pkg.module:fn[/] with the "
+                "torch.compile backend signature fn(gm, example_inputs) -> callable. "
+                "[yellow]A plugin runs your code[/] (in isolated worker processes).")
+
+ModelArg = Annotated[Path, typer.Argument(help="The exported program, written by torch.export.save.")]
+OracleOpt = Annotated[Oracle, typer.Option(help="What counts as the bug.")]
+BackendOpt = Annotated[str, typer.Option(help=BACKEND_HELP)]
+InputsOpt = Annotated[Optional[Path], typer.Option(help="A torch.save'd tuple of inputs (loaded with weights_only=True). "
+                                                   "Default: seeded inputs made from the program's shapes.")]
+MatchOpt = Annotated[Optional[str], typer.Option(help="Regex on 'ExceptionType: message' that the failure must match.")]
+AtolOpt = Annotated[float, typer.Option(help="Absolute tolerance of the mismatch oracle.")]
+RtolOpt = Annotated[float, typer.Option(help="Relative tolerance of the mismatch oracle.")]
+TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may take before it counts as a hang.")]
+DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
+
+
+def _fail(e: TrtminError) -> None:
+    err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], match: Optional[str],
+             atol: float, rtol: float, timeout: float, device: str, jobs: int = 1, any_failure: bool = False):
+    from minimize.session import Options
+    if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
+        raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
+    if match is not None:
+        try:
+            re.compile(match)
+        except re.error as e:
+            raise TrtminError(f"--match {match!r} is not a valid regular expression ({e})") from None
+    if jobs < 1:
+        raise TrtminError("--jobs must be at least 1")
+    return Options(model=model, oracle=oracle.value, backend=backend, inputs=inputs, match=match, atol=atol,
+                   rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure)
+
+
+@app.command()
+def reduce(
+    model: ModelArg,
+    oracle: OracleOpt = Oracle.mismatch,
+    backend: BackendOpt = "inductor",
+    inputs: InputsOpt = None,
+    match: MatchOpt = None,
+    any_failure: Annotated[bool, typer.Option("--any-failure", help="Accept any failure, not only the original one.")] = False,
+    atol: AtolOpt = 1e-3,
+    rtol: RtolOpt = 1e-3,
+    timeout: TimeoutOpt = 300.0,
+    device: DeviceOpt = "cpu",
+    out: Annotated[Path, typer.Option(help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
+    jobs: Annotated[int, typer.Option(help="Oracle calls run at once, in isolated workers. The result is the same for any value.")] = 1,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace the results of another run in --out.")] = False,
+) -> None:
+    """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
+    from minimize.progress import ProgressView
+    from minimize.reduce import reduce as run_reduce
+    console = Console(stderr=True)
+    try:
+        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure)
+        with ProgressView(console) as view:
+            summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log)
+    except TrtminError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
+        raise typer.Exit(130)
+    console.print(f"[green]done[/]: {summary['original_nodes']} -> {summary['final_nodes']} call nodes in "
+                  f"{summary['oracle_calls']} oracle calls, {summary['seconds']:.0f} s")
+    console.print(f"bug: {summary['final_verdict']}", highlight=False)
+    rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
+            for name, s in summary["passes"].items()]
+    console.print("per pass:\n" + "\n".join(rows), highlight=False)
+    console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
+
+
+@app.command()
+def check(
+    model: ModelArg,
+    oracle: OracleOpt = Oracle.mismatch,
+    backend: BackendOpt = "inductor",
+    inputs: InputsOpt = None,
+    match: MatchOpt = None,
+    atol: AtolOpt = 1e-3,
+    rtol: RtolOpt = 1e-3,
+    timeout: TimeoutOpt = 300.0,
+    device: DeviceOpt = "cpu",
+) -> None:
+    """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
+    from minimize.session import Session
+    try:
+        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device)
+        with Session(opts) as session:
+            v = session.evaluate([session.program.normalize(session.program.all_kept())])[0]
+    except TrtminError as e:
+        _fail(e)
+    if v.kind == "invalid":
+        _fail(TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {v.message[:120]})"))
+    fails = v.kind == oracle.value and (match is None or re.search(match, f"{v.exc_type}: {v.message}"))
+    where = f"{backend} on {device}"
+    if fails:
+        print(f"FAILS ({oracle.value}) {where}: {v.describe()}")
+        raise typer.Exit(1)
+    if v.failed:
+        print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}")
+    else:
+        print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch "
+              f"(atol {atol:g}, rtol {rtol:g}); the bug does not reproduce here")
+    raise typer.Exit(0)
+
+
+def main() -> None:
+    # torch's own deprecation chatter (pytree LeafSpec, ...) is not the user's problem
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
+    try:
+        app()
+    except TrtminError as e:  # a last net: no traceback for domain errors
+        err.print(f"[red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

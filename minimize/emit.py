@@ -1,0 +1,305 @@
+"""Writes the reduce output: repro.py, report.md, summary.json, reduced.pt2 and tensors.
+
+Every file is written to a temporary name and renamed, so a crash never leaves a
+half-written file in --out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import textwrap
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+import minimize
+from oracles.backends.base import Backend
+from oracles.script_checks import check_source
+from oracles.verdict import Signature, Verdict
+
+INLINE_MAX_ELEMENTS = 16
+INPUTS_FILE = "repro_inputs.pt"
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    mode = "wb" if isinstance(data, bytes) else "w"
+    with open(tmp, mode) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def atomic_torch_save(obj: Any, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(obj, str(tmp))
+    os.replace(tmp, path)
+
+
+def environment() -> dict[str, str]:
+    env = {"trtmin": minimize.__version__, "torch": torch.__version__, "python": platform.python_version(),
+           "os": platform.platform(), "cuda": str(torch.version.cuda or "none")}
+    if torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return env
+
+
+@dataclass
+class ReproInfo:
+    title: str
+    source_model: str
+    original_nodes: int
+    final_nodes: int
+    oracle_calls: int
+    seconds: float
+    oracle: str
+    verdict: Verdict
+    signature: Signature
+    match: str | None
+    atol: float
+    rtol: float
+    device: str
+    needs_subprocess: bool  # signal deaths and hangs must be caught from a parent process
+    timeout: float
+
+
+def forward_source(gm: fx.GraphModule) -> str:
+    src = gm.graph.python_code(root_module="self").src
+    lines = []
+    for line in src.strip().splitlines():
+        line = re.sub(r";\s+(\w+ = )+None$", "", line)  # fx's "x = None" frees: noise here
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _literal(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        dtype = str(v.dtype)
+        values = v.detach().cpu().reshape(-1).tolist()
+        shape = tuple(v.shape)
+        return f"torch.tensor({values!r}, dtype={dtype}).reshape({shape!r})"
+    return repr(v)
+
+
+def inputs_source(names: list[str], values: list[Any]) -> tuple[str, dict[str, torch.Tensor]]:
+    """Source of make_inputs(): small tensors inline, larger ones from one file beside."""
+    big: dict[str, torch.Tensor] = {}
+    items = []
+    for name, v in zip(names, values):
+        if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex()):
+            big[name] = v.detach().cpu().contiguous()
+            items.append(f"        tensors[{name!r}],")
+        else:
+            items.append(f"        {_literal(v)},  # {name}")
+    load = (f"    tensors = torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)\n"
+            if big else "")
+    if not items:
+        return "def make_inputs():\n    return []\n", big
+    body = "def make_inputs():\n" + load + "    return [\n" + "\n".join(items) + "\n    ]\n"
+    return body, big
+
+
+SCRIPT = '''#!/usr/bin/env python3
+"""{title}
+
+{verdict_line}
+
+Reduced by trtmin {trtmin} on {today} from {source}: {original} -> {final} call nodes,
+{calls} oracle calls, {seconds:.0f} s.
+Reduced on: torch {torch}, Python {python}, {os}, device {device}{gpu}.
+Backend: {backend}. Oracle: {oracle}{tolerance}.
+
+Run:      python repro.py
+          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package)
+Control:  TRTMIN_BACKEND=eager python repro.py
+          runs eager PyTorch in place of the backend, so it must print FIXED
+"""
+
+import importlib.util
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import torch
+from torch import device  # the graph below writes devices as device(type=...)
+
+inf, nan = float("inf"), float("nan")
+DEVICE = {device!r}
+ATOL, RTOL = {atol!r}, {rtol!r}
+REQUIRES = {requires!r}
+{imports}
+
+class Repro(torch.nn.Module):
+{forward}
+
+
+{inputs}
+
+def compile_backend(module, inputs):
+    {compile_body}
+
+{checks}
+
+def exception_text(e):
+    """The exception and everything it wraps, for matching the original error."""
+    parts = []
+    while e is not None and len(parts) < 8:
+        parts.append(f"{{type(e).__name__}}: {{e}}")
+        e = getattr(e, "inner_exception", None) or e.__cause__
+    return "\\n".join(parts)
+
+
+def run():
+    inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
+    clone = lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    module = Repro()
+    with torch.no_grad():
+        expected = flatten(module(*clone()))
+        try:
+            compiled = module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, clone())
+            actual = flatten(compiled(*clone()))
+            if DEVICE.startswith("cuda"):
+                torch.cuda.synchronize()
+        except Exception as e:  # the compiler failed: is it the same failure?
+            text = exception_text(e)
+            first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
+                print(f"REPRODUCED: {{type(e).__name__}}: {{first}}")
+                return 1
+            print(f"CHANGED: fails differently now: {{type(e).__name__}}: {{first}}")
+            return 3
+    reproduced, message = outcome(expected, actual)
+    print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
+    return 1 if reproduced else 0
+
+
+def main():
+    if DEVICE.startswith("cuda") and not torch.cuda.is_available():
+        print("SKIPPED: no CUDA GPU is visible here")
+        return 2
+    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    if missing and os.environ.get("TRTMIN_BACKEND") != "eager":
+        print(f"SKIPPED: {{', '.join(missing)}} is not installed")
+        return 2
+    if {needs_subprocess!r} and not os.environ.get("TRTMIN_CHILD"):
+        # The bug kills or hangs the process: run it in a child and read how it ended.
+        try:
+            child = subprocess.run([sys.executable, __file__], env={{**os.environ, "TRTMIN_CHILD": "1"}},
+                                   capture_output=True, text=True, timeout={timeout!r})
+        except subprocess.TimeoutExpired:
+            print("REPRODUCED: no result within {timeout:g} s (hang)" if {is_hang!r} else "CHANGED: hangs now")
+            return 1 if {is_hang!r} else 3
+        if child.returncode < 0:
+            import signal
+            name = signal.Signals(-child.returncode).name
+            print(f"REPRODUCED: the process was killed by {{name}}" if re.search(ERROR_PATTERN or "$^", name)
+                  else f"CHANGED: the process was killed by {{name}}")
+            return 1 if re.search(ERROR_PATTERN or "$^", name) else 3
+        sys.stdout.write(child.stdout)
+        return child.returncode
+    return run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def render_script(info: ReproInfo, gm: fx.GraphModule, input_names: list[str], input_values: list[Any],
+                  backend: Backend) -> tuple[str, dict[str, torch.Tensor]]:
+    env = environment()
+    part = backend.script_part()
+    inputs_src, big = inputs_source(input_names, input_values)
+    match = info.match
+    if info.needs_subprocess and info.verdict.kind == "crash" and not match:
+        match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
+    tol = f" (atol {info.atol:g}, rtol {info.rtol:g})" if info.oracle in ("mismatch",) else ""
+    script = SCRIPT.format(
+        title=info.title, verdict_line=info.verdict.describe(), trtmin=env["trtmin"], today=date.today().isoformat(),
+        source=info.source_model, original=info.original_nodes, final=info.final_nodes, calls=info.oracle_calls,
+        seconds=info.seconds, torch=env["torch"], python=env["python"], os=env["os"], device=info.device,
+        gpu=f" ({env['gpu']})" if "gpu" in env else "", backend=backend.describe(), oracle=info.oracle,
+        tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
+        imports="\n".join(part.imports) + ("\n" if part.imports else ""),
+        forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
+        compile_body=part.compile_body, checks=check_source(info.signature, match),
+        needs_subprocess=info.needs_subprocess, timeout=info.timeout, is_hang=info.oracle == "hang",
+    )
+    return script, big
+
+
+def write_outputs(out: Path, info: ReproInfo, gm: fx.GraphModule, input_names: list[str],
+                  input_values: list[Any], backend: Backend, summary: dict[str, Any]) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    script, big = render_script(info, gm, input_names, input_values, backend)
+    written: dict[str, Path] = {}
+    if big:
+        atomic_torch_save(big, out / INPUTS_FILE)
+        written["inputs"] = out / INPUTS_FILE
+    for name, src in backend.script_part().files.items():
+        tmp = out / f".{name}.tmp"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, out / name)
+    atomic_write(out / "repro.py", script)
+    written["repro"] = out / "repro.py"
+    reduced = out / "reduced.pt2"
+    try:
+        ep = torch.export.export(gm, tuple(input_values), strict=False)
+        tmp = out / ".tmp-reduced.pt2"  # torch.export.save wants the .pt2 suffix
+        torch.export.save(ep, str(tmp))
+        os.replace(tmp, reduced)
+        written["reduced"] = reduced
+    except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
+        summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    atomic_write(out / "report.md", render_report(info, script, backend, summary))
+    written["report"] = out / "report.md"
+    atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    written["summary"] = out / "summary.json"
+    return written
+
+
+def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:
+    env = environment()
+    env_lines = "\n".join(f"- {k}: {v}" for k, v in env.items())
+    stats = summary.get("passes", {})
+    stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items())
+    return f"""# {info.title}
+
+**What fails:** {info.verdict.describe()}
+
+Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`. The program below is what
+is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin cut it down to
+{info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
+in as an input computed by eager PyTorch, so the failure is not upstream drift.
+
+## Reproduce
+
+Save as `repro.py` (with `repro_inputs.pt` beside it, if listed below) and run `python repro.py`.
+It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run.
+`TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).
+
+```python
+{script}
+```
+
+## Environment
+
+{env_lines}
+
+## How it was reduced
+
+| pass | oracle calls | accepted | nodes removed |
+|---|---|---|---|
+{stat_rows}
+"""

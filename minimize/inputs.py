@@ -1,0 +1,102 @@
+"""Program inputs: loaded from a user's file (weights_only) or made from placeholder metadata."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind
+
+from oracles.errors import TrtminError
+
+SEED = 0
+
+
+def user_input_metas(ep: ExportedProgram) -> list[tuple[str, Any]]:
+    """(name, example value) of each user input, in call order."""
+    nodes = {n.name: n for n in ep.graph_module.graph.nodes if n.op == "placeholder"}
+    return [(s.arg.name, nodes[s.arg.name].meta.get("val"))
+            for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+
+
+def make_inputs(ep: ExportedProgram) -> list[Any]:
+    """Deterministic inputs from the placeholders' shapes and dtypes (seeded)."""
+    gen = torch.Generator().manual_seed(SEED)
+    out: list[Any] = []
+    for name, val in user_input_metas(ep):
+        if not isinstance(val, torch.Tensor):
+            out.append(val if val is not None else 1)
+            continue
+        shape = [int(d) if isinstance(d, int) else _hint(d) for d in val.shape]
+        dt = val.dtype
+        if dt == torch.bool:
+            t = torch.randint(0, 2, shape, generator=gen).bool()
+        elif dt == torch.uint8:
+            t = torch.randint(0, 256, shape, generator=gen, dtype=torch.uint8)
+        elif not dt.is_floating_point and not dt.is_complex:
+            t = torch.randint(0, 16, shape, generator=gen).to(dt)
+        elif dt.is_complex:
+            t = torch.randn(shape, generator=gen, dtype=torch.complex64).to(dt)
+        else:
+            t = torch.randn(shape, generator=gen).to(dt)
+        out.append(t)
+    return out
+
+
+def _hint(d: Any) -> int:
+    try:
+        return int(d.node.hint) if d.node.hint is not None else 4
+    except AttributeError:
+        return 4
+
+
+def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
+    """A torch.save'd tuple/list of inputs, checked against the program's signature."""
+    if not path.exists():
+        raise TrtminError(f"inputs file {path} does not exist; pass a file written by torch.save(tuple_of_inputs, path)")
+    try:
+        loaded = torch.load(str(path), weights_only=True, map_location="cpu")
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as e:
+        first = (str(e).strip().splitlines() or [""])[0][:160]
+        raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({first}); "
+                          "save a plain tuple of tensors with torch.save") from None
+    if isinstance(loaded, torch.Tensor):
+        loaded = (loaded,)
+    if not isinstance(loaded, (tuple, list)):
+        raise TrtminError(f"inputs file {path} holds a {type(loaded).__name__}; save a tuple of the program's inputs")
+    metas = user_input_metas(ep)
+    if len(loaded) != len(metas):
+        raise TrtminError(f"inputs file {path} has {len(loaded)} inputs but the program takes {len(metas)} "
+                          f"({', '.join(n for n, _ in metas)}); save them in that order")
+    for (name, val), got in zip(metas, loaded):
+        if not isinstance(val, torch.Tensor):
+            continue
+        if not isinstance(got, torch.Tensor):
+            raise TrtminError(f"input {name!r} in {path} is a {type(got).__name__}, the program expects a tensor")
+        if got.dtype != val.dtype:
+            raise TrtminError(f"input {name!r} in {path} is {got.dtype}, the program expects {val.dtype}; "
+                              f"convert it with .to({val.dtype})")
+        static = [d if isinstance(d, int) else None for d in val.shape]
+        if got.dim() != len(static) or any(s is not None and s != g for s, g in zip(static, got.shape)):
+            want = "x".join("?" if s is None else str(s) for s in static)
+            raise TrtminError(f"input {name!r} in {path} has shape {tuple(got.shape)}, the program expects {want}")
+    return list(loaded)
+
+
+def prepare(ep: ExportedProgram, device: str) -> ExportedProgram:
+    """Functionalize (so cut values are not mutated later) and move to the device."""
+    ep = ep.run_decompositions({})
+    if device != "cpu":
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise TrtminError("--device cuda was asked for, but no CUDA GPU is visible here; "
+                              "run on a GPU machine or use --device cpu")
+        from torch.export.passes import move_to_device_pass
+        ep = move_to_device_pass(ep, device)
+    return ep
+
+
+def to_device(values: list[Any], device: str) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]

@@ -1,0 +1,27 @@
+"""Reduction passes, one family per module, in one tier list.
+
+A pass proposes candidates through the ReductionProblem (try_first / first_true) and
+accepts what fails the same way. Passes make deterministic progress and do not loop
+to a fixed point themselves; the scheduler does (DESIGN.md key idea 5).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from minimize.passes.bisect_window import bisect_window
+from minimize.passes.delete_chunks import delete_chunks
+from minimize.passes.module_blocks import delete_module_blocks
+from minimize.passes.outputs import keep_one_output
+from minimize.problem import ReductionProblem
+
+Pass = Callable[[ReductionProblem], None]
+
+# Coarse to fine: a contiguous failing window first, then whole outputs and whole
+# nn.Module blocks, then delta debugging down to single nodes.
+TIERS: list[tuple[str, Pass]] = [
+    ("bisect_window", bisect_window),
+    ("keep_one_output", keep_one_output),
+    ("delete_module_blocks", delete_module_blocks),
+    ("delete_chunks", delete_chunks),
+]

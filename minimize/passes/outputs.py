@@ -1,0 +1,32 @@
+"""Keep one output: the backward cone of a single sink, dropping every other output."""
+
+from __future__ import annotations
+
+from minimize.problem import Candidate, ReductionProblem
+
+
+def cone(problem: ReductionProblem, sink: int) -> Candidate:
+    prog = problem.program
+    keep = set(problem.current)
+    seen = {sink}
+    stack = [sink]
+    while stack:
+        node = prog.nodes[stack.pop()]
+        for dep in node.all_input_nodes:
+            i = prog.index.get(dep.name)
+            if i is not None and i in keep and i not in seen:
+                seen.add(i)
+                stack.append(i)
+    return prog.normalize(seen)
+
+
+def keep_one_output(problem: ReductionProblem) -> None:
+    while True:
+        outs = problem.program.outputs_of(problem.current)
+        if len(outs) < 2:
+            return
+        cands = [c for c in (cone(problem, o) for o in outs) if c and c != problem.current]
+        i = problem.try_first(cands)
+        if i is None:
+            return
+        problem.accept(cands[i])

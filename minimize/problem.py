@@ -1,0 +1,147 @@
+"""The reduction problem: the current best candidate, the verdict cache and the counters.
+
+Passes only propose candidates; this applier tests them (DESIGN.md key idea 4). With
+N workers it evaluates up to N candidates at once *speculatively*, but the answer is
+always the first success in the pass's fixed order, so the result is byte-identical
+for any N. `oracle_calls` counts only the calls the sequential (N=1) algorithm makes;
+speculative extra work is reported separately, as timing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from minimize.program import Program
+from oracles.verdict import Signature, Verdict
+
+Candidate = tuple[int, ...]
+
+
+@dataclass
+class PassStats:
+    calls: int = 0
+    accepted: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Counters:
+    oracle_calls: int = 0          # calls the sequential algorithm needed (deterministic)
+    evaluations: int = 0           # worker calls actually made (>= oracle_calls with --jobs > 1)
+    accepted: int = 0
+    invalid: int = 0
+    oracle_seconds: float = 0.0
+
+
+def candidate_key(kept: Candidate) -> str:
+    return hashlib.sha1(",".join(map(str, kept)).encode()).hexdigest()[:16]
+
+
+class ReductionProblem:
+    def __init__(self, program: Program, evaluate_batch: Callable[[list[Candidate]], list[Verdict]],
+                 jobs: int = 1, match: re.Pattern[str] | None = None, any_failure: bool = False,
+                 on_change: Callable[["ReductionProblem"], None] | None = None):
+        self.program = program
+        self._evaluate_batch = evaluate_batch
+        self.jobs = max(1, jobs)
+        self.match = match
+        self.any_failure = any_failure
+        self.on_change = on_change or (lambda p: None)
+        self.current: Candidate = program.normalize(program.all_kept())
+        self.cache: dict[Candidate, Verdict] = {}
+        self._charged: set[Candidate] = set()
+        self.counters = Counters()
+        self.pass_stats: dict[str, PassStats] = {}
+        self.signature: Signature | None = None
+        self.first_verdict: Verdict | None = None
+        self.last_verdict: Verdict | None = None
+        self.current_pass = "check"
+
+    # ---- evaluation --------------------------------------------------------------
+    def _ensure(self, cands: Sequence[Candidate]) -> None:
+        todo = list(dict.fromkeys(c for c in cands if c not in self.cache))
+        if not todo:
+            return
+        t0 = time.monotonic()
+        verdicts = self._evaluate_batch(todo)
+        self.counters.oracle_seconds += time.monotonic() - t0
+        self.counters.evaluations += len(todo)
+        for c, v in zip(todo, verdicts):
+            self.cache[c] = v
+            if v.kind == "invalid":
+                self.counters.invalid += 1
+
+    def verdict(self, cand: Candidate) -> Verdict:
+        """The sequential algorithm asks for one verdict: charge it once."""
+        self._ensure([cand])
+        if cand not in self._charged:
+            self._charged.add(cand)
+            self.counters.oracle_calls += 1
+        self.on_change(self)
+        return self.cache[cand]
+
+    def is_interesting(self, cand: Candidate) -> bool:
+        v = self.verdict(cand)
+        if self.signature is None:
+            return v.failed
+        ok = self.signature.matches(v, self.match, self.any_failure)
+        if ok:
+            self.last_verdict = v
+        return ok
+
+    def try_first(self, cands: Sequence[Candidate]) -> int | None:
+        """Index of the first interesting candidate, in order; speculates N at a time."""
+        for start in range(0, len(cands), self.jobs):
+            self._ensure(cands[start:start + self.jobs])
+            for i in range(start, min(start + self.jobs, len(cands))):
+                if self.is_interesting(cands[i]):
+                    return i
+        return None
+
+    def first_true(self, lo: int, hi: int, make: Callable[[int], Candidate]) -> int:
+        """Smallest x in [lo, hi] with make(x) interesting; make(hi) is taken as interesting.
+
+        A binary search; with N workers the next levels of its decision tree are
+        evaluated at once, and the walk down the tree is the sequential one.
+        """
+        depth = max(1, (self.jobs + 1).bit_length() - 1)
+        while lo < hi:
+            frontier, level = [(lo, hi)], []
+            for _ in range(depth):
+                nxt = []
+                for a, b in frontier:
+                    if a < b:
+                        m = (a + b) // 2
+                        level.append(make(m))
+                        nxt += [(a, m), (m + 1, b)]
+                frontier = nxt
+            self._ensure(level)
+            for _ in range(depth):
+                if lo >= hi:
+                    break
+                mid = (lo + hi) // 2
+                if self.is_interesting(make(mid)):
+                    hi = mid
+                else:
+                    lo = mid + 1
+        return lo
+
+    # ---- acceptance -----------------------------------------------------------------
+    def accept(self, cand: Candidate) -> None:
+        self.current = cand
+        self.counters.accepted += 1
+        self.on_change(self)
+
+    def check_original(self) -> Verdict:
+        v = self.verdict(self.current)
+        self.first_verdict = self.last_verdict = v
+        return v
+
+    def summary_counts(self) -> dict[str, Any]:
+        return {"oracle_calls": self.counters.oracle_calls, "accepted": self.counters.accepted,
+                "invalid_candidates": self.counters.invalid}

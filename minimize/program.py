@@ -1,0 +1,173 @@
+"""The Program model: a loaded `.pt2`, its eager intermediates, and cut-to-input slicing.
+
+A candidate is a set of kept call nodes (indices into `Program.nodes`, topological
+order). Every value a kept node reads that no kept node computes becomes a graph
+input, fed with the value eager PyTorch computed for it (DESIGN.md key idea 1), so the
+failing region is isolated from upstream numeric drift. A candidate's outputs are its
+sinks plus the program's own outputs that it keeps.
+"""
+
+from __future__ import annotations
+
+import operator
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import torch
+import torch.fx as fx
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+
+from oracles.errors import TrtminError
+
+
+@dataclass
+class Slice:
+    """A materialized candidate: a runnable graph and the names of what feeds it."""
+
+    gm: fx.GraphModule
+    input_names: list[str]
+    output_names: list[str]
+
+    @property
+    def call_nodes(self) -> int:
+        return count_call_nodes(self.gm.graph)
+
+
+def count_call_nodes(graph: fx.Graph) -> int:
+    return sum(1 for n in graph.nodes if n.op == "call_function")
+
+
+def load_exported(path: Path) -> ExportedProgram:
+    """torch.export.load with errors a user can act on."""
+    if not path.exists():
+        raise TrtminError(f"{path}: no such file; pass the .pt2 written by torch.export.save")
+    if path.is_dir():
+        raise TrtminError(f"{path} is a folder; pass the .pt2 file written by torch.export.save")
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        raise TrtminError(f"{path}: cannot read it ({e.strerror}); check its permissions") from None
+    if not zipfile.is_zipfile(path):
+        raise TrtminError(f"{path} is not a .pt2 archive (truncated or another format); "
+                          "re-save it with torch.export.save(ep, path)")
+    try:
+        return torch.export.load(str(path))
+    except Exception as e:  # torch raises many types for damaged archives
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first}); "
+                          "re-export it with torch.export.export and torch.export.save") from None
+
+
+def _is_reducible(node: fx.Node) -> bool:
+    """Call nodes that compute a value. Assertion ops (no return value) are dropped."""
+    if node.op != "call_function":
+        return False
+    schema = getattr(node.target, "_schema", None)
+    return not (schema is not None and len(schema.returns) == 0)
+
+
+class Program:
+    """An exported program, functionalized, with every node's eager value captured."""
+
+    def __init__(self, ep: ExportedProgram, user_inputs: Sequence[Any], device: str = "cpu",
+                 values: dict[str, Any] | None = None):
+        self.device = device
+        self.ep = ep
+        self.gm: fx.GraphModule = ep.graph_module
+        graph = self.gm.graph
+        self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)]
+        self.index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.user_outputs = {s.arg.name for s in ep.graph_signature.output_specs
+                             if s.kind == OutputKind.USER_OUTPUT and hasattr(s.arg, "name")}
+        self.values = values if values is not None else self._capture(user_inputs)
+        # users restricted to reducible nodes, for sink computation
+        self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}
+
+    # ---- eager intermediates -------------------------------------------------------
+    def _capture(self, user_inputs: Sequence[Any]) -> dict[str, Any]:
+        args = lifted_args(self.ep, user_inputs)
+        interp = fx.Interpreter(self.gm, garbage_collect_values=False)
+        with torch.no_grad():
+            try:
+                interp.run(*args)
+            except Exception as e:
+                first = (str(e).strip().splitlines() or [""])[0][:200]
+                raise TrtminError(f"eager PyTorch fails on this program ({type(e).__name__}: {first}); "
+                                  "trtmin needs a program that runs in eager mode to compare against") from None
+        return {n.name: v for n, v in interp.env.items() if n.op in ("placeholder", "call_function")}
+
+    # ---- slicing ---------------------------------------------------------------------
+    def all_kept(self) -> tuple[int, ...]:
+        return tuple(range(len(self.nodes)))
+
+    def normalize(self, kept: Iterable[int]) -> tuple[int, ...]:
+        """Canonical form: sorted, and a getitem whose source is cut is cut too."""
+        keep = set(kept)
+        for i in sorted(keep):
+            n = self.nodes[i]
+            if n.target is operator.getitem and isinstance(n.args[0], fx.Node):
+                src = self.index.get(n.args[0].name)
+                if src is None or src not in keep:
+                    keep.discard(i)
+        return tuple(sorted(keep))
+
+    def outputs_of(self, kept: Sequence[int]) -> list[int]:
+        keep = set(kept)
+        return [i for i in kept
+                if not any(u in keep for u in self._users[self.nodes[i].name])
+                or self.nodes[i].name in self.user_outputs]
+
+    def materialize(self, kept: Sequence[int]) -> Slice:
+        kept = self.normalize(kept)
+        if not kept:
+            raise ValueError("empty candidate")
+        keep_names = {self.nodes[i].name for i in kept}
+        graph = fx.Graph()
+        env: dict[str, fx.Node] = {}
+        inputs: list[str] = []
+
+        # Placeholders first, in order of first use, so the signature is deterministic.
+        for i in kept:
+            for dep in self.nodes[i].all_input_nodes:
+                if dep.name not in keep_names and dep.name not in env:
+                    ph = graph.placeholder(dep.name)
+                    ph.meta["val"] = dep.meta.get("val")
+                    env[dep.name] = ph
+                    inputs.append(dep.name)
+        for i in kept:
+            n = self.nodes[i]
+            env[n.name] = graph.node_copy(n, lambda a: env[a.name])
+        outs = [self.nodes[i].name for i in self.outputs_of(kept)]
+        graph.output(tuple(env[o] for o in outs))
+        gm = fx.GraphModule(torch.nn.Module(), graph)
+        return Slice(gm, inputs, outs)
+
+    def inputs_for(self, s: Slice) -> list[Any]:
+        return [self.values[name] for name in s.input_names]
+
+    def module_path(self, i: int) -> tuple[str, ...]:
+        """The nn.Module nesting of node i (outermost first), for coarse passes."""
+        stack = self.nodes[i].meta.get("nn_module_stack") or {}
+        return tuple(path for path, _ in stack.values() if path)
+
+
+def lifted_args(ep: ExportedProgram, user_inputs: Sequence[Any]) -> list[Any]:
+    """Placeholder values for ep.graph_module: parameters, buffers, constants, user inputs."""
+    user = iter(user_inputs)
+    args = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT:
+            args.append(next(user))
+        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            args.append(ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target])
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            args.append(ep.constants[spec.target])
+        else:
+            raise TrtminError(f"input {spec.arg.name} is a {spec.kind.name}, which trtmin cannot feed yet; "
+                              "export the model without custom objects or tokens")
+    return args

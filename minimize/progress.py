@@ -1,0 +1,44 @@
+"""Live progress for long reductions: nodes left, oracle calls, accepted steps, elapsed."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from minimize.problem import ReductionProblem
+
+
+class ProgressView:
+    def __init__(self, console: Console):
+        self.console = console
+        self.t0 = time.monotonic()
+        self.live = Live(Text(""), console=console, refresh_per_second=4, transient=False)
+        self.start_nodes: int | None = None
+
+    def __enter__(self) -> "ProgressView":
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.live.__exit__(*exc)
+
+    def update(self, p: ReductionProblem) -> None:
+        nodes = len(p.current)
+        if self.start_nodes is None:
+            self.start_nodes = nodes
+        elapsed = time.monotonic() - self.t0
+        line = Text.assemble(
+            ("reducing ", "bold"), (f"[{p.current_pass}] ", "cyan"),
+            f"call nodes {self.start_nodes} -> ", (f"{nodes}", "bold green"),
+            f" | oracle calls {p.counters.oracle_calls}",
+            f" | accepted {p.counters.accepted}",
+            f" | {int(elapsed // 60)}:{int(elapsed % 60):02d}",
+        )
+        self.live.update(line)
+
+    def log(self, message: str) -> None:
+        self.console.print(message, highlight=False)

@@ -1,0 +1,163 @@
+"""The reduce job: check the original, shrink it, write the outputs.
+
+Progress is checkpointed to `--out/checkpoint.json` after every accepted step, so an
+interrupted run continues with `--resume` from its last accepted state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from minimize.emit import ReproInfo, atomic_write, environment, write_outputs
+from minimize.problem import ReductionProblem
+from minimize.program import count_call_nodes
+from minimize.scheduler import reduce_to_fixpoint
+from minimize.session import Options, Session
+from oracles.errors import TrtminError
+from oracles.verdict import Signature, Verdict
+
+CHECKPOINT = "checkpoint.json"
+OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", CHECKPOINT}
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_out_dir(out: Path, resume: bool, force: bool) -> dict[str, Any] | None:
+    """Refuse to write over another run or the user's files; return a checkpoint to resume."""
+    if out.exists() and not out.is_dir():
+        raise TrtminError(f"--out {out} is a file; pass a folder for the results")
+    existing = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if resume:
+        ck = out / CHECKPOINT
+        if not ck.exists():
+            raise TrtminError(f"--resume: {out} has no {CHECKPOINT} to resume from; run without --resume")
+        return json.loads(ck.read_text())
+    if existing and not force:
+        foreign = [n for n in existing if n not in OUR_FILES and not n.startswith(".")]
+        what = "holds another run" if not foreign else f"is not empty ({', '.join(foreign[:3])})"
+        raise TrtminError(f"--out {out} {what}; pass --resume to continue it, --force to replace it, "
+                          "or choose another folder")
+    return None
+
+
+def _options_key(opts: Options) -> dict[str, Any]:
+    d = asdict(opts)
+    d["model"] = str(opts.model)
+    d["inputs"] = str(opts.inputs) if opts.inputs else None
+    for k in ("jobs", "timeout", "memory_limit_mb"):  # these do not change the result
+        d.pop(k, None)
+    return d
+
+
+def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
+           on_change: Callable[[ReductionProblem], None] | None = None,
+           log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    checkpoint = check_out_dir(out, resume, force)
+    t0 = time.monotonic()
+    digest = file_digest(opts.model)
+    if checkpoint and (checkpoint.get("model_sha256") != digest or checkpoint.get("options") != _options_key(opts)):
+        raise TrtminError(f"--resume: {out} was made from another model or other options; "
+                          "rerun with the same arguments, or use --force to start over")
+    match = re.compile(opts.match) if opts.match else None
+    with Session(opts) as session:
+        log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
+        problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
+                                   any_failure=opts.any_failure, on_change=on_change)
+        original = problem.check_original()
+        _require_failure(opts, original, match)
+        problem.signature = Signature.of(original)
+        original_nodes = count_call_nodes(session.program.materialize(problem.current).gm.graph)
+        if checkpoint:
+            problem.current = tuple(checkpoint["current"])
+            problem.counters.oracle_calls = checkpoint["oracle_calls"]
+            log(f"resuming from {len(problem.current)} nodes after {checkpoint['oracle_calls']} oracle calls")
+        out.mkdir(parents=True, exist_ok=True)
+        base_on_change = problem.on_change
+        last_saved: list[tuple[int, ...]] = [()]
+
+        def on_change_and_checkpoint(p: ReductionProblem) -> None:
+            base_on_change(p)
+            if p.current != last_saved[0]:
+                last_saved[0] = p.current
+                atomic_write(out / CHECKPOINT, json.dumps({
+                    "model_sha256": digest, "options": _options_key(opts), "current": list(p.current),
+                    "oracle_calls": p.counters.oracle_calls}))
+
+        problem.on_change = on_change_and_checkpoint
+        on_change_and_checkpoint(problem)
+        reduce_to_fixpoint(problem)
+        final = session.program.materialize(problem.current)
+        final_verdict = problem.verdict(problem.current)
+        seconds = time.monotonic() - t0
+        summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
+                           session.pool.restarts)
+        info = ReproInfo(
+            title=f"{session.backend.describe()} {final_verdict.kind} on {opts.device}: "
+                  f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
+            source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
+            oracle_calls=problem.counters.oracle_calls, seconds=seconds, oracle=opts.oracle,
+            verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
+            device=opts.device, timeout=opts.timeout,
+            needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
+        inputs = [session.program.values[n] for n in final.input_names]
+        write_outputs(out, info, final.gm, final.input_names, inputs, session.backend, summary)
+        return summary
+
+
+def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -> None:
+    if v.kind == "invalid":
+        raise TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {v.message[:120]}); "
+                          "trtmin needs a program that runs in eager mode")
+    sig_ok = v.kind == opts.oracle and (match is None or match.search(f"{v.exc_type}: {v.message}"))
+    if opts.any_failure and v.failed:
+        return
+    if not sig_ok:
+        hint = (f"it fails as {v.kind} instead; try --oracle {v.kind}" if v.failed and v.kind != opts.oracle
+                else "check --backend, --device and the tolerances" if not v.failed
+                else f"its error does not match --match {opts.match!r}")
+        raise TrtminError(f"the original program does not fail the {opts.oracle} oracle on {opts.backend} "
+                          f"({v.describe()}); nothing to reduce: {hint}")
+
+
+def _summary(opts: Options, problem: ReductionProblem, original: Verdict, final: Verdict,
+             original_nodes: int, final_nodes: int, seconds: float, restarts: int) -> dict[str, Any]:
+    assert problem.signature is not None
+    return {
+        "model": opts.model.name,
+        "backend": opts.backend,
+        "device": opts.device,
+        "oracle": opts.oracle,
+        "signature": problem.signature.text(),
+        "original_verdict": original.describe(),
+        "final_verdict": final.describe(),
+        "original_nodes": original_nodes,
+        "final_nodes": final_nodes,
+        "oracle_calls": problem.counters.oracle_calls,
+        "accepted_steps": problem.counters.accepted,
+        "invalid_candidates": problem.counters.invalid,
+        "passes": {name: {"calls": s.calls, "accepted": s.accepted, "removed": s.removed}
+                   for name, s in problem.pass_stats.items()},
+        "environment": {k: v for k, v in environment().items() if k != "os"},
+        "timing": {  # everything that may differ between runs and --jobs values
+            "seconds": round(seconds, 2),
+            "oracle_seconds": round(problem.counters.oracle_seconds, 2),
+            "trtmin_seconds": round(seconds - problem.counters.oracle_seconds, 2),
+            "evaluations": problem.counters.evaluations,
+            "jobs": opts.jobs,
+            "worker_restarts": restarts,
+            "pass_seconds": {name: round(s.seconds, 2) for name, s in problem.pass_stats.items()},
+        },
+        "seconds": round(seconds, 2),
+    }

@@ -1,0 +1,91 @@
+"""One oracle session: a prepared program, its worker pool, and verdicts for candidates.
+
+Shared by `trtmin check` and `trtmin reduce`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from minimize.inputs import load_inputs, make_inputs, prepare, to_device
+from minimize.program import Program, load_exported
+from minimize.worker_side import save_state
+from oracles.backends import resolve
+from oracles.backends.plugin import PluginBackend
+from oracles.errors import TrtminError
+from oracles.verdict import ORACLES, Verdict
+from oracles.worker import WorkerConfig, WorkerPool
+
+
+@dataclass
+class Options:
+    model: Path
+    oracle: str
+    backend: str = "inductor"
+    inputs: Path | None = None
+    match: str | None = None
+    any_failure: bool = False
+    atol: float = 1e-3
+    rtol: float = 1e-3
+    timeout: float = 300.0
+    device: str = "cpu"
+    jobs: int = 1
+    settings: dict[str, Any] = field(default_factory=dict)
+    memory_limit_mb: int | None = None
+
+
+def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
+    """One worker per GPU, each pinned with CUDA_VISIBLE_DEVICES."""
+    if not device.startswith("cuda"):
+        return [{} for _ in range(jobs)]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = visible.split(",") if visible else [str(i) for i in range(_gpu_count())]
+    return [{"CUDA_VISIBLE_DEVICES": ids[i % len(ids)]} if ids else {} for i in range(jobs)]
+
+
+def _gpu_count() -> int:
+    import torch
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+class Session:
+    def __init__(self, opts: Options):
+        if opts.oracle not in ORACLES:
+            raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
+        self.opts = opts
+        self.backend = resolve(opts.backend, opts.settings)
+        if isinstance(self.backend, PluginBackend):
+            self.backend.validate()  # a missing file or function is a one-line error, here
+        ep = load_exported(opts.model)
+        user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
+        self.ep = prepare(ep, opts.device)
+        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
+        self.user_inputs = user_inputs
+        self._state = tempfile.TemporaryDirectory(prefix="trtmin-state-")
+        save_state(self.program, Path(self._state.name))
+        cfg = WorkerConfig(
+            setup="minimize.worker_side:worker_setup",
+            setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
+                          "atol": opts.atol, "rtol": opts.rtol, "device": opts.device},
+            timeout_s=opts.timeout,
+            memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
+        )
+        self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
+
+    def evaluate(self, cands: list[tuple[int, ...]]) -> list[Verdict]:
+        results = self.pool.run([{"kept": list(c)} for c in cands])
+        return [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
+
+    def close(self) -> None:
+        self.pool.close()
+        self._state.cleanup()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,48 @@
+"""What a worker process runs: rebuild the program once, then evaluate candidates.
+
+The main process writes the prepared program and its eager values to a state folder;
+each worker loads them once, so a job is only the list of kept node indices (small
+IPC, no re-export or re-serialization per candidate).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from minimize.program import Program
+from oracles.backends import resolve
+from oracles.checks import Tolerance
+from oracles.evaluate import evaluate
+
+PROGRAM_FILE = "program.pt2"
+VALUES_FILE = "values.pt"
+
+
+def save_state(program: Program, folder: Path) -> None:
+    torch.export.save(program.ep, str(folder / PROGRAM_FILE))
+    torch.save(program.values, str(folder / VALUES_FILE))
+
+
+def load_state(folder: Path, device: str) -> Program:
+    ep = torch.export.load(str(folder / PROGRAM_FILE))
+    values = torch.load(str(folder / VALUES_FILE), weights_only=True, map_location=device)
+    return Program(ep, [], device=device, values=values)
+
+
+def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
+                 device: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    program = load_state(Path(state), device)
+    be = resolve(backend, settings)
+    tol = Tolerance(atol, rtol)
+
+    def run(job: dict[str, Any]) -> dict[str, Any]:
+        piece = program.materialize(job["kept"])
+        verdict = evaluate(piece.gm, program.inputs_for(piece), be, tol, device).to_dict()
+        if "CUDA error" in verdict.get("message", "") or "CUDA error" in verdict.get("detail", ""):
+            verdict["restart"] = True  # the CUDA context may be unusable now
+        return verdict
+
+    return run

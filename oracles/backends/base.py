@@ -1,0 +1,45 @@
+"""What a backend is: it compiles a graph and writes its own part of the repro script.
+
+Each backend both runs the candidate and emits the code that does the same in the
+standalone script (DESIGN.md key idea 7), so what is emitted is what was checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch.fx as fx
+
+
+@dataclass
+class ScriptPart:
+    """A backend's contribution to repro.py.
+
+    `compile_body` is the body of `def compile_backend(module, inputs)`, which must
+    return a callable taking the inputs positionally. `requires` names the packages
+    the script checks for before running (missing -> exit 2, SKIPPED).
+    """
+
+    imports: list[str] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
+    compile_body: str = "return module"
+    files: dict[str, Path] = field(default_factory=dict)  # name in out dir -> source file
+
+
+class Backend:
+    name = "backend"
+
+    def __init__(self, spec: str, settings: dict[str, Any] | None = None):
+        self.spec = spec
+        self.settings = dict(settings or {})
+
+    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def script_part(self) -> ScriptPart:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.spec

@@ -1,0 +1,96 @@
+"""User compilers: `path/to/file.py:fn` or `pkg.module:fn`.
+
+`fn` has the torch.compile backend signature `fn(gm, example_inputs) -> callable`, so
+any in-house compiler plugs in. A plugin runs the user's code, in worker processes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx as fx
+
+from oracles.backends.base import Backend, ScriptPart
+from oracles.errors import TrtminError
+
+
+def is_plugin_spec(spec: str) -> bool:
+    return ":" in spec
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    target, _, fn = spec.rpartition(":")
+    if not target or not fn:
+        raise TrtminError(f"plugin backend {spec!r} is not of the form path/to/file.py:function or package.module:function")
+    return target, fn
+
+
+def load_plugin(spec: str) -> Callable[..., Any]:
+    target, fn_name = split_spec(spec)
+    if target.endswith(".py") or "/" in target:
+        path = Path(target)
+        if not path.is_file():
+            raise TrtminError(f"plugin file {path} does not exist; pass --backend path/to/file.py:function")
+        mod_name = f"trtmin_plugin_{abs(hash(str(path.resolve())))}"
+        spec_obj = importlib.util.spec_from_file_location(mod_name, path)
+        if spec_obj is None or spec_obj.loader is None:
+            raise TrtminError(f"plugin file {path} cannot be imported; it must be a Python source file")
+        module = importlib.util.module_from_spec(spec_obj)
+        sys.modules[mod_name] = module
+        try:
+            spec_obj.loader.exec_module(module)
+        except Exception as e:
+            raise TrtminError(f"plugin file {path} fails on import ({type(e).__name__}: {e}); fix the plugin") from None
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as e:
+            raise TrtminError(f"plugin module {target!r} cannot be imported ({e}); check the name and PYTHONPATH") from None
+    fn = getattr(module, fn_name, None)
+    if fn is None:
+        raise TrtminError(f"plugin {target} has no function {fn_name!r}; name a function defined in it")
+    if not callable(fn):
+        raise TrtminError(f"plugin {target}:{fn_name} is a {type(fn).__name__}, not callable; "
+                          "name a function fn(gm, example_inputs) -> callable")
+    return fn
+
+
+class PluginBackend(Backend):
+    name = "plugin"
+
+    def __init__(self, spec: str, settings: dict[str, Any] | None = None):
+        super().__init__(spec, settings)
+        self.target, self.fn_name = split_spec(spec)
+        self._fn: Callable[..., Any] | None = None
+
+    def validate(self) -> None:
+        load_plugin(self.spec)
+
+    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        # Through torch.compile, as a torch.compile backend is used: the plugin gets the
+        # dynamo graph of the candidate, exactly as repro.py will hand it over.
+        if self._fn is None:
+            self._fn = load_plugin(self.spec)
+        torch._dynamo.reset()
+        return torch.compile(gm, backend=self._fn)
+
+    def script_part(self) -> ScriptPart:
+        is_file = self.target.endswith(".py") or "/" in self.target
+        if is_file:
+            # The plugin file is copied beside the script, so the folder is self-contained.
+            load = ("import importlib.util, pathlib\n"
+                    "    path = pathlib.Path(__file__).with_name('plugin.py')\n"
+                    "    spec = importlib.util.spec_from_file_location('plugin', path)\n"
+                    "    plugin = importlib.util.module_from_spec(spec)\n"
+                    "    spec.loader.exec_module(plugin)\n")
+            files = {"plugin.py": Path(self.target)}
+        else:
+            load = f"import importlib\n    plugin = importlib.import_module({self.target!r})\n"
+            files = {}
+        body = load + f"    return torch.compile(module, backend=plugin.{self.fn_name})"
+        return ScriptPart(compile_body=body, files=files)

@@ -1,0 +1,98 @@
+"""Checks: compare a backend's outputs with eager's, and classify what was raised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from oracles.verdict import Verdict
+
+OOM_TYPES = ("OutOfMemoryError", "MemoryError")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float = 1e-3
+    rtol: float = 1e-3
+
+
+def flatten_outputs(out: Any) -> list[Any]:
+    """Backends return a tensor, a tuple, a list or nested structures; compare leaves."""
+    if isinstance(out, (list, tuple)):
+        return [leaf for item in out for leaf in flatten_outputs(item)]
+    return [out]
+
+
+def classify_exception(exc: BaseException) -> Verdict:
+    """An exception while compiling or running is a crash, unless it is an OOM."""
+    name = type(exc).__name__
+    message = str(exc) or repr(exc)
+    is_oom = name in OOM_TYPES or "out of memory" in message.lower()
+    # Inductor and dynamo wrap the real error; report the innermost type.
+    inner = exc
+    while getattr(inner, "inner_exception", None) is not None:
+        inner = inner.inner_exception  # type: ignore[assignment]
+    if inner is not exc:
+        name = type(inner).__name__
+        message = str(inner) or repr(inner)
+        is_oom = is_oom or name in OOM_TYPES
+    return Verdict("oom" if is_oom else "crash", exc_type=name, message=message[:2000])
+
+
+def compare_outputs(expected: Sequence[Any], actual: Sequence[Any], tol: Tolerance) -> Verdict:
+    """Eager vs backend, output by output. The first failing output decides.
+
+    NaN where eager is finite is a `nan` verdict; otherwise values off by more than
+    atol + rtol*|expected| are a `mismatch`. Integer outputs are compared exactly
+    apart from atol.
+    """
+    if len(expected) != len(actual):
+        return Verdict("mismatch", detail=f"eager returns {len(expected)} outputs, the backend {len(actual)}")
+    worst: Verdict | None = None
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        v = _compare_one(i, e, a, tol)
+        if v.kind == "nan":
+            return v
+        if v.kind == "mismatch" and (worst is None or (v.max_abs or 0) > (worst.max_abs or 0)):
+            worst = v
+    return worst or Verdict("pass")
+
+
+def _compare_one(i: int, e: Any, a: Any, tol: Tolerance) -> Verdict:
+    if not isinstance(e, torch.Tensor):
+        if isinstance(a, torch.Tensor) and a.numel() == 1:
+            a = a.item()
+        if e == a or (isinstance(e, float) and isinstance(a, float) and abs(e - a) <= tol.atol + tol.rtol * abs(e)):
+            return Verdict("pass")
+        return Verdict("mismatch", output=i, detail=f"eager {e!r}, backend {a!r}")
+    if not isinstance(a, torch.Tensor):
+        return Verdict("mismatch", output=i, detail=f"backend returned {type(a).__name__}, not a tensor")
+    if e.shape != a.shape:
+        return Verdict("mismatch", output=i, detail=f"shape {tuple(a.shape)}, eager {tuple(e.shape)}")
+    e64 = e.detach().to("cpu", torch.complex128 if e.is_complex() else torch.float64)
+    a64 = a.detach().to("cpu", e64.dtype)
+    e_finite = torch.isfinite(e64)
+    a_finite = torch.isfinite(a64)
+    bad = e_finite & ~a_finite
+    if bool(bad.any()):
+        return Verdict("nan", output=i, detail=f"{int(bad.sum())} of {e.numel()} values")
+    # Non-finite in both: equal only if identical (inf == inf, nan vs nan ok).
+    both_nonfinite = ~e_finite & ~a_finite
+    same_nonfinite = both_nonfinite & ((e64 == a64) | (torch.isnan(e64) & torch.isnan(a64)))
+    diff = (e64 - a64).abs()
+    diff = torch.where(same_nonfinite, torch.zeros_like(diff), diff)
+    diff = torch.where(e_finite & ~a_finite | ~e_finite & a_finite, torch.full_like(diff, float("inf")), diff)
+    if diff.numel() == 0:
+        return Verdict("pass")
+    # rtol is for rounding; integers do not round (an int64 timestamp off by 8.6e9 ns
+    # is a bug however large the timestamp), so they get atol alone.
+    rtol = tol.rtol if (e.is_floating_point() or e.is_complex()) else 0.0
+    limit = tol.atol + rtol * e64.abs().nan_to_num(0.0, 0.0, 0.0)
+    if not bool((diff > limit).any()):
+        return Verdict("pass")
+    max_abs = float(diff.max())
+    rel = diff / e64.abs().clamp_min(1e-12)
+    return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()),
+                   detail=f"{int((diff > limit).sum())} of {e.numel()} values off, dtype {str(e.dtype).removeprefix('torch.')}")

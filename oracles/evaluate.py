@@ -1,0 +1,44 @@
+"""One oracle call: run eager and the backend on a graph, and say what happened.
+
+Runs inside an isolated worker process (oracles/worker.py); a segfault, abort or
+hang here kills only the worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+import torch.fx as fx
+
+from oracles.backends.base import Backend
+from oracles.checks import Tolerance, classify_exception, compare_outputs, flatten_outputs
+from oracles.verdict import Verdict
+
+
+def _clone(values: Sequence[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def evaluate(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: Tolerance,
+             device: str = "cpu") -> Verdict:
+    with torch.no_grad():
+        try:
+            expected = flatten_outputs(gm(*_clone(inputs)))
+            _sync(device)
+        except Exception as e:  # the candidate is broken, not the compiler
+            return Verdict("invalid", exc_type=type(e).__name__, message=str(e)[:500])
+        try:
+            compiled = backend.compile(gm, _clone(inputs))
+            actual = flatten_outputs(compiled(*_clone(inputs)))
+            _sync(device)
+        except BaseException as e:  # noqa: BLE001 - a compiler may raise anything, SystemExit included
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            return classify_exception(e)
+    return compare_outputs(expected, actual, tol)

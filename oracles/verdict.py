@@ -1,0 +1,136 @@
+"""Verdicts and failure signatures.
+
+A verdict says what happened to one candidate on one backend. Its signature is what
+must stay the same for a candidate to count as "the same bug" (DESIGN.md key idea 2).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Verdict kinds. "pass" means the backend behaved like eager; "invalid" means the
+# candidate itself is broken (eager fails on it), which is never the bug.
+KINDS = ("pass", "crash", "nan", "mismatch", "oom", "hang", "invalid")
+ORACLES = ("crash", "nan", "mismatch", "oom", "hang")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    exc_type: str = ""
+    message: str = ""
+    # mismatch / nan details: which output, how far off
+    output: int | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def failed(self) -> bool:
+        return self.kind not in ("pass", "invalid")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Verdict":
+        return Verdict(**d)
+
+    def describe(self) -> str:
+        """One human line, used by `trtmin check` and the report."""
+        if self.kind == "pass":
+            return "PASS: the backend matches eager PyTorch"
+        if self.kind == "invalid":
+            return f"INVALID: eager PyTorch itself fails: {self.exc_type}: {self.message}"
+        if self.kind == "mismatch":
+            return (f"MISMATCH: output {self.output} differs from eager by max abs "
+                    f"{_fmt(self.max_abs)} (max rel {_fmt(self.max_rel)}){_sep(self.detail)}")
+        if self.kind == "nan":
+            return f"NAN: output {self.output} has non-finite values where eager is finite{_sep(self.detail)}"
+        if self.kind == "hang":
+            return f"HANG: {self.message}"
+        return f"{self.kind.upper()}: {self.exc_type}: {self.message}"
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4g}"
+
+
+def _sep(detail: str) -> str:
+    return f" ({detail})" if detail else ""
+
+
+_NORMALIZERS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"(/[\w.\-]+)+/([\w.\-]+)"), r"<path>/\2"),
+    (re.compile(r"\d+"), "<n>"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def normalize_message(message: str) -> str:
+    """First non-empty line, with numbers, addresses and paths made generic.
+
+    `KeyError: 'buf12'` and `KeyError: 'buf3'` are the same bug; an error about a
+    different op is not.
+    """
+    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    for pattern, repl in _NORMALIZERS:
+        line = pattern.sub(repl, line)
+    return line[:200]
+
+
+def mismatch_decade(max_abs: float | None) -> int:
+    if not max_abs or not math.isfinite(max_abs):
+        return 99
+    return math.floor(math.log10(max_abs))
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What stays fixed across a reduction."""
+
+    kind: str
+    exc_type: str = ""
+    message: str = ""
+    decade: int | None = None  # mismatch only: order of magnitude of the original error
+
+    @staticmethod
+    def of(v: Verdict) -> "Signature":
+        if v.kind == "crash":
+            return Signature("crash", v.exc_type, normalize_message(v.message))
+        if v.kind == "mismatch":
+            return Signature("mismatch", decade=mismatch_decade(v.max_abs))
+        return Signature(v.kind)
+
+    # A mismatch may shrink as upstream drift is cut away, but one that falls by more
+    # than this many decades is treated as a different (rounding-sized) bug.
+    MISMATCH_DECADES = 3
+
+    def matches(self, v: Verdict, match: re.Pattern[str] | None = None, any_failure: bool = False) -> bool:
+        if any_failure:
+            return v.failed
+        if v.kind != self.kind:
+            return False
+        if match is not None and v.kind in ("crash", "oom"):
+            if not match.search(f"{v.exc_type}: {v.message}"):
+                return False
+        if self.kind == "crash":
+            return (v.exc_type, normalize_message(v.message)) == (self.exc_type, self.message)
+        if self.kind == "mismatch" and self.decade is not None:
+            return mismatch_decade(v.max_abs) >= self.decade - self.MISMATCH_DECADES
+        return True
+
+    def text(self) -> str:
+        if self.kind == "crash":
+            return f"crash: {self.exc_type}: {self.message}"
+        if self.kind == "mismatch":
+            return f"mismatch: max abs error ~1e{self.decade}"
+        return self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

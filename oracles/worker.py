@@ -1,0 +1,221 @@
+"""Isolated worker processes with timeouts (DESIGN.md key idea 6).
+
+Each worker is a fresh `spawn`ed interpreter that builds its job runner from a
+`module:function` setup spec, so this module imports nothing of the reducer. A
+worker that dies (segfault, abort, SIGKILL) or overruns its timeout is killed and
+replaced; its death becomes a verdict, never the end of the tool.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, Callable
+
+from oracles.errors import TrtminError
+
+READY = "__ready__"
+STARTUP_TIMEOUT_S = 600.0
+
+
+@dataclass
+class WorkerConfig:
+    setup: str                       # "module:function" returning a job runner
+    setup_kwargs: dict[str, Any]
+    timeout_s: float = 300.0         # per job
+    memory_limit_bytes: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_path: str) -> None:
+    # Native crash output (a segfault's message, an abort's assertion) goes to a log
+    # file so it can be quoted in the verdict.
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.environ.update(env)
+    if cfg.memory_limit_bytes:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (cfg.memory_limit_bytes, cfg.memory_limit_bytes))
+    try:
+        module, _, fn = cfg.setup.partition(":")
+        runner: Callable[[Any], Any] = getattr(importlib.import_module(module), fn)(**cfg.setup_kwargs)
+    except BaseException as e:  # noqa: BLE001
+        conn.send(("setup_error", f"{type(e).__name__}: {e}"))
+        return
+    conn.send((READY, None))
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        result = runner(job)
+        conn.send(("result", result))
+        if isinstance(result, dict) and result.get("restart"):
+            return  # e.g. a CUDA error left the context unusable: start fresh
+
+
+class _Worker:
+    def __init__(self, cfg: WorkerConfig, slot: int, log_dir: Path):
+        self.cfg = cfg
+        self.slot = slot
+        self.log_path = str(log_dir / f"worker{slot}.log")
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.conn: Connection = parent
+        env = dict(cfg.env)
+        self.proc = ctx.Process(target=_worker_main, args=(child, cfg, env, self.log_path), daemon=True)
+        self.proc.start()
+        child.close()
+        self.job_started = 0.0
+        self._await_ready()
+
+    def _await_ready(self) -> None:
+        if not self.conn.poll(STARTUP_TIMEOUT_S):
+            self.kill()
+            raise TrtminError(f"a worker did not start within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
+        try:
+            tag, payload = self.conn.recv()
+        except EOFError:
+            raise TrtminError(f"a worker died while starting ({self.exit_description()}); see {self.log_path}") from None
+        if tag != READY:
+            raise TrtminError(f"a worker could not start: {payload}")
+
+    def exit_description(self) -> str:
+        self.proc.join(timeout=5)
+        code = self.proc.exitcode
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def log_tail(self, lines: int = 12) -> str:
+        try:
+            text = Path(self.log_path).read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=10)
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.kill()
+
+
+def death_verdict(description: str, log_tail: str) -> dict[str, Any]:
+    """A worker that died mid-job: a crash verdict named after its signal."""
+    sig = description.removeprefix("killed by ") if description.startswith("killed by") else ""
+    exc_type = "Signal" if sig else "ProcessExit"
+    return {"kind": "crash", "exc_type": exc_type, "message": sig or description,
+            "detail": "the worker process died", "extra": {"log_tail": log_tail}}
+
+
+def hang_verdict(timeout_s: float) -> dict[str, Any]:
+    return {"kind": "hang", "message": f"no result within the {timeout_s:g} s timeout; the worker was killed"}
+
+
+class WorkerPool:
+    """N workers; `run(jobs)` returns results in job order, whatever finishes first."""
+
+    def __init__(self, cfg: WorkerConfig, jobs: int = 1, per_worker_env: list[dict[str, str]] | None = None):
+        self.cfg = cfg
+        self.n = max(1, jobs)
+        self.per_worker_env = per_worker_env or [{} for _ in range(self.n)]
+        self._tmp = tempfile.TemporaryDirectory(prefix="trtmin-workers-")
+        self.log_dir = Path(self._tmp.name)
+        self.workers: list[_Worker | None] = [None] * self.n
+        self.restarts = 0
+
+    def _worker(self, slot: int) -> _Worker:
+        w = self.workers[slot]
+        if w is None or not w.alive():
+            if w is not None:
+                w.kill()
+                self.restarts += 1
+            cfg = WorkerConfig(**{**self.cfg.__dict__, "env": {**self.cfg.env, **self.per_worker_env[slot]}})
+            w = _Worker(cfg, slot, self.log_dir)
+            self.workers[slot] = w
+        return w
+
+    def run(self, jobs: list[Any]) -> list[Any]:
+        results: list[Any] = [None] * len(jobs)
+        pending = list(range(len(jobs)))[::-1]
+        busy: dict[int, int] = {}  # slot -> job index
+        while pending or busy:
+            for slot in range(self.n):
+                if slot not in busy and pending:
+                    j = pending.pop()
+                    w = self._worker(slot)
+                    try:
+                        w.conn.send(jobs[j])
+                    except (OSError, BrokenPipeError):
+                        results[j] = death_verdict(w.exit_description(), w.log_tail())
+                        w.kill()
+                        continue
+                    w.job_started = time.monotonic()
+                    busy[slot] = j
+            if not busy:
+                continue
+            now = time.monotonic()
+            deadline = min(self.workers[s].job_started for s in busy) + self.cfg.timeout_s  # type: ignore[union-attr]
+            ready = wait([self.workers[s].conn for s in busy], timeout=max(0.0, deadline - now))  # type: ignore[union-attr]
+            for slot in list(busy):
+                w = self.workers[slot]
+                assert w is not None
+                j = busy[slot]
+                if w.conn in ready:
+                    try:
+                        tag, payload = w.conn.recv()
+                        results[j] = payload
+                        if isinstance(payload, dict) and payload.get("restart"):
+                            w.stop()  # it asked for a fresh process (e.g. a broken CUDA context)
+                            self.workers[slot] = None
+                            self.restarts += 1
+                    except (EOFError, OSError):
+                        results[j] = death_verdict(w.exit_description(), w.log_tail())
+                        w.kill()
+                    del busy[slot]
+                elif time.monotonic() - w.job_started >= self.cfg.timeout_s:
+                    w.kill()
+                    results[j] = hang_verdict(self.cfg.timeout_s)
+                    del busy[slot]
+        return results
+
+    def close(self) -> None:
+        for w in self.workers:
+            if w is not None:
+                w.stop()
+        self.workers = [None] * self.n
+        self._tmp.cleanup()
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
