@@ -9,6 +9,7 @@ sinks plus the program's own outputs that it keeps.
 
 from __future__ import annotations
 
+import logging
 import operator
 import zipfile
 from dataclasses import dataclass
@@ -54,12 +55,17 @@ def load_exported(path: Path) -> ExportedProgram:
     if not zipfile.is_zipfile(path):
         raise TrtminError(f"{path} is not a .pt2 archive (truncated or another format); "
                           "re-save it with torch.export.save(ep, path)")
+    quiet = logging.getLogger("torch.export")  # it logs a traceback before raising
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
     try:
         return torch.export.load(str(path))
     except Exception as e:  # torch raises many types for damaged archives
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first}); "
                           "re-export it with torch.export.export and torch.export.save") from None
+    finally:
+        quiet.setLevel(level)
 
 
 def _is_reducible(node: fx.Node) -> bool:

@@ -16,7 +16,7 @@ class ProgressView:
     def __init__(self, console: Console):
         self.console = console
         self.t0 = time.monotonic()
-        self.live = Live(Text(""), console=console, refresh_per_second=4, transient=False)
+        self.live = Live(Text(""), console=console, refresh_per_second=4, transient=True)
         self.start_nodes: int | None = None
 
     def __enter__(self) -> "ProgressView":

@@ -21,9 +21,18 @@ PROGRAM_FILE = "program.pt2"
 VALUES_FILE = "values.pt"
 
 
+def _own_storage(v: Any) -> Any:
+    """Values that view one storage as two dtypes (view_as_real) cannot be saved as views."""
+    if isinstance(v, torch.Tensor):
+        return v.detach().clone()
+    if isinstance(v, (list, tuple)):
+        return type(v)(_own_storage(x) for x in v)
+    return v
+
+
 def save_state(program: Program, folder: Path) -> None:
     torch.export.save(program.ep, str(folder / PROGRAM_FILE))
-    torch.save(program.values, str(folder / VALUES_FILE))
+    torch.save({k: _own_storage(v) for k, v in program.values.items()}, str(folder / VALUES_FILE))
 
 
 def load_state(folder: Path, device: str) -> Program:

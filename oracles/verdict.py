@@ -53,7 +53,8 @@ class Verdict:
             return f"NAN: output {self.output} has non-finite values where eager is finite{_sep(self.detail)}"
         if self.kind == "hang":
             return f"HANG: {self.message}"
-        return f"{self.kind.upper()}: {self.exc_type}: {self.message}"
+        first = next((ln.strip() for ln in self.message.splitlines() if ln.strip()), "")
+        return f"{self.kind.upper()}: {self.exc_type}: {first[:300]}"
 
 
 def _fmt(x: float | None) -> str:

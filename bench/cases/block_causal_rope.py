@@ -94,7 +94,7 @@ def _has_complex(gm: GraphModule, example_inputs: list[torch.Tensor]) -> bool:
     if any(isinstance(t, torch.Tensor) and t.is_complex() for t in example_inputs):
         return True
     for n in gm.graph.nodes:
-        val = n.meta.get("val")
+        val = n.meta.get("val", n.meta.get("example_value"))  # export or dynamo graph
         if isinstance(val, torch.Tensor) and val.is_complex():
             return True
         if n.target in (aten.view_as_complex.default, aten.view_as_real.default):

@@ -1,0 +1,203 @@
+"""ExecuTorch, `--backend executorch:<variant>`: torch.export the candidate, lower it
+with `to_edge_transform_and_lower(ep, partitioner=[...])`, `.to_executorch()`, write
+the `.pte`, load it back with the ExecuTorch runtime and run it. Loading the written
+file (not the in-memory program) is what a deployment does, so serialization bugs count.
+
+Variants:
+  executorch:xnnpack   XnnpackPartitioner, the rest on portable kernels (CPU)
+  executorch:portable  no partitioner: portable kernels only (CPU)
+  executorch:cuda      CudaPartitioner (AOTInductor-generated CUDA kernels; weights and
+                       kernels in a .ptd beside the .pte); needs an ExecuTorch runtime
+                       built with the CUDA backend, which the pip wheel is not
+  executorch:tensorrt  Torch-TensorRT's ExecuTorch delegate: torch_tensorrt.dynamo.compile,
+                       then torch_tensorrt.save(..., output_format="executorch") (its
+                       TensorRTPartitioner), loaded with torch_tensorrt.load(...,
+                       format="executorch") from torch-tensorrt-executorch-runtime
+The xnnpack and portable variants run here; cuda and tensorrt are written against
+executorch 1.4.1 and pytorch/TensorRT main (d7f2062, 2.14.0a0) and were not run.
+
+Nothing imports executorch at module import time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx as fx
+
+from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.onnx_export import FREEZE_SOURCE, freeze_constants
+from oracles.errors import MissingPackageError, TrtminError
+
+VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")
+SETTINGS = {"xnnpack": ("per_op_mode",), "portable": (), "cuda": (), "tensorrt": None}  # None: Torch-TensorRT's
+
+
+def check_executorch(spec: str) -> None:
+    variant = spec.partition(":")[2]
+    if importlib.util.find_spec("executorch") is None:
+        raise MissingPackageError(f"backend {spec} needs the executorch package, which is not installed here; "
+                                  "install it with pip install executorch")
+    if variant in ("cuda", "tensorrt") and not torch.cuda.is_available():
+        raise TrtminError(f"backend {spec} needs an NVIDIA GPU, and torch {torch.__version__} sees none here")
+    if variant == "cuda":
+        from executorch.runtime import Runtime
+
+        if not Runtime.get().backend_registry.is_available("CudaBackend"):
+            raise MissingPackageError(f"backend {spec} needs an ExecuTorch runtime with the CUDA backend, and this "
+                                      "executorch has none (registered: "
+                                      f"{', '.join(Runtime.get().backend_registry.registered_backend_names)}); "
+                                      "build executorch from source with EXECUTORCH_BUILD_CUDA=ON")
+    if variant == "tensorrt":
+        from oracles.backends.torch_tensorrt import INSTALL_HINT, is_installed
+
+        if not is_installed():
+            raise MissingPackageError(f"backend {spec} needs the torch_tensorrt package, which is not installed "
+                                      f"here; {INSTALL_HINT}")
+        if importlib.util.find_spec("torch_tensorrt_executorch_runtime") is None:
+            raise MissingPackageError(f"backend {spec} loads the .pte with Torch-TensorRT's ExecuTorch runtime, which "
+                                      "is not installed here; install it with pip install "
+                                      "torch-tensorrt-executorch-runtime (Torch-TensorRT >= 2.14)")
+
+
+def parse_et_settings(spec: str, settings: dict[str, Any] | None) -> dict[str, Any]:
+    from oracles.backends.torch_tensorrt import _bool, parse_settings, unknown_key_error
+
+    variant = spec.partition(":")[2]
+    if variant == "tensorrt":
+        return parse_settings(settings, spec)
+    valid = SETTINGS[variant]
+    parsed: dict[str, Any] = {}
+    for key, value in (settings or {}).items():
+        if key not in valid:
+            if not valid:
+                raise TrtminError(f"--set {key}: backend {spec} takes no settings")
+            raise unknown_key_error(key, valid, spec)
+        parsed[key] = _bool(key, value) if isinstance(value, str) else bool(value)
+    return parsed
+
+
+def lower_to_pte(variant, gm, inputs, folder, options):
+    """Export and lower to ExecuTorch; write model.pte (and any .ptd) into folder.
+    Returns the .pte path. Shared, by source, with repro.py."""
+    import pathlib
+
+    folder = pathlib.Path(folder)
+    if variant == "tensorrt":
+        import torch_tensorrt
+
+        ep = torch.export.export(gm, tuple(inputs))
+        trt_gm = torch_tensorrt.dynamo.compile(ep, arg_inputs=list(inputs), **options)
+        torch_tensorrt.save(trt_gm, str(folder / "model.pte"), output_format="executorch",
+                            arg_inputs=list(inputs), retrace=False)
+        return folder / "model.pte"
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    ep = torch.export.export(gm, tuple(inputs))
+    config = None
+    if variant == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+        partitioners = [XnnpackPartitioner(**options)]
+    elif variant == "cuda":
+        from executorch.backends.cuda.cuda_backend import CudaBackend
+        from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
+
+        partitioners = [CudaPartitioner([CudaBackend.generate_method_name_compile_spec("forward")])]
+        config = EdgeCompileConfig(_check_ir_validity=False)
+    else:
+        partitioners = []
+    edge = to_edge_transform_and_lower(ep, partitioner=partitioners, compile_config=config)
+    program = edge.to_executorch()
+    with open(folder / "model.pte", "wb") as f:
+        program.write_to_file(f)
+    if program.data_files:
+        program.write_tensor_data_to_file(str(folder))
+    return folder / "model.pte"
+
+
+def load_pte(variant, pte):
+    """Load a written .pte back; returns run(list of CPU tensors) -> list of outputs."""
+    import pathlib
+
+    pte = pathlib.Path(pte)
+    if variant == "tensorrt":
+        import torch_tensorrt
+
+        program = torch_tensorrt.load(str(pte), format="executorch")
+        return lambda args: list(program.forward(*args))
+    data = sorted(pte.parent.glob("*.ptd"))
+    if data:  # weights (and for cuda the kernels) live in a .ptd beside the .pte
+        from executorch.extension.pybindings.portable_lib import _load_for_executorch
+
+        module = _load_for_executorch(str(pte), data_path=str(data[0]))
+        return lambda args: list(module.forward(tuple(args)))
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(pte).load_method("forward")
+    return lambda args: list(method.execute(list(args)))
+
+
+class ExecuTorchBackend(Backend):
+    name = "executorch"
+
+    def __init__(self, spec: str, settings: dict[str, Any] | None = None):
+        super().__init__(spec, settings)
+        self.variant = spec.partition(":")[2]
+        if self.variant not in VARIANTS:
+            raise TrtminError(f"unknown ExecuTorch backend {spec!r}; use one of "
+                              + ", ".join(f"executorch:{v}" for v in VARIANTS))
+        self.options = parse_et_settings(spec, self.settings)
+        if self.variant == "tensorrt":
+            from oracles.backends.torch_tensorrt import TorchTensorRTBackend
+            self.options = {**TorchTensorRTBackend.DEFAULTS, **self.options}
+        # the program runs where the lowering expects it; the ExecuTorch Python runtime
+        # takes CPU tensors (Torch-TensorRT's copies CUDA inputs to CPU itself)
+        self.devices = ("cuda",) if self.variant == "tensorrt" else ("cpu",)
+
+    @staticmethod
+    def check_available(spec: str) -> None:
+        check_executorch(spec)
+
+    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        from oracles.backends.torch_tensorrt import materialize
+
+        plain = [v.detach() if isinstance(v, torch.Tensor) else v for v in example_inputs]
+        module, inputs, positions = freeze_constants(gm, plain)
+        options = {k: materialize(v) for k, v in self.options.items()}
+        with tempfile.TemporaryDirectory(prefix="trtmin-et-") as tmp:
+            pte = lower_to_pte(self.variant, module, inputs, tmp, options)
+            run_pte = load_pte(self.variant, pte)  # the runtime has read the files now
+
+        def run(*args: Any) -> list[Any]:
+            runtime = [args[i] for i in positions]
+            return run_pte([a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in runtime])
+
+        return run
+
+    def script_part(self) -> ScriptPart:
+        from oracles.backends.onnx_export import script_source
+        from oracles.backends.torch_tensorrt import _indent_body, render_value
+
+        options = "{" + ", ".join(f"{k!r}: {render_value(v)}" for k, v in self.options.items()) + "}"
+        body = textwrap.dedent(f"""\
+            import tempfile
+            gm, runtime_inputs, positions = freeze_constants(torch.fx.symbolic_trace(module), inputs)
+            {"import torch_tensorrt" if self.variant == "tensorrt" else ""}
+            pte = lower_to_pte({self.variant!r}, gm, runtime_inputs, tempfile.mkdtemp(prefix="repro-et-"), {options})
+            run_pte = load_pte({self.variant!r}, pte)
+            return lambda *args: run_pte([args[i].cpu() if isinstance(args[i], torch.Tensor) else args[i] for i in positions])""")
+        requires = ["executorch"] + (["torch_tensorrt", "torch_tensorrt_executorch_runtime"]
+                                     if self.variant == "tensorrt" else [])
+        return ScriptPart(imports=[FREEZE_SOURCE, script_source(lower_to_pte, load_pte)], requires=requires,
+                          compile_body=_indent_body(body))
+
+    def describe(self) -> str:
+        from oracles.backends.torch_tensorrt import render_value
+
+        return self.spec + "".join(f" {k}={render_value(v)}" for k, v in self.options.items())

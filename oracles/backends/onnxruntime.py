@@ -1,0 +1,194 @@
+"""ONNX Runtime on CPU, `--backend onnxruntime`: the candidate exported with
+torch.onnx (the same export the tensorrt backend feeds TensorRT), run by
+`onnxruntime.InferenceSession(..., providers=["CPUExecutionProvider"])`.
+
+It runs anywhere, so it exercises the ONNX half of the TensorRT pipeline end to end,
+and it is the reference path of the TensorRT-only script (TRTMIN_BACKEND=onnxruntime).
+`run_onnxruntime` works on numpy arrays only and is pasted into that script as is.
+
+Settings (`--set`): graph_optimization_level=disable|basic|extended|all,
+intra_op_num_threads=N, opset=N (the ONNX opset of the export).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+import torch.fx as fx
+
+from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.onnx_export import FREEZE_SOURCE, export_onnx, script_source
+from oracles.errors import MissingPackageError, TrtminError
+
+SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
+OPT_LEVELS = ("disable", "basic", "extended", "all")
+
+
+def check_onnx_export(spec: str) -> None:
+    for module, pip in (("onnx", "onnx"), ("onnxscript", "onnxscript")):
+        if importlib.util.find_spec(module) is None:
+            raise MissingPackageError(f"backend {spec} exports the candidate with torch.onnx, which needs the {module} "
+                                      f"package, which is not installed here; install it with pip install {pip}")
+
+
+def parse_ort_settings(settings: dict[str, Any] | None, backend: str = "onnxruntime") -> dict[str, Any]:
+    from oracles.backends.torch_tensorrt import unknown_key_error
+
+    parsed: dict[str, Any] = {}
+    for key, value in (settings or {}).items():
+        if key not in SETTINGS:
+            raise unknown_key_error(key, SETTINGS, backend)
+        text = str(value).strip()
+        if key == "graph_optimization_level":
+            level = text.lower().removeprefix("ort_").removeprefix("enable_").removesuffix("_all")
+            if level not in OPT_LEVELS:
+                raise TrtminError(f"--set {key}={text}: use one of {', '.join(OPT_LEVELS)}")
+            parsed[key] = level
+        else:
+            try:
+                parsed[key] = int(text)
+            except ValueError:
+                raise TrtminError(f"--set {key}={text}: expected an integer") from None
+    return parsed
+
+
+def ort_session(onnx_path, options):
+    """An onnxruntime CPU session for an ONNX file (it reads the file and any external
+    data now). options: graph_optimization_level, intra_op_num_threads."""
+    import onnxruntime
+
+    so = onnxruntime.SessionOptions()
+    level = options.get("graph_optimization_level")
+    if level:
+        so.graph_optimization_level = {
+            "disable": onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }[level]
+    if options.get("intra_op_num_threads"):
+        so.intra_op_num_threads = int(options["intra_op_num_threads"])
+    return onnxruntime.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+
+
+def run_onnxruntime(session, feeds, bf16_inputs):
+    """Run an onnxruntime session. numpy in, numpy out.
+
+    feeds: {input name: array}; bf16 inputs are given as uint16 arrays (their bits) and
+    named in bf16_inputs. Returns (outputs in the model's order, names of the outputs
+    that are bf16, returned as uint16 bits)."""
+    import ctypes
+
+    import numpy as np
+    import onnxruntime
+
+    values = {}
+    for name, array in feeds.items():
+        array = np.ascontiguousarray(array)
+        if name in bf16_inputs:  # 16 = TensorProto.BFLOAT16; numpy has no bfloat16
+            values[name] = onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), 16)
+        else:
+            values[name] = onnxruntime.OrtValue.ortvalue_from_numpy(array)
+    names = [o.name for o in session.get_outputs()]
+    results = session.run_with_ort_values(names, values)
+    outputs, bf16_outputs = [], []
+    for name, value in zip(names, results):
+        if value.data_type() == "tensor(bfloat16)":
+            shape = tuple(value.shape())
+            count = int(np.prod(shape)) if shape else 1
+            bits = np.zeros(0, np.uint16)
+            if count:
+                bits = np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(value.data_ptr())).copy()
+            outputs.append(bits.reshape(shape))
+            bf16_outputs.append(name)
+        else:
+            outputs.append(value.numpy())
+    return outputs, bf16_outputs
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+def from_numpy(a: np.ndarray, bf16: bool = False) -> torch.Tensor:
+    a = np.ascontiguousarray(a)
+    if bf16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+class OnnxRuntimeBackend(Backend):
+    name = "onnxruntime"
+    devices = ("cpu", "cuda")  # exported from either; run on CPU copies
+
+    def __init__(self, spec: str, settings: dict[str, Any] | None = None):
+        super().__init__(spec, settings)
+        self.options = parse_ort_settings(self.settings, spec)
+
+    @staticmethod
+    def check_available(spec: str = "onnxruntime") -> None:
+        if importlib.util.find_spec("onnxruntime") is None:
+            raise MissingPackageError(f"backend {spec} needs the onnxruntime package, which is not installed here; "
+                                      "install it with pip install onnxruntime")
+        check_onnx_export(spec)
+
+    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        with tempfile.TemporaryDirectory(prefix="trtmin-onnx-") as tmp:
+            export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.options.get("opset"))
+            session = ort_session(export.path, self.options)
+
+        def run(*args: Any) -> list[torch.Tensor]:
+            feeds, bf16 = {}, set()
+            for name, value in export.feeds(args).items():
+                tensor = value if isinstance(value, torch.Tensor) else torch.tensor(value)
+                feeds[name] = to_numpy(tensor)
+                if tensor.dtype == torch.bfloat16:
+                    bf16.add(name)
+            outputs, bf16_out = run_onnxruntime(session, feeds, bf16)
+            return [from_numpy(a, name in bf16_out) for a, name in zip(outputs, export.output_names)]
+
+        return run
+
+    def script_part(self) -> ScriptPart:
+        run_options = {k: v for k, v in self.options.items() if k != "opset"}
+        body = textwrap.dedent(f"""\
+            import tempfile
+            import numpy as np
+            gm, runtime_inputs, positions = freeze_constants(torch.fx.symbolic_trace(module), inputs)
+            folder = tempfile.mkdtemp(prefix="repro-onnx-")
+            onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, opset_version={self.options.get("opset")!r})
+            onnx_program.save(folder + "/model.onnx")
+            session = ort_session(folder + "/model.onnx", {run_options!r})
+            names = [v.name for v in onnx_program.model.graph.inputs]
+            placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+            index = [placeholders.index(n) for n in names]
+
+            def to_np(t):
+                t = t.detach().cpu().contiguous()
+                return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+
+            def run(*args):
+                runtime = [args[i] for i in positions]
+                feeds = {{n: to_np(runtime[i]) for n, i in zip(names, index)}}
+                bf16 = {{n for n, i in zip(names, index) if runtime[i].dtype == torch.bfloat16}}
+                outs, bf16_out = run_onnxruntime(session, feeds, bf16)
+                out_names = [v.name for v in onnx_program.model.graph.outputs]
+                return [torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+                        if n in bf16_out else torch.from_numpy(np.ascontiguousarray(a)) for a, n in zip(outs, out_names)]
+            return run""")
+        from oracles.backends.torch_tensorrt import _indent_body
+
+        return ScriptPart(imports=[FREEZE_SOURCE, script_source(ort_session, run_onnxruntime)],
+                          requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
+
+    def describe(self) -> str:
+        return self.spec + "".join(f" {k}={v}" for k, v in self.options.items())

@@ -1,0 +1,84 @@
+"""Planted compiler bugs, as torch.compile backends (the plugin signature).
+
+Each plugin runs the graph it is given with an fx Interpreter and miscomputes (or
+crashes) only when its trigger pattern is in the graph, so its minimal failing core
+under cut-to-input is known exactly:
+
+- crash_on_sin:        any aten.sin -> RuntimeError                  core: {sin}
+- mismatch_mul_exp:    aten.exp reading an aten.mul output -> x1.5   core: {mul, exp}
+- nan_on_rsqrt:        aten.rsqrt -> NaN                              core: {rsqrt}
+- segfault_on_tanh:    aten.tanh -> a null-pointer read (SIGSEGV)     core: {tanh}
+- abort_on_tanh:       aten.tanh -> os.abort() (SIGABRT)              core: {tanh}
+- hang_on_tanh:        aten.tanh -> sleeps forever                    core: {tanh}
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any, Callable
+
+import torch
+from torch.fx import GraphModule, Interpreter, Node
+
+aten = torch.ops.aten
+
+
+def _has(gm: GraphModule, target: Any) -> bool:
+    return any(n.op == "call_function" and n.target is target for n in gm.graph.nodes)
+
+
+def _run(gm: GraphModule, interp: type[Interpreter] = Interpreter) -> Callable[..., Any]:
+    return lambda *args: interp(gm).run(*args)
+
+
+def crash_on_sin(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    if _has(gm, aten.sin.default):
+        raise RuntimeError("planted converter failure: no converter for aten::sin (node 17)")
+    return _run(gm)
+
+
+class _ExpAfterMul(Interpreter):
+    def run_node(self, n: Node) -> Any:
+        out = super().run_node(n)
+        src = n.args[0] if n.args else None
+        if n.target is aten.exp.default and isinstance(src, Node) and src.target is aten.mul.Tensor:
+            return out * 1.5
+        return out
+
+
+def mismatch_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _run(gm, _ExpAfterMul)
+
+
+class _NanRsqrt(Interpreter):
+    def run_node(self, n: Node) -> Any:
+        out = super().run_node(n)
+        return torch.full_like(out, float("nan")) if n.target is aten.rsqrt.default else out
+
+
+def nan_on_rsqrt(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _run(gm, _NanRsqrt)
+
+
+def segfault_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    if _has(gm, aten.tanh.default):
+        ctypes.string_at(0)  # reads address 0: SIGSEGV
+    return _run(gm)
+
+
+def abort_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    if _has(gm, aten.tanh.default):
+        os.abort()
+    return _run(gm)
+
+
+def hang_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    if _has(gm, aten.tanh.default):
+        while True:
+            time.sleep(1)
+    return _run(gm)
+
+
+NOT_CALLABLE = 42

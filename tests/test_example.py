@@ -1,0 +1,44 @@
+"""The shipped example: a real, open Inductor bug (pytorch/pytorch#175966) on CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import ROOT, run_cli, run_repro
+
+EXAMPLE = ROOT / "examples" / "forecaster.pt2"
+INPUTS = ROOT / "examples" / "forecaster_inputs.pt"
+
+
+def test_example_is_big_enough_and_fails():
+    ep = torch.export.load(str(EXAMPLE))
+    assert sum(1 for n in ep.graph_module.graph.nodes if n.op == "call_function") >= 100
+    r = run_cli("check", str(EXAMPLE), "--inputs", str(INPUTS), "--oracle", "mismatch", "--backend", "inductor")
+    assert r.returncode == 1, r.stdout + r.stderr[-2000:]
+    assert "int64" in r.stdout
+
+
+def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
+    r = run_cli("reduce", str(EXAMPLE), "--inputs", str(INPUTS), "--oracle", "mismatch", "--backend", "inductor",
+                "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["original_nodes"] >= 100 and summary["final_nodes"] <= 3
+    assert "arange" in (tmp_path / "repro.py").read_text()
+    rr = run_repro(tmp_path)
+    assert rr.returncode == 1 and rr.stdout.startswith("REPRODUCED"), rr.stdout + rr.stderr[-2000:]
+    assert run_repro(tmp_path, backend="eager").returncode == 0
+    assert (tmp_path / "reduced.pt2").exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_example_on_cuda_says_plainly_whether_it_fails():
+    r = run_cli("check", str(EXAMPLE), "--inputs", str(INPUTS), "--oracle", "mismatch", "--backend", "inductor",
+                "--device", "cuda")
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    assert ("FAILS" in r.stdout) == (r.returncode == 1)
+    assert r.returncode == 1 or "does not reproduce here" in r.stdout

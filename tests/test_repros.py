@@ -1,0 +1,371 @@
+"""The repro suite: discovery, manifests, the runner's statuses and judgement, JSON,
+the merged markdown table, `add_repro`, and `pytest repros/` against a fake suite.
+
+The fake repro scripts are plain Python that print a verdict line and exit per the
+DESIGN.md repro contract; they import neither torch nor trtmin, so each runs in ~30 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from datetime import date
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from oracles.errors import TrtminError
+from repros.runner import (ERROR, FIXED, REPRODUCED, SKIPPED, Result, classify, environment, exit_code, judge,
+                           render_table, results_to_json, run_repros, summary_line, write_json)
+from repros.suite import (Condition, Manifest, add_repro, default_root, find_repros, manifest_text,
+                          parse_manifest, validate_suite)
+from repros.table import merge_tables
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def manifest(title: str | None = "a bug", expected: str = "reproduces", extra: str = "", **over: str | None) -> str:
+    fields = {"title": None if title is None else f'"{title}"', "upstream": '["https://github.com/pytorch/TensorRT/pull/4964"]',
+              "backend": '"torch_tensorrt"', "oracle": '"mismatch"', "device": '"cuda"',
+              "added": '"2026-11-30"', "expected": f'"{expected}"', **over}
+    return "\n".join(f"{k} = {v}" for k, v in fields.items() if v is not None) + "\n" + extra
+
+
+def make_repro(root: Path, name: str, body: str, expected: str = "reproduces", extra: str = "",
+               title: str | None = None) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "repro.py").write_text("import sys\n" + textwrap.dedent(body))
+    (d / "manifest.toml").write_text(manifest(title or name.replace("_", " "), expected, extra))
+    return d
+
+
+def exits(code: int, line: str) -> str:
+    return f"print('some log line')\nprint({line!r})\nsys.exit({code})\n"
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    root = tmp_path / "suite"
+    make_repro(root, "a_reproduces", exits(1, "REPRODUCED: max abs diff 1.0"))
+    make_repro(root, "b_fixed", exits(0, "FIXED: matches eager"), expected="fixed")
+    make_repro(root, "c_skipped", exits(2, "SKIPPED: no CUDA GPU is visible here"))
+    make_repro(root, "d_exit3", exits(3, "ERROR: eager half failed"))
+    make_repro(root, "e_raises", "raise RuntimeError('script bug')\n")
+    make_repro(root, "f_exit2_no_line", "sys.exit(2)\n")
+    make_repro(root, "g_contradicts", exits(1, "FIXED: but exits 1"))
+    return root
+
+
+def by_name(results: list[Result]) -> dict[str, Result]:
+    return {r.name: r for r in results}
+
+
+def test_statuses_and_ok(suite: Path) -> None:
+    results = run_repros(suite, timeout=20)
+    assert [r.name for r in results] == sorted(p.name for p in suite.iterdir())
+    r = by_name(results)
+    assert (r["a_reproduces"].status, r["a_reproduces"].ok) == (REPRODUCED, True)
+    assert r["a_reproduces"].verdict == "REPRODUCED: max abs diff 1.0"  # the last line, not the log line
+    assert (r["b_fixed"].status, r["b_fixed"].ok) == (FIXED, True)
+    assert (r["c_skipped"].status, r["c_skipped"].ok, r["c_skipped"].reason) == \
+        (SKIPPED, True, "no CUDA GPU is visible here")
+    assert r["d_exit3"].status == ERROR and "exit code 3: ERROR: eager half failed" in r["d_exit3"].reason
+    assert r["e_raises"].status == ERROR and "RuntimeError: script bug" in r["e_raises"].reason
+    assert r["e_raises"].stderr_tail[-1] == "RuntimeError: script bug"
+    assert r["f_exit2_no_line"].status == ERROR and "SKIPPED: <reason>" in r["f_exit2_no_line"].reason
+    assert r["g_contradicts"].status == ERROR and "says FIXED" in r["g_contradicts"].reason
+    assert not any(x.ok for x in results if x.status == ERROR)
+    assert exit_code(results) == 1
+    assert exit_code([x for x in results if x.status != ERROR]) == 0
+    assert exit_code([]) == 0
+    assert summary_line(results).startswith("7 repros: 1 reproduced, 1 fixed, 1 skipped, 4 errors; NOT as expected")
+
+
+def test_changed_status_is_not_ok(tmp_path: Path) -> None:
+    make_repro(tmp_path, "now_fixed", exits(0, "FIXED: matches eager"), expected="reproduces")
+    make_repro(tmp_path, "regressed", exits(1, "REPRODUCED: nan"), expected="fixed")
+    results = by_name(run_repros(tmp_path, timeout=20))
+    assert (results["now_fixed"].status, results["now_fixed"].ok) == (FIXED, False)
+    assert "no longer reproduces" in results["now_fixed"].note
+    assert (results["regressed"].status, results["regressed"].ok) == (REPRODUCED, False)
+    assert "regression" in results["regressed"].note
+    assert exit_code(list(results.values())) == 1
+    assert exit_code(run_repros(tmp_path, names=["now_fixed"], timeout=20)) == 1
+
+
+def test_names_select_and_unknown_name_is_an_error(suite: Path) -> None:
+    assert [r.name for r in run_repros(suite, names=["b_fixed", "a_reproduces"], timeout=20)] == \
+        ["a_reproduces", "b_fixed"]
+    with pytest.raises(TrtminError, match=r"no repro named nope .*known: a_reproduces, b_fixed"):
+        run_repros(suite, names=["nope"])
+    with pytest.raises(TrtminError, match="is not a folder"):
+        find_repros(suite / "missing")
+    # a single repro folder is a suite of one
+    assert [r.name for r in find_repros(suite / "b_fixed")] == ["b_fixed"]
+
+
+def test_timeout_is_an_error_and_kills_the_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild_alive"
+    make_repro(tmp_path, "hangs", f"""
+        import subprocess, time
+        # a grandchild that would outlive a plain kill and hold the stdout pipe open
+        subprocess.Popen([sys.executable, "-c",
+                          "import time, pathlib; time.sleep(1.5); pathlib.Path({str(marker)!r}).touch()"])
+        print("working", flush=True)
+        time.sleep(60)
+    """)
+    start = time.monotonic()
+    [r] = run_repros(tmp_path, timeout=0.5)
+    assert time.monotonic() - start < 5
+    assert (r.status, r.ok) == (ERROR, False)
+    assert r.reason.startswith("timed out after 0.5 s") and "working" in r.reason
+    time.sleep(2)
+    assert not marker.exists()
+
+
+def test_skip_rules_and_expected_when(tmp_path: Path) -> None:
+    make_repro(tmp_path, "odd_skip", exits(2, "SKIPPED: flaky today"))
+    make_repro(tmp_path, "pkg_skip", exits(2, "SKIPPED: torch_tensorrt is not installed"))
+    make_repro(tmp_path, "expects_skip", exits(2, "SKIPPED: flaky today"), extra='[expected_when]\n"label:box" = "skipped"\n')
+    make_repro(tmp_path, "fixed_on_h100", exits(0, "FIXED: ok"),
+               extra='[expected_when]\n"label:h100" = "fixed"\n"python >= 3.0" = "reproduces"\n')
+    r = by_name(run_repros(tmp_path, timeout=20, env_label="test-box"))
+    assert (r["odd_skip"].status, r["odd_skip"].ok) == (SKIPPED, False)
+    assert r["pkg_skip"].ok
+    assert (r["expects_skip"].ok, r["expects_skip"].expected) == (True, "skipped")
+    assert r["expects_skip"].expected_because == 'expected_when "label:box"'
+    assert (r["fixed_on_h100"].expected, r["fixed_on_h100"].ok) == ("reproduces", False)  # python >= 3.0 holds
+    r = by_name(run_repros(tmp_path, names=["fixed_on_h100"], timeout=20, env_label="NVIDIA H100 80GB"))
+    assert (r["fixed_on_h100"].expected, r["fixed_on_h100"].ok) == ("fixed", True)  # first condition wins
+    strict = by_name(run_repros(tmp_path, names=["pkg_skip", "expects_skip"], timeout=20, env_label="test-box",
+                                strict_skips=True))
+    assert (strict["pkg_skip"].ok, strict["expects_skip"].ok) == (False, True)
+    assert judge(SKIPPED, "reproduces", "no CUDA GPU") == (True, "cannot run here: says nothing about the bug")
+    assert judge(REPRODUCED, "skipped")[0] is False
+
+
+class FakeFacts:
+    def __init__(self, label: str = "cpu", gpu: str | None = None, **versions: str):
+        self.label, self.gpu, self._v = label, gpu, versions
+
+    def version(self, package: str) -> str:
+        return self._v.get(package, "not installed")
+
+
+def test_conditions() -> None:
+    f = FakeFacts("NVIDIA A100", "NVIDIA A100", torch_tensorrt="2.16.0.dev20251101+cu128", tensorrt="10.16")
+    holds = lambda text: Condition.parse(text).holds(f)  # noqa: E731
+    assert holds("torch_tensorrt >= 2.16") and not holds("torch_tensorrt < 2.16") and holds("tensorrt == 10.16.0")
+    assert holds("gpu") and not holds("no_gpu") and holds("label:a100") and not holds("label:H100")
+    assert holds("missing:executorch") and not holds("missing:tensorrt")
+    assert not holds("executorch >= 0") and not holds("executorch != 1")  # not installed: never holds
+    assert Condition.parse("no_gpu").holds(FakeFacts())
+    for bad in ("gpu:A100", "torch >= banana", "label:", "torch ~= 2"):
+        with pytest.raises(ValueError):
+            Condition.parse(bad)
+
+
+def test_json_shape(suite: Path, tmp_path: Path) -> None:
+    results = run_repros(suite, names=["a_reproduces", "c_skipped"], timeout=20)
+    env = environment("test-box")
+    data = results_to_json(results, env)
+    assert data["format"] == "trtmin-repros-run/1"
+    assert set(data) == {"format", "environment", "summary", "results"}
+    assert data["environment"]["device_label"] == "test-box"
+    assert set(data["environment"]["versions"]) == {"torch", "torch_tensorrt", "tensorrt", "executorch"}
+    assert data["environment"]["versions"]["torch"].startswith("2.")
+    assert data["environment"]["date"] == date.today().isoformat()
+    assert {"python", "platform", "gpu", "cuda", "trtmin"} <= set(data["environment"])
+    assert data["summary"] == {"total": 2, "reproduced": 1, "fixed": 0, "skipped": 1, "error": 0, "not_ok": 0}
+    first = data["results"][0]
+    assert first["name"] == "a_reproduces" and first["status"] == "REPRODUCED" and first["ok"] is True
+    assert first["upstream"] == ["https://github.com/pytorch/TensorRT/pull/4964"]
+    assert {"title", "expected", "seconds", "verdict", "reason", "returncode"} <= set(first)
+    path = tmp_path / "out" / "run.json"
+    write_json(path, results, env)
+    text = path.read_text()
+    assert json.loads(text) == json.loads(json.dumps(data))
+    host = socket.gethostname()
+    if len(host) > 3:
+        assert host not in text
+
+
+def _run_json(label: str, versions: dict[str, str], statuses: dict[str, tuple[str, bool, str]]) -> dict:
+    results = [Result(name, name.replace("_", " "), ["https://github.com/pytorch/TensorRT/pull/4953"], status,
+                      "reproduces", ok, 1.0, f"{status}: ...", reason=reason)
+               for name, (status, ok, reason) in statuses.items()]
+    env = {"device_label": label, "date": "2026-11-30",
+           "versions": {"torch": "not installed", "torch_tensorrt": "not installed", "tensorrt": "not installed",
+                        "executorch": "not installed", **versions}}
+    return results_to_json(results, env)
+
+
+def test_merge_tables(tmp_path: Path) -> None:
+    h200 = _run_json("H200", {"torch": "2.15.0", "torch_tensorrt": "2.15.0", "tensorrt": "11.4"}, {
+        "uint8_permute": ("FIXED", False, ""),               # changed: expected reproduces
+        "view_above_8": ("REPRODUCED", True, ""),
+        "segfault": ("ERROR", False, "timed out after 600 s"),
+    })
+    cpu = _run_json("cpu", {"torch": "2.13.0+cpu"}, {
+        "uint8_permute": ("SKIPPED", True, "torch_tensorrt is not installed"),
+        "view_above_8": ("SKIPPED", True, "no CUDA GPU is visible here, and none will ever be"),
+    })
+    (tmp_path / "h200.json").write_text(json.dumps(h200))
+    (tmp_path / "cpu.json").write_text(json.dumps(cpu))
+    md = merge_tables([tmp_path / "h200.json", tmp_path / "cpu.json"])
+    link = "[pytorch/TensorRT#4953](https://github.com/pytorch/TensorRT/pull/4953)"
+    assert md.splitlines()[:5] == [
+        "| bug | repro | cpu / torch 2.13.0+cpu | H200 / torch 2.15.0, torch_tensorrt 2.15.0, tensorrt 11.4 |",
+        "|---|---|---|---|",
+        f"| segfault ({link}) | `segfault` | — | **error** |",
+        f"| uint8 permute ({link}) | `uint8_permute` | skipped (torch_tensorrt is not installed) | **fixed** |",
+        f"| view above 8 ({link}) | `view_above_8` | skipped (no CUDA GPU is visible here, and none w…) | reproduces |",
+    ]
+    assert merge_tables([tmp_path / "cpu.json", tmp_path / "h200.json"]) == md  # order of files does not matter
+    # two runs of one setup are told apart
+    twice = merge_tables([tmp_path / "cpu.json", tmp_path / "cpu.json"])
+    assert "cpu / torch 2.13.0+cpu (2026-11-30) #1 | cpu / torch 2.13.0+cpu (2026-11-30) #2" in twice
+    (tmp_path / "bad.json").write_text('{"results": []}')
+    with pytest.raises(TrtminError, match="not a trtmin repros run"):
+        merge_tables([tmp_path / "bad.json"])
+    with pytest.raises(TrtminError, match="no such file"):
+        merge_tables([tmp_path / "absent.json"])
+
+
+def test_render_table(suite: Path) -> None:
+    results = run_repros(suite, names=["a_reproduces", "d_exit3"], timeout=20)
+    console = Console(width=160, record=True, color_system=None)
+    console.print(render_table(results))
+    text = console.export_text()
+    assert "a_reproduces" in text and "REPRODUCED: max abs diff 1.0" in text and "exit code 3" in text
+    assert "NO" in text and "yes" in text
+
+
+def _reduce_out(d: Path) -> Path:
+    d.mkdir()
+    (d / "repro.py").write_text("import sys\nprint('REPRODUCED: mismatch')\nsys.exit(1)\n")
+    (d / "repro_inputs.pt").write_bytes(b"fake tensors")
+    (d / "report.md").write_text("# ReLU after \"cast\" differs on inductor\n\n**What fails:** ...\n")
+    (d / "checkpoint.json").write_text("{}")
+    (d / "reduced.pt2").write_bytes(b"pt2")
+    (d / "summary.json").write_text(json.dumps({
+        "model": "m.pt2", "backend": "inductor", "device": "cpu", "oracle": "mismatch", "original_nodes": 40,
+        "final_nodes": 2, "oracle_calls": 17, "final_verdict": "mismatch: max abs diff 3",
+        "environment": {"trtmin": "0.1.0", "torch": "2.13.0+cpu", "python": "3.11.7", "cuda": "none"}}))
+    return d
+
+
+def test_add_repro(tmp_path: Path) -> None:
+    out, root = _reduce_out(tmp_path / "trtmin-out"), tmp_path / "suite"
+    entry = add_repro(out, "relu_cast", root)
+    assert entry == root / "relu_cast"
+    assert sorted(p.name for p in entry.iterdir()) == \
+        ["manifest.toml", "report.md", "repro.py", "repro_inputs.pt", "summary.json"]
+    m = parse_manifest(entry / "manifest.toml")
+    assert m.title == 'ReLU after "cast" differs on inductor'
+    assert (m.backend, m.oracle, m.device, m.expected) == ("inductor", "mismatch", "cpu", "reproduces")
+    assert m.added == date.today().isoformat() and m.first_seen == {"torch": "2.13.0+cpu"} and m.upstream == ()
+    assert "40 -> 2 call nodes" in m.notes
+    with pytest.raises(TrtminError, match="already exists.*--force"):
+        add_repro(out, "relu_cast", root)
+    (out / "report.md").write_text("# A better title\n")
+    add_repro(out, "relu_cast", root, force=True)
+    assert parse_manifest(entry / "manifest.toml").title == "A better title"
+    assert [p.name for p in root.iterdir()] == ["relu_cast"]  # no temporary folders left behind
+    [r] = run_repros(root, timeout=20)
+    assert (r.status, r.ok) == (REPRODUCED, True)
+
+    (out / "summary.json").unlink()
+    with pytest.raises(TrtminError, match=r"no summary\.json: .*--resume"):  # checkpoint.json: unfinished run
+        add_repro(out, "other", root)
+    (out / "checkpoint.json").unlink()
+    with pytest.raises(TrtminError, match=r"no summary\.json: pass the --out folder of a finished `trtmin reduce`"):
+        add_repro(out, "other", root)
+    with pytest.raises(TrtminError, match="--name"):
+        add_repro(out, "../escape", root)
+    assert [p.name for p in root.iterdir()] == ["relu_cast"]
+
+
+def test_manifest_text_round_trips() -> None:
+    m = Manifest(title='quotes " and \\ backslash', backend="tensorrt", oracle="crash", device="cuda",
+                 added="2026-11-30", expected="fixed", upstream=("https://example.com/x",),
+                 first_seen={"tensorrt": "10.16"}, expected_when=((Condition.parse("tensorrt >= 11"), "fixed"),),
+                 notes='line 1\n"""triple""" and \\n literal\nends with quote"')
+    assert parse_manifest_text(manifest_text(m)) == m
+
+
+def parse_manifest_text(text: str) -> Manifest:
+    from repros.suite import manifest_from_dict
+    parsed, problems = manifest_from_dict(tomllib.loads(text))
+    assert not problems, problems
+    return parsed
+
+
+@pytest.mark.parametrize("text, message", [
+    (manifest(title=None), "missing title"),
+    (manifest(expected="fixd"), "expected = 'fixd' is not one of 'reproduces', 'fixed'"),
+    (manifest(added='"yesterday"'), "added must be a date"),
+    (manifest(upstream='"https://x"'), "upstream must be a list"),
+    (manifest(expectd='"fixed"'), "unknown key expectd"),
+    (manifest(extra="[first_seen]\ntensorrt = 10.16\n"), "quote the versions"),
+    (manifest(extra='[expected_when]\n"gpu:A100" = "fixed"\n'), "'gpu:A100' is not a condition"),
+    (manifest(extra='[expected_when]\nno_gpu = "broken"\n'), "is not one of 'reproduces', 'fixed', 'skipped'"),
+    ('title = "unterminated\n', "not valid TOML"),
+])
+def test_bad_manifest(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "manifest.toml").write_text(text)
+    with pytest.raises(TrtminError) as e:
+        parse_manifest(tmp_path / "manifest.toml")
+    assert message in str(e.value) and "manifest.toml" in str(e.value)
+    assert "\n" not in str(e.value)  # one line per bad manifest
+
+
+def test_bad_entries_do_not_stop_the_others(tmp_path: Path) -> None:
+    make_repro(tmp_path, "good", exits(1, "REPRODUCED: x"))
+    make_repro(tmp_path, "bad", exits(1, "REPRODUCED: x"), expected="maybe")
+    (tmp_path / "no_script").mkdir()
+    (tmp_path / "no_script" / "manifest.toml").write_text(manifest())
+    (tmp_path / ".tmp-half-written").mkdir()
+    (tmp_path / "not_a_repro").mkdir()
+    results = by_name(run_repros(tmp_path, timeout=20))
+    assert sorted(results) == ["bad", "good", "no_script"]
+    assert results["good"].ok
+    assert (results["bad"].status, results["bad"].ok, results["bad"].returncode) == (ERROR, False, None)
+    assert "expected = 'maybe'" in results["bad"].reason
+    assert "no repro.py" in results["no_script"].reason
+    with pytest.raises(TrtminError) as e:
+        validate_suite(tmp_path)
+    assert str(e.value).count("\n") == 2 and str(e.value).startswith("2 bad repro folders")
+
+
+def test_classify_signals() -> None:
+    assert classify(-11, "REPRODUCED: ?", "")[:2] == (ERROR, "killed by SIGSEGV: REPRODUCED: ?")
+    assert classify(0, "", "") == (FIXED, "", "")
+    assert classify(2, "SKIPPED:   no GPU  \n\n", "") == (SKIPPED, "no GPU", "SKIPPED:   no GPU")
+
+
+def test_shipped_suite_manifests_are_valid() -> None:
+    repros = find_repros(default_root())
+    assert all(r.problem is None for r in repros), [r.problem for r in repros if r.problem]
+
+
+def test_pytest_collects_a_suite_through_the_runner(tmp_path: Path) -> None:
+    make_repro(tmp_path, "still_reproduces", exits(1, "REPRODUCED: x"))
+    make_repro(tmp_path, "now_fixed", exits(0, "FIXED: y"))
+    make_repro(tmp_path, "no_gpu_here", exits(2, "SKIPPED: no CUDA GPU"))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repros/test_suite.py", "--repro-root", str(tmp_path),
+                           "-q", "-rs", "-p", "no:cacheprovider"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTEST_ADDOPTS": ""})
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "1 failed, 1 passed, 1 skipped" in out
+    assert "test_repro[now_fixed]" in out and "no longer reproduces" in out
+    assert "SKIPPED [1] repros/test_suite.py" in out and "no CUDA GPU" in out

@@ -1,0 +1,60 @@
+import torch
+
+from oracles.checks import Tolerance, classify_exception, compare_outputs
+from oracles.script_checks import error_pattern
+from oracles.verdict import Signature, Verdict, normalize_message
+import re
+
+
+def test_normalize_makes_numbers_and_addresses_generic():
+    assert normalize_message("KeyError: 'buf12'\n\nmore") == normalize_message("KeyError: 'buf3'")
+    assert normalize_message("at 0x7f00ab12 in /usr/lib/x/libfoo.so") == "at <addr> in <path>/libfoo.so"
+    assert normalize_message("no converter for aten::sin") != normalize_message("no converter for aten::cos")
+
+
+def test_crash_signature_requires_same_type_and_message():
+    sig = Signature.of(Verdict("crash", "RuntimeError", "no converter for aten::sin (node 17)"))
+    assert sig.matches(Verdict("crash", "RuntimeError", "no converter for aten::sin (node 3)"))
+    assert not sig.matches(Verdict("crash", "RuntimeError", "no converter for aten::cos (node 3)"))
+    assert not sig.matches(Verdict("crash", "ValueError", "no converter for aten::sin (node 3)"))
+    assert not sig.matches(Verdict("mismatch", max_abs=1.0))
+    assert sig.matches(Verdict("mismatch", max_abs=1.0), any_failure=True)
+
+
+def test_mismatch_signature_rejects_rounding_sized_errors():
+    sig = Signature.of(Verdict("mismatch", max_abs=2.0))
+    assert sig.matches(Verdict("mismatch", max_abs=8e9))
+    assert sig.matches(Verdict("mismatch", max_abs=0.01))
+    assert not sig.matches(Verdict("mismatch", max_abs=1e-5))
+
+
+def test_compare_outputs_kinds():
+    tol = Tolerance(1e-3, 1e-3)
+    a = torch.ones(4)
+    assert compare_outputs([a], [a.clone()], tol).kind == "pass"
+    v = compare_outputs([a], [a + 0.5], tol)
+    assert v.kind == "mismatch" and v.output == 0 and abs(v.max_abs - 0.5) < 1e-6
+    nan = a.clone()
+    nan[1] = float("nan")
+    assert compare_outputs([a], [nan], tol).kind == "nan"
+    assert compare_outputs([nan], [nan.clone()], tol).kind == "pass"  # NaN in both is agreement
+    assert compare_outputs([a], [torch.ones(5)], tol).kind == "mismatch"
+
+
+def test_integers_get_no_relative_tolerance():
+    big = torch.tensor([1_764_460_800_000_000_000])
+    v = compare_outputs([big], [big + 8_589_934_592], Tolerance(1e-3, 1e-3))
+    assert v.kind == "mismatch" and v.max_abs == 8_589_934_592
+
+
+def test_classify_oom_and_crash():
+    assert classify_exception(torch.OutOfMemoryError("CUDA out of memory")).kind == "oom"
+    assert classify_exception(MemoryError()).kind == "oom"
+    v = classify_exception(RuntimeError("boom"))
+    assert (v.kind, v.exc_type, v.message) == ("crash", "RuntimeError", "boom")
+
+
+def test_error_pattern_matches_the_same_error_with_other_numbers():
+    sig = Signature.of(Verdict("crash", "KeyError", "'buf12'"))
+    pat = error_pattern(sig, None)
+    assert re.search(pat, "KeyError: 'buf3'") and not re.search(pat, "KeyError: 'x'")
