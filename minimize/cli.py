@@ -43,6 +43,18 @@ AtolOpt = Annotated[float, typer.Option(help="Absolute tolerance of the mismatch
 RtolOpt = Annotated[float, typer.Option(help="Relative tolerance of the mismatch oracle.")]
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may take before it counts as a hang.")]
 DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="A backend setting KEY=VALUE (repeatable), e.g. "
+                   "Torch-TensorRT's min_block_size=1. Unknown keys are refused.")]
+
+
+def _settings(pairs: Optional[list[str]]) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise TrtminError(f"--set {pair!r} is not KEY=VALUE; write it as --set min_block_size=1")
+        settings[key.strip()] = value.strip()
+    return settings
 
 
 def _fail(e: TrtminError) -> None:
@@ -51,7 +63,8 @@ def _fail(e: TrtminError) -> None:
 
 
 def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], match: Optional[str],
-             atol: float, rtol: float, timeout: float, device: str, jobs: int = 1, any_failure: bool = False):
+             atol: float, rtol: float, timeout: float, device: str, jobs: int = 1, any_failure: bool = False,
+             settings: Optional[list[str]] = None, emit: Optional[list[str]] = None):
     from minimize.session import Options
     if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
         raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
@@ -63,7 +76,8 @@ def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], 
     if jobs < 1:
         raise TrtminError("--jobs must be at least 1")
     return Options(model=model, oracle=oracle.value, backend=backend, inputs=inputs, match=match, atol=atol,
-                   rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure)
+                   rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
+                   settings=_settings(settings), emit=list(emit or []))
 
 
 @app.command()
@@ -82,13 +96,18 @@ def reduce(
     jobs: Annotated[int, typer.Option(help="Oracle calls run at once, in isolated workers. The result is the same for any value.")] = 1,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the results of another run in --out.")] = False,
+    set_: SetOpt = None,
+    emit: Annotated[Optional[list[str]], typer.Option(help="Also write the script for another backend (repeatable): "
+                    "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
+                    "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
 ) -> None:
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
     from minimize.progress import ProgressView
     from minimize.reduce import reduce as run_reduce
     console = Console(stderr=True)
     try:
-        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure)
+        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
+                        set_, emit)
         with ProgressView(console) as view:
             summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log)
     except TrtminError as e:
@@ -116,11 +135,12 @@ def check(
     rtol: RtolOpt = 1e-3,
     timeout: TimeoutOpt = 300.0,
     device: DeviceOpt = "cpu",
+    set_: SetOpt = None,
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.session import Session
     try:
-        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device)
+        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
         with Session(opts) as session:
             v = session.evaluate([session.program.normalize(session.program.all_kept())])[0]
     except TrtminError as e:
@@ -138,6 +158,70 @@ def check(
         print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch "
               f"(atol {atol:g}, rtol {rtol:g}); the bug does not reproduce here")
     raise typer.Exit(0)
+
+
+@app.command()
+def env() -> None:
+    """Print the environment in the shape of Torch-TensorRT's bug report template."""
+    from oracles.environment import collect_environment, format_environment
+    print(format_environment(collect_environment()))
+
+
+repros_app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True,
+                         help="The saved-repro suite: which bugs still reproduce here, on this release.")
+app.add_typer(repros_app, name="repros")
+SuiteOpt = Annotated[Optional[Path], typer.Option(help="The suite folder (default: the repros/suite shipped with trtmin).")]
+
+
+@repros_app.command("add")
+def repros_add(
+    out_dir: Annotated[Path, typer.Argument(help="A `trtmin reduce` output folder.")],
+    name: Annotated[str, typer.Option(help="The repro's folder name in the suite.")],
+    suite: SuiteOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a repro of that name.")] = False,
+    upstream: Annotated[Optional[list[str]], typer.Option(help="An upstream issue or PR URL (repeatable).")] = None,
+) -> None:
+    """Save a reduce output into the suite, with a manifest."""
+    from repros.suite import add_repro
+    try:
+        path = add_repro(out_dir, name, suite, force=force, upstream=upstream or ())
+    except TrtminError as e:
+        _fail(e)
+    print(f"saved {path}")
+
+
+@repros_app.command("run")
+def repros_run(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Repros to run (default: all).")] = None,
+    suite: SuiteOpt = None,
+    json_file: Annotated[Optional[Path], typer.Option("--json", help="Write the results here, for `repros table`.")] = None,
+    device_label: Annotated[Optional[str], typer.Option(help="The column name for this machine (default: GPU name or cpu).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds each repro may run.")] = 600.0,
+) -> None:
+    """Run each saved repro in its own process; exit 1 if any status differs from its manifest."""
+    from rich.console import Console as RichConsole
+
+    from repros.runner import environment, exit_code, render_table, run_repros, summary_line, write_json
+    try:
+        results = run_repros(suite, names or None, timeout, device_label)
+    except TrtminError as e:
+        _fail(e)
+    console = RichConsole()
+    console.print(render_table(results))
+    console.print(summary_line(results), highlight=False)
+    if json_file:
+        write_json(json_file, results, environment(device_label))
+    raise typer.Exit(exit_code(results))
+
+
+@repros_app.command("table")
+def repros_table(files: Annotated[list[Path], typer.Argument(help="JSON files from `repros run --json`.")]) -> None:
+    """Merge runs from several machines into one markdown matrix (repros x devices)."""
+    from repros.table import merge_tables
+    try:
+        print(merge_tables(files))
+    except TrtminError as e:
+        _fail(e)
 
 
 def main() -> None:

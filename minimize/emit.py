@@ -21,6 +21,7 @@ import torch
 import torch.fx as fx
 
 import minimize
+from minimize.program import Slice
 from oracles.backends.base import Backend
 from oracles.script_checks import check_source
 from oracles.verdict import Signature, Verdict
@@ -90,22 +91,29 @@ def _literal(v: Any) -> str:
     return repr(v)
 
 
-def inputs_source(names: list[str], values: list[Any]) -> tuple[str, dict[str, torch.Tensor]]:
-    """Source of make_inputs(): small tensors inline, larger ones from one file beside."""
+def tensors_source(inputs: dict[str, Any], constants: dict[str, Any]) -> tuple[str, str, dict[str, torch.Tensor]]:
+    """Source of Repro.__init__ (the weights) and make_inputs(): small tensors inline,
+    larger ones from one file beside the script."""
     big: dict[str, torch.Tensor] = {}
-    items = []
-    for name, v in zip(names, values):
+    load = f"torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)"
+
+    def value(name: str, v: Any) -> str:
         if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex()):
             big[name] = v.detach().cpu().contiguous()
-            items.append(f"        tensors[{name!r}],")
-        else:
-            items.append(f"        {_literal(v)},  # {name}")
-    load = (f"    tensors = torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)\n"
-            if big else "")
+            return f"tensors[{name!r}]"
+        return _literal(v)
+
+    weights = [f"        self.register_buffer({n!r}, {value(n, v)})" for n, v in constants.items()]
+    items = [f"        {value(n, v)},  # {n}" for n, v in inputs.items()]
+    init = ""
+    if weights:
+        uses_file = any(n in big for n in constants)
+        init = ("    def __init__(self):\n        super().__init__()\n"
+                + (f"        tensors = {load}\n" if uses_file else "") + "\n".join(weights) + "\n\n")
     if not items:
-        return "def make_inputs():\n    return []\n", big
-    body = "def make_inputs():\n" + load + "    return [\n" + "\n".join(items) + "\n    ]\n"
-    return body, big
+        return init, "def make_inputs():\n    return []\n", big
+    file_line = f"    tensors = {load}\n" if any(n in big for n in inputs) else ""
+    return init, "def make_inputs():\n" + file_line + "    return [\n" + "\n".join(items) + "\n    ]\n", big
 
 
 SCRIPT = '''#!/usr/bin/env python3
@@ -141,7 +149,7 @@ REQUIRES = {requires!r}
 {imports}
 
 class Repro(torch.nn.Module):
-{forward}
+{init}{forward}
 
 
 {inputs}
@@ -216,11 +224,11 @@ if __name__ == "__main__":
 '''
 
 
-def render_script(info: ReproInfo, gm: fx.GraphModule, input_names: list[str], input_values: list[Any],
+def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                   backend: Backend) -> tuple[str, dict[str, torch.Tensor]]:
     env = environment()
     part = backend.script_part()
-    inputs_src, big = inputs_source(input_names, input_values)
+    init_src, inputs_src, big = tensors_source(inputs, constants)
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
@@ -232,17 +240,20 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, input_names: list[str], i
         gpu=f" ({env['gpu']})" if "gpu" in env else "", backend=backend.describe(), oracle=info.oracle,
         tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
         imports="\n".join(part.imports) + ("\n" if part.imports else ""),
-        forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
+        init=init_src, forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
         compile_body=part.compile_body, checks=check_source(info.signature, match),
         needs_subprocess=info.needs_subprocess, timeout=info.timeout, is_hang=info.oracle == "hang",
     )
     return script, big
 
 
-def write_outputs(out: Path, info: ReproInfo, gm: fx.GraphModule, input_names: list[str],
-                  input_values: list[Any], backend: Backend, summary: dict[str, Any]) -> dict[str, Path]:
+def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
+                  summary: dict[str, Any]) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    script, big = render_script(info, gm, input_names, input_values, backend)
+    gm = piece.gm
+    inputs = {n: values[n] for n in piece.input_names}
+    input_values = list(inputs.values())
+    script, big = render_script(info, gm, inputs, {n: values[n] for n in piece.constant_names}, backend)
     written: dict[str, Path] = {}
     if big:
         atomic_torch_save(big, out / INPUTS_FILE)
@@ -267,6 +278,46 @@ def write_outputs(out: Path, info: ReproInfo, gm: fx.GraphModule, input_names: l
     atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     written["summary"] = out / "summary.json"
     return written
+
+
+def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
+                       settings: dict[str, Any]) -> Path:
+    """A script for another backend than the one reduced with (--emit).
+
+    `tensorrt` writes the TensorRT-only script (tensorrt + numpy, an .onnx and an .npz);
+    any other backend name writes repro_<name>.py with that backend's part. These
+    scripts were generated, not run by the oracle: their header says so.
+    """
+    from oracles.backends import BUILTIN
+    from oracles.checks import flatten_outputs
+    from oracles.errors import TrtminError
+    from oracles.script_checks import error_pattern
+
+    if spec not in BUILTIN:
+        raise TrtminError(f"--emit {spec!r} is not a backend; use one of {', '.join(sorted(BUILTIN))}")
+    note = f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with another backend."
+    inputs = [values[n] for n in piece.input_names]
+    if spec == "tensorrt":
+        from oracles.backends.onnx_export import export_onnx
+        from oracles.backends.tensorrt import TensorRTBackend, write_tensorrt_script
+
+        backend = TensorRTBackend(spec, settings)
+        with torch.no_grad():
+            expected = flatten_outputs(piece.gm(*inputs))
+        onnx = export_onnx(piece.gm, inputs, out / "model.onnx", opset=backend.options.get("opset"))
+        return write_tensorrt_script(out, onnx.path, inputs, expected, info.oracle, info.atol, info.rtol,
+                                     header=f"{info.title}\n\n{info.verdict.describe()}\n{note}",
+                                     error_pattern=error_pattern(info.signature, info.match),
+                                     timeout=info.timeout, settings=backend.build_settings)
+    backend = BUILTIN[spec](spec, settings)  # no package check: writing a script needs none
+    extra = ReproInfo(**{**info.__dict__, "title": f"{info.title} [{note}]"})
+    script, big = render_script(extra, piece.gm, {n: values[n] for n in piece.input_names},
+                                {n: values[n] for n in piece.constant_names}, backend)
+    if big and not (out / INPUTS_FILE).exists():
+        atomic_torch_save(big, out / INPUTS_FILE)
+    path = out / f"repro_{spec.replace(':', '_')}.py"
+    atomic_write(path, script)
+    return path
 
 
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:

@@ -31,6 +31,7 @@ class Slice:
     gm: fx.GraphModule
     input_names: list[str]
     output_names: list[str]
+    constant_names: list[str]  # weights the graph reads as attributes (get_attr), not inputs
 
     @property
     def call_nodes(self) -> int:
@@ -86,10 +87,18 @@ class Program:
         self.gm: fx.GraphModule = ep.graph_module
         graph = self.gm.graph
         self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-        self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)]
-        self.index = {n.name: i for i, n in enumerate(self.nodes)}
         self.user_outputs = {s.arg.name for s in ep.graph_signature.output_specs
                              if s.kind == OutputKind.USER_OUTPUT and hasattr(s.arg, "name")}
+        # Dead values (an unused getitem of batch_norm's saved statistics) are never kept:
+        # as candidate outputs they would be compared for nothing.
+        self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
+                                     and (n.users or n.name in self.user_outputs)]
+        self.index = {n.name: i for i, n in enumerate(self.nodes)}
+        # Parameters, buffers and constants stay weights in every slice (get_attr), as in
+        # the user's model: a compiler treats a weight input differently (XNNPACK folds a
+        # BatchNorm into a Linear only when its weight is a constant).
+        self.constants = {s.arg.name for s in ep.graph_signature.input_specs
+                          if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
         self.values = values if values is not None else self._capture(user_inputs)
         # users restricted to reducible nodes, for sink computation
         self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}
@@ -136,22 +145,29 @@ class Program:
         graph = fx.Graph()
         env: dict[str, fx.Node] = {}
         inputs: list[str] = []
-
+        constants: list[str] = []
+        externals = [dep for i in kept for dep in self.nodes[i].all_input_nodes if dep.name not in keep_names]
         # Placeholders first, in order of first use, so the signature is deterministic.
-        for i in kept:
-            for dep in self.nodes[i].all_input_nodes:
-                if dep.name not in keep_names and dep.name not in env:
-                    ph = graph.placeholder(dep.name)
-                    ph.meta["val"] = dep.meta.get("val")
-                    env[dep.name] = ph
-                    inputs.append(dep.name)
+        for dep in externals:
+            if dep.name not in env and dep.name not in self.constants:
+                env[dep.name] = graph.placeholder(dep.name)
+                env[dep.name].meta["val"] = dep.meta.get("val")
+                inputs.append(dep.name)
+        for dep in externals:
+            if dep.name not in env:
+                env[dep.name] = graph.get_attr(dep.name)
+                env[dep.name].meta["val"] = dep.meta.get("val")
+                constants.append(dep.name)
         for i in kept:
             n = self.nodes[i]
             env[n.name] = graph.node_copy(n, lambda a: env[a.name])
         outs = [self.nodes[i].name for i in self.outputs_of(kept)]
         graph.output(tuple(env[o] for o in outs))
-        gm = fx.GraphModule(torch.nn.Module(), graph)
-        return Slice(gm, inputs, outs)
+        root = torch.nn.Module()
+        for name in constants:
+            root.register_buffer(name, self.values[name])
+        gm = fx.GraphModule(root, graph)
+        return Slice(gm, inputs, outs, constants)
 
     def inputs_for(self, s: Slice) -> list[Any]:
         return [self.values[name] for name in s.input_names]

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from minimize.emit import ReproInfo, atomic_write, environment, write_outputs
+from minimize.emit import ReproInfo, atomic_write, environment, write_extra_script, write_outputs
 from minimize.problem import ReductionProblem
 from minimize.program import count_call_nodes
 from minimize.scheduler import reduce_to_fixpoint
@@ -56,7 +56,7 @@ def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
     d["inputs"] = str(opts.inputs) if opts.inputs else None
-    for k in ("jobs", "timeout", "memory_limit_mb"):  # these do not change the result
+    for k in ("jobs", "timeout", "memory_limit_mb", "emit"):  # these do not change the result
         d.pop(k, None)
     return d
 
@@ -111,8 +111,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
             device=opts.device, timeout=opts.timeout,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
-        inputs = [session.program.values[n] for n in final.input_names]
-        write_outputs(out, info, final.gm, final.input_names, inputs, session.backend, summary)
+        write_outputs(out, info, final, session.program.values, session.backend, summary)
+        for spec in opts.emit:
+            write_extra_script(out, info, final, session.program.values, spec, opts.settings)
         return summary
 
 

@@ -36,6 +36,7 @@ class Options:
     jobs: int = 1
     settings: dict[str, Any] = field(default_factory=dict)
     memory_limit_mb: int | None = None
+    emit: list[str] = field(default_factory=list)  # extra scripts for other backends
 
 
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
@@ -58,6 +59,10 @@ class Session:
             raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
         self.opts = opts
         self.backend = resolve(opts.backend, opts.settings)
+        kind = opts.device.split(":")[0]
+        if kind not in self.backend.devices:
+            raise TrtminError(f"backend {opts.backend} runs with --device {' or '.join(self.backend.devices)}, "
+                              f"not {opts.device}; pass --device {self.backend.devices[0]}")
         if isinstance(self.backend, PluginBackend):
             self.backend.validate()  # a missing file or function is a one-line error, here
         ep = load_exported(opts.model)

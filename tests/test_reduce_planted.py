@@ -28,6 +28,7 @@ def ops_in(repro: Path) -> list[str]:
     ("crash", "crash_on_sin", ["sin.default"]),
     ("mismatch", "mismatch_mul_exp", ["exp.default", "mul.Tensor"]),
     ("nan", "nan_on_rsqrt", ["rsqrt.default"]),
+    ("crash", "crash_on_linear", ["linear.default"]),
 ])
 def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, core):
     model, inputs = host_program
@@ -40,6 +41,8 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     assert (tmp_path / "report.md").read_text().startswith("# ")
     # The script runs alone: it imports torch and the copied plugin, not trtmin.
     assert "minimize" not in (tmp_path / "repro.py").read_text() and (tmp_path / "plugin.py").exists()
+    if fn == "crash_on_linear":  # weights stay weights: buffers of Repro, not inputs
+        assert "self.register_buffer('p_l1_weight'" in (tmp_path / "repro.py").read_text()
     r = run_repro(tmp_path)
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
     r = run_repro(tmp_path, backend="eager")

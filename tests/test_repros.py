@@ -31,9 +31,11 @@ from repros.table import merge_tables
 REPO = Path(__file__).resolve().parents[1]
 
 
-def manifest(title: str | None = "a bug", expected: str = "reproduces", extra: str = "", **over: str | None) -> str:
-    fields = {"title": None if title is None else f'"{title}"', "upstream": '["https://github.com/pytorch/TensorRT/pull/4964"]',
-              "backend": '"torch_tensorrt"', "oracle": '"mismatch"', "device": '"cuda"',
+def manifest(title: str | None = "a bug", expected: str = "reproduces", extra: str = "",
+             **over: str | None) -> str:
+    fields = {"title": None if title is None else f'"{title}"',
+              "upstream": '["https://github.com/pytorch/TensorRT/pull/4964"]', "backend": '"torch_tensorrt"',
+              "oracle": '"mismatch"', "device": '"cuda"',
               "added": '"2026-11-30"', "expected": f'"{expected}"', **over}
     return "\n".join(f"{k} = {v}" for k, v in fields.items() if v is not None) + "\n" + extra
 
@@ -134,7 +136,8 @@ def test_timeout_is_an_error_and_kills_the_process_group(tmp_path: Path) -> None
 def test_skip_rules_and_expected_when(tmp_path: Path) -> None:
     make_repro(tmp_path, "odd_skip", exits(2, "SKIPPED: flaky today"))
     make_repro(tmp_path, "pkg_skip", exits(2, "SKIPPED: torch_tensorrt is not installed"))
-    make_repro(tmp_path, "expects_skip", exits(2, "SKIPPED: flaky today"), extra='[expected_when]\n"label:box" = "skipped"\n')
+    make_repro(tmp_path, "expects_skip", exits(2, "SKIPPED: flaky today"),
+               extra='[expected_when]\n"label:box" = "skipped"\n')
     make_repro(tmp_path, "fixed_on_h100", exits(0, "FIXED: ok"),
                extra='[expected_when]\n"label:h100" = "fixed"\n"python >= 3.0" = "reproduces"\n')
     r = by_name(run_repros(tmp_path, timeout=20, env_label="test-box"))
@@ -227,7 +230,8 @@ def test_merge_tables(tmp_path: Path) -> None:
         "|---|---|---|---|",
         f"| segfault ({link}) | `segfault` | — | **error** |",
         f"| uint8 permute ({link}) | `uint8_permute` | skipped (torch_tensorrt is not installed) | **fixed** |",
-        f"| view above 8 ({link}) | `view_above_8` | skipped (no CUDA GPU is visible here, and none w…) | reproduces |",
+        f"| view above 8 ({link}) | `view_above_8` "
+        "| skipped (no CUDA GPU is visible here, and none w…) | reproduces |",
     ]
     assert merge_tables([tmp_path / "cpu.json", tmp_path / "h200.json"]) == md  # order of files does not matter
     # two runs of one setup are told apart

@@ -30,6 +30,7 @@ class ScriptPart:
 
 class Backend:
     name = "backend"
+    devices: tuple[str, ...] = ("cpu", "cuda")  # where trtmin may run the program for it
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         self.spec = spec

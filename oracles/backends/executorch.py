@@ -24,14 +24,13 @@ from __future__ import annotations
 import importlib.util
 import tempfile
 import textwrap
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import FREEZE_SOURCE, freeze_constants
+from oracles.backends.onnx_export import script_source
 from oracles.errors import MissingPackageError, TrtminError
 
 VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")
@@ -116,7 +115,7 @@ def lower_to_pte(variant, gm, inputs, folder, options):
     program = edge.to_executorch()
     with open(folder / "model.pte", "wb") as f:
         program.write_to_file(f)
-    if program.data_files:
+    if getattr(program, "_tensor_data", None):  # external weights / kernels (.ptd), e.g. CUDA
         program.write_tensor_data_to_file(str(folder))
     return folder / "model.pte"
 
@@ -139,12 +138,14 @@ def load_pte(variant, pte):
         return lambda args: list(module.forward(tuple(args)))
     from executorch.runtime import Runtime
 
-    method = Runtime.get().load_program(pte).load_method("forward")
-    return lambda args: list(method.execute(list(args)))
+    program = Runtime.get().load_program(pte.read_bytes())  # holds the bytes: keep it alive
+    method = program.load_method("forward")
+    return lambda args, program=program: list(method.execute(list(args)))
 
 
 class ExecuTorchBackend(Backend):
     name = "executorch"
+    devices: tuple[str, ...] = ("cpu",)
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
@@ -168,13 +169,14 @@ class ExecuTorchBackend(Backend):
         from oracles.backends.torch_tensorrt import materialize
 
         plain = [v.detach() if isinstance(v, torch.Tensor) else v for v in example_inputs]
-        module, inputs, positions = freeze_constants(gm, plain)
+        module, inputs, positions = gm, plain, list(range(len(plain)))  # weights are already get_attr
         options = {k: materialize(v) for k, v in self.options.items()}
-        with tempfile.TemporaryDirectory(prefix="trtmin-et-") as tmp:
-            pte = lower_to_pte(self.variant, module, inputs, tmp, options)
-            run_pte = load_pte(self.variant, pte)  # the runtime has read the files now
+        folder = tempfile.TemporaryDirectory(prefix="trtmin-et-")  # removed when `run` is dropped
+        pte = lower_to_pte(self.variant, module, inputs, folder.name, options)
+        run_pte = load_pte(self.variant, pte)
 
         def run(*args: Any) -> list[Any]:
+            _ = folder  # a .ptd may be read lazily: keep the files while the program lives
             runtime = [args[i] for i in positions]
             return run_pte([a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in runtime])
 
@@ -185,16 +187,18 @@ class ExecuTorchBackend(Backend):
         from oracles.backends.torch_tensorrt import _indent_body, render_value
 
         options = "{" + ", ".join(f"{k!r}: {render_value(v)}" for k, v in self.options.items()) + "}"
-        body = textwrap.dedent(f"""\
+        gpu_check = ('if not torch.cuda.is_available():\n'
+                     f'    print("SKIPPED: {self.spec} needs a CUDA GPU, and none is visible here")\n'
+                     '    sys.exit(2)\n') if self.variant in ("cuda", "tensorrt") else ""
+        body = gpu_check + textwrap.dedent(f"""\
             import tempfile
-            gm, runtime_inputs, positions = freeze_constants(torch.fx.symbolic_trace(module), inputs)
-            {"import torch_tensorrt" if self.variant == "tensorrt" else ""}
+            gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             pte = lower_to_pte({self.variant!r}, gm, runtime_inputs, tempfile.mkdtemp(prefix="repro-et-"), {options})
             run_pte = load_pte({self.variant!r}, pte)
             return lambda *args: run_pte([args[i].cpu() if isinstance(args[i], torch.Tensor) else args[i] for i in positions])""")
         requires = ["executorch"] + (["torch_tensorrt", "torch_tensorrt_executorch_runtime"]
                                      if self.variant == "tensorrt" else [])
-        return ScriptPart(imports=[FREEZE_SOURCE, script_source(lower_to_pte, load_pte)], requires=requires,
+        return ScriptPart(imports=[script_source(lower_to_pte, load_pte)], requires=requires,
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:

@@ -1,17 +1,13 @@
 """Graph preparation shared by the export-based backends, and the ONNX export.
 
-Two things every backend that re-exports a candidate needs:
+Candidates read the program's weights as attributes (get_attr), not inputs, as in the
+user's model (minimize/program.py), so exporters see them as weights.
 
-* `freeze_constants`: trtmin's candidates take the program's parameters and buffers as
-  graph inputs (placeholders named `p_*`, `b_*`, `c_*` by torch.export). A compiler
-  sees those as runtime inputs, not weights, and behaves differently: XNNPACK does
-  not fold a BatchNorm into a Linear whose weight is an input, TensorRT picks other
-  kernels for a convolution with a dynamic weight. Freezing turns them back into
-  constants of the module, as they were in the user's model. The same function is
-  pasted into repro scripts (`FREEZE_SOURCE`), so the script freezes what was checked.
-* `export_onnx`: `torch.onnx.export(..., dynamo=True)` of the frozen candidate, used by
-  the tensorrt and onnxruntime backends. The ONNX graph's inputs are the runtime
-  inputs only (frozen constants become initializers); `OnnxExport` says which
+* `script_source`: a function's source, pasted into repro scripts, so a script runs
+  the same helper code the backend ran.
+* `export_onnx`: `torch.onnx.export(..., dynamo=True)` of the candidate, used by the
+  tensorrt and onnxruntime backends. The ONNX graph's inputs are the runtime inputs
+  only (weights become initializers); `OnnxExport` says which
   candidate input feeds which ONNX input, and the mapping is also stored in the
   model's metadata so a script writer can recover it from the file alone.
 """
@@ -32,66 +28,11 @@ from typing import Any, Sequence
 import torch
 import torch.fx as fx
 
-# torch.export names lifted parameters p_*, buffers b_*, constant tensors c_*.
-CONSTANT_PREFIXES = ("p_", "b_", "c_")
-# A placeholder may carry this meta key (True/False) to override the name convention.
-CONSTANT_META_KEY = "trtmin_constant"
 METADATA_KEY = "trtmin.placeholders"
 
 
 class OnnxExportError(RuntimeError):
     """torch.onnx.export failed on the candidate: the exporter's bug, not the runtime's."""
-
-
-def is_constant_placeholder(node: fx.Node) -> bool:
-    flag = node.meta.get(CONSTANT_META_KEY)
-    if flag is not None:
-        return bool(flag)
-    return node.name.startswith(CONSTANT_PREFIXES)
-
-
-def freeze_constants(gm: fx.GraphModule, inputs: Sequence[Any],
-                     frozen: Sequence[str] | None = None) -> tuple[fx.GraphModule, list[Any], list[int]]:
-    """Make the parameter/buffer placeholders of `gm` constants of a new module.
-
-    Returns the new module, the inputs it still takes, and their positions in
-    `inputs`. `frozen` names the placeholders to freeze (default: the p_/b_/c_
-    convention, or the `trtmin_constant` meta flag where set). Only tensors are frozen.
-    """
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != len(inputs):
-        raise ValueError(f"the graph takes {len(placeholders)} inputs, {len(inputs)} were given")
-    if frozen is None:
-        to_freeze = {n.name for n, v in zip(placeholders, inputs)
-                     if isinstance(v, torch.Tensor) and is_constant_placeholder(n)}
-    else:
-        to_freeze = set(frozen)
-    if not to_freeze:
-        return gm, list(inputs), list(range(len(inputs)))
-    root = torch.nn.Module()
-    graph = fx.Graph()
-    env: dict[fx.Node, fx.Node] = {}
-    kept: list[int] = []
-    position = {n: i for i, n in enumerate(placeholders)}
-    for node in gm.graph.nodes:
-        if node.op == "placeholder" and node.name in to_freeze:
-            value = inputs[position[node]]
-            attr = f"frozen_{node.name}"
-            tensor = value.detach().clone()
-            if node.name.startswith("p_") and (tensor.is_floating_point() or tensor.is_complex()):
-                root.register_parameter(attr, torch.nn.Parameter(tensor, requires_grad=False))
-            else:
-                root.register_buffer(attr, tensor)
-            new = graph.get_attr(attr)
-            new.meta = dict(node.meta)
-            env[node] = new
-        else:
-            if node.op == "placeholder":
-                kept.append(position[node])
-            env[node] = graph.node_copy(node, lambda a: env[a])
-    frozen_gm = fx.GraphModule(root, graph)
-    frozen_gm.eval()
-    return frozen_gm, [inputs[i] for i in kept], kept
 
 
 class _DropAnnotations(ast.NodeTransformer):
@@ -119,10 +60,6 @@ def script_source(*functions: Any) -> str:
 
 
 # The script-side copy: the same functions, for repro scripts that import only torch.
-FREEZE_SOURCE = (f"CONSTANT_PREFIXES = {CONSTANT_PREFIXES!r}\n"
-                 f"CONSTANT_META_KEY = {CONSTANT_META_KEY!r}\n\n\n"
-                 + script_source(is_constant_placeholder, freeze_constants))
-
 
 @dataclass
 class OnnxExport:
@@ -148,14 +85,23 @@ def _quiet_export(module: torch.nn.Module, args: tuple[Any, ...], opset: int | N
         onnx_logger.setLevel(level)
 
 
-def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset: int | None = None,
-                freeze: bool = True) -> OnnxExport:
+def _set_training(module: torch.nn.Module, mode: bool) -> bool:
+    """module.train(mode), returning the old mode. ExportedProgram.module() refuses
+    train()/eval() (NotImplementedError): leave such a module as it is."""
+    old = module.training
+    try:
+        module.train(mode)
+    except NotImplementedError:
+        pass
+    return old
+
+
+def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset: int | None = None) -> OnnxExport:
     """Export the candidate to `path` (weights over 2 GB go to `<path>.data` beside it)."""
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     plain = [v.detach() if isinstance(v, torch.Tensor) else v for v in inputs]  # no nn.Parameter
-    module, runtime_inputs, positions = freeze_constants(gm, plain) if freeze else (gm, plain, list(range(len(plain))))
-    was_training = module.training
-    module.eval()
+    module, runtime_inputs, positions = gm, plain, list(range(len(plain)))
+    was_training = _set_training(module, False)
     try:
         program = _quiet_export(module, tuple(runtime_inputs), opset)
     except Exception as e:  # the exporter raises many types
@@ -163,7 +109,7 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
         raise OnnxExportError(f"torch.onnx.export failed ({type(e).__name__}): "
                               + (lines[0][:300] if lines else "no message")) from e
     finally:
-        module.train(was_training)
+        _set_training(module, was_training)
     runtime_names = [placeholders[i] for i in positions]
     input_names = [v.name for v in program.model.graph.inputs]
     output_names = [v.name for v in program.model.graph.outputs]

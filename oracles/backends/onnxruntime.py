@@ -23,7 +23,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import FREEZE_SOURCE, export_onnx, script_source
+from oracles.backends.onnx_export import export_onnx, script_source
 from oracles.errors import MissingPackageError, TrtminError
 
 SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
@@ -90,7 +90,7 @@ def run_onnxruntime(session, feeds, bf16_inputs):
 
     values = {}
     for name, array in feeds.items():
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         if name in bf16_inputs:  # 16 = TensorProto.BFLOAT16; numpy has no bfloat16
             values[name] = onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), 16)
         else:
@@ -120,7 +120,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 
 
 def from_numpy(a: np.ndarray, bf16: bool = False) -> torch.Tensor:
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a, order="C")
     if bf16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(a)
@@ -163,13 +163,13 @@ class OnnxRuntimeBackend(Backend):
         body = textwrap.dedent(f"""\
             import tempfile
             import numpy as np
-            gm, runtime_inputs, positions = freeze_constants(torch.fx.symbolic_trace(module), inputs)
+            gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             folder = tempfile.mkdtemp(prefix="repro-onnx-")
-            onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, opset_version={self.options.get("opset")!r})
+            onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
             onnx_program.save(folder + "/model.onnx")
             session = ort_session(folder + "/model.onnx", {run_options!r})
             names = [v.name for v in onnx_program.model.graph.inputs]
-            placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+            placeholders = list(__import__("inspect").signature(module.forward).parameters)
             index = [placeholders.index(n) for n in names]
 
             def to_np(t):
@@ -182,12 +182,12 @@ class OnnxRuntimeBackend(Backend):
                 bf16 = {{n for n, i in zip(names, index) if runtime[i].dtype == torch.bfloat16}}
                 outs, bf16_out = run_onnxruntime(session, feeds, bf16)
                 out_names = [v.name for v in onnx_program.model.graph.outputs]
-                return [torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
-                        if n in bf16_out else torch.from_numpy(np.ascontiguousarray(a)) for a, n in zip(outs, out_names)]
+                return [torch.from_numpy(np.asarray(a, order="C").view(np.int16)).view(torch.bfloat16)
+                        if n in bf16_out else torch.from_numpy(np.asarray(a, order="C")) for a, n in zip(outs, out_names)]
             return run""")
         from oracles.backends.torch_tensorrt import _indent_body
 
-        return ScriptPart(imports=[FREEZE_SOURCE, script_source(ort_session, run_onnxruntime)],
+        return ScriptPart(imports=[script_source(ort_session, run_onnxruntime)],
                           requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
 
     def describe(self) -> str:

@@ -38,7 +38,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import (FREEZE_SOURCE, export_onnx, external_data_files, read_onnx_io,
+from oracles.backends.onnx_export import (export_onnx, external_data_files, read_onnx_io,
                                           script_source)
 from oracles.backends.onnxruntime import check_onnx_export, ort_session, run_onnxruntime
 from oracles.errors import MissingPackageError, TrtminError
@@ -247,15 +247,18 @@ class TensorRTBackend(Backend):
     def script_part(self) -> ScriptPart:
         """For repro.py (torch + tensorrt): the same export, build_engine and runner."""
         body = textwrap.dedent(f"""\
+            if not torch.cuda.is_available():  # the program may be on the CPU; TensorRT is not
+                print("SKIPPED: TensorRT needs a CUDA GPU, and none is visible here")
+                sys.exit(2)
             import tempfile
             import tensorrt as trt
-            gm, runtime_inputs, positions = freeze_constants(torch.fx.symbolic_trace(module), inputs)
+            gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             path = tempfile.mkdtemp(prefix="repro-trt-") + "/model.onnx"
-            onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, opset_version={self.options.get("opset")!r})
+            onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
             onnx_program.save(path)
             names = [v.name for v in onnx_program.model.graph.inputs]
             out_names = [v.name for v in onnx_program.model.graph.outputs]
-            placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+            placeholders = list(__import__("inspect").signature(module.forward).parameters)
             index = [placeholders.index(n) for n in names]
             built = build_engine(trt, path, {self.build_settings!r})
 
@@ -268,7 +271,7 @@ class TensorRTBackend(Backend):
         shared = script_source(TensorRTError, build_engine, engine_io)
         runner = f"TRT_TO_TORCH = {{{', '.join(f'{k!r}: {v}' for k, v in TRT_TO_TORCH.items())}}}\n\n\n" + \
             script_source(run_engine_torch)
-        return ScriptPart(imports=[FREEZE_SOURCE, shared, runner], requires=["tensorrt", "onnxscript", "onnx"],
+        return ScriptPart(imports=[shared, runner], requires=["tensorrt", "onnxscript", "onnx"],
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:
@@ -322,7 +325,7 @@ def load_npz_torch(path: Path) -> tuple[dict[str, torch.Tensor], list[torch.Tens
     inputs, expected, meta = load_npz(path)
 
     def back(a: np.ndarray, dtype: str) -> torch.Tensor:
-        t = torch.from_numpy(np.ascontiguousarray(a))
+        t = torch.from_numpy(np.asarray(a, order="C"))
         if dtype == "bfloat16":
             return t.view(torch.int16).view(torch.bfloat16)
         if dtype.startswith("float8"):
@@ -457,9 +460,9 @@ def run_tensorrt(inputs, meta):
                 continue
             if name not in inputs:
                 raise TensorRTError(f"the engine has an input {{name!r}} that the .npz does not hold")
-            host = np.ascontiguousarray(inputs[name])
+            host = np.asarray(inputs[name], order="C")
             if dtype_name not in ("BF16", "FP8"):  # numpy knows the type: make it the engine's
-                host = np.ascontiguousarray(host.astype(trt.nptype(engine.get_tensor_dtype(name)), copy=False))
+                host = np.asarray(host.astype(trt.nptype(engine.get_tensor_dtype(name)), copy=False), order="C")
             context.set_input_shape(name, host.shape)
             if engine.is_shape_inference_io(name):  # shape tensors live in host memory
                 allocations.append(host)

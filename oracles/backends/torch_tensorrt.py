@@ -27,7 +27,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import FREEZE_SOURCE, freeze_constants
+from oracles.backends.onnx_export import script_source
 from oracles.errors import MissingPackageError, TrtminError
 
 INSTALL_HINT = "install it with pip install torch-tensorrt (needs an NVIDIA GPU and CUDA)"
@@ -308,7 +308,8 @@ class TorchTensorRTBackend(Backend):
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         import torch_tensorrt
 
-        module, inputs, positions = freeze_constants(gm, [_plain(v) for v in example_inputs])
+        inputs = [_plain(v) for v in example_inputs]
+        module, positions = gm, list(range(len(inputs)))  # weights are already get_attr
         ep = torch.export.export(module, tuple(inputs))
         options = {k: materialize(v) for k, v in self.options.items()}
         compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=list(inputs), **options)
@@ -323,11 +324,11 @@ class TorchTensorRTBackend(Backend):
         options = "".join(f", {k}={render_value(v)}" for k, v in self.options.items())
         body = textwrap.dedent(f"""\
             import torch_tensorrt
-            gm, runtime_inputs, positions = freeze_constants(torch.fx.symbolic_trace(module), inputs)
+            gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             ep = torch.export.export(gm, tuple(runtime_inputs))
             compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=list(runtime_inputs){options})
             return lambda *args: compiled(*[args[i] for i in positions])""")
-        return ScriptPart(imports=[FREEZE_SOURCE], requires=["torch_tensorrt"],
+        return ScriptPart(imports=[], requires=["torch_tensorrt"],
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:

@@ -82,3 +82,26 @@ def hang_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callabl
 
 
 NOT_CALLABLE = 42
+
+
+def cuda_oom_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A real CUDA out-of-memory: asks the GPU for 1 PiB."""
+    if _has(gm, aten.tanh.default):
+        torch.empty(2**50, dtype=torch.uint8, device="cuda")
+    return _run(gm)
+
+
+def cuda_bad_index_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """An out-of-bounds index inside a CUDA kernel: a device-side assert that leaves the
+    CUDA context unusable, so the worker must be replaced."""
+    if _has(gm, aten.tanh.default):
+        table = torch.zeros(4, device="cuda")
+        table[torch.tensor([1 << 30], device="cuda")].sum().item()
+    return _run(gm)
+
+
+def crash_on_linear(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A failing converter for a node with weights: the repro must carry them."""
+    if _has(gm, aten.linear.default):
+        raise NotImplementedError("planted: linear with a constant weight is not supported")
+    return _run(gm)

@@ -1,0 +1,347 @@
+"""Run saved repros, each in its own subprocess, and judge them against their manifests.
+
+Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a timeout):
+
+- exit 0 -> FIXED, exit 1 -> REPRODUCED,
+- exit 2 with a last stdout line ``SKIPPED: <reason>`` -> SKIPPED (reason = the text after it),
+- anything else -> ERROR with a reason: another exit code, death by a signal, the timeout
+  (the whole process group is killed), exit 2 without a ``SKIPPED:`` line (Python itself
+  exits 2 when it cannot open the script), a verdict line that contradicts the exit code
+  (exit 1 but "FIXED: ..."), or exit 1 with a Python traceback on stderr and no
+  "REPRODUCED" line (an uncaught exception also exits 1: a broken script, not the bug).
+
+The verdict line is the last non-empty line of stdout.
+
+ok (does this run agree with the manifest?):
+
+- ERROR is never ok.
+- FIXED / REPRODUCED are ok only when they are the expected status ("fixed" / "reproduces",
+  after ``[expected_when]``). A bug that looks fixed where it should reproduce, a bug that
+  is back where it should be fixed, and a repro that ran where "skipped" was expected,
+  are all not ok.
+- SKIPPED is ok when "skipped" is expected, or when the reason says the machine lacks
+  something (a GPU / CUDA / device, or a package: "not installed", "not importable",
+  "cannot be imported", "No module named", "missing"): the contract's exit 2 means "cannot
+  run here", which is no news about the bug. A skip with any other reason is not ok.
+  ``strict_skips=True`` (for machines that should run everything, e.g. the GPU CI box)
+  makes every unexpected skip not ok.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from repros.suite import KEY_PACKAGES, NOT_INSTALLED, Repro, find_repros
+
+FIXED, REPRODUCED, SKIPPED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "ERROR"
+STATUS_BY_EXIT = {0: FIXED, 1: REPRODUCED, 2: SKIPPED}
+EXPECTATION_OF = {FIXED: "fixed", REPRODUCED: "reproduces", SKIPPED: "skipped", ERROR: "error"}
+DEFAULT_TIMEOUT = 600.0
+JSON_FORMAT = "trtmin-repros-run/1"
+VERDICT_MAX = 500
+ENV_SKIP = re.compile(r"\b(gpus?|cuda|device|missing)\b|not installed|not importable|cannot be imported"
+                      r"|no module named", re.IGNORECASE)
+# distributions that provide the `tensorrt` module, in the order we ask for them
+DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11")}
+
+
+# ---------------------------------------------------------------- the machine
+
+def package_version(package: str) -> str:
+    """The installed version of ``package`` (importlib.metadata), or "not installed"."""
+    for dist in DISTRIBUTIONS.get(package, (package,)):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return NOT_INSTALLED
+
+
+def _torch_cuda() -> tuple[str | None, str]:
+    """(name of GPU 0 or None, torch's CUDA version or "none")."""
+    try:
+        import torch
+    except Exception:
+        return None, "none"
+    cuda = str(torch.version.cuda or "none")
+    try:
+        return (torch.cuda.get_device_name(0) if torch.cuda.is_available() else None), cuda
+    except Exception:
+        return None, cuda
+
+
+class Facts:
+    """What ``[expected_when]`` conditions ask about this machine; looked up lazily, once."""
+
+    def __init__(self, label: str | None = None):
+        self._label = label
+        self._versions: dict[str, str] = {}
+
+    @functools.cached_property
+    def _cuda(self) -> tuple[str | None, str]:
+        return _torch_cuda()
+
+    @property
+    def gpu(self) -> str | None:
+        return self._cuda[0]
+
+    @property
+    def label(self) -> str:
+        return self._label or self.gpu or "cpu"
+
+    def version(self, package: str) -> str:
+        if package not in self._versions:
+            self._versions[package] = package_version(package)
+        return self._versions[package]
+
+
+def environment(device_label: str | None = None) -> dict[str, Any]:
+    """The environment block of a run's JSON: no hostname, no user, no paths."""
+    gpu, cuda = _torch_cuda()
+    env: dict[str, Any] = {
+        "device_label": device_label or gpu or "cpu",
+        "gpu": gpu or "none",
+        "cuda": cuda,
+        "versions": {p: package_version(p) for p in KEY_PACKAGES},
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "trtmin": package_version("trtmin"),
+        "date": date.today().isoformat(),
+    }
+    if os.environ.get("TRTMIN_BACKEND"):  # e.g. eager: the control run, every repro should be FIXED
+        env["trtmin_backend"] = os.environ["TRTMIN_BACKEND"]
+    return env
+
+
+# ---------------------------------------------------------------- one run
+
+@dataclass
+class Result:
+    name: str
+    title: str
+    upstream: list[str]
+    status: str                  # FIXED | REPRODUCED | SKIPPED | ERROR
+    expected: str                # reproduces | fixed | skipped ("?" when the manifest is unreadable)
+    ok: bool
+    seconds: float
+    verdict: str                 # the last non-empty stdout line
+    reason: str = ""             # SKIPPED: the script's reason; ERROR: what went wrong
+    note: str = ""               # why not ok (or why an unexpected skip is still ok)
+    expected_because: str = ""   # 'expected_when "COND"' when an override chose `expected`
+    returncode: int | None = None
+    stderr_tail: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:VERDICT_MAX] if lines else ""
+
+
+def _prefix(verdict: str) -> str:
+    return re.split(r"[:\s]", verdict, maxsplit=1)[0].upper() if verdict else ""
+
+
+def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool = False,
+             timeout: float | None = None) -> tuple[str, str, str]:
+    """(status, reason, verdict line) of one finished (or killed) script run."""
+    verdict = _last_line(stdout)
+    err_last = _last_line(stderr)
+    said = f": {verdict}" if verdict else (f" (stderr: {err_last})" if err_last else ", no output")
+    if timed_out:
+        return ERROR, f"timed out after {timeout:g} s{said}", verdict
+    assert returncode is not None
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return ERROR, f"killed by {name}{said}", verdict
+    status = STATUS_BY_EXIT.get(returncode)
+    if status is None:
+        return ERROR, f"exit code {returncode}{said}", verdict
+    prefix = _prefix(verdict)
+    if status == SKIPPED:
+        if prefix != SKIPPED:
+            return ERROR, f"exit code 2 without a 'SKIPPED: <reason>' line{said}", verdict
+        return SKIPPED, verdict.split(":", 1)[1].strip() if ":" in verdict else "no reason given", verdict
+    if prefix in (FIXED, REPRODUCED, SKIPPED) and prefix != status:
+        return ERROR, f"exit code {returncode} ({status}) but the verdict line says {prefix}: {verdict}", verdict
+    if status == REPRODUCED and prefix != REPRODUCED and "Traceback (most recent call last)" in stderr:
+        return ERROR, f"the script raised and exited 1 without a REPRODUCED line: {err_last}", verdict
+    return status, "", verdict
+
+
+def judge(status: str, expected: str, reason: str = "", strict_skips: bool = False) -> tuple[bool, str]:
+    """(ok, note) of a status against the expected one; the rules are in the module docstring."""
+    if status == ERROR:
+        return False, "the script did not run to a verdict"
+    if status == SKIPPED:
+        if expected == "skipped":
+            return True, ""
+        if strict_skips:
+            return False, f"skipped where {expected} is expected (strict skips)"
+        if ENV_SKIP.search(reason):
+            return True, "cannot run here: says nothing about the bug"
+        return False, "skipped for a reason that is not a missing GPU or package"
+    got = EXPECTATION_OF[status]
+    if got == expected:
+        return True, ""
+    if expected == "reproduces" and status == FIXED:
+        return False, ("the bug no longer reproduces here: if a release fixed it, say so in manifest.toml "
+                       "([expected_when] or expected = \"fixed\")")
+    if expected == "fixed" and status == REPRODUCED:
+        return False, "regression: the bug is back where it should be fixed"
+    return False, f"{status} where {expected} is expected"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)  # the script and anything it started
+        else:
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_script(script: Path, timeout: float) -> tuple[int | None, str, str, bool, float]:
+    """Run one script: (returncode, stdout, stderr, timed_out, seconds)."""
+    script = Path(script).resolve()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8", errors="replace",
+                            start_new_session=(os.name == "posix"))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err, False, time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a grandchild in another session holds the pipes
+            proc.kill()
+            out, err = "", ""
+        return None, out or "", err or "", True, time.monotonic() - start
+    except BaseException:  # KeyboardInterrupt: leave nothing running
+        _kill_group(proc)
+        proc.wait()
+        raise
+
+
+def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None = None,
+            strict_skips: bool = False) -> Result:
+    """Run one saved repro and judge it; a folder with a problem is an ERROR without running."""
+    m = repro.manifest
+    title = m.title if m else repro.name
+    upstream = list(m.upstream) if m else []
+    if repro.problem or m is None:
+        return Result(repro.name, title, upstream, ERROR, "?", False, 0.0, "", reason=repro.problem or "no manifest",
+                      note="fix the repro folder")
+    expected, because = m.expectation(facts if facts is not None else Facts())
+    rc, out, err, timed_out, seconds = run_script(repro.script, timeout)
+    status, reason, verdict = classify(rc, out, err, timed_out, timeout)
+    ok, note = judge(status, expected, reason, strict_skips)
+    tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
+    return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
+                  note=note, expected_because=because, returncode=rc, stderr_tail=tail)
+
+
+def run_repros(root: Path | str | None = None, names: Sequence[str] | None = None,
+               timeout: float = DEFAULT_TIMEOUT, env_label: str | None = None, *, strict_skips: bool = False,
+               on_result: Callable[[Result], None] | None = None) -> list[Result]:
+    """Run the suite at ``root`` (default: the shipped one), or the repros in ``names``, one
+    after another (they may share one GPU), in suite order. ``env_label`` is the device label
+    that ``label:`` conditions see (default: the GPU's name or "cpu"). ``on_result`` is
+    called after each repro, for progress. Unknown names raise TrtminError."""
+    facts = Facts(env_label)
+    results = []
+    for repro in find_repros(root, names):
+        result = run_one(repro, timeout, facts, strict_skips)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def exit_code(results: Sequence[Result]) -> int:
+    """1 when any result is not ok, else 0."""
+    return 1 if any(not r.ok for r in results) else 0
+
+
+# ---------------------------------------------------------------- reporting
+
+def counts(results: Sequence[Result]) -> dict[str, int]:
+    c = {s: sum(r.status == s for r in results) for s in (REPRODUCED, FIXED, SKIPPED, ERROR)}
+    return {"total": len(results), **{k.lower(): v for k, v in c.items()},
+            "not_ok": sum(not r.ok for r in results)}
+
+
+def results_to_json(results: Sequence[Result], env: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON record of one run (``env``: from ``environment(device_label)``); the input of
+    ``repros.table.merge_tables``."""
+    return {"format": JSON_FORMAT, "environment": env if env is not None else environment(),
+            "summary": counts(results), "results": [r.to_dict() for r in results]}
+
+
+def write_json(path: Path, results: Sequence[Result], env: dict[str, Any] | None = None) -> None:
+    """Write ``results_to_json`` to ``path`` (through a temporary file and a rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(results_to_json(results, env), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+STATUS_STYLE = {FIXED: "green", REPRODUCED: "yellow", SKIPPED: "dim", ERROR: "bold red"}
+
+
+def render_table(results: Sequence[Result]):
+    """A rich Table: name, status (colored), expected, ok, time, verdict line (or what went wrong)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=True, header_style="bold", expand=False)
+    table.add_column("repro", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("expected", no_wrap=True)
+    table.add_column("ok", no_wrap=True, justify="center")
+    table.add_column("time", no_wrap=True, justify="right")
+    table.add_column("verdict", overflow="fold")
+    for r in results:
+        line = Text(r.verdict or "")
+        if r.status == ERROR:
+            line = Text(r.reason, style="red")
+        if not r.ok and r.note and r.status != ERROR:
+            line.append(f"\n{r.note}", style="red")
+        expected = r.expected + (f" ({r.expected_because})" if r.expected_because else "")
+        table.add_row(r.name, Text(r.status, style=STATUS_STYLE.get(r.status, "")), expected,
+                      Text("yes", style="green") if r.ok else Text("NO", style="bold red"),
+                      f"{r.seconds:.1f} s", line)
+    return table
+
+
+def summary_line(results: Sequence[Result]) -> str:
+    """One line for the end of a run, e.g. '10 repros: 2 reproduced, ...; all as expected'."""
+    c = counts(results)
+    head = (f"{c['total']} repro{'s' if c['total'] != 1 else ''}: {c['reproduced']} reproduced, {c['fixed']} fixed, "
+            f"{c['skipped']} skipped, {c['error']} error{'s' if c['error'] != 1 else ''}")
+    bad = [r.name for r in results if not r.ok]
+    return head + (f"; NOT as expected: {', '.join(bad)}" if bad else "; all as expected")

@@ -1,0 +1,486 @@
+"""The saved repro suite: find the folders, read and validate their manifests, add new ones.
+
+A suite is a folder with one sub-folder per bug (default: ``repros/suite/`` inside this
+package; any folder works, and a single repro folder counts as a suite of one)::
+
+    <root>/<name>/repro.py        the standalone script (DESIGN.md "Repro script contract")
+    <root>/<name>/manifest.toml   what the bug is and what status to expect
+    <root>/<name>/...             small tensors, plugin.py, report.md, summary.json
+
+Sub-folders whose name starts with "." or "_" are ignored (``add_repro`` builds its
+entries in hidden temporary folders).
+
+manifest.toml
+-------------
+::
+
+    title = "uint8 input permuted before a float cast fails"     # required, one line
+    upstream = ["https://github.com/pytorch/TensorRT/pull/4953"] # list of URLs, may be []
+    backend = "torch_tensorrt"                                   # required
+    oracle = "crash"                                             # required
+    device = "cuda"                                              # required
+    added = "2026-11-30"                                         # required, YYYY-MM-DD
+    expected = "reproduces"                                      # required: "reproduces" | "fixed"
+    notes = "free text"                                          # optional
+
+    [first_seen]               # versions where the bug was first seen; values are strings
+    torch = "2.15.0"
+    tensorrt = "11.4"
+
+    [expected_when]            # optional overrides; the FIRST condition that holds wins
+    "torch_tensorrt >= 2.16" = "fixed"
+    "label:A100" = "reproduces"
+    no_gpu = "skipped"
+
+``expected`` is the status expected where no ``[expected_when]`` condition holds.
+``[expected_when]`` values are "reproduces", "fixed" or "skipped". Conditions, tried in
+file order against the machine the suite runs on:
+
+- ``no_gpu`` / ``gpu``: no CUDA GPU is visible to torch / one is.
+- ``label:<text>``: the run's device label (``--device-label``, default the GPU's name
+  or "cpu") contains <text>, case-insensitively.
+- ``missing:<package>``: the distribution is not installed (importlib.metadata).
+- ``<package> <op> <version>`` with op one of >= > <= < == !=, e.g.
+  ``"tensorrt >= 10.16"``. Release numbers only: "2.16.0.dev20251101+cu128" compares
+  as 2.16.0, and missing trailing parts count as 0. False when the package is missing.
+
+Packages are named as installed (torch, torch_tensorrt, tensorrt, executorch, numpy, ...);
+tensorrt also finds the tensorrt-cu12/-cu13 wheels.
+
+The rules that turn a run's status and this expectation into ok / not ok are in
+``repros.runner``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tomllib
+import uuid
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Iterable, Protocol, Sequence
+
+from oracles.errors import TrtminError
+
+SCRIPT = "repro.py"
+MANIFEST = "manifest.toml"
+EXPECTED = ("reproduces", "fixed")
+EXPECTED_WHEN = ("reproduces", "fixed", "skipped")
+KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "executorch")
+REQUIRED = ("title", "backend", "oracle", "device", "added", "expected")
+OPTIONAL = ("upstream", "first_seen", "expected_when", "notes")
+NOT_INSTALLED = "not installed"
+
+# what `trtmin repros add` copies from a `trtmin reduce --out` folder (never checkpoint.json)
+REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def default_root() -> Path:
+    """The suite shipped with trtmin: the ``suite/`` folder beside this module."""
+    return Path(__file__).resolve().parent / "suite"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------- conditions
+
+class Facts(Protocol):
+    """What a condition may ask about the machine (``repros.runner.Facts`` provides it)."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def gpu(self) -> str | None: ...
+
+    def version(self, package: str) -> str: ...
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """The release numbers of a version string: "2.16.0.dev2025+cu128" -> (2, 16, 0)."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    if not m:
+        raise ValueError(f"{text!r} does not start with a release number like 2.16 or 10.16.0")
+    return tuple(int(p) for p in m.group(1).split("."))
+
+
+def compare_versions(a: str, op: str, b: str) -> bool:
+    x, y = version_tuple(a), version_tuple(b)
+    n = max(len(x), len(y))
+    x, y = x + (0,) * (n - len(x)), y + (0,) * (n - len(y))
+    return {">=": x >= y, ">": x > y, "<=": x <= y, "<": x < y, "==": x == y, "!=": x != y}[op]
+
+
+_VERSION_COND = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)\s*(>=|<=|==|!=|>|<)\s*(\S+)")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One ``[expected_when]`` key, parsed."""
+
+    text: str
+    kind: str  # no_gpu | gpu | label | missing | version
+    arg: str = ""
+    op: str = ""
+    version: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> "Condition":
+        t = text.strip()
+        if t in ("no_gpu", "gpu"):
+            return cls(text, t)
+        for kind in ("label", "missing"):
+            if t.startswith(kind + ":"):
+                arg = t[len(kind) + 1:].strip()
+                if not arg:
+                    raise ValueError(f"{text!r} names nothing after '{kind}:'")
+                return cls(text, kind, arg)
+        m = _VERSION_COND.fullmatch(t)
+        if m:
+            version_tuple(m.group(3))  # raises ValueError on a bad version
+            return cls(text, "version", m.group(1), m.group(2), m.group(3))
+        raise ValueError(f"{text!r} is not a condition (no_gpu, gpu, label:TEXT, missing:PACKAGE, "
+                         f"or 'PACKAGE >= VERSION' with >=, >, <=, <, ==, !=)")
+
+    def holds(self, facts: Facts) -> bool:
+        if self.kind == "no_gpu":
+            return facts.gpu is None
+        if self.kind == "gpu":
+            return facts.gpu is not None
+        if self.kind == "label":
+            return self.arg.lower() in facts.label.lower()
+        installed = facts.version(self.arg)
+        if self.kind == "missing":
+            return installed == NOT_INSTALLED
+        if installed == NOT_INSTALLED:
+            return False
+        try:
+            return compare_versions(installed, self.op, self.version)
+        except ValueError:  # an installed version we cannot read: the condition does not hold
+            return False
+
+
+# ---------------------------------------------------------------- manifests
+
+@dataclass(frozen=True)
+class Manifest:
+    title: str
+    backend: str
+    oracle: str
+    device: str
+    added: str
+    expected: str
+    upstream: tuple[str, ...] = ()
+    first_seen: dict[str, str] = field(default_factory=dict)
+    expected_when: tuple[tuple[Condition, str], ...] = ()
+    notes: str = ""
+
+    def expectation(self, facts: Facts | None) -> tuple[str, str]:
+        """(expected status, why): the first ``[expected_when]`` condition that holds, else
+        ``expected``. ``why`` is "" for the default, else 'expected_when "COND"'."""
+        if facts is not None:
+            for cond, status in self.expected_when:
+                if cond.holds(facts):
+                    return status, f'expected_when "{cond.text}"'
+        return self.expected, ""
+
+
+def _check_str(data: dict[str, Any], key: str, problems: list[str]) -> str:
+    v = data.get(key)
+    if not isinstance(v, str) or not v.strip():
+        problems.append(f"{key} must be a non-empty string (got {v!r})")
+        return ""
+    return v.strip()
+
+
+def manifest_from_dict(data: dict[str, Any]) -> tuple[Manifest | None, list[str]]:
+    """Validate a parsed manifest; returns (manifest, []) or (None, problems)."""
+    problems: list[str] = []
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        problems.append(f"missing {', '.join(missing)}")
+    unknown = sorted(set(data) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        problems.append(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                        f"(known: {', '.join(REQUIRED + OPTIONAL)})")
+    title, backend, oracle, device = ("" if k not in data else _check_str(data, k, problems)
+                                      for k in ("title", "backend", "oracle", "device"))
+    if "\n" in title:
+        problems.append("title must be one line")
+    added = ""
+    if "added" in data:
+        a = data["added"]
+        if isinstance(a, date):
+            added = a.isoformat()
+        elif isinstance(a, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", a.strip()):
+            try:
+                added = date.fromisoformat(a.strip()).isoformat()
+            except ValueError:
+                problems.append(f"added = {a!r} is not a real date")
+        else:
+            problems.append(f"added must be a date like \"2026-11-30\" (got {a!r})")
+    expected = data.get("expected", "")
+    if "expected" in data and expected not in EXPECTED:
+        problems.append(f"expected = {expected!r} is not one of {', '.join(map(repr, EXPECTED))}"
+                        + (" (use [expected_when] for 'skipped')" if expected == "skipped" else ""))
+    upstream = data.get("upstream", [])
+    if not isinstance(upstream, list) or not all(isinstance(u, str) and re.match(r"https?://\S+$", u)
+                                                 for u in upstream):
+        problems.append(f"upstream must be a list of http(s) URLs (got {upstream!r})")
+        upstream = []
+    first_seen = data.get("first_seen", {})
+    if not isinstance(first_seen, dict) or not all(isinstance(v, str) for v in first_seen.values()):
+        problems.append(f"first_seen must be a table of version strings, e.g. torch = \"2.15.0\" "
+                        f"(got {first_seen!r}; quote the versions)")
+        first_seen = {}
+    when: list[tuple[Condition, str]] = []
+    raw_when = data.get("expected_when", {})
+    if not isinstance(raw_when, dict):
+        problems.append(f"expected_when must be a table of \"condition\" = \"status\" (got {raw_when!r})")
+        raw_when = {}
+    for key, status in raw_when.items():
+        try:
+            cond = Condition.parse(key)
+        except ValueError as e:
+            problems.append(f"expected_when: {e}")
+            continue
+        if status not in EXPECTED_WHEN:
+            problems.append(f"expected_when \"{key}\" = {status!r} is not one of "
+                            f"{', '.join(map(repr, EXPECTED_WHEN))}")
+            continue
+        when.append((cond, status))
+    notes = data.get("notes", "")
+    if not isinstance(notes, str):
+        problems.append(f"notes must be a string (got {type(notes).__name__})")
+        notes = ""
+    if problems:
+        return None, problems
+    return Manifest(title=title, backend=backend, oracle=oracle, device=device, added=added,
+                    expected=expected, upstream=tuple(upstream), first_seen=dict(first_seen),
+                    expected_when=tuple(when), notes=notes.strip()), []
+
+
+def parse_manifest(path: Path) -> Manifest:
+    """Read and validate one manifest.toml; one TrtminError naming every problem in it."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TrtminError(f"{_shown(path)}: not found; every repro folder needs a manifest.toml "
+                          f"(see repros/suite.py for the fields)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise TrtminError(f"{_shown(path)}: not valid TOML ({e})") from None
+    manifest, problems = manifest_from_dict(data)
+    if manifest is None:
+        raise TrtminError(f"{_shown(path)}: " + "; ".join(problems))
+    return manifest
+
+
+# ---------------------------------------------------------------- the suite
+
+@dataclass(frozen=True)
+class Repro:
+    """One saved repro folder. ``problem`` says why it cannot run (then ``manifest`` may be None)."""
+
+    name: str
+    path: Path
+    manifest: Manifest | None
+    problem: str | None = None
+
+    @property
+    def script(self) -> Path:
+        return self.path / SCRIPT
+
+
+def load_repro(folder: Path) -> Repro:
+    """One folder as a Repro; a missing script or a bad manifest becomes ``problem``."""
+    folder = Path(folder)
+    manifest: Manifest | None = None
+    problem: str | None = None
+    try:
+        manifest = parse_manifest(folder / MANIFEST)
+    except TrtminError as e:
+        problem = str(e)
+    if not (folder / SCRIPT).is_file():
+        problem = f"{_shown(folder)}: no {SCRIPT}" + (f"; {problem}" if problem else "")
+    return Repro(folder.name, folder, manifest, problem)
+
+
+def _is_entry(p: Path) -> bool:
+    return p.is_dir() and not p.name.startswith((".", "_")) and ((p / SCRIPT).exists() or (p / MANIFEST).exists())
+
+
+def find_repros(root: Path | str | None = None, names: Sequence[str] | None = None) -> list[Repro]:
+    """The repros under ``root`` (default: the shipped suite), sorted by name.
+
+    A folder that is itself a repro (has repro.py or manifest.toml) is a suite of one.
+    ``names`` picks some; an unknown name is a TrtminError listing the known ones.
+    Bad manifests do not raise here: they come back with ``problem`` set, so one broken
+    entry does not stop the others from running (``validate_suite`` raises instead).
+    """
+    root = default_root() if root is None else Path(root)
+    if not root.is_dir():
+        raise TrtminError(f"{_shown(root)} is not a folder; pass a suite folder (one sub-folder per repro, "
+                          f"each with repro.py and manifest.toml)")
+    if (root / SCRIPT).exists() or (root / MANIFEST).exists():
+        folders = [root]
+    else:
+        folders = sorted((p for p in root.iterdir() if _is_entry(p)), key=lambda p: p.name)
+    if names:
+        by_name = {p.name: p for p in folders}
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            known = ", ".join(by_name) or "none"
+            raise TrtminError(f"no repro named {', '.join(unknown)} in {_shown(root)} (known: {known})")
+        wanted = set(names)
+        folders = [p for p in folders if p.name in wanted]
+    return [load_repro(p) for p in folders]
+
+
+def validate_suite(root: Path | str | None = None, names: Sequence[str] | None = None) -> list[Repro]:
+    """Like ``find_repros`` but a TrtminError, one line per bad entry, if any is bad."""
+    repros = find_repros(root, names)
+    bad = [r.problem for r in repros if r.problem]
+    if bad:
+        raise TrtminError(f"{len(bad)} bad repro folder{'s' if len(bad) > 1 else ''}:\n" + "\n".join(bad))
+    return repros
+
+
+# ---------------------------------------------------------------- adding a repro
+
+def _toml_str(s: str) -> str:
+    # JSON's escapes are valid in a TOML basic string; TOML also wants DEL escaped
+    return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml_multiline(s: str) -> str:
+    s = "".join(c for c in s if c in "\n\t" or (ord(c) >= 32 and c != "\x7f"))
+    s = s.replace("\\", "\\\\").replace('"""', '""\\"')
+    if s.endswith('"'):
+        s += "\n"
+    return f'"""\n{s}\n"""'
+
+
+def manifest_text(m: Manifest, comment_example: bool = True) -> str:
+    """manifest.toml for ``m`` (the inverse of ``parse_manifest``)."""
+    lines = [f"title = {_toml_str(m.title)}",
+             "upstream = [" + ", ".join(_toml_str(u) for u in m.upstream) + "]",
+             f"backend = {_toml_str(m.backend)}",
+             f"oracle = {_toml_str(m.oracle)}",
+             f"device = {_toml_str(m.device)}",
+             f"added = {_toml_str(m.added)}",
+             f"expected = {_toml_str(m.expected)}"]
+    if m.notes:
+        lines.append(f"notes = {_toml_multiline(m.notes)}")
+    lines += ["", "[first_seen]"] + [f"{_toml_str(k) if not re.fullmatch(r'[A-Za-z0-9_-]+', k) else k} = "
+                                     f"{_toml_str(v)}" for k, v in m.first_seen.items()]
+    if m.expected_when:
+        lines += ["", "[expected_when]"] + [f"{_toml_str(c.text)} = {_toml_str(s)}" for c, s in m.expected_when]
+    elif comment_example:
+        lines += ["", "# Once a release fixes it, say where (first condition that holds wins):",
+                  "# [expected_when]", '# "torch >= 2.16" = "fixed"']
+    return "\n".join(lines) + "\n"
+
+
+def _title_from(out_dir: Path, fallback: str) -> str:
+    report = out_dir / "report.md"
+    if report.is_file():
+        for line in report.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.strip():
+                return line.strip().lstrip("#").strip() or fallback
+    return fallback
+
+
+def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,
+              expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
+    """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
+
+    Copies repro.py, summary.json and, when present, repro_inputs.pt, plugin.py and report.md
+    (never checkpoint.json), and writes manifest.toml from summary.json: title from
+    report.md's first line, backend, oracle, device, added = today, first_seen from the
+    versions summary.json recorded, expected = "reproduces". Everything is written to a
+    hidden temporary folder first and renamed into place, so a failure leaves nothing
+    half-written. An existing ``name`` is refused unless ``force``.
+    """
+    out_dir, root = Path(out_dir), default_root() if root is None else Path(root)
+    if not NAME_RE.fullmatch(name):
+        raise TrtminError(f"--name {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or "
+                          f"digit (e.g. uint8_permute_before_cast)")
+    if expected not in EXPECTED:
+        raise TrtminError(f"expected {expected!r} is not one of {', '.join(EXPECTED)}")
+    if not out_dir.is_dir():
+        raise TrtminError(f"{_shown(out_dir)} is not a folder; pass the --out folder of a `trtmin reduce` run")
+    for needed in ("repro.py", "summary.json"):
+        if not (out_dir / needed).is_file():
+            unfinished = (out_dir / "checkpoint.json").exists()
+            fix = ("the reduction there has not finished: continue it with `trtmin reduce ... --out "
+                   f"{_shown(out_dir)} --resume`" if unfinished else
+                   "pass the --out folder of a finished `trtmin reduce` run (it writes repro.py and summary.json)")
+            raise TrtminError(f"{_shown(out_dir)} has no {needed}: {fix}")
+    try:
+        summary = json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TrtminError(f"{_shown(out_dir / 'summary.json')} is not valid JSON ({e}); "
+                          f"rerun `trtmin reduce` to write it again") from None
+    lacking = [k for k in ("backend", "oracle", "device") if not isinstance(summary.get(k), str)]
+    if not isinstance(summary, dict) or lacking:
+        raise TrtminError(f"{_shown(out_dir / 'summary.json')} lacks {', '.join(lacking) or 'its fields'}; "
+                          f"it does not look written by `trtmin reduce`: rerun the reduction")
+    env = summary.get("environment") or {}
+    first_seen = {k: str(env[k]) for k in KEY_PACKAGES if env.get(k) and env[k] != NOT_INSTALLED}
+    notes = [f"Saved from {out_dir.name}/ by `trtmin repros add`."]
+    if "original_nodes" in summary:
+        notes.append(f"Reduced from {summary.get('model', '?')}: {summary.get('original_nodes')} -> "
+                     f"{summary.get('final_nodes')} call nodes in {summary.get('oracle_calls')} oracle calls.")
+    if summary.get("final_verdict"):
+        notes.append(f"Verdict: {summary['final_verdict']}")
+    where = ", ".join(f"{k} {env[k]}" for k in ("gpu", "cuda", "python") if env.get(k))
+    if where:
+        notes.append(f"Reduced on: {where}.")
+    manifest = Manifest(title=(title or _title_from(out_dir, name)).splitlines()[0].strip() or name,
+                        backend=summary["backend"], oracle=summary["oracle"], device=summary["device"],
+                        added=date.today().isoformat(), expected=expected, upstream=tuple(upstream),
+                        first_seen=first_seen, notes="\n".join(notes))
+    text = manifest_text(manifest)
+    parsed, problems = manifest_from_dict(tomllib.loads(text))  # never save what we cannot read back
+    if parsed is None:
+        raise TrtminError(f"cannot write a valid manifest for {name}: {'; '.join(problems)}")
+
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / name
+    if target.exists() and not force:
+        raise TrtminError(f"{_shown(target)} already exists: choose another --name, or pass --force to replace it")
+    if target.exists() and not target.is_dir():
+        raise TrtminError(f"{_shown(target)} exists and is not a folder; move it away first")
+    tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"  # hidden: find_repros skips it
+    tmp.mkdir()
+    try:
+        for f in REDUCE_FILES:
+            if (out_dir / f).is_file():
+                shutil.copy2(out_dir / f, tmp / f)
+        (tmp / MANIFEST).write_text(text, encoding="utf-8")
+        if target.exists():
+            old = root / f".old-{name}-{uuid.uuid4().hex[:8]}"
+            os.replace(target, old)
+            try:
+                os.replace(tmp, target)
+            except OSError:
+                os.replace(old, target)  # put the previous entry back
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,130 @@
+"""Merge the JSON records of several runs (machines, releases) into one markdown matrix.
+
+Rows are repros (title with upstream links, and the folder name), sorted by name.
+Columns are runs, headed "device label / key versions" (the installed ones of torch,
+torch_tensorrt, tensorrt, executorch), sorted by device label, then versions
+(numerically), then date, then file name, so the output does not depend on the order of
+the files given. Cells: "reproduces", "fixed", "skipped (short reason)", "error", or "—"
+where that run did not include the repro; a cell is **bold** when the run disagreed with
+the repro's manifest (the runner's ``ok`` was false).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import urlparse
+
+from oracles.errors import TrtminError
+from repros.runner import JSON_FORMAT
+from repros.suite import KEY_PACKAGES, NOT_INSTALLED, version_tuple
+
+REASON_MAX = 40
+CELL_WORD = {"FIXED": "fixed", "REPRODUCED": "reproduces", "SKIPPED": "skipped", "ERROR": "error"}
+
+
+def load_run(path: Path | str) -> dict[str, Any]:
+    """One run's JSON (written by ``repros.runner.write_json``), checked enough to tabulate."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TrtminError(f"{path}: no such file; pass files written by `trtmin repros run --json FILE`") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TrtminError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
+        raise TrtminError(f"{path}: not a trtmin repros run (format {JSON_FORMAT!r}); "
+                          f"write one with `trtmin repros run --json FILE`")
+    env, results = data.get("environment"), data.get("results")
+    if not isinstance(env, dict) or not isinstance(results, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("name"), str) and r.get("status") in CELL_WORD
+            for r in results):
+        raise TrtminError(f"{path}: its environment or results are malformed; write it again with "
+                          f"`trtmin repros run --json FILE`")
+    return data
+
+
+def _md(text: str) -> str:
+    return re.sub(r"\s+", " ", str(text)).replace("|", "\\|").strip()
+
+
+def _short(text: str, limit: int = REASON_MAX) -> str:
+    text = re.sub(r"\s+", " ", text).strip().rstrip(".")
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def column_header(env: dict[str, Any]) -> str:
+    versions = env.get("versions") or {}
+    keys = ", ".join(f"{p} {versions[p]}" for p in KEY_PACKAGES
+                     if versions.get(p) and versions[p] != NOT_INSTALLED)
+    head = f"{env.get('device_label') or 'unknown device'}" + (f" / {keys}" if keys else "")
+    if env.get("trtmin_backend"):
+        head += f" [TRTMIN_BACKEND={env['trtmin_backend']}]"
+    return head
+
+
+def cell(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return "—"
+    status = result["status"]
+    text = CELL_WORD[status]
+    if status == "SKIPPED":
+        text += f" ({_short(result.get('reason') or 'no reason')})"
+    text = _md(text)
+    return text if result.get("ok", True) else f"**{text}**"
+
+
+def _link_label(url: str) -> str:
+    m = re.match(r"https?://github\.com/([^/]+/[^/]+)/(?:pull|issues)/(\d+)", url)
+    if m:
+        return f"{m.group(1)}#{m.group(2)}"
+    return urlparse(url).netloc or url
+
+
+def _bug_cell(title: str, upstream: Sequence[str]) -> str:
+    links = ", ".join(f"[{_md(_link_label(u))}]({u.replace(')', '%29').replace(' ', '%20')})" for u in upstream)
+    return _md(title) + (f" ({links})" if links else "")
+
+
+def _vkey(env: dict[str, Any]) -> tuple[tuple[int, ...], ...]:
+    out = []
+    for p in KEY_PACKAGES:
+        v = (env.get("versions") or {}).get(p, NOT_INSTALLED)
+        try:
+            out.append(version_tuple(v) if v != NOT_INSTALLED else ())
+        except ValueError:
+            out.append(())
+    return tuple(out)
+
+
+def merge_tables(json_files: Sequence[Path | str]) -> str:
+    """The markdown matrix of the runs in ``json_files`` (see the module docstring)."""
+    if not json_files:
+        raise TrtminError("no run files given; pass one or more files written by `trtmin repros run --json FILE`")
+    runs = [(Path(f), load_run(f)) for f in json_files]
+    runs.sort(key=lambda fr: (str(fr[1]["environment"].get("device_label", "")).lower(), _vkey(fr[1]["environment"]),
+                              str(fr[1]["environment"].get("date", "")), fr[0].name, str(fr[0])))
+    base = [column_header(d["environment"]) for _, d in runs]
+    # two runs of one setup: tell them apart by date, then by number
+    dated = [f"{h} ({d['environment'].get('date', '?')})" if base.count(h) > 1 else h
+             for h, (_, d) in zip(base, runs)]
+    seen: dict[str, int] = {}
+    headers = []
+    for h in dated:
+        seen[h] = seen.get(h, 0) + 1
+        headers.append(f"{h} #{seen[h]}" if dated.count(h) > 1 else h)
+    by_run = [{r["name"]: r for r in d["results"]} for _, d in runs]
+    names = sorted({n for rs in by_run for n in rs})
+    # titles and links from the most recent run that has the repro
+    latest = sorted(range(len(runs)), key=lambda i: (str(runs[i][1]["environment"].get("date", "")), i))
+    lines = ["| bug | repro | " + " | ".join(_md(h) for h in headers) + " |",
+             "|---|---|" + "---|" * len(headers)]
+    for name in names:
+        source = next(by_run[i][name] for i in reversed(latest) if name in by_run[i])
+        row = [_bug_cell(source.get("title") or name, source.get("upstream") or []), f"`{_md(name)}`"]
+        row += [cell(rs.get(name)) for rs in by_run]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "**Bold**: differs from what the repro's manifest expects on that run. —: not run there."]
+    return "\n".join(lines) + "\n"

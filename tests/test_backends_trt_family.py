@@ -1,0 +1,306 @@
+"""The TensorRT family of backends: torch_tensorrt, tensorrt, onnxruntime, executorch.
+
+What runs here (CPU): onnxruntime end to end, the ONNX export + .npz + TensorRT-only
+script (through its onnxruntime reference path), executorch:xnnpack/portable, setting
+validation and parsing, missing-package errors, the environment report. TensorRT and
+Torch-TensorRT themselves need an NVIDIA GPU; their tests here check only what can be
+checked without them, and skip where the package is in fact installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from minimize.program import Program
+from oracles.backends import BUILTIN, resolve
+from oracles.backends.onnx_export import export_onnx
+from oracles.backends.tensorrt import (TensorRTBackend, compare_outputs_np, load_npz_torch, parse_trt_settings,
+                                       write_tensorrt_script)
+from oracles.backends.torch_tensorrt import (Expr, TorchTensorRTBackend, parse_settings, parse_value,
+                                             render_value, valid_option_names)
+from oracles.checks import Tolerance, flatten_outputs
+from oracles.environment import collect_environment, format_environment
+from oracles.errors import MissingPackageError, TrtminError
+from oracles.evaluate import evaluate
+
+HAS_TORCH_TRT = importlib.util.find_spec("torch_tensorrt") is not None
+HAS_TRT = importlib.util.find_spec("tensorrt") is not None
+HAS_ORT = importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnxscript") is not None
+HAS_ET = importlib.util.find_spec("executorch") is not None
+needs_ort = pytest.mark.skipif(not HAS_ORT, reason="onnxruntime / onnxscript not installed")
+needs_et = pytest.mark.skipif(not HAS_ET, reason="executorch not installed")
+
+
+class LinearBN3d(nn.Module):
+    """BatchNorm1d over dim 1 of a Linear's 3-D output (N, C, F): XNNPACK folds the BN
+    into the Linear along the wrong axis (ExecuTorch 1.4.1), a silent ~1.5 mismatch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(8, 5)
+        self.bn = nn.BatchNorm1d(5)
+        self.bn.running_mean.uniform_(-1, 1)
+        self.bn.running_var.uniform_(0.5, 2)
+        self.bn.weight.data.uniform_(0.5, 2)
+        self.bn.bias.data.uniform_(-1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.l(x))
+
+
+class Small(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(8, 6)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return torch.relu(self.l(x)) * 2, torch.softmax(y, -1) + x.sum(), y.mean()  # a 0-d output too
+
+
+def candidate(model: nn.Module, inputs: tuple) -> tuple[torch.fx.GraphModule, list]:
+    """The whole program as trtmin hands it to a backend: weights are attributes."""
+    program = Program(torch.export.export(model.eval(), inputs).run_decompositions({}), list(inputs))
+    piece = program.materialize(program.all_kept())
+    return piece.gm, program.inputs_for(piece)
+
+
+@pytest.fixture(scope="module")
+def small() -> tuple[torch.fx.GraphModule, list]:
+    torch.manual_seed(0)
+    return candidate(Small(), (torch.randn(3, 8), torch.randn(3, 4)))
+
+
+@pytest.fixture(scope="module")
+def linear_bn() -> tuple[torch.fx.GraphModule, list]:
+    torch.manual_seed(0)
+    return candidate(LinearBN3d(), (torch.randn(2, 5, 8),))
+
+
+# ---- registry, missing packages ----------------------------------------------------------
+
+def test_registered_names() -> None:
+    for name in ("torch_tensorrt", "tensorrt", "onnxruntime", "executorch:xnnpack", "executorch:portable",
+                 "executorch:cuda", "executorch:tensorrt"):
+        assert name in BUILTIN
+
+
+@pytest.mark.skipif(HAS_TORCH_TRT, reason="torch_tensorrt is installed here")
+def test_missing_torch_tensorrt_is_one_line() -> None:
+    with pytest.raises(MissingPackageError) as info:
+        resolve("torch_tensorrt")
+    text = str(info.value)
+    assert "\n" not in text
+    assert "torch_tensorrt package" in text and "pip install torch-tensorrt" in text
+
+
+@pytest.mark.skipif(HAS_TRT, reason="tensorrt is installed here")
+def test_missing_tensorrt_is_one_line() -> None:
+    with pytest.raises(MissingPackageError) as info:
+        resolve("tensorrt")
+    assert "\n" not in str(info.value) and "pip install tensorrt" in str(info.value)
+
+
+def test_unknown_executorch_variant() -> None:
+    with pytest.raises(TrtminError, match="executorch:xnnpack"):
+        resolve("executorch:xnnpak")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_gpu_variants_need_a_gpu() -> None:
+    if not HAS_ET:
+        pytest.skip("executorch not installed")
+    with pytest.raises(TrtminError, match="GPU"):
+        resolve("executorch:cuda")
+
+
+# ---- settings ------------------------------------------------------------------------------
+
+def test_unknown_set_key_refused_with_suggestion() -> None:
+    with pytest.raises(TrtminError) as info:
+        TorchTensorRTBackend("torch_tensorrt", {"min_blok_size": "1"})
+    assert "min_blok_size" in str(info.value) and "min_block_size" in str(info.value)
+    with pytest.raises(TrtminError, match="fp16"):
+        TensorRTBackend("tensorrt", {"fp61": "true"})
+    if HAS_ORT:
+        with pytest.raises(TrtminError, match="graph_optimization_level"):
+            resolve("onnxruntime", {"graph_optimisation_level": "all"})
+    with pytest.raises(TrtminError, match="takes no settings"):
+        BUILTIN["executorch:portable"]("executorch:portable", {"anything": "1"})
+
+
+@pytest.mark.skipif(HAS_TORCH_TRT, reason="checks the static Torch-TensorRT 2.13 option list")
+def test_removed_option_explained() -> None:
+    names, source = valid_option_names()
+    assert "min_block_size" in names and "enabled_precisions" not in names and "2.13" in source
+    with pytest.raises(TrtminError, match="removed in Torch-TensorRT 2.13"):
+        parse_settings({"enabled_precisions": "fp16"})
+
+
+def test_setting_values_parsed() -> None:
+    parsed = parse_settings({
+        "min_block_size": "3", "enable_autocast": "true", "autocast_low_precision_type": "fp16",
+        "torch_executed_ops": "aten.add.Tensor,torch.ops.aten.mul.Tensor", "optimization_level": "none",
+        "dryrun": "false", "tiling_optimization_level": "none", "engine_capability": "standard",
+        "workspace_size": "1_000", "autocast_max_output_threshold": "512.5",
+    })
+    assert parsed["min_block_size"] == 3 and parsed["enable_autocast"] is True
+    assert parsed["autocast_low_precision_type"] is torch.float16
+    assert parsed["torch_executed_ops"] == {"torch.ops.aten.add.Tensor", "torch.ops.aten.mul.Tensor"}
+    assert parsed["optimization_level"] is None and parsed["dryrun"] is False
+    assert parsed["tiling_optimization_level"] == "none"  # a string option, not None
+    assert parsed["engine_capability"] == Expr("torch_tensorrt.EngineCapability.STANDARD")
+    assert parsed["workspace_size"] == 1000 and parsed["autocast_max_output_threshold"] == 512.5
+    # older releases' precision list, as Torch-TensorRT <= 2.12 takes it
+    assert parse_value("enabled_precisions", "fp16,fp32") == {torch.float16, torch.float32}
+    assert render_value({torch.float32, torch.float16}) == "{torch.float16, torch.float32}"
+    with pytest.raises(TrtminError, match="expected an integer"):
+        parse_settings({"min_block_size": "three"})
+    with pytest.raises(TrtminError, match="unknown dtype"):
+        parse_value("autocast_low_precision_type", "fp17")
+    trt = parse_trt_settings({"fp16": "true", "tf32": "off", "flags": "strict_nans", "optimization_level": "5",
+                              "workspace": "0x40000000", "strongly_typed": "no", "opset": "18"})
+    assert trt == {"builder_flags": {"FP16": True, "TF32": False, "STRICT_NANS": True}, "optimization_level": 5,
+                   "workspace": 1 << 30, "strongly_typed": False, "opset": 18}
+
+
+def test_torch_tensorrt_script_part_has_the_settings() -> None:
+    be = TorchTensorRTBackend("torch_tensorrt", {"enable_autocast": "true", "autocast_low_precision_type": "bf16"})
+    part = be.script_part()
+    assert part.requires == ["torch_tensorrt"]
+    assert ("torch_tensorrt.dynamo.compile(ep, arg_inputs=list(runtime_inputs), min_block_size=1, "
+            "enable_autocast=True, autocast_low_precision_type=torch.bfloat16)") in part.compile_body
+    ast.parse("def compile_backend(module, inputs):\n    " + part.compile_body)  # valid Python as placed
+    for source in part.imports:
+        ast.parse(source)
+
+
+def test_candidates_keep_parameters_as_weights(linear_bn) -> None:
+    gm, inputs = linear_bn
+    assert len(inputs) == 1  # only x is an input: the 6 weights and statistics are attributes
+    assert sum(n.op == "get_attr" for n in gm.graph.nodes) == 6
+
+
+# ---- onnxruntime ------------------------------------------------------------------------------
+
+@needs_ort
+def test_onnxruntime_matches_eager(small) -> None:
+    gm, inputs = small
+    assert evaluate(gm, inputs, resolve("onnxruntime"), Tolerance()).kind == "pass"
+
+
+@needs_ort
+def test_onnxruntime_argmax_nan_differs_from_eager() -> None:
+    """A real difference: eager argmax returns the NaN's index, onnxruntime's ArgMax skips NaN."""
+
+    class ArgMax(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x * 2).argmax(-1)
+
+    x = torch.tensor([[1.0, float("nan"), 2.0], [0.0, 3.0, 1.0]])
+    gm = torch.export.export(ArgMax(), (x,)).module()  # an unlifted module, as users build them
+    verdict = evaluate(gm, [x], resolve("onnxruntime"), Tolerance())
+    assert verdict.kind == "mismatch" and verdict.output == 0 and verdict.max_abs == 1.0
+
+
+# ---- the TensorRT-only script -------------------------------------------------------------------
+
+def _run_script(script: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**clean, **env}, cwd=script.parent)
+
+
+@needs_ort
+def test_tensorrt_script_reference_path_and_skip(small, tmp_path: Path) -> None:
+    gm, inputs = small
+    expected = flatten_outputs(gm(*inputs))
+    export = export_onnx(gm, inputs, tmp_path / "work" / "model.onnx")
+    assert export.input_names == ["x", "y"]  # weights became initializers
+    be = TensorRTBackend("tensorrt", {"fp16": "true"})
+    script = write_tensorrt_script(tmp_path / "out", export.path, inputs, expected, "mismatch", 1e-3, 1e-3,
+                                   "Small: planted header", settings=be.build_settings)
+    assert sorted(p.name for p in script.parent.iterdir()) == ["model.onnx", "repro_tensorrt.npz", "repro_tensorrt.py"]
+    text = script.read_text()
+    assert "import torch" not in text and "TRT_SETTINGS = {'builder_flags': {'FP16': True}}" in text
+    assert "def build_engine(trt, onnx_path, settings):" in text and "execute_async_v3" in text
+
+    reference = _run_script(script, TRTMIN_BACKEND="onnxruntime")
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    assert reference.stdout.strip() == "FIXED: the backend matches eager PyTorch"
+    if not HAS_TRT:
+        plain = _run_script(script)
+        assert plain.returncode == 2 and plain.stdout.strip() == "SKIPPED: tensorrt is not installed"
+
+    ins, outs = load_npz_torch(script.parent / "repro_tensorrt.npz")  # the .npz round-trips
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    assert list(ins) == ["x", "y"]
+    assert torch.equal(ins["x"], inputs[names.index("x")]) and torch.equal(ins["y"], inputs[names.index("y")])
+    assert len(outs) == 3 and all(torch.equal(a, b) for a, b in zip(outs, expected))
+
+
+def test_npz_round_trips_bf16_and_ints(tmp_path: Path) -> None:
+    from oracles.backends.tensorrt import save_npz
+
+    inputs = {"a": torch.randn(3, 2).bfloat16(), "b": torch.arange(6).reshape(2, 3), "c": torch.tensor(True)}
+    expected = [torch.randn(4).half(), torch.randn(2, 2).bfloat16()]
+    save_npz(tmp_path / "d.npz", inputs, expected)
+    ins, outs = load_npz_torch(tmp_path / "d.npz")
+    assert all(torch.equal(ins[k], v) and ins[k].dtype == v.dtype for k, v in inputs.items())
+    assert all(torch.equal(a, b) and a.dtype == b.dtype for a, b in zip(outs, expected))
+
+
+def test_script_comparison_matches_trtmins_checks() -> None:
+    import numpy as np
+
+    e = [np.array([1.0, 2.0, np.nan], np.float32), np.array([3, 4])]
+    same = [np.array([1.0005, 2.0, np.nan], np.float32), np.array([3, 4])]
+    assert compare_outputs_np(e, same, ["float32", "int64"], "mismatch", 1e-3, 1e-3) == \
+        (False, "the backend matches eager PyTorch")
+    off = [np.array([1.0, 2.5, np.nan], np.float32), np.array([3, 5])]
+    reproduced, message = compare_outputs_np(e, off, ["float32", "int64"], "mismatch", 1e-3, 1e-3)
+    assert reproduced and message.startswith("output 1 differs from eager by max abs 1")
+    nan_out = [np.array([np.inf, 2.0, np.nan], np.float32), np.array([3, 4])]
+    assert compare_outputs_np(e, nan_out, ["float32", "int64"], "nan", 0, 0)[0]
+    bf16_bits = np.array([0x3F80, 0x4000], np.uint16)  # 1.0, 2.0
+    assert not compare_outputs_np([bf16_bits], [bf16_bits], ["bfloat16"], "mismatch", 0, 0)[0]
+
+
+# ---- executorch --------------------------------------------------------------------------------
+
+@needs_et
+def test_executorch_small_graph_matches_eager(small) -> None:
+    gm, inputs = small
+    assert evaluate(gm, inputs, resolve("executorch:xnnpack"), Tolerance()).kind == "pass"
+
+
+@needs_et
+def test_executorch_xnnpack_linear_bn3d_bug(linear_bn) -> None:
+    gm, inputs = linear_bn
+    xnnpack = evaluate(gm, inputs, resolve("executorch:xnnpack"), Tolerance())
+    assert xnnpack.kind == "mismatch" and xnnpack.max_abs > 0.5, xnnpack.describe()
+    portable = evaluate(gm, inputs, resolve("executorch:portable"), Tolerance())
+    assert portable.kind == "pass", portable.describe()
+
+
+# ---- environment -------------------------------------------------------------------------------
+
+def test_environment_has_the_template_fields() -> None:
+    env = collect_environment()
+    for key in ("Torch-TensorRT Version", "PyTorch Version", "TensorRT Version", "ExecuTorch Version",
+                "CPU Architecture", "OS", "How you installed PyTorch", "Python version", "CUDA version",
+                "GPU models and configuration", "Driver version"):
+        assert env[key], key
+    assert env["PyTorch Version"] == torch.__version__
+    if not HAS_TORCH_TRT:
+        assert env["Torch-TensorRT Version"] == "not installed"
+    text = format_environment(env)
+    assert text.splitlines()[0].startswith(" - Torch-TensorRT Version: ")

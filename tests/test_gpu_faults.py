@@ -1,0 +1,32 @@
+"""Faults that need a GPU: a real CUDA OOM, and a CUDA error that breaks the context."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tests.conftest import plugin
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def test_cuda_oom_is_a_verdict_and_reduces(host_program, tmp_path):
+    model, inputs = host_program
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "oom", "--device", "cuda",
+                "--backend", plugin("cuda_oom_on_tanh"), "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["final_nodes"] == 1 and summary["signature"] == "oom"
+
+
+def test_broken_cuda_context_gets_a_fresh_worker(host_program, tmp_path):
+    model, inputs = host_program
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--device", "cuda",
+                "--backend", plugin("cuda_bad_index_on_tanh"), "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["final_nodes"] == 1 and "tanh" in (tmp_path / "repro.py").read_text()
+    assert summary["timing"]["worker_restarts"] >= 1
