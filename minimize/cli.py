@@ -5,6 +5,7 @@ one red line and exit code 2 (DESIGN.md key idea 8). The only module that import
 from __future__ import annotations
 
 import re
+import signal
 import sys
 import warnings
 from enum import Enum
@@ -43,6 +44,8 @@ AtolOpt = Annotated[float, typer.Option(help="Absolute tolerance of the mismatch
 RtolOpt = Annotated[float, typer.Option(help="Relative tolerance of the mismatch oracle.")]
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may take before it counts as a hang.")]
 DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
+RepeatOpt = Annotated[int, typer.Option(help="Run each candidate this many times (flaky compilers); "
+                     "the original's failure rate is measured first.")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="A backend setting KEY=VALUE (repeatable), e.g. "
                    "Torch-TensorRT's min_block_size=1. Unknown keys are refused.")]
 
@@ -55,6 +58,10 @@ def _settings(pairs: Optional[list[str]]) -> dict[str, str]:
             raise TrtminError(f"--set {pair!r} is not KEY=VALUE; write it as --set min_block_size=1")
         settings[key.strip()] = value.strip()
     return settings
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _fail(e: TrtminError) -> None:
@@ -97,6 +104,11 @@ def reduce(
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the results of another run in --out.")] = False,
     set_: SetOpt = None,
+    repeat: RepeatOpt = 1,
+    min_failures: Annotated[Optional[int], typer.Option(help="Of --repeat runs, how many must fail for a candidate "
+                            "to count (default: as many as the original failed).")] = None,
+    memory_limit: Annotated[Optional[int], typer.Option(help="MiB of address space per worker (RLIMIT_AS); "
+                            "going over it is an oom verdict, not the end of trtmin.")] = None,
     emit: Annotated[Optional[list[str]], typer.Option(help="Also write the script for another backend (repeatable): "
                     "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
                     "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
@@ -105,9 +117,13 @@ def reduce(
     from minimize.progress import ProgressView
     from minimize.reduce import reduce as run_reduce
     console = Console(stderr=True)
+    signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C: workers ended, journal kept
     try:
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit)
+        if repeat < 1 or (min_failures is not None and not 1 <= min_failures <= repeat):
+            raise TrtminError(f"--repeat {repeat} --min-failures {min_failures}: need 1 <= min-failures <= repeat")
+        opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
         with ProgressView(console) as view:
             summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log)
     except TrtminError as e:
@@ -136,15 +152,20 @@ def check(
     timeout: TimeoutOpt = 300.0,
     device: DeviceOpt = "cpu",
     set_: SetOpt = None,
+    repeat: RepeatOpt = 1,
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.session import Session
     try:
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
+        opts.repeat = repeat
         with Session(opts) as session:
-            v = session.evaluate([session.program.normalize(session.program.all_kept())])[0]
+            runs = session.evaluate([session.program.normalize(session.program.all_kept())])[0]
     except TrtminError as e:
         _fail(e)
+    if repeat > 1:
+        return _print_flakiness(runs, oracle, match)
+    v = runs[0]
     if v.kind == "invalid":
         _fail(TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {v.message[:120]})"))
     fails = v.kind == oracle.value and (match is None or re.search(match, f"{v.exc_type}: {v.message}"))
@@ -157,6 +178,15 @@ def check(
     else:
         print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch "
               f"(atol {atol:g}, rtol {rtol:g}); the bug does not reproduce here")
+    raise typer.Exit(0)
+
+
+def _print_flakiness(runs: list, oracle: Oracle, match: Optional[str]) -> None:
+    fails = [v for v in runs if v.kind == oracle.value and (match is None or re.search(match, f"{v.exc_type}: {v.message}"))]
+    if fails:
+        print(f"FAILS ({oracle.value}) in {len(fails)} of {len(runs)} runs: {fails[0].describe()}")
+        raise typer.Exit(1)
+    print(f"does not fail the {oracle.value} oracle in any of {len(runs)} runs")
     raise typer.Exit(0)
 
 

@@ -13,7 +13,6 @@ import re
 import shutil
 import textwrap
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -121,8 +120,7 @@ SCRIPT = '''#!/usr/bin/env python3
 
 {verdict_line}
 
-Reduced by trtmin {trtmin} on {today} from {source}: {original} -> {final} call nodes,
-{calls} oracle calls, {seconds:.0f} s.
+Reduced by trtmin {trtmin} from {source}: {original} -> {final} call nodes in {calls} oracle calls.
 Reduced on: torch {torch}, Python {python}, {os}, device {device}{gpu}.
 Backend: {backend}. Oracle: {oracle}{tolerance}.
 
@@ -234,9 +232,9 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
     tol = f" (atol {info.atol:g}, rtol {info.rtol:g})" if info.oracle in ("mismatch",) else ""
     script = SCRIPT.format(
-        title=info.title, verdict_line=info.verdict.describe(), trtmin=env["trtmin"], today=date.today().isoformat(),
+        title=info.title, verdict_line=info.verdict.describe(), trtmin=env["trtmin"],
         source=info.source_model, original=info.original_nodes, final=info.final_nodes, calls=info.oracle_calls,
-        seconds=info.seconds, torch=env["torch"], python=env["python"], os=env["os"], device=info.device,
+        torch=env["torch"], python=env["python"], os=env["os"], device=info.device,
         gpu=f" ({env['gpu']})" if "gpu" in env else "", backend=backend.describe(), oracle=info.oracle,
         tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
         imports="\n".join(part.imports) + ("\n" if part.imports else ""),

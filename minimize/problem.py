@@ -43,17 +43,22 @@ def candidate_key(kept: Candidate) -> str:
 
 
 class ReductionProblem:
-    def __init__(self, program: Program, evaluate_batch: Callable[[list[Candidate]], list[Verdict]],
+    def __init__(self, program: Program, evaluate_batch: Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
                  jobs: int = 1, match: re.Pattern[str] | None = None, any_failure: bool = False,
-                 on_change: Callable[["ReductionProblem"], None] | None = None):
+                 on_change: Callable[["ReductionProblem"], None] | None = None,
+                 on_evaluated: Callable[[Candidate, list[Verdict]], None] | None = None):
         self.program = program
+        # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
+        # least `min_failures` of them fail the same way (set from the original's rate).
+        self.min_failures = 1
+        self.on_evaluated = on_evaluated or (lambda c, v: None)
         self._evaluate_batch = evaluate_batch
         self.jobs = max(1, jobs)
         self.match = match
         self.any_failure = any_failure
         self.on_change = on_change or (lambda p: None)
         self.current: Candidate = program.normalize(program.all_kept())
-        self.cache: dict[Candidate, Verdict] = {}
+        self.cache: dict[Candidate, list[Verdict]] = {}
         self._charged: set[Candidate] = set()
         self.counters = Counters()
         self.pass_stats: dict[str, PassStats] = {}
@@ -68,16 +73,22 @@ class ReductionProblem:
         if not todo:
             return
         t0 = time.monotonic()
-        verdicts = self._evaluate_batch(todo)
+        results = self._evaluate_batch(todo)
         self.counters.oracle_seconds += time.monotonic() - t0
         self.counters.evaluations += len(todo)
-        for c, v in zip(todo, verdicts):
-            self.cache[c] = v
-            if v.kind == "invalid":
+        for c, r in zip(todo, results):
+            runs = r if isinstance(r, list) else [r]
+            self.cache[c] = runs
+            self.on_evaluated(c, runs)
+            if runs[0].kind == "invalid":
                 self.counters.invalid += 1
 
-    def verdict(self, cand: Candidate) -> Verdict:
-        """The sequential algorithm asks for one verdict: charge it once."""
+    def preload(self, cache: dict[Candidate, list[Verdict]]) -> None:
+        """Verdicts from an interrupted run's journal: replaying them is free."""
+        self.cache.update(cache)
+
+    def runs(self, cand: Candidate) -> list[Verdict]:
+        """The sequential algorithm asks for a verdict: charge it once."""
         self._ensure([cand])
         if cand not in self._charged:
             self._charged.add(cand)
@@ -85,13 +96,23 @@ class ReductionProblem:
         self.on_change(self)
         return self.cache[cand]
 
-    def is_interesting(self, cand: Candidate) -> bool:
-        v = self.verdict(cand)
+    def _matches(self, v: Verdict) -> bool:
         if self.signature is None:
             return v.failed
-        ok = self.signature.matches(v, self.match, self.any_failure)
+        return self.signature.matches(v, self.match, self.any_failure)
+
+    def failures(self, cand: Candidate) -> int:
+        return sum(1 for v in self.runs(cand) if self._matches(v))
+
+    def verdict(self, cand: Candidate) -> Verdict:
+        """The representative verdict: the first run that fails the same way, else the first."""
+        runs = self.runs(cand)
+        return next((v for v in runs if self._matches(v)), runs[0])
+
+    def is_interesting(self, cand: Candidate) -> bool:
+        ok = self.failures(cand) >= self.min_failures
         if ok:
-            self.last_verdict = v
+            self.last_verdict = self.verdict(cand)
         return ok
 
     def try_first(self, cands: Sequence[Candidate]) -> int | None:

@@ -80,33 +80,47 @@ def _is_reducible(node: fx.Node) -> bool:
 class Program:
     """An exported program, functionalized, with every node's eager value captured."""
 
-    def __init__(self, ep: ExportedProgram, user_inputs: Sequence[Any], device: str = "cpu",
-                 values: dict[str, Any] | None = None):
-        self.device = device
-        self.ep = ep
-        self.gm: fx.GraphModule = ep.graph_module
-        graph = self.gm.graph
-        self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-        self.user_outputs = {s.arg.name for s in ep.graph_signature.output_specs
-                             if s.kind == OutputKind.USER_OUTPUT and hasattr(s.arg, "name")}
-        # Dead values (an unused getitem of batch_norm's saved statistics) are never kept:
-        # as candidate outputs they would be compared for nothing.
-        self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
-                                     and (n.users or n.name in self.user_outputs)]
-        self.index = {n.name: i for i, n in enumerate(self.nodes)}
+    def __init__(self, ep: ExportedProgram, user_inputs: Sequence[Any], device: str = "cpu"):
+        sig = ep.graph_signature
+        user_outputs = {s.arg.name for s in sig.output_specs
+                        if s.kind == OutputKind.USER_OUTPUT and hasattr(s.arg, "name")}
         # Parameters, buffers and constants stay weights in every slice (get_attr), as in
         # the user's model: a compiler treats a weight input differently (XNNPACK folds a
         # BatchNorm into a Linear only when its weight is a constant).
-        self.constants = {s.arg.name for s in ep.graph_signature.input_specs
-                          if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
-        self.values = values if values is not None else self._capture(user_inputs)
+        constants = {s.arg.name for s in sig.input_specs
+                     if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
+        self.ep: ExportedProgram | None = ep
+        self._setup(ep.graph_module.graph, user_outputs, constants, device)
+        self.values = self._capture(ep, user_inputs)
+
+    @classmethod
+    def restore(cls, graph: fx.Graph, user_outputs: set[str], constants: set[str], values: dict[str, Any],
+                device: str) -> "Program":
+        """A worker's copy: the graph and the eager values the main process captured."""
+        program = cls.__new__(cls)
+        program.ep = None
+        program._setup(graph, user_outputs, constants, device)
+        program.values = values
+        return program
+
+    def _setup(self, graph: fx.Graph, user_outputs: set[str], constants: set[str], device: str) -> None:
+        self.device = device
+        self.graph = graph
+        self.user_outputs = user_outputs
+        self.constants = constants
+        self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        # Dead values (an unused getitem of batch_norm's saved statistics) are never kept:
+        # as candidate outputs they would be compared for nothing.
+        self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
+                                     and (n.users or n.name in user_outputs)]
+        self.index = {n.name: i for i, n in enumerate(self.nodes)}
         # users restricted to reducible nodes, for sink computation
         self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}
 
     # ---- eager intermediates -------------------------------------------------------
-    def _capture(self, user_inputs: Sequence[Any]) -> dict[str, Any]:
-        args = lifted_args(self.ep, user_inputs)
-        interp = fx.Interpreter(self.gm, garbage_collect_values=False)
+    def _capture(self, ep: ExportedProgram, user_inputs: Sequence[Any]) -> dict[str, Any]:
+        args = [a.detach() if isinstance(a, torch.Tensor) else a for a in lifted_args(ep, user_inputs)]
+        interp = fx.Interpreter(ep.graph_module, garbage_collect_values=False)
         with torch.no_grad():
             try:
                 interp.run(*args)

@@ -1,13 +1,12 @@
 """The reduce job: check the original, shrink it, write the outputs.
 
-Progress is checkpointed to `--out/checkpoint.json` after every accepted step, so an
-interrupted run continues with `--resume` from its last accepted state.
+Every verdict is journaled in --out as it arrives (minimize/journal.py), so an
+interrupted run continues with `--resume` and reaches the same repro.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 from dataclasses import asdict
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from minimize.emit import ReproInfo, atomic_write, environment, write_extra_script, write_outputs
+from minimize.journal import JOURNAL, Journal
 from minimize.problem import ReductionProblem
 from minimize.program import count_call_nodes
 from minimize.scheduler import reduce_to_fixpoint
@@ -22,8 +22,8 @@ from minimize.session import Options, Session
 from oracles.errors import TrtminError
 from oracles.verdict import Signature, Verdict
 
-CHECKPOINT = "checkpoint.json"
-OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", CHECKPOINT}
+OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
+             "model.onnx", "repro_tensorrt.py", "repro_tensorrt.npz"}
 
 
 def file_digest(path: Path) -> str:
@@ -34,29 +34,25 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def check_out_dir(out: Path, resume: bool, force: bool) -> dict[str, Any] | None:
-    """Refuse to write over another run or the user's files; return a checkpoint to resume."""
+def check_out_dir(out: Path, resume: bool, force: bool) -> None:
+    """Refuse to write over another run or the user's files."""
     if out.exists() and not out.is_dir():
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
     existing = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
     if resume:
-        ck = out / CHECKPOINT
-        if not ck.exists():
-            raise TrtminError(f"--resume: {out} has no {CHECKPOINT} to resume from; run without --resume")
-        return json.loads(ck.read_text())
+        return  # the journal checks itself
     if existing and not force:
         foreign = [n for n in existing if n not in OUR_FILES and not n.startswith(".")]
         what = "holds another run" if not foreign else f"is not empty ({', '.join(foreign[:3])})"
         raise TrtminError(f"--out {out} {what}; pass --resume to continue it, --force to replace it, "
                           "or choose another folder")
-    return None
 
 
 def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
     d["inputs"] = str(opts.inputs) if opts.inputs else None
-    for k in ("jobs", "timeout", "memory_limit_mb", "emit"):  # these do not change the result
+    for k in ("jobs", "timeout", "memory_limit_mb", "emit", "model"):  # these do not change the result
         d.pop(k, None)
     return d
 
@@ -64,45 +60,39 @@ def _options_key(opts: Options) -> dict[str, Any]:
 def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
            on_change: Callable[[ReductionProblem], None] | None = None,
            log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    checkpoint = check_out_dir(out, resume, force)
+    check_out_dir(out, resume, force)
     t0 = time.monotonic()
-    digest = file_digest(opts.model)
-    if checkpoint and (checkpoint.get("model_sha256") != digest or checkpoint.get("options") != _options_key(opts)):
-        raise TrtminError(f"--resume: {out} was made from another model or other options; "
-                          "rerun with the same arguments, or use --force to start over")
+    header = {"model_sha256": file_digest(opts.model), "options": _options_key(opts)}
     match = re.compile(opts.match) if opts.match else None
     with Session(opts) as session:
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
+        journal = Journal(out, header, resume)
+        if resume:
+            log(f"resuming: replaying {len(journal.cache)} journaled verdicts")
         problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
-                                   any_failure=opts.any_failure, on_change=on_change)
-        original = problem.check_original()
-        _require_failure(opts, original, match)
-        problem.signature = Signature.of(original)
-        original_nodes = count_call_nodes(session.program.materialize(problem.current).gm.graph)
-        if checkpoint:
-            problem.current = tuple(checkpoint["current"])
-            problem.counters.oracle_calls = checkpoint["oracle_calls"]
-            log(f"resuming from {len(problem.current)} nodes after {checkpoint['oracle_calls']} oracle calls")
-        out.mkdir(parents=True, exist_ok=True)
-        base_on_change = problem.on_change
-        last_saved: list[tuple[int, ...]] = [()]
-
-        def on_change_and_checkpoint(p: ReductionProblem) -> None:
-            base_on_change(p)
-            if p.current != last_saved[0]:
-                last_saved[0] = p.current
-                atomic_write(out / CHECKPOINT, json.dumps({
-                    "model_sha256": digest, "options": _options_key(opts), "current": list(p.current),
-                    "oracle_calls": p.counters.oracle_calls}))
-
-        problem.on_change = on_change_and_checkpoint
-        on_change_and_checkpoint(problem)
-        reduce_to_fixpoint(problem)
+                                   any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record)
+        problem.preload(journal.cache)
+        try:
+            original = problem.check_original()
+            _require_failure(opts, original, match)
+            problem.signature = Signature.of(original)
+            fails = problem.failures(problem.current)
+            problem.min_failures = opts.min_failures or fails
+            if opts.repeat > 1:
+                log(f"the original fails {fails} of {opts.repeat} runs; a candidate must fail "
+                    f"{problem.min_failures} of {opts.repeat}")
+            original_nodes = count_call_nodes(session.program.materialize(problem.current).gm.graph)
+            reduce_to_fixpoint(problem)
+        finally:
+            journal.close()
         final = session.program.materialize(problem.current)
         final_verdict = problem.verdict(problem.current)
         seconds = time.monotonic() - t0
         summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                            session.pool.restarts)
+        summary["flakiness"] = {"repeat": opts.repeat, "original_failures": fails,
+                                "final_failures": problem.failures(problem.current),
+                                "min_failures": problem.min_failures}
         info = ReproInfo(
             title=f"{session.backend.describe()} {final_verdict.kind} on {opts.device}: "
                   f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",

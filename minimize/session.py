@@ -37,6 +37,8 @@ class Options:
     settings: dict[str, Any] = field(default_factory=dict)
     memory_limit_mb: int | None = None
     emit: list[str] = field(default_factory=list)  # extra scripts for other backends
+    repeat: int = 1                 # runs per candidate, for flaky compilers
+    min_failures: int | None = None  # of `repeat` runs; default: as many as the original
 
 
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
@@ -81,9 +83,12 @@ class Session:
         )
         self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
 
-    def evaluate(self, cands: list[tuple[int, ...]]) -> list[Verdict]:
-        results = self.pool.run([{"kept": list(c)} for c in cands])
-        return [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
+    def evaluate(self, cands: list[tuple[int, ...]]) -> list[list[Verdict]]:
+        """Each candidate's runs (--repeat of them), each in a fresh compile."""
+        n = self.opts.repeat
+        results = self.pool.run([{"kept": list(c)} for c in cands for _ in range(n)])
+        verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
+        return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
 
     def close(self) -> None:
         self.pool.close()

@@ -12,12 +12,13 @@ from typing import Any, Callable
 
 import torch
 
+from minimize import graph_io
 from minimize.program import Program
 from oracles.backends import resolve
 from oracles.checks import Tolerance
 from oracles.evaluate import evaluate
 
-PROGRAM_FILE = "program.pt2"
+GRAPH_FILE = "graph.bin"
 VALUES_FILE = "values.pt"
 
 
@@ -31,14 +32,16 @@ def _own_storage(v: Any) -> Any:
 
 
 def save_state(program: Program, folder: Path) -> None:
-    torch.export.save(program.ep, str(folder / PROGRAM_FILE))
-    torch.save({k: _own_storage(v) for k, v in program.values.items()}, str(folder / VALUES_FILE))
+    (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
+    state = {"values": {k: _own_storage(v) for k, v in program.values.items()},
+             "user_outputs": sorted(program.user_outputs), "constants": sorted(program.constants)}
+    torch.save(state, str(folder / VALUES_FILE))
 
 
 def load_state(folder: Path, device: str) -> Program:
-    ep = torch.export.load(str(folder / PROGRAM_FILE))
-    values = torch.load(str(folder / VALUES_FILE), weights_only=True, map_location=device)
-    return Program(ep, [], device=device, values=values)
+    graph = graph_io.loads((folder / GRAPH_FILE).read_bytes())
+    state = torch.load(str(folder / VALUES_FILE), weights_only=True, map_location=device)
+    return Program.restore(graph, set(state["user_outputs"]), set(state["constants"]), state["values"], device)
 
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,

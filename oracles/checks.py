@@ -29,7 +29,9 @@ def classify_exception(exc: BaseException) -> Verdict:
     """An exception while compiling or running is a crash, unless it is an OOM."""
     name = type(exc).__name__
     message = str(exc) or repr(exc)
-    is_oom = name in OOM_TYPES or "out of memory" in message.lower()
+    lowered = message.lower()
+    # CUDA: "CUDA out of memory"; CPU under a memory limit: "can't allocate memory"
+    is_oom = name in OOM_TYPES or "out of memory" in lowered or "can't allocate memory" in lowered
     # Inductor and dynamo wrap the real error; report the innermost type.
     inner = exc
     while getattr(inner, "inner_exception", None) is not None:

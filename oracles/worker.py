@@ -34,6 +34,17 @@ class WorkerConfig:
     env: dict[str, str] = field(default_factory=dict)
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when the main process dies (even by kill -9), so a
+    hung compile never outlives trtmin."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_path: str) -> None:
     # Native crash output (a segfault's message, an abort's assertion) goes to a log
     # file so it can be quoted in the verdict.
@@ -41,6 +52,7 @@ def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_p
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.environ.update(env)
+    _die_with_parent()
     if cfg.memory_limit_bytes:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (cfg.memory_limit_bytes, cfg.memory_limit_bytes))
@@ -143,8 +155,10 @@ def hang_verdict(timeout_s: float) -> dict[str, Any]:
 class WorkerPool:
     """N workers; `run(jobs)` returns results in job order, whatever finishes first."""
 
-    def __init__(self, cfg: WorkerConfig, jobs: int = 1, per_worker_env: list[dict[str, str]] | None = None):
+    def __init__(self, cfg: WorkerConfig, jobs: int = 1, per_worker_env: list[dict[str, str]] | None = None,
+                 retries: int = 1):
         self.cfg = cfg
+        self.retries = retries
         self.n = max(1, jobs)
         self.per_worker_env = per_worker_env or [{} for _ in range(self.n)]
         self._tmp = tempfile.TemporaryDirectory(prefix="trtmin-workers-")
@@ -164,9 +178,22 @@ class WorkerPool:
         return w
 
     def run(self, jobs: list[Any]) -> list[Any]:
+        """Results in job order. A job whose worker dies is run once more in a fresh
+        worker: a worker killed from outside (the OOM killer, a stray SIGKILL) is a retry,
+        a compiler that kills its process every time is a verdict."""
         results: list[Any] = [None] * len(jobs)
         pending = list(range(len(jobs)))[::-1]
+        tries = [0] * len(jobs)
         busy: dict[int, int] = {}  # slot -> job index
+
+        def died(j: int, w: _Worker) -> None:
+            w.kill()
+            tries[j] += 1
+            if tries[j] <= self.retries:
+                pending.append(j)  # next in line
+            else:
+                results[j] = death_verdict(w.exit_description(), w.log_tail())
+
         while pending or busy:
             for slot in range(self.n):
                 if slot not in busy and pending:
@@ -175,8 +202,7 @@ class WorkerPool:
                     try:
                         w.conn.send(jobs[j])
                     except (OSError, BrokenPipeError):
-                        results[j] = death_verdict(w.exit_description(), w.log_tail())
-                        w.kill()
+                        died(j, w)
                         continue
                     w.job_started = time.monotonic()
                     busy[slot] = j
@@ -190,17 +216,17 @@ class WorkerPool:
                 assert w is not None
                 j = busy[slot]
                 if w.conn in ready:
+                    del busy[slot]
                     try:
                         tag, payload = w.conn.recv()
-                        results[j] = payload
-                        if isinstance(payload, dict) and payload.get("restart"):
-                            w.stop()  # it asked for a fresh process (e.g. a broken CUDA context)
-                            self.workers[slot] = None
-                            self.restarts += 1
                     except (EOFError, OSError):
-                        results[j] = death_verdict(w.exit_description(), w.log_tail())
-                        w.kill()
-                    del busy[slot]
+                        died(j, w)
+                        continue
+                    results[j] = payload
+                    if isinstance(payload, dict) and payload.get("restart"):
+                        w.stop()  # it asked for a fresh process (e.g. a broken CUDA context)
+                        self.workers[slot] = None
+                        self.restarts += 1
                 elif time.monotonic() - w.job_started >= self.cfg.timeout_s:
                     w.kill()
                     results[j] = hang_verdict(self.cfg.timeout_s)

@@ -105,3 +105,39 @@ def crash_on_linear(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Call
     if _has(gm, aten.linear.default):
         raise NotImplementedError("planted: linear with a constant weight is not supported")
     return _run(gm)
+
+
+def _state_file(name: str) -> str:
+    return os.path.join(os.environ["TRTMIN_TEST_STATE"], name)
+
+
+def sigkill_once_then_mismatch(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """The worker is killed from outside (SIGKILL) in the middle of its first call, then
+    behaves like mismatch_mul_exp: the kill must be a retry, not a verdict."""
+    marker = _state_file("killed")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), 9)
+    return _run(gm, _ExpAfterMul)
+
+
+def host_oom_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """Asks for 16 GiB of host memory: over --memory-limit, an allocation failure."""
+    if _has(gm, aten.tanh.default):
+        torch.ones(16 * 2**30, dtype=torch.uint8)
+    return _run(gm)
+
+
+def flaky_crash_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """Crashes on aten.tanh in every other compile only (a process-wide counter), like a
+    builder that fails in 12 of 22 builds."""
+    if _has(gm, aten.tanh.default):
+        import fcntl
+        with open(_state_file("count"), "a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            n = len(f.read())
+            f.write("x")
+        if n % 2 == 0:
+            raise RuntimeError("planted flaky failure: tactic selection failed for tanh")
+    return _run(gm)

@@ -1,0 +1,68 @@
+"""A compact, fast serialization of an ATen fx.Graph for the worker processes.
+
+torch.export.save/load of a 5,000-node program takes tens of seconds; workers only need
+the nodes (name, op, target, args), so this writes exactly that. Node metadata is not
+kept: workers do not need it. Targets are stored by name (aten::add.Tensor,
+operator.getitem), never as pickled code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    name: str
+
+
+def _encode_target(target: Any) -> tuple[str, ...]:
+    if isinstance(target, torch._ops.OpOverload):
+        return ("op", target._schema.name, target._overloadname)
+    if isinstance(target, str):
+        return ("str", target)
+    return ("py", target.__module__, target.__qualname__)
+
+
+def _decode_target(code: tuple[str, ...]) -> Any:
+    kind = code[0]
+    if kind == "str":
+        return code[1]
+    if kind == "op":
+        ns, name = code[1].split("::")
+        packet = getattr(getattr(torch.ops, ns), name)
+        return getattr(packet, code[2] or "default")
+    obj: Any = importlib.import_module(code[1])
+    for part in code[2].split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def dumps(graph: fx.Graph) -> bytes:
+    records = [(n.op, n.name, _encode_target(n.target),
+                fx.node.map_arg(n.args, lambda a: NodeRef(a.name)),
+                fx.node.map_arg(n.kwargs, lambda a: NodeRef(a.name)))
+               for n in graph.nodes]
+    return pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def loads(data: bytes) -> fx.Graph:
+    graph = fx.Graph()
+    env: dict[str, fx.Node] = {}
+
+    def resolve(a: Any) -> Any:
+        return env[a.name] if isinstance(a, NodeRef) else a
+
+    for op, name, target, args, kwargs in pickle.loads(data):  # our own file, in our temp dir
+        args = fx.node.map_aggregate(args, resolve)
+        kwargs = fx.node.map_aggregate(kwargs, resolve)
+        node = graph.create_node(op, _decode_target(target), args, kwargs, name=name)
+        assert node.name == name, (node.name, name)
+        env[name] = node
+    return graph

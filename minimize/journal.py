@@ -1,0 +1,77 @@
+"""The verdict journal: every oracle verdict, appended as it arrives, in --out.
+
+An interrupted run (Ctrl-C, SIGTERM, kill -9, a power cut) resumes by *replaying* the
+deterministic reduction from the start against the journal: every verdict already paid
+for is free, so the resumed run walks exactly the same path and reaches exactly the
+same repro as an uninterrupted one, then goes on. Lines are flushed and fsynced; a torn
+last line (killed mid-write) is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from oracles.errors import TrtminError
+from oracles.verdict import Verdict
+
+JOURNAL = "journal.jsonl"
+
+
+def encode_kept(kept: Sequence[int]) -> list[list[int]]:
+    """Runs of consecutive indices: a 5,000-node prefix is one pair, not 5,000 numbers."""
+    runs: list[list[int]] = []
+    for i in kept:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return runs
+
+
+def decode_kept(runs: list[list[int]]) -> tuple[int, ...]:
+    return tuple(i for a, b in runs for i in range(a, b + 1))
+
+
+class Journal:
+    def __init__(self, folder: Path, header: dict[str, Any], resume: bool):
+        self.path = folder / JOURNAL
+        self.cache: dict[tuple[int, ...], list[Verdict]] = {}
+        if resume:
+            self._load(header)
+            self._file = open(self.path, "a")
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "w")
+            self._write({"header": header})
+
+    def _load(self, header: dict[str, Any]) -> None:
+        if not self.path.exists():
+            raise TrtminError(f"--resume: {self.path.parent} has no {JOURNAL} to resume from; run without --resume")
+        lines = self.path.read_text().splitlines()
+        try:
+            first = json.loads(lines[0])["header"]
+        except (IndexError, KeyError, json.JSONDecodeError):
+            raise TrtminError(f"--resume: {self.path} is damaged; start over with --force") from None
+        if first != header:
+            raise TrtminError(f"--resume: {self.path.parent} was made from another model or other options; "
+                              "rerun with the same arguments, or start over with --force")
+        for line in lines[1:]:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line torn by a kill mid-write
+            self.cache[decode_kept(rec["kept"])] = [Verdict.from_dict(v) for v in rec["runs"]]
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def record(self, kept: Sequence[int], runs: list[Verdict]) -> None:
+        self._write({"kept": encode_kept(kept), "runs": [v.to_dict() for v in runs]})
+
+    def close(self) -> None:
+        self._file.close()

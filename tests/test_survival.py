@@ -1,0 +1,104 @@
+"""Survive everything: outside kills, memory limits, interrupts (resume), flaky compilers,
+and the same repro whatever happened on the way."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import plugin
+from tests.helpers import ROOT, run_cli
+
+
+def reduce_args(model: Path, inputs: Path, out: Path, oracle: str, fn: str, *extra: str) -> list[str]:
+    return ["reduce", str(model), "--inputs", str(inputs), "--oracle", oracle, "--backend", plugin(fn),
+            "--out", str(out), *extra]
+
+
+def summary(out: Path) -> dict:
+    s = json.loads((out / "summary.json").read_text())
+    return {k: v for k, v in s.items() if k not in ("timing", "seconds")}
+
+
+@pytest.fixture(scope="module")
+def clean_mismatch_run(host_program, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("clean")
+    model, inputs = host_program
+    r = run_cli(*reduce_args(model, inputs, out, "mismatch", "mismatch_mul_exp"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+def test_worker_killed_mid_call_is_retried(host_program, clean_mismatch_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRTMIN_TEST_STATE", str(tmp_path))
+    model, inputs = host_program
+    out = tmp_path / "out"
+    r = run_cli(*reduce_args(model, inputs, out, "mismatch", "sigkill_once_then_mismatch"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "killed").exists()  # the kill did happen
+    program = lambda p: p.read_text().split("class Repro")[1].split("def compile_backend")[0]
+    assert program(out / "repro.py") == program(clean_mismatch_run / "repro.py")
+    assert summary(out)["final_nodes"] == summary(clean_mismatch_run)["final_nodes"]
+
+
+def test_host_oom_under_memory_limit_is_a_verdict(host_program, tmp_path):
+    model, inputs = host_program
+    r = run_cli(*reduce_args(model, inputs, tmp_path, "oom", "host_oom_on_tanh", "--memory-limit", "6000"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = summary(tmp_path)
+    assert s["final_nodes"] == 1 and s["signature"] == "oom"
+
+
+def test_flaky_compiler_is_measured_and_reduced(host_program, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRTMIN_TEST_STATE", str(tmp_path))
+    model, inputs = host_program
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash",
+                "--backend", plugin("flaky_crash_on_tanh"), "--repeat", "4")
+    assert r.returncode == 1 and "in 2 of 4 runs" in r.stdout, r.stdout + r.stderr[-1000:]
+    out = tmp_path / "out"
+    r = run_cli(*reduce_args(model, inputs, out, "crash", "flaky_crash_on_tanh", "--repeat", "4"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = summary(out)
+    assert s["flakiness"] == {"repeat": 4, "original_failures": 2, "final_failures": 2, "min_failures": 2}
+    assert s["final_nodes"] == 1 and "tanh" in (out / "repro.py").read_text()
+
+
+def _start(args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "minimize.cli", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_journal(out: Path, lines: int, proc: subprocess.Popen, limit: float = 300) -> None:
+    journal = out / "journal.jsonl"
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit and proc.poll() is None:
+        if journal.exists() and len(journal.read_text().splitlines()) >= lines:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the journal did not reach {lines} lines")
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_run, tmp_path, how):
+    model, inputs = host_program
+    args = reduce_args(model, inputs, tmp_path, "mismatch", "mismatch_mul_exp")
+    proc = _start(args)
+    _wait_for_journal(tmp_path, 6, proc)
+    proc.send_signal(how)
+    _, err = proc.communicate(timeout=120)
+    if how == signal.SIGTERM:
+        assert proc.returncode == 130 and "--resume" in err
+    assert not (tmp_path / "repro.py").exists()
+    assert run_cli(*args).returncode == 2  # the folder holds a run: refused without --resume
+    r = run_cli(*args, "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "repro.py").read_bytes() == (clean_mismatch_run / "repro.py").read_bytes()
+    assert summary(tmp_path) == summary(clean_mismatch_run)
