@@ -318,10 +318,30 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     return path
 
 
+def _diagnosis_lines(summary: dict[str, Any]) -> str:
+    """What the partition-aware passes found, for the maintainer: the engine, the
+    converter, the settings."""
+    notes = summary.get("diagnosis") or {}
+    lines = []
+    if "failing_engine" in notes:
+        lines.append(f"- Failing engine: {notes['failing_engine']} (each engine was run alone, the rest in PyTorch).")
+    if isinstance(notes.get("culprit_ops"), list):
+        ops = ", ".join(f"`{o}`" for o in notes["culprit_ops"])
+        lines.append(f"- Culprit converter: forcing {ops} to run in PyTorch makes the bug vanish.")
+    elif notes.get("culprit_ops"):
+        lines.append(f"- Culprit converter: not isolated ({notes['culprit_ops']}).")
+    if "settings_needed" in notes:
+        needed = ", ".join(f"`{k}={v}`" for k, v in notes["settings_needed"].items()) or "none"
+        lines.append(f"- Settings the bug needs: {needed}; dropped as irrelevant: "
+                     f"{', '.join(f'`{k}`' for k in notes.get('settings_dropped', [])) or 'none'}.")
+    return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
+
+
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:
     env = environment()
     env_lines = "\n".join(f"- {k}: {v}" for k, v in env.items())
     stats = summary.get("passes", {})
+    diagnosis = _diagnosis_lines(summary)
     stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items())
     return f"""# {info.title}
 
@@ -332,7 +352,7 @@ is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin
 {info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
 in as an input computed by eager PyTorch, so the failure is not upstream drift.
 
-## Reproduce
+{diagnosis}## Reproduce
 
 Save as `repro.py` (with `repro_inputs.pt` beside it, if listed below) and run `python repro.py`.
 It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run.

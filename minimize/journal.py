@@ -38,7 +38,7 @@ def decode_kept(runs: list[list[int]]) -> tuple[int, ...]:
 class Journal:
     def __init__(self, folder: Path, header: dict[str, Any], resume: bool):
         self.path = folder / JOURNAL
-        self.cache: dict[tuple[int, ...], list[Verdict]] = {}
+        self.cache: dict[tuple[tuple[int, ...], tuple[tuple[str, str], ...]], list[Verdict]] = {}
         if resume:
             self._load(header)
             self._file = open(self.path, "a")
@@ -63,15 +63,18 @@ class Journal:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line torn by a kill mid-write
-            self.cache[decode_kept(rec["kept"])] = [Verdict.from_dict(v) for v in rec["runs"]]
+            settings = tuple((k, v) for k, v in rec.get("settings", []))
+            self.cache[(decode_kept(rec["kept"]), settings)] = [Verdict.from_dict(v) for v in rec["runs"]]
 
     def _write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, sort_keys=True) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
 
-    def record(self, kept: Sequence[int], runs: list[Verdict]) -> None:
-        self._write({"kept": encode_kept(kept), "runs": [v.to_dict() for v in runs]})
+    def record(self, key: tuple[Sequence[int], tuple[tuple[str, str], ...]], runs: list[Verdict]) -> None:
+        kept, settings = key
+        self._write({"kept": encode_kept(kept), "settings": [list(kv) for kv in settings],
+                     "runs": [v.to_dict() for v in runs]})
 
     def close(self) -> None:
         self._file.close()

@@ -19,6 +19,8 @@ from minimize.program import Program
 from oracles.verdict import Signature, Verdict
 
 Candidate = tuple[int, ...]
+Settings = tuple[tuple[str, str], ...]  # backend settings (--set), sorted: part of the cache key
+Key = tuple[Candidate, Settings]
 
 
 @dataclass
@@ -43,11 +45,16 @@ def candidate_key(kept: Candidate) -> str:
 
 
 class ReductionProblem:
-    def __init__(self, program: Program, evaluate_batch: Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
+    def __init__(self, program: Program, evaluate_batch: Callable[[list[Key]], Sequence[Verdict | list[Verdict]]],
                  jobs: int = 1, match: re.Pattern[str] | None = None, any_failure: bool = False,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
-                 on_evaluated: Callable[[Candidate, list[Verdict]], None] | None = None):
+                 on_evaluated: Callable[[Key, list[Verdict]], None] | None = None,
+                 settings: dict[str, str] | None = None, partitions: Callable[[Key], list[list[str]]] | None = None):
         self.program = program
+        self.settings: Settings = tuple(sorted((settings or {}).items()))
+        self.partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
+        self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
+        self.notes: dict[str, Any] = {}  # diagnostics for the report: culprit op, failing engine
         # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
         # least `min_failures` of them fail the same way (set from the original's rate).
         self.min_failures = 1
@@ -58,8 +65,8 @@ class ReductionProblem:
         self.any_failure = any_failure
         self.on_change = on_change or (lambda p: None)
         self.current: Candidate = program.normalize(program.all_kept())
-        self.cache: dict[Candidate, list[Verdict]] = {}
-        self._charged: set[Candidate] = set()
+        self.cache: dict[Key, list[Verdict]] = {}
+        self._charged: set[Key] = set()
         self.counters = Counters()
         self.pass_stats: dict[str, PassStats] = {}
         self.signature: Signature | None = None
@@ -68,8 +75,14 @@ class ReductionProblem:
         self.current_pass = "check"
 
     # ---- evaluation --------------------------------------------------------------
+    def key(self, cand: Candidate, settings: Settings | None = None) -> Key:
+        return (cand, self.settings if settings is None else settings)
+
     def _ensure(self, cands: Sequence[Candidate]) -> None:
-        todo = list(dict.fromkeys(c for c in cands if c not in self.cache))
+        self._ensure_keys([self.key(c) for c in cands])
+
+    def _ensure_keys(self, keys: Sequence[Key]) -> None:
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         if not todo:
             return
         t0 = time.monotonic()
@@ -83,37 +96,48 @@ class ReductionProblem:
             if runs[0].kind == "invalid":
                 self.counters.invalid += 1
 
-    def preload(self, cache: dict[Candidate, list[Verdict]]) -> None:
+    def preload(self, cache: dict[Key, list[Verdict]]) -> None:
         """Verdicts from an interrupted run's journal: replaying them is free."""
         self.cache.update(cache)
 
-    def runs(self, cand: Candidate) -> list[Verdict]:
+    def runs(self, cand: Candidate, settings: Settings | None = None) -> list[Verdict]:
         """The sequential algorithm asks for a verdict: charge it once."""
-        self._ensure([cand])
-        if cand not in self._charged:
-            self._charged.add(cand)
+        key = self.key(cand, settings)
+        self._ensure_keys([key])
+        if key not in self._charged:
+            self._charged.add(key)
             self.counters.oracle_calls += 1
         self.on_change(self)
-        return self.cache[cand]
+        return self.cache[key]
 
     def _matches(self, v: Verdict) -> bool:
         if self.signature is None:
             return v.failed
         return self.signature.matches(v, self.match, self.any_failure)
 
-    def failures(self, cand: Candidate) -> int:
-        return sum(1 for v in self.runs(cand) if self._matches(v))
+    def failures(self, cand: Candidate, settings: Settings | None = None) -> int:
+        return sum(1 for v in self.runs(cand, settings) if self._matches(v))
 
-    def verdict(self, cand: Candidate) -> Verdict:
+    def verdict(self, cand: Candidate, settings: Settings | None = None) -> Verdict:
         """The representative verdict: the first run that fails the same way, else the first."""
-        runs = self.runs(cand)
+        runs = self.runs(cand, settings)
         return next((v for v in runs if self._matches(v)), runs[0])
 
-    def is_interesting(self, cand: Candidate) -> bool:
-        ok = self.failures(cand) >= self.min_failures
+    def is_interesting(self, cand: Candidate, settings: Settings | None = None) -> bool:
+        ok = self.failures(cand, settings) >= self.min_failures
         if ok:
-            self.last_verdict = self.verdict(cand)
+            self.last_verdict = self.verdict(cand, settings)
         return ok
+
+    def first_settings(self, options: Sequence[Settings], want_failure: bool = True) -> int | None:
+        """Index of the first settings under which the current candidate fails (or, with
+        want_failure=False, passes); speculates N at a time like try_first."""
+        for start in range(0, len(options), self.jobs):
+            self._ensure_keys([self.key(self.current, o) for o in options[start:start + self.jobs]])
+            for i in range(start, min(start + self.jobs, len(options))):
+                if self.is_interesting(self.current, options[i]) == want_failure:
+                    return i
+        return None
 
     def try_first(self, cands: Sequence[Candidate]) -> int | None:
         """Index of the first interesting candidate, in order; speculates N at a time."""

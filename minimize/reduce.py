@@ -19,6 +19,7 @@ from minimize.problem import ReductionProblem
 from minimize.program import count_call_nodes
 from minimize.scheduler import reduce_to_fixpoint
 from minimize.session import Options, Session
+from oracles.backends import resolve
 from oracles.errors import TrtminError
 from oracles.verdict import Signature, Verdict
 
@@ -70,7 +71,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts")
         problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
-                                   any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record)
+                                   any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
+                                   settings=opts.settings, partitions=session.partitions)
+        problem.op_fallback_setting = session.backend.op_fallback_setting
         problem.preload(journal.cache)
         try:
             original = problem.check_original()
@@ -101,9 +104,13 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
             device=opts.device, timeout=opts.timeout,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
-        write_outputs(out, info, final, session.program.values, session.backend, summary)
+        summary["settings"] = {"given": opts.settings, "needed": dict(problem.settings)}
+        summary["diagnosis"] = problem.notes
+        backend = session.backend if dict(problem.settings) == opts.settings else \
+            resolve(opts.backend, dict(problem.settings))  # the repro keeps only the settings the bug needs
+        write_outputs(out, info, final, session.program.values, backend, summary)
         for spec in opts.emit:
-            write_extra_script(out, info, final, session.program.values, spec, opts.settings)
+            write_extra_script(out, info, final, session.program.values, spec, dict(problem.settings))
         return summary
 
 

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import time
 
-from minimize.passes import TIERS
+from minimize.passes import FINISHERS, TIERS, Pass
 from minimize.problem import PassStats, ReductionProblem
+
+
+def _run(problem: ReductionProblem, name: str, run_pass: Pass) -> None:
+    stats = problem.pass_stats.setdefault(name, PassStats())
+    calls0, acc0, size0 = problem.counters.oracle_calls, problem.counters.accepted, len(problem.current)
+    t0 = time.monotonic()
+    problem.current_pass = name
+    run_pass(problem)
+    stats.calls += problem.counters.oracle_calls - calls0
+    stats.accepted += problem.counters.accepted - acc0
+    stats.removed += size0 - len(problem.current)
+    stats.seconds += time.monotonic() - t0
 
 
 def reduce_to_fixpoint(problem: ReductionProblem, max_rounds: int = 20) -> None:
     for _ in range(max_rounds):
         before = problem.current
         for name, run_pass in TIERS:
-            stats = problem.pass_stats.setdefault(name, PassStats())
-            calls0, acc0, size0 = problem.counters.oracle_calls, problem.counters.accepted, len(problem.current)
-            t0 = time.monotonic()
-            problem.current_pass = name
-            run_pass(problem)
-            stats.calls += problem.counters.oracle_calls - calls0
-            stats.accepted += problem.counters.accepted - acc0
-            stats.removed += size0 - len(problem.current)
-            stats.seconds += time.monotonic() - t0
+            _run(problem, name, run_pass)
         if problem.current == before:
-            return
+            break
+    for name, run_pass in FINISHERS:
+        _run(problem, name, run_pass)

@@ -83,12 +83,20 @@ class Session:
         )
         self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
 
-    def evaluate(self, cands: list[tuple[int, ...]]) -> list[list[Verdict]]:
-        """Each candidate's runs (--repeat of them), each in a fresh compile."""
+    def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
+        """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""
         n = self.opts.repeat
-        results = self.pool.run([{"kept": list(c)} for c in cands for _ in range(n)])
+        results = self.pool.run([{"kept": list(c), "settings": dict(s)} for c, s in keys for _ in range(n)])
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
-        return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
+        return [verdicts[i * n:(i + 1) * n] for i in range(len(keys))]
+
+    def partitions(self, key: tuple[tuple[int, ...], tuple[tuple[str, str], ...]]) -> list[list[str]]:
+        """The backend's compiled partitions (engines) of a candidate, as node names; []
+        when the backend does not report them."""
+        if not self.backend.reports_partitions:
+            return []
+        result = self.pool.run([{"kept": list(key[0]), "settings": dict(key[1]), "partitions": True}])[0]
+        return result.get("partitions", []) if isinstance(result, dict) else []
 
     def close(self) -> None:
         self.pool.close()

@@ -47,11 +47,23 @@ def load_state(folder: Path, device: str) -> Program:
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
                  device: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     program = load_state(Path(state), device)
-    be = resolve(backend, settings)
+    backends: dict[tuple[tuple[str, str], ...], Any] = {}
     tol = Tolerance(atol, rtol)
+
+    def backend_for(overrides: dict[str, str]) -> Any:
+        key = tuple(sorted(overrides.items()))
+        if key not in backends:
+            backends[key] = resolve(backend, overrides)  # settings bisection varies them per job
+        return backends[key]
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
         piece = program.materialize(job["kept"])
+        be = backend_for(job.get("settings", settings))
+        if job.get("partitions"):
+            try:
+                return {"partitions": be.partitions(piece.gm, program.inputs_for(piece)) or []}
+            except Exception as e:  # a backend that cannot say: no partition pass
+                return {"partitions": [], "error": f"{type(e).__name__}: {e}"}
         verdict = evaluate(piece.gm, program.inputs_for(piece), be, tol, device).to_dict()
         if "CUDA error" in verdict.get("message", "") or "CUDA error" in verdict.get("detail", ""):
             verdict["restart"] = True  # the CUDA context may be unusable now

@@ -50,7 +50,7 @@ def test_slices_compute_eager_values(program: Program, data):
 
 def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int) -> ReductionProblem:
     def evaluate(cands):
-        return [Verdict("crash", "E", "planted") if core <= set(c) else Verdict("pass") for c in cands]
+        return [Verdict("crash", "E", "planted") if core <= set(kept) else Verdict("pass") for kept, _ in cands]
 
     problem = ReductionProblem(program, evaluate, jobs=jobs)
     problem.signature = Signature.of(problem.check_original())

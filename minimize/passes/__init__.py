@@ -13,6 +13,7 @@ from minimize.passes.bisect_window import bisect_window
 from minimize.passes.delete_chunks import delete_chunks
 from minimize.passes.module_blocks import delete_module_blocks
 from minimize.passes.outputs import keep_one_output
+from minimize.passes.partitions import bisect_op_fallback, bisect_settings, isolate_partition
 from minimize.problem import ReductionProblem
 
 Pass = Callable[[ReductionProblem], None]
@@ -20,8 +21,15 @@ Pass = Callable[[ReductionProblem], None]
 # Coarse to fine: a contiguous failing window first, then whole outputs and whole
 # nn.Module blocks, then delta debugging down to single nodes.
 TIERS: list[tuple[str, Pass]] = [
+    ("isolate_partition", isolate_partition),
     ("bisect_window", bisect_window),
     ("keep_one_output", keep_one_output),
     ("delete_module_blocks", delete_module_blocks),
     ("delete_chunks", delete_chunks),
+]
+
+# Once the graph is minimal: which settings and which op types the bug needs.
+FINISHERS: list[tuple[str, Pass]] = [
+    ("bisect_settings", bisect_settings),
+    ("bisect_op_fallback", bisect_op_fallback),
 ]

@@ -36,8 +36,18 @@ class Backend:
         self.spec = spec
         self.settings = dict(settings or {})
 
+    # Partition-aware backends (Torch-TensorRT, plugins that define `partitions`) say
+    # which nodes each compiled engine holds, and which setting forces op types to run
+    # in PyTorch instead (Torch-TensorRT's torch_executed_ops).
+    reports_partitions = False
+    op_fallback_setting: str | None = None
+
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         raise NotImplementedError
+
+    def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:
+        """Node names of each engine the backend would build for gm, in order."""
+        return []
 
     def script_part(self) -> ScriptPart:
         raise NotImplementedError

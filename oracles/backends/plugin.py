@@ -2,13 +2,21 @@
 
 `fn` has the torch.compile backend signature `fn(gm, example_inputs) -> callable`, so
 any in-house compiler plugs in. A plugin runs the user's code, in worker processes.
+
+Optional, for partition-aware reduction: `--set KEY=VALUE` settings reach `fn` as
+keyword arguments (true/false, ints and floats parsed; anything else a string), the
+module may define `partitions(gm, example_inputs, **settings) -> list[list[str]]` (the
+node names of each engine it would build), and `OP_FALLBACK_SETTING = "name"`, the
+setting that takes a comma-separated list of op names to run in PyTorch instead.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
+from types import ModuleType
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -30,7 +38,24 @@ def split_spec(spec: str) -> tuple[str, str]:
     return target, fn
 
 
+def parse_setting(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 def load_plugin(spec: str) -> Callable[..., Any]:
+    return getattr(load_plugin_module(spec), split_spec(spec)[1])
+
+
+def load_plugin_module(spec: str) -> ModuleType:
     target, fn_name = split_spec(spec)
     if target.endswith(".py") or "/" in target:
         path = Path(target)
@@ -57,7 +82,7 @@ def load_plugin(spec: str) -> Callable[..., Any]:
     if not callable(fn):
         raise TrtminError(f"plugin {target}:{fn_name} is a {type(fn).__name__}, not callable; "
                           "name a function fn(gm, example_inputs) -> callable")
-    return fn
+    return module
 
 
 class PluginBackend(Backend):
@@ -66,18 +91,30 @@ class PluginBackend(Backend):
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
         self.target, self.fn_name = split_spec(spec)
-        self._fn: Callable[..., Any] | None = None
+        self.kwargs = {k: parse_setting(v) for k, v in self.settings.items()}
+        self._module: ModuleType | None = None
+
+    @property
+    def module(self) -> ModuleType:
+        if self._module is None:
+            self._module = load_plugin_module(self.spec)
+        return self._module
 
     def validate(self) -> None:
-        load_plugin(self.spec)
+        module = self.module
+        self.reports_partitions = callable(getattr(module, "partitions", None))
+        self.op_fallback_setting = getattr(module, "OP_FALLBACK_SETTING", None)
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         # Through torch.compile, as a torch.compile backend is used: the plugin gets the
         # dynamo graph of the candidate, exactly as repro.py will hand it over.
-        if self._fn is None:
-            self._fn = load_plugin(self.spec)
+        fn = getattr(self.module, self.fn_name)
         torch._dynamo.reset()
-        return torch.compile(gm, backend=self._fn)
+        return torch.compile(gm, backend=functools.partial(fn, **self.kwargs) if self.kwargs else fn)
+
+    def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:
+        report = getattr(self.module, "partitions", None)
+        return report(gm, list(example_inputs), **self.kwargs) if report else []
 
     def script_part(self) -> ScriptPart:
         is_file = self.target.endswith(".py") or "/" in self.target
@@ -92,5 +129,10 @@ class PluginBackend(Backend):
         else:
             load = f"import importlib\n    plugin = importlib.import_module({self.target!r})\n"
             files = {}
-        body = load + f"    return torch.compile(module, backend=plugin.{self.fn_name})"
+        if self.kwargs:
+            load += "    import functools\n"
+            body = load + (f"    return torch.compile(module, backend=functools.partial(plugin.{self.fn_name}, "
+                           f"**{self.kwargs!r}))")
+        else:
+            body = load + f"    return torch.compile(module, backend=plugin.{self.fn_name})"
         return ScriptPart(compile_body=body, files=files)

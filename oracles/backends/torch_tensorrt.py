@@ -320,6 +320,20 @@ class TorchTensorRTBackend(Backend):
 
         return run
 
+    reports_partitions = True
+    op_fallback_setting = "torch_executed_ops"
+
+    def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:
+        """Node names of each TensorRT engine, from Torch-TensorRT's own partitioner.
+        (NOT RUN here: torch_tensorrt cannot be installed in this workplace.)"""
+        from torch_tensorrt.dynamo import partitioning
+
+        options = {k: materialize(v) for k, v in self.options.items()}
+        parted, _ = partitioning.fast_partition(gm, min_block_size=options.get("min_block_size", 1),
+                                                torch_executed_ops=options.get("torch_executed_ops", set()))
+        return [[n.name for n in sub.graph.nodes if n.op == "call_function"]
+                for name, sub in parted.named_children() if name.startswith("_run_on_acc")]
+
     def script_part(self) -> ScriptPart:
         options = "".join(f", {k}={render_value(v)}" for k, v in self.options.items())
         body = textwrap.dedent(f"""\

@@ -1,0 +1,84 @@
+"""Partition-aware passes, for backends that report their engines and op fallback.
+
+- isolate_partition: run each compiled engine alone in the compiler (the rest, cut to
+  inputs, in PyTorch); keep the first that fails the same way. Coarsest cut of all.
+- bisect_settings: drop every --set setting the bug does not need, so the repro carries
+  only those (and the report says which).
+- bisect_op_fallback: the fewest op types that, forced to PyTorch (Torch-TensorRT's
+  torch_executed_ops), make the bug vanish: that names the culprit converter.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence, TypeVar
+
+from minimize.problem import ReductionProblem, Settings
+
+T = TypeVar("T")
+
+
+def isolate_partition(problem: ReductionProblem) -> None:
+    if problem.partitions is None:
+        return
+    parts = problem.partitions(problem.key(problem.current))
+    if len(parts) < 2:
+        return
+    keep = set(problem.current)
+    cands = []
+    for names in parts:
+        idx = {problem.program.index[n] for n in names if n in problem.program.index} & keep
+        c = problem.program.normalize(idx)
+        cands.append(c if c and c != problem.current else ())
+    usable = [c for c in cands if c]
+    i = problem.try_first(usable)
+    if i is not None:
+        n = cands.index(usable[i])
+        problem.notes["failing_engine"] = f"engine {n} of {len(parts)} ({len(usable[i])} call nodes)"
+        problem.accept(usable[i])
+
+
+def shrink_list(items: list[T], keeps_property: Callable[[list[list[T]]], int | None]) -> list[T]:
+    """Delta debugging on a list: remove chunks while the property holds. `keeps_property`
+    gets the candidate lists in order and returns the index of the first that holds."""
+    size = max(1, len(items) // 2)
+    while items:
+        starts = list(range(0, len(items), size))
+        cands = [items[:s] + items[s + size:] for s in starts]
+        i = keeps_property(cands)
+        if i is not None:
+            items = cands[i]
+            size = max(1, min(size, len(items) // 2))
+            continue
+        if size == 1:
+            break
+        size = max(1, size // 2)
+    return items
+
+
+def bisect_settings(problem: ReductionProblem) -> None:
+    given = list(problem.settings)
+    if not given:
+        return
+    as_settings = lambda kvs: tuple(sorted(kvs))  # noqa: E731
+    needed = shrink_list(given, lambda cands: problem.first_settings([as_settings(c) for c in cands]))
+    problem.notes["settings_needed"] = dict(needed)
+    problem.notes["settings_dropped"] = sorted(k for k, _ in given if k not in dict(needed))
+    problem.settings = as_settings(needed)
+
+
+def bisect_op_fallback(problem: ReductionProblem) -> None:
+    setting = problem.op_fallback_setting
+    if not setting:
+        return
+    ops = sorted({str(problem.program.nodes[i].target) for i in problem.current})
+
+    def with_fallback(subset: Sequence[str]) -> Settings:
+        base = [kv for kv in problem.settings if kv[0] != setting]
+        return tuple(sorted(base + [(setting, ",".join(subset))]))
+
+    if problem.first_settings([with_fallback(ops)], want_failure=False) is None:
+        problem.notes["culprit_ops"] = "the bug remains with every op type forced to PyTorch"
+        return
+    culprit = shrink_list(ops, lambda cands: problem.first_settings([with_fallback(c) for c in cands],
+                                                                     want_failure=False))
+    problem.notes["culprit_ops"] = culprit
