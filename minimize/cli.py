@@ -160,7 +160,8 @@ def check(
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
         opts.repeat = repeat
         with Session(opts) as session:
-            runs = session.evaluate([session.program.normalize(session.program.all_kept())])[0]
+            whole = session.program.normalize(session.program.all_kept())
+            runs = session.evaluate([(whole, tuple(sorted(opts.settings.items())))])[0]
     except TrtminError as e:
         _fail(e)
     if repeat > 1:

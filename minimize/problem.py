@@ -149,32 +149,42 @@ class ReductionProblem:
         return None
 
     def first_true(self, lo: int, hi: int, make: Callable[[int], Candidate]) -> int:
-        """Smallest x in [lo, hi] with make(x) interesting; make(hi) is taken as interesting.
+        """Smallest x in [lo, hi] with make(x) interesting; make(hi) is taken as interesting."""
+        return self.first_true_many([(lo, hi, make)])[0]
 
-        A binary search; with N workers the next levels of its decision tree are
-        evaluated at once, and the walk down the tree is the sequential one.
+    def first_true_many(self, searches: Sequence[tuple[int, int, Callable[[int], Candidate]]]) -> list[int]:
+        """Several independent binary searches, run together.
+
+        Each is the plain sequential binary search; with N workers the top of each
+        search's decision tree (breadth first, N slots shared round-robin) is evaluated
+        at once, then each search walks down as far as known verdicts take it. The walk
+        is the sequential one, so results and charged calls are the same for any N.
         """
-        depth = max(1, (self.jobs + 1).bit_length() - 1)
-        while lo < hi:
-            frontier, level = [(lo, hi)], []
-            for _ in range(depth):
-                nxt = []
-                for a, b in frontier:
-                    if a < b:
+        bounds = [[lo, hi] for lo, hi, _ in searches]
+        while True:
+            active = [i for i, (lo, hi) in enumerate(bounds) if lo < hi]
+            if not active:
+                return [lo for lo, _ in bounds]
+            queues = {i: [tuple(bounds[i])] for i in active}
+            batch: list[Candidate] = []
+            while len(batch) < max(self.jobs, len(active)) and any(queues.values()):
+                for i in active:
+                    if queues[i] and len(batch) < max(self.jobs, len(active)):
+                        a, b = queues[i].pop(0)
                         m = (a + b) // 2
-                        level.append(make(m))
-                        nxt += [(a, m), (m + 1, b)]
-                frontier = nxt
-            self._ensure(level)
-            for _ in range(depth):
-                if lo >= hi:
-                    break
-                mid = (lo + hi) // 2
-                if self.is_interesting(make(mid)):
-                    hi = mid
-                else:
-                    lo = mid + 1
-        return lo
+                        batch.append(searches[i][2](m))
+                        queues[i] += [iv for iv in ((a, m), (m + 1, b)) if iv[0] < iv[1]]
+            self._ensure(batch)
+            for i in active:
+                make = searches[i][2]
+                lo, hi = bounds[i]
+                while lo < hi and self.key(make((lo + hi) // 2)) in self.cache:
+                    mid = (lo + hi) // 2
+                    if self.is_interesting(make(mid)):
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                bounds[i] = [lo, hi]
 
     # ---- acceptance -----------------------------------------------------------------
     def accept(self, cand: Candidate) -> None:

@@ -1,0 +1,94 @@
+"""A real ExecuTorch 1.4 bug, reduced end to end, and the same program emitted for the
+TensorRT family: XNNPACK folds a BatchNorm1d into the Linear before it along the wrong
+axis when the Linear's output is 3-D (silent mismatch; the portable kernels are right)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from tests.conftest import save_program
+from tests.helpers import run_cli, run_repro
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("executorch") is None, reason="executorch not installed")
+
+
+class SensorEncoder(nn.Module):
+    """(batch, 5 channels, 8 features) -> an embedding; the BatchNorm1d normalizes channels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(8, 8)
+        self.proj = nn.Linear(8, 5)
+        self.bn = nn.BatchNorm1d(5)
+        self.head = nn.Linear(25, 6)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 2)
+            self.bn.bias.uniform_(-1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.inp(x)) + x
+        h = self.bn(self.proj(h))
+        h = h + 0.5 * torch.relu(h)
+        return self.head(h.flatten(1)).softmax(-1) * 10
+
+
+@pytest.fixture(scope="module")
+def reduced(tmp_path_factory) -> Path:
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("et")
+    model, inputs = save_program(SensorEncoder().eval(), (torch.randn(2, 5, 8),), folder)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "executorch:portable")
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]  # the portable kernels are right
+    out = folder / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "executorch:xnnpack",
+                "--emit", "tensorrt", "--emit", "torch_tensorrt", "--emit", "executorch:portable", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
+    s = json.loads((reduced / "summary.json").read_text())
+    assert s["original_nodes"] >= 12 and s["final_nodes"] <= 3
+    script = (reduced / "repro.py").read_text()
+    assert "linear" in script and "batch_norm" in script
+    assert "self.register_buffer('p_proj_weight'" in script  # weights stay weights: the bug needs it
+    r = run_repro(reduced)
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr[-2000:]
+    assert run_repro(reduced, backend="eager").returncode == 0
+
+
+def _run(script: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                          env={**clean, **env}, cwd=script.parent)
+
+
+def test_emitted_scripts_for_the_tensorrt_family(reduced):
+    # Torch-TensorRT: the eager half runs, then a one-line skip where it is not installed.
+    r = _run(reduced / "repro_torch_tensorrt.py")
+    if importlib.util.find_spec("torch_tensorrt") is None:
+        assert r.returncode == 2 and r.stdout.strip() == "SKIPPED: torch_tensorrt is not installed", r.stdout + r.stderr
+    assert "torch_tensorrt.dynamo.compile" in (reduced / "repro_torch_tensorrt.py").read_text()
+    # TensorRT-only: no torch in it; its ONNX file and npz are checked against onnxruntime.
+    trt_script = (reduced / "repro_tensorrt.py").read_text()
+    assert "import torch" not in trt_script
+    assert (reduced / "model.onnx").exists() and (reduced / "repro_tensorrt.npz").exists()
+    r = _run(reduced / "repro_tensorrt.py", TRTMIN_BACKEND="onnxruntime")
+    assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr[-2000:]
+    if importlib.util.find_spec("tensorrt") is None:
+        r = _run(reduced / "repro_tensorrt.py")
+        assert r.returncode == 2 and "SKIPPED" in r.stdout and "tensorrt" in r.stdout
+    # ExecuTorch portable: the same program runs right there (the bug is XNNPACK's).
+    r = _run(reduced / "repro_executorch_portable.py")
+    assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr[-2000:]
