@@ -237,7 +237,7 @@ def repros_run(
         results = run_repros(suite, names or None, timeout, device_label)
     except TrtminError as e:
         _fail(e)
-    console = RichConsole()
+    console = RichConsole(width=None if sys.stdout.isatty() else 160)
     console.print(render_table(results))
     console.print(summary_line(results), highlight=False)
     if json_file:
