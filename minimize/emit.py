@@ -338,8 +338,10 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
 
 
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:
-    env = environment()
-    env_lines = "\n".join(f"- {k}: {v}" for k, v in env.items())
+    from oracles.environment import collect_environment, format_environment
+
+    # The shape of Torch-TensorRT's bug template, so the section pastes into an issue as is.
+    env_lines = format_environment(collect_environment()) + f"\n - trtmin Version: {minimize.__version__}"
     stats = summary.get("passes", {})
     diagnosis = _diagnosis_lines(summary)
     stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items())

@@ -97,3 +97,23 @@ def test_out_folder_with_other_files_is_not_overwritten(host_program, tmp_path):
                 plugin("crash_on_sin"), "--out", str(tmp_path))
     assert_one_line_error(r, "--force")
     assert (tmp_path / "mine.txt").read_text() == "keep me" and not (tmp_path / "repro.py").exists()
+
+
+def test_missing_backend_package_is_one_line_and_help_still_works(host_program):
+    import importlib.util
+    model, _ = host_program
+    if importlib.util.find_spec("torch_tensorrt") is None:
+        assert_one_line_error(run_cli("check", str(model), "--backend", "torch_tensorrt"),
+                              "torch_tensorrt package", "pip install")
+    r = run_cli("--help")
+    assert r.returncode == 0 and "reduce" in r.stdout
+
+
+def test_folder_given_as_model(tmp_path):
+    assert_one_line_error(run_cli("check", str(tmp_path)), "is a folder")
+
+
+def test_unknown_setting_is_refused_with_a_suggestion(host_program):
+    model, _ = host_program
+    r = run_cli("check", str(model), "--backend", "onnxruntime", "--set", "bogus_key=1")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
