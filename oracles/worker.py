@@ -89,9 +89,11 @@ class _Worker:
         self.proc.start()
         child.close()
         self.job_started = 0.0
-        self._await_ready()
+        self.ready = False
 
-    def _await_ready(self) -> None:
+    def await_ready(self) -> None:
+        if self.ready:
+            return
         if not self.conn.poll(STARTUP_TIMEOUT_S):
             self.kill()
             raise TrtminError(f"a worker did not start within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
@@ -101,6 +103,7 @@ class _Worker:
             raise TrtminError(f"a worker died while starting ({self.exit_description()}); see {self.log_path}") from None
         if tag != READY:
             raise TrtminError(f"a worker could not start: {payload}")
+        self.ready = True
 
     def exit_description(self) -> str:
         self.proc.join(timeout=5)
@@ -166,7 +169,8 @@ class WorkerPool:
         self.workers: list[_Worker | None] = [None] * self.n
         self.restarts = 0
 
-    def _worker(self, slot: int) -> _Worker:
+    def _start(self, slot: int) -> _Worker:
+        """The slot's worker, started if it is missing or dead (it may still be importing)."""
         w = self.workers[slot]
         if w is None or not w.alive():
             if w is not None:
@@ -175,6 +179,11 @@ class WorkerPool:
             cfg = WorkerConfig(**{**self.cfg.__dict__, "env": {**self.cfg.env, **self.per_worker_env[slot]}})
             w = _Worker(cfg, slot, self.log_dir)
             self.workers[slot] = w
+        return w
+
+    def _worker(self, slot: int) -> _Worker:
+        w = self._start(slot)
+        w.await_ready()
         return w
 
     def run(self, jobs: list[Any]) -> list[Any]:
@@ -194,6 +203,9 @@ class WorkerPool:
             else:
                 results[j] = death_verdict(w.exit_description(), w.log_tail())
 
+        # Start every worker this batch needs at once: they import torch in parallel.
+        for slot in range(min(self.n, len(jobs))):
+            self._start(slot)
         while pending or busy:
             for slot in range(self.n):
                 if slot not in busy and pending:

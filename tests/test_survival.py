@@ -96,7 +96,9 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
     _, err = proc.communicate(timeout=120)
     if how == signal.SIGTERM:
         assert proc.returncode == 130 and "--resume" in err
-    assert not (tmp_path / "repro.py").exists()
+    # Nothing is half-written: a repro.py, if the signal came that late, is a whole one.
+    if (tmp_path / "repro.py").exists():
+        compile((tmp_path / "repro.py").read_text(), "repro.py", "exec")
     assert run_cli(*args).returncode == 2  # the folder holds a run: refused without --resume
     r = run_cli(*args, "--resume")
     assert r.returncode == 0, r.stderr[-2000:]

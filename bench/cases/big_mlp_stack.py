@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import GraphModule, Interpreter, Node
 
-ORACLE = "mismatch"
+ORACLE = "nan"  # +inf where eager is finite: trtmin's nan oracle covers every non-finite value
 MATCH = None
 CORE = 2
 
