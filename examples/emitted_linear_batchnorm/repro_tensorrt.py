@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""executorch:xnnpack mismatch on cpu: batch_norm.default, linear.default
+
+MISMATCH: output 0 differs from eager by max abs 2.255 (max rel 13.79) (40 of 50 values off, dtype float32)
+Emitted for tensorrt by trtmin; the reduction was checked on cpu with another backend.
+
+TensorRT-only repro: needs tensorrt, numpy, cuda-python and an NVIDIA GPU; no torch.
+Files beside it: model.onnx, repro_tensorrt.npz (inputs and eager PyTorch's outputs).
+
+Run:      python repro_tensorrt.py
+          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package),
+          3 = fails differently now
+Control:  TRTMIN_BACKEND=onnxruntime python repro_tensorrt.py
+          runs the same ONNX file on onnxruntime (CPU) in place of TensorRT; it must print FIXED
+"""
+
+import importlib.util
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+ONNX_FILE = HERE / 'model.onnx'
+NPZ_FILE = HERE / 'repro_tensorrt.npz'
+ORACLE = 'mismatch'
+ATOL, RTOL = 0.001, 0.001
+ERROR_PATTERN = ''  # regex the failure text must match (crash / oom oracles)
+TIMEOUT_S = 300.0
+TRT_SETTINGS = {}
+ORT_SETTINGS = {}
+
+
+class TensorRTError(RuntimeError):
+    """TensorRT refused the model: parsing, building, or running the engine failed."""
+
+
+def build_engine(trt, onnx_path, settings):
+    """ONNX file -> {"engine", "runtime", "log"}. Raises TensorRTError with TensorRT's words.
+
+    settings: builder_flags {NAME: bool}, strongly_typed, optimization_level, workspace."""
+
+    class Log(trt.ILogger):
+
+        def __init__(self):
+            trt.ILogger.__init__(self)
+            self.errors = []
+
+        def log(self, severity, msg):
+            if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR):
+                self.errors.append(str(msg))
+    log = Log()
+    builder = trt.Builder(log)
+    flags = 0
+    if settings.get('strongly_typed'):
+        flag = getattr(trt.NetworkDefinitionCreationFlag, 'STRONGLY_TYPED', None)
+        if flag is None:
+            raise TensorRTError(f'TensorRT {trt.__version__} has no NetworkDefinitionCreationFlag.STRONGLY_TYPED')
+        flags |= 1 << int(flag)
+    network = builder.create_network(flags)
+    parser = trt.OnnxParser(network, log)
+    if not parser.parse_from_file(str(onnx_path)):
+        errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
+        raise TensorRTError('the ONNX parser failed: ' + ' | '.join(errors or log.errors or ['no message']))
+    config = builder.create_builder_config()
+    for name, on in sorted(settings.get('builder_flags', {}).items()):
+        flag = getattr(trt.BuilderFlag, name, None)
+        if flag is None:
+            raise TensorRTError(f'TensorRT {trt.__version__} has no BuilderFlag.{name}')
+        if on:
+            config.set_flag(flag)
+        else:
+            config.clear_flag(flag)
+    if settings.get('optimization_level') is not None:
+        config.builder_optimization_level = int(settings['optimization_level'])
+    if settings.get('workspace') is not None:
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(settings['workspace']))
+    plan = builder.build_serialized_network(network, config)
+    if plan is None:
+        raise TensorRTError('building the engine failed: ' + ' | '.join(log.errors or ['no message']))
+    runtime = trt.Runtime(log)
+    engine = runtime.deserialize_cuda_engine(plan)
+    if engine is None:
+        raise TensorRTError('deserializing the engine failed: ' + ' | '.join(log.errors or ['no message']))
+    return {'engine': engine, 'runtime': runtime, 'log': log}
+
+
+def engine_io(trt, engine):
+    """[(name, is_input, dtype name)] of an engine's I/O tensors, in engine order."""
+    io = []
+    for i in range(engine.num_io_tensors):
+        name = engine.get_tensor_name(i)
+        is_input = engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT
+        io.append((name, is_input, engine.get_tensor_dtype(name).name))
+    return io
+
+
+def ort_session(onnx_path, options):
+    """An onnxruntime CPU session for an ONNX file (it reads the file and any external
+    data now). options: graph_optimization_level, intra_op_num_threads."""
+    import onnxruntime
+    so = onnxruntime.SessionOptions()
+    level = options.get('graph_optimization_level')
+    if level:
+        so.graph_optimization_level = {'disable': onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL, 'basic': onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC, 'extended': onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, 'all': onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+    if options.get('intra_op_num_threads'):
+        so.intra_op_num_threads = int(options['intra_op_num_threads'])
+    return onnxruntime.InferenceSession(str(onnx_path), so, providers=['CPUExecutionProvider'])
+
+
+def run_onnxruntime(session, feeds, bf16_inputs):
+    """Run an onnxruntime session. numpy in, numpy out.
+
+    feeds: {input name: array}; bf16 inputs are given as uint16 arrays (their bits) and
+    named in bf16_inputs. Returns (outputs in the model's order, names of the outputs
+    that are bf16, returned as uint16 bits)."""
+    import ctypes
+    import numpy as np
+    import onnxruntime
+    values = {}
+    for name, array in feeds.items():
+        array = np.asarray(array, order='C')
+        if name in bf16_inputs:
+            values[name] = onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), 16)
+        else:
+            values[name] = onnxruntime.OrtValue.ortvalue_from_numpy(array)
+    names = [o.name for o in session.get_outputs()]
+    results = session.run_with_ort_values(names, values)
+    outputs, bf16_outputs = ([], [])
+    for name, value in zip(names, results):
+        if value.data_type() == 'tensor(bfloat16)':
+            shape = tuple(value.shape())
+            count = int(np.prod(shape)) if shape else 1
+            bits = np.zeros(0, np.uint16)
+            if count:
+                bits = np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(value.data_ptr())).copy()
+            outputs.append(bits.reshape(shape))
+            bf16_outputs.append(name)
+        else:
+            outputs.append(value.numpy())
+    return (outputs, bf16_outputs)
+
+
+def load_npz(path):
+    """numpy only: ({input name: array}, [expected arrays], meta). bf16 arrays hold uint16 bits."""
+    import numpy as np
+    with np.load(str(path), allow_pickle=False) as data:
+        meta = json.loads(str(data['meta']))
+        inputs = {item['name']: data[f'input_{k}'] for k, item in enumerate(meta['inputs'])}
+        expected = [data[f'expected_{i}'] for i in range(len(meta['expected']))]
+    return (inputs, expected, meta)
+
+
+def as_float64(a, dtype):
+    """An array as float64 for comparison (bf16 bits widened)."""
+    import numpy as np
+    if dtype == 'bfloat16':
+        return (np.asarray(a).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    a = np.asarray(a)
+    if a.dtype == np.bool_:
+        return a.astype(np.float64)
+    if np.iscomplexobj(a):
+        return a.astype(np.complex128)
+    return a.astype(np.float64)
+
+
+def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol):
+    """(reproduced, message) for one run, as trtmin's mismatch / nan checks decide it."""
+    import numpy as np
+    if len(expected) != len(actual):
+        return (True, f'eager returns {len(expected)} outputs, the backend {len(actual)}')
+    worst = None
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        e64, a64 = (as_float64(e, dtypes[i]), as_float64(a, dtypes[i]))
+        if e64.shape != a64.shape:
+            if oracle == 'mismatch':
+                return (True, f'output {i} has shape {a64.shape}, eager {e64.shape}')
+            continue
+        e_finite, a_finite = (np.isfinite(e64), np.isfinite(a64))
+        if oracle == 'nan':
+            bad = e_finite & ~a_finite
+            if bad.any():
+                return (True, f'output {i} has {int(bad.sum())} non-finite values where eager is finite')
+            continue
+        with np.errstate(invalid='ignore', over='ignore'):
+            diff = np.abs(e64 - a64)
+        same = (e64 == a64) | np.isnan(e64) & np.isnan(a64)
+        diff = np.where(same, 0.0, np.where(e_finite & a_finite, diff, np.inf))
+        floating = dtypes[i].startswith(('float', 'bfloat', 'complex'))
+        limit = atol + (rtol if floating else 0.0) * np.nan_to_num(np.abs(e64), nan=0.0, posinf=0.0, neginf=0.0)
+        bad = diff > limit
+        if bad.any() and (worst is None or float(diff.max()) > worst[1]):
+            worst = (i, float(diff.max()), int(bad.sum()))
+    if oracle == 'nan':
+        return (False, 'no non-finite values where eager is finite')
+    if oracle != 'mismatch':
+        return (False, 'built and ran without error')
+    if worst is None:
+        return (False, 'the backend matches eager PyTorch')
+    i, err, n = worst
+    return (True, f'output {i} differs from eager by max abs {err:.4g} ({n} values off)')
+
+
+def find_cudart():
+    try:
+        from cuda.bindings import runtime as cudart  # cuda-python >= 12.6
+    except ImportError:
+        from cuda import cudart  # older cuda-python
+    return cudart
+
+
+def cuda_check(result):
+    err, rest = result[0], result[1:]
+    if int(err) != 0:
+        raise TensorRTError(f"CUDA runtime error {err}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def run_tensorrt(inputs, meta):
+    """Build the engine from the ONNX file and run it on the .npz inputs; numpy outputs
+    in the ONNX model's output order (bf16 as uint16 bits)."""
+    import numpy as np
+    import tensorrt as trt
+
+    cudart = find_cudart()
+    built = build_engine(trt, ONNX_FILE, TRT_SETTINGS)
+    engine, log = built["engine"], built["log"]
+    context = engine.create_execution_context()
+    if context is None:
+        raise TensorRTError("creating an execution context failed: " + " | ".join(log.errors or ["no message"]))
+    stream = cuda_check(cudart.cudaStreamCreate())
+    allocations, host_outputs = [], {}
+    try:
+        io = engine_io(trt, engine)
+        for name, is_input, dtype_name in io:
+            if not is_input:
+                continue
+            if name not in inputs:
+                raise TensorRTError(f"the engine has an input {name!r} that the .npz does not hold")
+            host = np.asarray(inputs[name], order="C")
+            if dtype_name not in ("BF16", "FP8"):  # numpy knows the type: make it the engine's
+                host = np.asarray(host.astype(trt.nptype(engine.get_tensor_dtype(name)), copy=False), order="C")
+            context.set_input_shape(name, host.shape)
+            if engine.is_shape_inference_io(name):  # shape tensors live in host memory
+                allocations.append(host)
+                context.set_tensor_address(name, host.ctypes.data)
+                continue
+            device = cuda_check(cudart.cudaMalloc(max(host.nbytes, 1)))
+            allocations.append(device)
+            if host.nbytes:
+                cuda_check(cudart.cudaMemcpy(device, host.ctypes.data, host.nbytes,
+                                             cudart.cudaMemcpyKind.cudaMemcpyHostToDevice))
+            context.set_tensor_address(name, device)
+        for name, is_input, dtype_name in io:
+            if is_input:
+                continue
+            shape = tuple(context.get_tensor_shape(name))
+            if any(d < 0 for d in shape):
+                raise TensorRTError(f"output {name!r} has a data-dependent shape {shape}; this script has no "
+                                    "output allocator")
+            np_dtype = {"BF16": np.uint16, "FP8": np.uint8}.get(dtype_name)
+            host = np.empty(shape, dtype=np_dtype or trt.nptype(engine.get_tensor_dtype(name)))
+            device = cuda_check(cudart.cudaMalloc(max(host.nbytes, 1)))
+            allocations.append(device)
+            context.set_tensor_address(name, device)
+            host_outputs[name] = (host, device)
+        if not context.execute_async_v3(int(stream)):
+            raise TensorRTError("execute_async_v3 failed: " + " | ".join(log.errors or ["no message"]))
+        cuda_check(cudart.cudaStreamSynchronize(stream))
+        for host, device in host_outputs.values():
+            if host.nbytes:
+                cuda_check(cudart.cudaMemcpy(host.ctypes.data, device, host.nbytes,
+                                             cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost))
+    finally:
+        for a in allocations:
+            if not hasattr(a, "ctypes"):
+                cudart.cudaFree(a)
+        cudart.cudaStreamDestroy(stream)
+    missing = [n for n in meta["output_names"] if n not in host_outputs]
+    if missing:
+        raise TensorRTError(f"the engine has no output {missing[0]!r} of the ONNX model")
+    return [host_outputs[n][0] for n in meta["output_names"]]
+
+
+def run_reference(inputs, meta):
+    bf16 = {item["name"] for item in meta["inputs"] if item["dtype"] == "bfloat16"}
+    outputs, _ = run_onnxruntime(ort_session(ONNX_FILE, ORT_SETTINGS), inputs, bf16)
+    return outputs
+
+
+def exception_text(e):
+    parts = []
+    while e is not None and len(parts) < 8:
+        parts.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__
+    return "\n".join(parts)
+
+
+def run():
+    inputs, expected, meta = load_npz(NPZ_FILE)
+    meta["output_names"] = ['getitem']
+    dtypes = [item["dtype"] for item in meta["expected"]]
+    try:
+        if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
+            actual = run_reference(inputs, meta)
+        else:
+            actual = run_tensorrt(inputs, meta)
+    except Exception as e:  # TensorRT failed: is it the same failure?
+        text = exception_text(e)
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        if ORACLE in ("crash", "oom") and (not ERROR_PATTERN or re.search(ERROR_PATTERN, text)):
+            print(f"REPRODUCED: {type(e).__name__}: {first}")
+            return 1
+        print(f"CHANGED: fails differently now: {type(e).__name__}: {first}")
+        return 3
+    reproduced, message = compare_outputs_np(expected, actual, dtypes, ORACLE, ATOL, RTOL)
+    print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
+    return 1 if reproduced else 0
+
+
+def missing_requirements():
+    """Why this cannot run here, or None."""
+    reference = os.environ.get("TRTMIN_BACKEND") == "onnxruntime"
+    needed = ["numpy"] + (["onnxruntime"] if reference else ["tensorrt"])
+    for name in needed:
+        if importlib.util.find_spec(name) is None:
+            return f"{name} is not installed"
+    if reference:
+        return None
+    try:
+        cudart = find_cudart()
+    except ImportError:
+        return "cuda-python is not installed (pip install cuda-python)"
+    try:
+        count = cuda_check(cudart.cudaGetDeviceCount())
+    except Exception as e:  # no driver, no device
+        return f"no CUDA GPU is visible here ({e})"
+    if not count:
+        return "no CUDA GPU is visible here"
+    return None
+
+
+def main():
+    reason = missing_requirements()
+    if reason:
+        print(f"SKIPPED: {reason}")
+        return 2
+    if os.environ.get("TRTMIN_CHILD"):
+        return run()
+    # TensorRT may abort, segfault or hang: run in a child and read how it ended.
+    try:
+        child = subprocess.run([sys.executable, __file__], env={**os.environ, "TRTMIN_CHILD": "1"},
+                               capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        print(f"REPRODUCED: no result within {TIMEOUT_S:g} s (hang)" if ORACLE == "hang" else "CHANGED: hangs now")
+        return 1 if ORACLE == "hang" else 3
+    if child.returncode < 0:
+        name = signal.Signals(-child.returncode).name
+        same = ORACLE == "crash" and (not ERROR_PATTERN or re.search(ERROR_PATTERN, name))
+        print(f"{'REPRODUCED' if same else 'CHANGED'}: the process was killed by {name}")
+        return 1 if same else 3
+    sys.stdout.write(child.stdout)
+    if child.returncode not in (0, 1, 2, 3):
+        sys.stdout.write(child.stderr[-2000:])
+    return child.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
