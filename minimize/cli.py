@@ -69,8 +69,15 @@ def _fail(e: TrtminError) -> None:
     raise typer.Exit(2)
 
 
+def _default_jobs(device: str) -> int:
+    if device != "cuda":
+        return 1
+    import torch
+    return max(1, torch.cuda.device_count())
+
+
 def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], match: Optional[str],
-             atol: float, rtol: float, timeout: float, device: str, jobs: int = 1, any_failure: bool = False,
+             atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
              settings: Optional[list[str]] = None, emit: Optional[list[str]] = None):
     from minimize.session import Options
     if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
@@ -80,6 +87,8 @@ def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], 
             re.compile(match)
         except re.error as e:
             raise TrtminError(f"--match {match!r} is not a valid regular expression ({e})") from None
+    if jobs is None:
+        jobs = _default_jobs(device)
     if jobs < 1:
         raise TrtminError("--jobs must be at least 1")
     return Options(model=model, oracle=oracle.value, backend=backend, inputs=inputs, match=match, atol=atol,
@@ -100,7 +109,8 @@ def reduce(
     timeout: TimeoutOpt = 300.0,
     device: DeviceOpt = "cpu",
     out: Annotated[Path, typer.Option(help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
-    jobs: Annotated[int, typer.Option(help="Oracle calls run at once, in isolated workers. The result is the same for any value.")] = 1,
+    jobs: Annotated[Optional[int], typer.Option(help="Oracle calls run at once, in isolated workers (default: one per "
+                    "visible GPU with --device cuda, each pinned to its GPU; else 1). The result is the same for any value.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the results of another run in --out.")] = False,
     set_: SetOpt = None,
@@ -129,7 +139,7 @@ def reduce(
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
+        err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
         raise typer.Exit(130)
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {summary['final_nodes']} call nodes in "
                   f"{summary['oracle_calls']} oracle calls, {summary['seconds']:.0f} s")

@@ -9,10 +9,9 @@ speculative extra work is reported separately, as timing.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from minimize.program import Program
@@ -38,10 +37,6 @@ class Counters:
     accepted: int = 0
     invalid: int = 0
     oracle_seconds: float = 0.0
-
-
-def candidate_key(kept: Candidate) -> str:
-    return hashlib.sha1(",".join(map(str, kept)).encode()).hexdigest()[:16]
 
 
 class ReductionProblem:
@@ -196,7 +191,3 @@ class ReductionProblem:
         v = self.verdict(self.current)
         self.first_verdict = self.last_verdict = v
         return v
-
-    def summary_counts(self) -> dict[str, Any]:
-        return {"oracle_calls": self.counters.oracle_calls, "accepted": self.counters.accepted,
-                "invalid_candidates": self.counters.invalid}

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from minimize.emit import ReproInfo, atomic_write, environment, write_extra_script, write_outputs
+from minimize.emit import ReproInfo, environment, write_extra_script, write_outputs
 from minimize.journal import JOURNAL, Journal
 from minimize.problem import ReductionProblem
 from minimize.program import count_call_nodes

@@ -42,8 +42,8 @@ class Options:
 
 
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
-    """One worker per GPU, each pinned with CUDA_VISIBLE_DEVICES."""
-    if not device.startswith("cuda"):
+    """One worker per GPU, each pinned with CUDA_VISIBLE_DEVICES (not for an explicit cuda:N)."""
+    if device != "cuda":
         return [{} for _ in range(jobs)]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     ids = visible.split(",") if visible else [str(i) for i in range(_gpu_count())]

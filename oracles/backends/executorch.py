@@ -30,7 +30,6 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import script_source
 from oracles.errors import MissingPackageError, TrtminError
 
 VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")

@@ -27,7 +27,6 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import script_source
 from oracles.errors import MissingPackageError, TrtminError
 
 INSTALL_HINT = "install it with pip install torch-tensorrt (needs an NVIDIA GPU and CUDA)"
