@@ -60,7 +60,6 @@ class ReproInfo:
     original_nodes: int
     final_nodes: int
     oracle_calls: int
-    seconds: float
     oracle: str
     verdict: Verdict
     signature: Signature

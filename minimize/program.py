@@ -89,7 +89,6 @@ class Program:
         # BatchNorm into a Linear only when its weight is a constant).
         constants = {s.arg.name for s in sig.input_specs
                      if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
-        self.ep: ExportedProgram | None = ep
         self._setup(ep.graph_module.graph, user_outputs, constants, device)
         self.values = self._capture(ep, user_inputs)
 
@@ -98,7 +97,6 @@ class Program:
                 device: str) -> "Program":
         """A worker's copy: the graph and the eager values the main process captured."""
         program = cls.__new__(cls)
-        program.ep = None
         program._setup(graph, user_outputs, constants, device)
         program.values = values
         return program

@@ -100,7 +100,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             title=f"{session.backend.describe()} {final_verdict.kind} on {opts.device}: "
                   f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
             source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
-            oracle_calls=problem.counters.oracle_calls, seconds=seconds, oracle=opts.oracle,
+            oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
             device=opts.device, timeout=opts.timeout,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")

@@ -29,7 +29,8 @@ DISTRIBUTIONS = {
 }
 
 
-def _version(names: tuple[str, ...]) -> str:
+def first_installed_version(names: tuple[str, ...]) -> str:
+    """The version of the first of these distributions that is installed (metadata only)."""
     for name in names:
         try:
             return md.version(name)
@@ -107,7 +108,7 @@ def _driver() -> str:
 
 
 def collect_environment() -> dict[str, str]:
-    env = {label: _version(names) for label, names in DISTRIBUTIONS.items()}
+    env = {label: first_installed_version(names) for label, names in DISTRIBUTIONS.items()}
     gpus, cuda = _gpus()
     env.update({
         "CPU Architecture": platform.machine() or "unknown",

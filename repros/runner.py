@@ -30,7 +30,6 @@ ok (does this run agree with the manifest?):
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import os
 import platform
@@ -44,7 +43,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from repros.suite import KEY_PACKAGES, NOT_INSTALLED, Repro, find_repros
+from oracles.environment import first_installed_version
+from repros.suite import KEY_PACKAGES, Repro, find_repros
 
 FIXED, REPRODUCED, SKIPPED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "ERROR"
 STATUS_BY_EXIT = {0: FIXED, 1: REPRODUCED, 2: SKIPPED}
@@ -62,12 +62,7 @@ DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "ten
 
 def package_version(package: str) -> str:
     """The installed version of ``package`` (importlib.metadata), or "not installed"."""
-    for dist in DISTRIBUTIONS.get(package, (package,)):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return NOT_INSTALLED
+    return first_installed_version(DISTRIBUTIONS.get(package, (package,)))
 
 
 def _torch_cuda() -> tuple[str | None, str]:
