@@ -90,7 +90,7 @@ def run_trtmin(case: Case, jobs: int, out: Path) -> dict[str, Any]:
         return {"error": error_tail(e), "wall_s": round(time.monotonic() - t0, 2)}
     t = s["timing"]
     return {"original_nodes": s["original_nodes"], "final_nodes": s["final_nodes"],
-            "oracle_calls": s["oracle_calls"], "evaluations": t["evaluations"],
+            "oracle_calls": s["oracle_calls"], "evaluations": t["evaluations"], "batches": t.get("batches"),
             "wall_s": round(time.monotonic() - t0, 2), "seconds": t["seconds"],
             "oracle_seconds": t["oracle_seconds"], "trtmin_seconds": t["trtmin_seconds"],
             "own_fraction": round(t["trtmin_seconds"] / max(t["seconds"], 1e-9), 3),
@@ -169,7 +169,7 @@ def fmt(r: dict[str, Any] | None, *keys: str) -> str:
 
 def table(results: dict[str, Any]) -> str:
     rows = ["| case | oracle | CORE | nodes | trtmin j1: final / calls / wall s | own time | "
-            "trtmin j4: final / calls / evals / wall s | fx_minifier*: final / calls / wall s |",
+            "trtmin j4: final / calls / evals / rounds / wall s | fx_minifier*: final / calls / wall s |",
             "|---|---|---|---|---|---|---|---|"]
     for name in [n for n in ORDER if n in results]:
         r = results[name]
@@ -182,7 +182,7 @@ def table(results: dict[str, Any]) -> str:
         oracle = r["case"]["oracle"]
         rows.append(f"| {name} | {oracle} | {r['case']['core'] or '≤3 (test)'} | {nodes} | "
                     f"{fmt(j1, 'final_nodes', 'oracle_calls', 'wall_s')} | {own} | "
-                    f"{fmt(j4, 'final_nodes', 'oracle_calls', 'evaluations', 'wall_s')} | {fx_cell} |")
+                    f"{fmt(j4, 'final_nodes', 'oracle_calls', 'evaluations', 'batches', 'wall_s')} | {fx_cell} |")
     return "\n".join(rows) + ("\n\n*fx_minifier runs in-process, without isolation; its calls include the check "
                               "of the original.")
 

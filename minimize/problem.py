@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from minimize.program import Program
+from minimize.search import SearchFactory, binary_first_true, gallop_first_true, replay, speculative_probes
 from oracles.verdict import Signature, Verdict
 
 Candidate = tuple[int, ...]
@@ -34,6 +35,7 @@ class PassStats:
 class Counters:
     oracle_calls: int = 0          # calls the sequential algorithm needed (deterministic)
     evaluations: int = 0           # worker calls actually made (>= oracle_calls with --jobs > 1)
+    batches: int = 0               # rounds of parallel evaluation: the wall-time currency with --jobs
     accepted: int = 0
     invalid: int = 0
     oracle_seconds: float = 0.0
@@ -84,6 +86,7 @@ class ReductionProblem:
         results = self._evaluate_batch(todo)
         self.counters.oracle_seconds += time.monotonic() - t0
         self.counters.evaluations += len(todo)
+        self.counters.batches += 1
         for c, r in zip(todo, results):
             runs = r if isinstance(r, list) else [r]
             self.cache[c] = runs
@@ -143,43 +146,53 @@ class ReductionProblem:
                     return i
         return None
 
-    def first_true(self, lo: int, hi: int, make: Callable[[int], Candidate]) -> int:
-        """Smallest x in [lo, hi] with make(x) interesting; make(hi) is taken as interesting."""
-        return self.first_true_many([(lo, hi, make)])[0]
+    def first_true(self, lo: int, hi: int, make: Callable[[int], Candidate], gallop: bool = False) -> int:
+        """Smallest x in [lo, hi] with make(x) interesting; make(hi) is taken as interesting.
+        gallop: the answer is expected near lo (see minimize/search.py)."""
+        search = gallop_first_true if gallop else binary_first_true
+        return self.run_searches([(lambda: search(lo, hi), make)])[0]
 
-    def first_true_many(self, searches: Sequence[tuple[int, int, Callable[[int], Candidate]]]) -> list[int]:
-        """Several independent binary searches, run together.
+    def run_searches(self, searches: Sequence[tuple[SearchFactory, Callable[[int], Candidate]]]) -> list[int]:
+        """Several independent searches, run together.
 
-        Each is the plain sequential binary search; with N workers the top of each
-        search's decision tree (breadth first, N slots shared round-robin) is evaluated
-        at once, then each search walks down as far as known verdicts take it. The walk
-        is the sequential one, so results and charged calls are the same for any N.
+        Each is its plain sequential search. With N workers, each round evaluates the
+        probes the searches may need next (breadth first over their unknown answers,
+        N slots shared round-robin), then replays every search as far as the known
+        verdicts take it. The walk is the sequential one, so results and charged calls
+        are the same for any N.
         """
-        bounds = [[lo, hi] for lo, hi, _ in searches]
+        results: dict[int, int] = {}
         while True:
-            active = [i for i, (lo, hi) in enumerate(bounds) if lo < hi]
+            for i, (factory, make) in enumerate(searches):
+                if i not in results:
+                    x, result = replay(factory, lambda p, make=make: self._charged_answer(make(p)))
+                    if x is None:
+                        results[i] = result  # type: ignore[assignment]
+            active = [i for i in range(len(searches)) if i not in results]
             if not active:
-                return [lo for lo, _ in bounds]
-            queues = {i: [tuple(bounds[i])] for i in active}
+                return [results[i] for i in range(len(searches))]
+            slots = max(self.jobs, len(active))
+            plans = {i: speculative_probes(searches[i][0], lambda p, make=searches[i][1]: self._peek(make(p)), slots)
+                     for i in active}
             batch: list[Candidate] = []
-            while len(batch) < max(self.jobs, len(active)) and any(queues.values()):
+            while len(batch) < slots and any(plans.values()):
                 for i in active:
-                    if queues[i] and len(batch) < max(self.jobs, len(active)):
-                        a, b = queues[i].pop(0)
-                        m = (a + b) // 2
-                        batch.append(searches[i][2](m))
-                        queues[i] += [iv for iv in ((a, m), (m + 1, b)) if iv[0] < iv[1]]
+                    if plans[i] and len(batch) < slots:
+                        batch.append(searches[i][1](plans[i].pop(0)))
             self._ensure(batch)
-            for i in active:
-                make = searches[i][2]
-                lo, hi = bounds[i]
-                while lo < hi and self.key(make((lo + hi) // 2)) in self.cache:
-                    mid = (lo + hi) // 2
-                    if self.is_interesting(make(mid)):
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                bounds[i] = [lo, hi]
+
+    def _peek(self, cand: Candidate) -> bool | None:
+        """A known answer, uncharged: speculation's guesses are not calls of the sequential algorithm."""
+        runs = self.cache.get(self.key(cand))
+        if runs is None:
+            return None
+        return sum(1 for v in runs if self._matches(v)) >= self.min_failures
+
+    def _charged_answer(self, cand: Candidate) -> bool | None:
+        """The sequential walk's answer for a candidate already evaluated (charged), else None."""
+        if self.key(cand) not in self.cache:
+            return None
+        return self.is_interesting(cand)
 
     # ---- acceptance -----------------------------------------------------------------
     def accept(self, cand: Candidate) -> None:
@@ -187,7 +200,11 @@ class ReductionProblem:
         self.counters.accepted += 1
         self.on_change(self)
 
-    def check_original(self) -> Verdict:
+    def check_original(self, speculate: Sequence[Candidate] = ()) -> Verdict:
+        """The original's verdict. `speculate`: the first pass's opening probes, evaluated
+        in the same batch when workers are free (the original is expected to fail)."""
+        self._ensure([self.current, *speculate[:self.jobs - 1]])
         v = self.verdict(self.current)
         self.first_verdict = self.last_verdict = v
         return v
+

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from minimize.emit import ReproInfo, environment, write_extra_script, write_outputs
 from minimize.journal import JOURNAL, Journal
+from minimize.passes.bisect_window import opening_probes
 from minimize.problem import ReductionProblem
 from minimize.program import count_call_nodes
 from minimize.scheduler import reduce_to_fixpoint
@@ -76,7 +77,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         problem.op_fallback_setting = session.backend.op_fallback_setting
         problem.preload(journal.cache)
         try:
-            original = problem.check_original()
+            opening = opening_probes(problem, opts.jobs - 1) if not session.backend.reports_partitions else []
+            original = problem.check_original(speculate=opening)
             _require_failure(opts, original, match)
             problem.signature = Signature.of(original)
             fails = problem.failures(problem.current)
@@ -153,6 +155,7 @@ def _summary(opts: Options, problem: ReductionProblem, original: Verdict, final:
             "oracle_seconds": round(problem.counters.oracle_seconds, 2),
             "trtmin_seconds": round(seconds - problem.counters.oracle_seconds, 2),
             "evaluations": problem.counters.evaluations,
+            "batches": problem.counters.batches,
             "jobs": opts.jobs,
             "worker_restarts": restarts,
             "pass_seconds": {name: round(s.seconds, 2) for name, s in problem.pass_stats.items()},

@@ -48,9 +48,36 @@ def test_slices_compute_eager_values(program: Program, data):
     assert not set(piece.input_names) & {program.nodes[i].name for i in kept}
 
 
-def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int) -> ReductionProblem:
+def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
+    """Flattened index of the first output of `kept` that depends on `culprit`."""
+    keep, index = set(kept), 0
+    for sink in program.outputs_of(kept):
+        seen, stack = {sink}, [sink]
+        while stack:
+            for dep in program.nodes[stack.pop()].all_input_nodes:
+                i = program.index.get(dep.name)
+                if i in keep and i not in seen:
+                    seen.add(i)
+                    stack.append(i)
+        if culprit in seen:
+            return index
+        value = program.values[program.nodes[sink].name]
+        index += len(value) if isinstance(value, (tuple, list)) else 1
+    raise AssertionError("a kept node reaches no output")
+
+
+def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash") -> ReductionProblem:
+    """A planted bug: fails when every core node is kept. As a mismatch, it names the
+    output the last core node feeds, as compare_outputs does."""
+    def verdict(kept: tuple[int, ...]) -> Verdict:
+        if not core <= set(kept):
+            return Verdict("pass")
+        if kind == "crash":
+            return Verdict("crash", "E", "planted")
+        return Verdict("mismatch", output=off_output(program, kept, max(core)), max_abs=1.0)
+
     def evaluate(cands):
-        return [Verdict("crash", "E", "planted") if core <= set(kept) else Verdict("pass") for kept, _ in cands]
+        return [verdict(kept) for kept, _ in cands]
 
     problem = ReductionProblem(program, evaluate, jobs=jobs)
     problem.signature = Signature.of(problem.check_original())
@@ -64,9 +91,10 @@ def test_reducer_finds_exactly_the_core_for_any_jobs(program: Program, data):
     core = set(program.normalize(data.draw(st.sets(st.integers(0, len(program.nodes) - 1), min_size=1, max_size=4))))
     if not core:
         return
-    one = reduce_with_pure_oracle(program, core, jobs=1)
+    kind = data.draw(st.sampled_from(["crash", "mismatch"]))
+    one = reduce_with_pure_oracle(program, core, jobs=1, kind=kind)
     assert set(one.current) == core
-    many = reduce_with_pure_oracle(program, core, jobs=data.draw(st.integers(2, 6)))
+    many = reduce_with_pure_oracle(program, core, jobs=data.draw(st.integers(2, 6)), kind=kind)
     assert many.current == one.current
     assert many.counters.oracle_calls == one.counters.oracle_calls  # speculation is not charged
     assert many.counters.evaluations >= one.counters.evaluations

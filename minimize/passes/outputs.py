@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from minimize.problem import Candidate, ReductionProblem
+from oracles.checks import flatten_outputs
 
 
-def cone(problem: ReductionProblem, sink: int) -> Candidate:
+def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = None) -> Candidate:
+    """The nodes of `within` (default: the current candidate) that `sink` depends on."""
     prog = problem.program
-    keep = set(problem.current)
+    keep = set(problem.current if within is None else within)
     seen = {sink}
     stack = [sink]
     while stack:
@@ -30,3 +34,17 @@ def keep_one_output(problem: ReductionProblem) -> None:
         if i is None:
             return
         problem.accept(cands[i])
+
+
+def failing_output_cone(problem: ReductionProblem, cand: Candidate) -> Candidate | None:
+    """The cone of the output a mismatch or NaN verdict on `cand` names (the verdict
+    counts flattened tensors; a node may return several), or None if it names none."""
+    output = problem.verdict(cand).output
+    if output is None:
+        return None
+    leaves = 0
+    for sink in problem.program.outputs_of(cand):
+        leaves += len(flatten_outputs(problem.program.values[problem.program.nodes[sink].name]))
+        if output < leaves:
+            return cone(problem, sink, cand)
+    return None

@@ -1,0 +1,67 @@
+"""The searches of minimize/search.py: exact answers, their probe counts, and speculation
+that only ever proposes probes the sequential search can ask for."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from minimize.search import binary_first_true, gallop_first_true, replay, speculative_probes
+
+
+def run(search_factory, threshold: int) -> tuple[int, list[int]]:
+    probes: list[int] = []
+
+    def answer(x: int) -> bool:
+        probes.append(x)
+        return x >= threshold
+
+    x, result = replay(search_factory, answer)
+    assert x is None
+    return result, probes
+
+
+@pytest.mark.parametrize("search", [binary_first_true, gallop_first_true])
+@pytest.mark.parametrize("lo,hi", [(1, 1), (1, 2), (1, 7), (3, 64), (1, 206)])
+def test_every_threshold_is_found(search, lo: int, hi: int) -> None:
+    for t in range(lo, hi + 1):
+        result, probes = run(lambda: search(lo, hi), t)
+        assert result == t
+        assert hi not in probes or hi == lo  # hi is taken as true, never asked
+        assert len(probes) == len(set(probes))
+
+
+def test_gallop_is_cheap_near_lo_and_bounded_far_from_it() -> None:
+    binary_worst = math.ceil(math.log2(206))
+    for t in range(1, 207):
+        _, probes = run(lambda: gallop_first_true(1, 206), t)
+        if t <= 8:  # within the gallop: 1, 2, 4, 8
+            assert len(probes) <= 2 * math.ceil(math.log2(t + 1)) + 1
+        assert len(probes) <= 4 + binary_worst
+    assert len(run(lambda: gallop_first_true(1, 206), 2)[1]) == 2      # w=1 no, w=2 yes
+    assert len(run(lambda: binary_first_true(1, 206), 2)[1]) >= 7
+
+
+@pytest.mark.parametrize("search", [binary_first_true, gallop_first_true])
+def test_speculation_proposes_the_sequential_path_first(search) -> None:
+    for t in (1, 5, 40, 99, 100):
+        _, path = run(lambda: search(1, 100), t)
+        known: dict[int, bool] = {}
+        rounds = 0
+        while True:
+            nxt, _ = replay(lambda: search(1, 100), known.get)
+            if nxt is None:
+                break
+            batch = speculative_probes(lambda: search(1, 100), known.get, 4)
+            assert batch[0] == nxt  # the probe the sequential search needs now comes first
+            assert len(batch) == len(set(batch)) <= 4
+            known.update({x: x >= t for x in batch})
+            rounds += 1
+        assert set(path) <= set(known)
+        assert rounds <= math.ceil(len(path) / 2)  # 4 slots cover at least two levels a round
+
+
+def test_speculation_of_a_finished_search_is_empty() -> None:
+    known = {x: x >= 1 for x in range(1, 9)}
+    assert speculative_probes(lambda: binary_first_true(1, 8), known.get, 4) == []
