@@ -36,6 +36,7 @@ class Counters:
     oracle_calls: int = 0          # calls the sequential algorithm needed (deterministic)
     evaluations: int = 0           # worker calls actually made (>= oracle_calls with --jobs > 1)
     batches: int = 0               # rounds of parallel evaluation: the wall-time currency with --jobs
+    first_batch_seconds: float = 0.0  # includes starting the workers
     accepted: int = 0
     invalid: int = 0
     oracle_seconds: float = 0.0
@@ -84,6 +85,8 @@ class ReductionProblem:
             return
         t0 = time.monotonic()
         results = self._evaluate_batch(todo)
+        if not self.counters.batches:
+            self.counters.first_batch_seconds = time.monotonic() - t0
         self.counters.oracle_seconds += time.monotonic() - t0
         self.counters.evaluations += len(todo)
         self.counters.batches += 1

@@ -156,6 +156,7 @@ def _summary(opts: Options, problem: ReductionProblem, original: Verdict, final:
             "trtmin_seconds": round(seconds - problem.counters.oracle_seconds, 2),
             "evaluations": problem.counters.evaluations,
             "batches": problem.counters.batches,
+            "first_batch_seconds": round(problem.counters.first_batch_seconds, 2),
             "jobs": opts.jobs,
             "worker_restarts": restarts,
             "pass_seconds": {name: round(s.seconds, 2) for name, s in problem.pass_stats.items()},

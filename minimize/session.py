@@ -67,13 +67,7 @@ class Session:
                               f"not {opts.device}; pass --device {self.backend.devices[0]}")
         if isinstance(self.backend, PluginBackend):
             self.backend.validate()  # a missing file or function is a one-line error, here
-        ep = load_exported(opts.model)
-        user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
-        self.ep = prepare(ep, opts.device)
-        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
-        self.user_inputs = user_inputs
         self._state = tempfile.TemporaryDirectory(prefix="trtmin-state-")
-        save_state(self.program, Path(self._state.name))
         cfg = WorkerConfig(
             setup="minimize.worker_side:worker_setup",
             setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
@@ -82,6 +76,17 @@ class Session:
             memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
         )
         self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
+        self.pool.start()  # the workers' start overlaps loading the model (they wait for the state)
+        try:
+            ep = load_exported(opts.model)
+            user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
+            self.ep = prepare(ep, opts.device)
+            self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
+            self.user_inputs = user_inputs
+            save_state(self.program, Path(self._state.name))
+        except BaseException:
+            self.close()
+            raise
 
     def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
         """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""

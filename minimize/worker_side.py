@@ -7,6 +7,7 @@ IPC, no re-export or re-serialization per candidate).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,6 +21,7 @@ from oracles.evaluate import evaluate
 
 GRAPH_FILE = "graph.bin"
 VALUES_FILE = "values.pt"
+READY_FILE = "ready"  # written last: workers start before the state exists and wait for it
 
 
 def _own_storage(v: Any) -> Any:
@@ -36,6 +38,15 @@ def save_state(program: Program, folder: Path) -> None:
     state = {"values": {k: _own_storage(v) for k, v in program.values.items()},
              "user_outputs": sorted(program.user_outputs), "constants": sorted(program.constants)}
     torch.save(state, str(folder / VALUES_FILE))
+    (folder / READY_FILE).touch()
+
+
+def wait_for_state(folder: Path, poll_s: float = 0.05) -> None:
+    """Workers are started while the main process still loads the model, so that their
+    own start (importing torch, the backend, CUDA) overlaps it. If the main process
+    dies first, PR_SET_PDEATHSIG ends this wait."""
+    while not (folder / READY_FILE).exists():
+        time.sleep(poll_s)
 
 
 def load_state(folder: Path, device: str) -> Program:
@@ -46,7 +57,6 @@ def load_state(folder: Path, device: str) -> Program:
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
                  device: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    program = load_state(Path(state), device)
     backends: dict[tuple[tuple[str, str], ...], Any] = {}
     tol = Tolerance(atol, rtol)
 
@@ -55,6 +65,10 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         if key not in backends:
             backends[key] = resolve(backend, overrides)  # settings bisection varies them per job
         return backends[key]
+
+    backend_for(settings)  # imports the compiler while the main process is still loading
+    wait_for_state(Path(state))
+    program = load_state(Path(state), device)
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
         piece = program.materialize(job["kept"])

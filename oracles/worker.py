@@ -134,6 +134,9 @@ class _Worker:
         self.conn.close()
 
     def stop(self) -> None:
+        if not self.ready:  # still starting (or waiting for the state): it reads no messages
+            self.kill()
+            return
         try:
             self.conn.send(None)
         except (OSError, BrokenPipeError):
@@ -180,6 +183,11 @@ class WorkerPool:
             w = _Worker(cfg, slot, self.log_dir)
             self.workers[slot] = w
         return w
+
+    def start(self) -> None:
+        """Start every worker now (they import in parallel with whatever comes next)."""
+        for slot in range(self.n):
+            self._start(slot)
 
     def _worker(self, slot: int) -> _Worker:
         w = self._start(slot)
