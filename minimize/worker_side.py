@@ -55,6 +55,12 @@ def load_state(folder: Path, device: str) -> Program:
     return Program.restore(graph, set(state["user_outputs"]), set(state["constants"]), state["values"], device)
 
 
+def _warm_up_dynamo() -> None:
+    """Backends are called through torch.compile; Dynamo's first use costs seconds of
+    imports and set-up, paid here while the main process is still loading."""
+    torch.compile(lambda x: x + 1, backend="eager")(torch.zeros(1))
+
+
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
                  device: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     backends: dict[tuple[tuple[str, str], ...], Any] = {}
@@ -67,6 +73,9 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         return backends[key]
 
     backend_for(settings)  # imports the compiler while the main process is still loading
+    if device.startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.init()  # and creates the CUDA context (seconds) meanwhile
+    _warm_up_dynamo()
     wait_for_state(Path(state))
     program = load_state(Path(state), device)
 

@@ -5,8 +5,8 @@ inputs), then a galloping search for the shortest failing suffix of it: its last
 nodes, w = 1, 2, 4, 8, then a binary search. Bug cores are a few nodes, so the second
 search costs about 2*log2(w) calls, not log2(h). When the prefix's verdict names the
 output that is off (mismatch, NaN), the suffix search runs over that output's cone
-only, if the cone alone still fails: a failing intermediate far from the prefix's end
-(the Inductor example: arange at node 6, prefix end 98) then costs 2 calls, not 11. With --jobs, the searches'
+only, if the cone alone still fails: on the Inductor example the prefix ends at node 98
+and the cone is 4 nodes (arange * 1e9 and two more), so that search costs 4 calls, not 12. With --jobs, the searches'
 next probes are evaluated at once (ReductionProblem.run_searches). Searching the
 suffix of the whole program at the same time would parallelize better, but costs more
 calls at --jobs 1, and oracle calls are the currency. Borrowed in spirit from torch.fx
