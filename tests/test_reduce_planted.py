@@ -4,6 +4,7 @@ the emitted repro.py reproduces them alone, in a new process."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,14 @@ from tests.helpers import run_cli, run_repro
 
 
 def reduce_cli(model: Path, inputs: Path, out: Path, oracle: str, backend: str, *extra: str):
+    return reduce_cli_run(model, inputs, out, oracle, backend, *extra)[0]
+
+
+def reduce_cli_run(model: Path, inputs: Path, out: Path, oracle: str, backend: str, *extra: str):
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", oracle, "--backend", backend,
                 "--out", str(out), *extra)
     assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads((out / "summary.json").read_text())
+    return json.loads((out / "summary.json").read_text()), r
 
 
 def ops_in(repro: Path) -> list[str]:
@@ -60,7 +65,9 @@ def test_check_prints_one_verdict(host_program):
 def test_same_result_for_any_jobs(host_program, tmp_path):
     model, inputs = host_program
     one = reduce_cli(model, inputs, tmp_path / "j1", "mismatch", plugin("mismatch_mul_exp"))
-    three = reduce_cli(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "--jobs", "3")
+    three, run3 = reduce_cli_run(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "--jobs", "3")
+    # More workers than CPU cores is said once, not silently slow (on 2 cores it was 2-3x slower).
+    assert ("more workers than this machine's" in run3.stderr) == (3 > (os.cpu_count() or 1)), run3.stderr[-2000:]
     strip = lambda s: {k: v for k, v in s.items() if k not in ("timing", "seconds")}
     assert strip(one) == strip(three)
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
