@@ -296,7 +296,8 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     inputs = [values[n] for n in piece.input_names]
     if spec == "tensorrt":
         from oracles.backends.onnx_export import export_onnx
-        from oracles.backends.tensorrt import TensorRTBackend, write_tensorrt_script
+        from oracles.backends.tensorrt import TensorRTBackend
+        from oracles.backends.tensorrt_script import write_tensorrt_script
 
         backend = TensorRTBackend(spec, settings)
         with torch.no_grad():

@@ -23,8 +23,8 @@ from torch import nn
 from minimize.program import Program
 from oracles.backends import BUILTIN, resolve
 from oracles.backends.onnx_export import export_onnx
-from oracles.backends.tensorrt import (TensorRTBackend, compare_outputs_np, load_npz_torch, parse_trt_settings,
-                                       write_tensorrt_script)
+from oracles.backends.tensorrt import TensorRTBackend, parse_trt_settings
+from oracles.backends.tensorrt_script import compare_outputs_np, load_npz_torch, write_tensorrt_script
 from oracles.backends.torch_tensorrt import (Expr, TorchTensorRTBackend, parse_settings, parse_value,
                                              render_value, valid_option_names)
 from oracles.checks import Tolerance, flatten_outputs
@@ -248,7 +248,7 @@ def test_tensorrt_script_reference_path_and_skip(small, tmp_path: Path) -> None:
 
 
 def test_npz_round_trips_bf16_and_ints(tmp_path: Path) -> None:
-    from oracles.backends.tensorrt import save_npz
+    from oracles.backends.tensorrt_script import save_npz
 
     inputs = {"a": torch.randn(3, 2).bfloat16(), "b": torch.arange(6).reshape(2, 3), "c": torch.tensor(True)}
     expected = [torch.randn(4).half(), torch.randn(2, 2).bfloat16()]
