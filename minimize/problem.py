@@ -116,8 +116,11 @@ class ReductionProblem:
             return v.failed
         return self.signature.matches(v, self.match, self.any_failure)
 
+    def _count_failures(self, runs: list[Verdict]) -> int:
+        return sum(1 for v in runs if self._matches(v))
+
     def failures(self, cand: Candidate, settings: Settings | None = None) -> int:
-        return sum(1 for v in self.runs(cand, settings) if self._matches(v))
+        return self._count_failures(self.runs(cand, settings))
 
     def verdict(self, cand: Candidate, settings: Settings | None = None) -> Verdict:
         """The representative verdict: the first run that fails the same way, else the first."""
@@ -153,43 +156,26 @@ class ReductionProblem:
         """Smallest x in [lo, hi] with make(x) interesting; make(hi) is taken as interesting.
         gallop: the answer is expected near lo (see minimize/search.py)."""
         search = gallop_first_true if gallop else binary_first_true
-        return self.run_searches([(lambda: search(lo, hi), make)])[0]
+        return self.run_search(lambda: search(lo, hi), make)
 
-    def run_searches(self, searches: Sequence[tuple[SearchFactory, Callable[[int], Candidate]]]) -> list[int]:
-        """Several independent searches, run together.
+    def run_search(self, factory: SearchFactory, make: Callable[[int], Candidate]) -> int:
+        """A sequential search, sped up by speculation.
 
-        Each is its plain sequential search. With N workers, each round evaluates the
-        probes the searches may need next (breadth first over their unknown answers,
-        N slots shared round-robin), then replays every search as far as the known
-        verdicts take it. The walk is the sequential one, so results and charged calls
-        are the same for any N.
+        With N workers, each round evaluates the N probes the search may need next
+        (breadth first over its unknown answers), then replays it as far as the known
+        verdicts take it. The walk is the sequential one, so the result and the charged
+        calls are the same for any N.
         """
-        results: dict[int, int] = {}
         while True:
-            for i, (factory, make) in enumerate(searches):
-                if i not in results:
-                    x, result = replay(factory, lambda p, make=make: self._charged_answer(make(p)))
-                    if x is None:
-                        results[i] = result  # type: ignore[assignment]
-            active = [i for i in range(len(searches)) if i not in results]
-            if not active:
-                return [results[i] for i in range(len(searches))]
-            slots = max(self.jobs, len(active))
-            plans = {i: speculative_probes(searches[i][0], lambda p, make=searches[i][1]: self._peek(make(p)), slots)
-                     for i in active}
-            batch: list[Candidate] = []
-            while len(batch) < slots and any(plans.values()):
-                for i in active:
-                    if plans[i] and len(batch) < slots:
-                        batch.append(searches[i][1](plans[i].pop(0)))
-            self._ensure(batch)
+            x, result = replay(factory, lambda p: self._charged_answer(make(p)))
+            if x is None:
+                return result  # type: ignore[return-value]
+            self._ensure([make(p) for p in speculative_probes(factory, lambda p: self._peek(make(p)), self.jobs)])
 
     def _peek(self, cand: Candidate) -> bool | None:
         """A known answer, uncharged: speculation's guesses are not calls of the sequential algorithm."""
         runs = self.cache.get(self.key(cand))
-        if runs is None:
-            return None
-        return sum(1 for v in runs if self._matches(v)) >= self.min_failures
+        return None if runs is None else self._count_failures(runs) >= self.min_failures
 
     def _charged_answer(self, cand: Candidate) -> bool | None:
         """The sequential walk's answer for a candidate already evaluated (charged), else None."""
@@ -210,4 +196,3 @@ class ReductionProblem:
         v = self.verdict(self.current)
         self.first_verdict = self.last_verdict = v
         return v
-

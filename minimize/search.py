@@ -5,7 +5,7 @@ the candidate made from it is interesting; its return value is the answer. Becau
 search is a pure function of those answers, it can be *replayed* from the start under
 any set of known or hypothetical answers. That is all speculation needs: the next
 probes the sequential search could ask for are found by replaying it under both
-answers of each probe still unknown, breadth first (ReductionProblem.run_searches).
+answers of each probe still unknown, breadth first (ReductionProblem.run_search).
 Searches stay plain sequential code, and the probes they ask for, the calls charged
 and the answer are the same for any number of workers.
 """
@@ -46,14 +46,6 @@ def gallop_first_true(lo: int, hi: int, max_steps: int = 4) -> Search:
             return (yield from binary_first_true(below + 1, x))
         below = x
     return (yield from binary_first_true(below + 1, hi))
-
-
-class Unknown(Exception):
-    """Replaying a search reached a probe with no known answer."""
-
-    def __init__(self, x: int):
-        super().__init__(x)
-        self.x = x
 
 
 def replay(factory: SearchFactory, answer: Callable[[int], bool | None]) -> tuple[int | None, int | None]:

@@ -6,47 +6,53 @@ nodes, w = 1, 2, 4, 8, then a binary search. Bug cores are a few nodes, so the s
 search costs about 2*log2(w) calls, not log2(h). When the prefix's verdict names the
 output that is off (mismatch, NaN), the suffix search runs over that output's cone
 only, if the cone alone still fails: on the Inductor example the prefix ends at node 98
-and the cone is 4 nodes (arange * 1e9 and two more), so that search costs 4 calls, not 12. With --jobs, the searches'
-next probes are evaluated at once (ReductionProblem.run_searches). Searching the
-suffix of the whole program at the same time would parallelize better, but costs more
-calls at --jobs 1, and oracle calls are the currency. Borrowed in spirit from torch.fx
+and the cone is 4 nodes (arange * 1e9 and two more), so that search costs 4 calls, not
+12. With --jobs, a search's next probes are evaluated at once
+(ReductionProblem.run_search). Searching the suffix of the whole program at the same
+time would parallelize better, but costs more calls at --jobs 1, and oracle calls are
+the currency. Borrowed in spirit from torch.fx
 net_min_base's block traverse and Polygraphy's `debug reduce`.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from minimize.passes.outputs import failing_output_cone
 from minimize.problem import Candidate, ReductionProblem
-from minimize.search import binary_first_true, speculative_probes
+from minimize.search import SearchFactory, binary_first_true, speculative_probes
+
+
+def _prefix_search(problem: ReductionProblem) -> tuple[SearchFactory, Callable[[int], Candidate]] | None:
+    """The first search: the shortest failing prefix, as a search and its candidates."""
+    cur, norm = problem.current, problem.program.normalize
+    if len(cur) < 4:
+        return None
+    return (lambda: binary_first_true(1, len(cur))), (lambda h: norm(cur[:h]))
 
 
 def opening_probes(problem: ReductionProblem, k: int) -> list[Candidate]:
     """The first k probes bisect_window may make, to evaluate beside the original."""
-    cur, norm = problem.current, problem.program.normalize
-    if len(cur) < 4 or k < 1:
+    search = _prefix_search(problem)
+    if search is None or k < 1:
         return []
-    return [norm(cur[:h]) for h in speculative_probes(lambda: binary_first_true(1, len(cur)), lambda h: None, k)]
+    factory, prefix = search
+    return [prefix(h) for h in speculative_probes(factory, lambda h: None, k)]
 
 
 def bisect_window(problem: ReductionProblem) -> None:
-    cur = problem.current
-    n = len(cur)
-    if n < 4:
+    search = _prefix_search(problem)
+    if search is None:
         return
-    norm = problem.program.normalize
-
-    def prefix(h: int) -> Candidate:
-        return norm(cur[:h])
-
-    end = problem.first_true(1, n, prefix)
-    region: Candidate = prefix(end)
+    factory, prefix = search
+    region = prefix(problem.run_search(factory, prefix))
     cone = failing_output_cone(problem, region)
     if cone and cone != region and problem.is_interesting(cone):
         region = cone
 
     def suffix(w: int) -> Candidate:
-        return norm(region[-w:])
+        return problem.program.normalize(region[-w:])
 
     window = suffix(problem.first_true(1, len(region), suffix, gallop=True))
-    if window and window != cur and problem.is_interesting(window):
+    if window and window != problem.current and problem.is_interesting(window):
         problem.accept(window)
