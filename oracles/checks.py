@@ -44,22 +44,23 @@ def classify_exception(exc: BaseException) -> Verdict:
 
 
 def compare_outputs(expected: Sequence[Any], actual: Sequence[Any], tol: Tolerance) -> Verdict:
-    """Eager vs backend, output by output. The first failing output decides.
+    """Eager vs backend, output by output.
 
-    NaN where eager is finite is a `nan` verdict; otherwise values off by more than
-    atol + rtol*|expected| are a `mismatch`. Integer outputs are compared exactly
-    apart from atol.
+    NaN where eager is finite is a `nan` verdict (the first such output decides);
+    otherwise values off by more than atol + rtol*|expected| are a `mismatch` (the
+    worst output decides). Integer outputs are compared exactly apart from atol.
     """
     if len(expected) != len(actual):
         return Verdict("mismatch", detail=f"eager returns {len(expected)} outputs, the backend {len(actual)}")
-    worst: Verdict | None = None
-    for i, (e, a) in enumerate(zip(expected, actual)):
-        v = _compare_one(i, e, a, tol)
-        if v.kind == "nan":
-            return v
-        if v.kind == "mismatch" and (worst is None or (v.max_abs or 0) > (worst.max_abs or 0)):
-            worst = v
-    return worst or Verdict("pass")
+    each = compare_each(expected, actual, tol)
+    nan = next((v for v in each if v.kind == "nan"), None)
+    worst = max((v for v in each if v.kind == "mismatch"), key=lambda v: v.max_abs or 0, default=None)
+    return nan or worst or Verdict("pass")
+
+
+def compare_each(expected: Sequence[Any], actual: Sequence[Any], tol: Tolerance) -> list[Verdict]:
+    """One verdict per output pair (localization wants every output that is off)."""
+    return [_compare_one(i, e, a, tol) for i, (e, a) in enumerate(zip(expected, actual))]
 
 
 def _compare_one(i: int, e: Any, a: Any, tol: Tolerance) -> Verdict:

@@ -12,7 +12,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend
-from oracles.checks import Tolerance, classify_exception, compare_outputs, flatten_outputs
+from oracles.checks import Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs
 from oracles.verdict import Verdict
 
 
@@ -27,6 +27,22 @@ def _sync(device: str) -> None:
 
 def evaluate(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: Tolerance,
              device: str = "cpu") -> Verdict:
+    ran = _run_both(gm, inputs, backend, device)
+    return ran if isinstance(ran, Verdict) else compare_outputs(*ran, tol)
+
+
+def evaluate_each(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: Tolerance,
+                  device: str = "cpu") -> tuple[Verdict, list[Verdict]]:
+    """The verdict, and one verdict per output (empty when it did not run to the end)."""
+    ran = _run_both(gm, inputs, backend, device)
+    if isinstance(ran, Verdict):
+        return ran, []
+    return compare_outputs(*ran, tol), compare_each(*ran, tol)
+
+
+def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend,
+              device: str) -> tuple[list[Any], list[Any]] | Verdict:
+    """Eager's and the backend's flattened outputs, or the verdict that stopped them."""
     with torch.no_grad():
         try:
             expected = flatten_outputs(gm(*_clone(inputs)))
@@ -41,4 +57,4 @@ def evaluate(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: T
             if isinstance(e, KeyboardInterrupt):
                 raise
             return classify_exception(e)
-    return compare_outputs(expected, actual, tol)
+    return expected, actual
