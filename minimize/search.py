@@ -1,21 +1,52 @@
 """Oracle-driven searches as replayable generators, and how to speculate on them.
 
-A search is a generator that yields the integer it wants tested and receives whether
-the candidate made from it is interesting; its return value is the answer. Because a
-search is a pure function of those answers, it can be *replayed* from the start under
-any set of known or hypothetical answers. That is all speculation needs: the next
-probes the sequential search could ask for are found by replaying it under both
-answers of each probe still unknown, breadth first (ReductionProblem.run_search).
-Searches stay plain sequential code, and the probes they ask for, the calls charged
-and the answer are the same for any number of workers.
+A search is a generator that yields the probe it wants tested (an integer, or a
+candidate) and receives whether it is interesting; its return value is the answer.
+Because a search is a pure function of those answers, it can be *replayed* from the
+start under any set of known or hypothetical answers. That is all speculation needs:
+the next probes the sequential search could ask for are found by replaying it under
+both answers of each probe still unknown, most probable path first
+(ReductionProblem.run_search). A search may say which answer it expects
+(`Expect`), which only changes what is speculated. Searches stay plain sequential
+code, and the probes they ask for, the calls charged and the answer are the same for
+any number of workers.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Generator
+import heapq
+from dataclasses import dataclass
+from typing import Any, Callable, Generator, Hashable
 
-Search = Generator[int, bool, int]
+Search = Generator[Any, bool, Any]
 SearchFactory = Callable[[], Search]
+EXPECTED_P = 0.8  # how likely an Expect hint is taken to be right, when ranking speculative probes
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A probe and the answer the search expects for it (speculation tries it first)."""
+    probe: Hashable
+    answer: bool
+
+
+def _unwrap(y: Any) -> tuple[Hashable, float]:
+    """A yielded probe and the probability that its answer is True."""
+    if isinstance(y, Expect):
+        return y.probe, EXPECTED_P if y.answer else 1 - EXPECTED_P
+    return y, 0.5
+
+
+def mapped(search: Search, make: Callable[[Any], Any]) -> Search:
+    """`search` with each probe p replaced by make(p) (hints kept): an integer search
+    over candidates, to compose with other searches by `yield from`."""
+    try:
+        y = next(search)
+        while True:
+            p = make(y.probe) if isinstance(y, Expect) else make(y)
+            y = search.send((yield Expect(p, y.answer) if isinstance(y, Expect) else p))
+    except StopIteration as done:
+        return done.value
 
 
 def binary_first_true(lo: int, hi: int) -> Search:
@@ -48,34 +79,72 @@ def gallop_first_true(lo: int, hi: int, max_steps: int = 4) -> Search:
     return (yield from binary_first_true(below + 1, hi))
 
 
-def replay(factory: SearchFactory, answer: Callable[[int], bool | None]) -> tuple[int | None, int | None]:
-    """Run a search from the start with `answer` (None = unknown). Returns
-    (first unknown probe, None), or (None, result) when every probe was answered."""
+def guided_first_true(lo: int, hi: int, guess: int | None) -> Search:
+    """Smallest x in [lo, hi] whose probe is true, hi taken as true, for an answer
+    expected at `guess`: probes guess, then guess - 1; when both agree that is 2
+    probes. A wrong guess gallops from it toward the answer, so a miss by d < 8 costs
+    about 2*log2(d) + 2 probes, and any miss at most 5 more than a binary search."""
+    if guess is None or not lo <= guess <= hi:
+        return (yield from binary_first_true(lo, hi))
+    if guess < hi and not (yield Expect(guess, True)):
+        return (yield from gallop_first_true(guess + 1, hi))
+    return (yield from _gallop_down_first_true(lo, guess))
+
+
+def _gallop_down_first_true(lo: int, hi: int, max_steps: int = 4) -> Search:
+    """Smallest x in [lo, hi] whose probe is true, hi known true, for answers expected
+    at hi: probes hi-1 (expected false), hi-2, hi-4, hi-8, then a binary search (the
+    mirror of gallop_first_true)."""
+    true_at = hi
+    for step in range(max_steps):
+        x = hi - (1 << step)
+        if x < lo:
+            break
+        if not (yield Expect(x, False) if step == 0 else x):
+            return (yield from binary_first_true(x + 1, true_at))
+        true_at = x
+    return (yield from binary_first_true(lo, true_at))
+
+
+def _walk(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple[Any, Any]:
+    """Run a search from the start with `answer` (None = unknown). Returns (what it
+    yielded at the first unknown probe, None), or (None, result) when all were answered."""
     gen = factory()
     try:
-        x = next(gen)
+        y = next(gen)
         while True:
-            a = answer(x)
+            a = answer(_unwrap(y)[0])
             if a is None:
-                return x, None
-            x = gen.send(a)
+                return y, None
+            y = gen.send(a)
     except StopIteration as done:
         return None, done.value
 
 
-def speculative_probes(factory: SearchFactory, known: Callable[[int], bool | None], budget: int) -> list[int]:
-    """Up to `budget` probes the sequential search may need next, nearest first: the
-    next unknown probe, then the next one under each of its answers, and so on."""
-    out: list[int] = []
-    frontier: list[dict[int, bool]] = [{}]
-    replays = 0
-    while frontier and len(out) < budget and replays < 8 * budget + 16:
-        guess = frontier.pop(0)
+def replay(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple[Any, Any]:
+    """(first unknown probe, None), or (None, result) when every probe was answered."""
+    y, result = _walk(factory, answer)
+    return (None if y is None else _unwrap(y)[0]), result
+
+
+def speculative_probes(factory: SearchFactory, known: Callable[[Any], bool | None], budget: int) -> list[Any]:
+    """Up to `budget` probes the sequential search may need next, most probable first:
+    the next unknown probe, then the next one under each of its answers, and so on,
+    each path ranked by the product of its answers' probabilities (0.5 each, or
+    EXPECTED_P for an answer the search expects). Ties go breadth first."""
+    out: list[Any] = []
+    heap: list[tuple[float, int, dict[Any, bool]]] = [(-1.0, 0, {})]
+    pushed = replays = 0
+    while heap and len(out) < budget and replays < 8 * budget + 16:
+        neg_p, _, guess = heapq.heappop(heap)
         replays += 1
-        x, _ = replay(factory, lambda p: guess[p] if p in guess else known(p))
-        if x is None:
+        y, _ = _walk(factory, lambda p: guess[p] if p in guess else known(p))
+        if y is None:
             continue
+        x, p_true = _unwrap(y)
         if x not in out:
             out.append(x)
-        frontier += [{**guess, x: True}, {**guess, x: False}]
+        for answer, p in ((True, p_true), (False, 1 - p_true)):
+            pushed += 1
+            heapq.heappush(heap, (neg_p * p, pushed, {**guess, x: answer}))
     return out

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from minimize.search import binary_first_true, gallop_first_true, replay, speculative_probes
+from minimize.search import binary_first_true, gallop_first_true, guided_first_true, replay, speculative_probes
 
 
 def run(search_factory, threshold: int) -> tuple[int, list[int]]:
@@ -60,6 +60,28 @@ def test_speculation_proposes_the_sequential_path_first(search) -> None:
             rounds += 1
         assert set(path) <= set(known)
         assert rounds <= math.ceil(len(path) / 2)  # 4 slots cover at least two levels a round
+
+
+@pytest.mark.parametrize("guess", [None, 0, 1, 2, 50, 205, 206, 207])
+def test_a_guided_search_finds_every_threshold_whatever_the_guess(guess) -> None:
+    for t in range(1, 207):
+        result, probes = run(lambda: guided_first_true(1, 206, guess), t)
+        assert result == t
+        assert 206 not in probes and len(probes) == len(set(probes))
+
+
+def test_a_right_guess_costs_two_probes_and_a_miss_costs_little_more() -> None:
+    for t in range(2, 206):
+        assert run(lambda: guided_first_true(1, 206, t), t)[1] == [t, t - 1]
+    assert run(lambda: guided_first_true(1, 206, 206), 206)[1] == [205]  # hi is known true
+    binary_worst = math.ceil(math.log2(206))
+    for guess in (20, 100, 180):
+        for t in range(1, 207):
+            n = len(run(lambda: guided_first_true(1, 206, guess), t)[1])
+            miss = abs(t - guess)
+            if miss < 8:  # within the gallop from the guess
+                assert n <= 2 * math.ceil(math.log2(miss + 1)) + 2
+            assert n <= binary_worst + 5
 
 
 def test_speculation_of_a_finished_search_is_empty() -> None:
