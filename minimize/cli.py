@@ -132,6 +132,9 @@ def reduce(
     emit: Annotated[Optional[list[str]], typer.Option(help="Also write the script for another backend (repeatable): "
                     "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
                     "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
+    localize: Annotated[bool, typer.Option(help="For mismatch and nan: first compile the program with every value "
+                        "an output and start the search at the first value that is off (one call; saves most of "
+                        "the prefix search when the bug survives the extra outputs).")] = True,
 ) -> None:
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
     from minimize.progress import ProgressView
@@ -144,6 +147,7 @@ def reduce(
         if repeat < 1 or (min_failures is not None and not 1 <= min_failures <= repeat):
             raise TrtminError(f"--repeat {repeat} --min-failures {min_failures}: need 1 <= min-failures <= repeat")
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
+        opts.localize = localize
         note = _jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)

@@ -319,10 +319,13 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
 
 
 def _diagnosis_lines(summary: dict[str, Any]) -> str:
-    """What the partition-aware passes found, for the maintainer: the engine, the
+    """What the passes found, for the maintainer: the first value off, the engine, the
     converter, the settings."""
     notes = summary.get("diagnosis") or {}
     lines = []
+    if "first_off_value" in notes:
+        lines.append(f"- First value off in the original program, compiled with every value an output: "
+                     f"{notes['first_off_value']}.")
     if "failing_engine" in notes:
         lines.append(f"- Failing engine: {notes['failing_engine']} (each engine was run alone, the rest in PyTorch).")
     if isinstance(notes.get("culprit_ops"), list):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from minimize.program import Program
-from minimize.search import SearchFactory, binary_first_true, gallop_first_true, replay, speculative_probes
+from minimize.search import SearchFactory, replay, speculative_probes
 from oracles.verdict import Signature, Verdict
 
 Candidate = tuple[int, ...]
@@ -53,6 +53,7 @@ class ReductionProblem:
         self.partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
         self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
         self.notes: dict[str, Any] = {}  # diagnostics for the report: culprit op, failing engine
+        self.localize = False  # may bisect_window guess from a run with every value an output (minimize/localize.py)
         # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
         # least `min_failures` of them fail the same way (set from the original's rate).
         self.min_failures = 1
@@ -124,8 +125,8 @@ class ReductionProblem:
 
     def verdict(self, cand: Candidate, settings: Settings | None = None) -> Verdict:
         """The representative verdict: the first run that fails the same way, else the first."""
-        runs = self.runs(cand, settings)
-        return next((v for v in runs if self._matches(v)), runs[0])
+        self.runs(cand, settings)
+        return self.known_verdict(cand, settings)  # type: ignore[return-value]
 
     def is_interesting(self, cand: Candidate, settings: Settings | None = None) -> bool:
         ok = self.failures(cand, settings) >= self.min_failures
@@ -152,25 +153,26 @@ class ReductionProblem:
                     return i
         return None
 
-    def first_true(self, lo: int, hi: int, make: Callable[[int], Candidate], gallop: bool = False) -> int:
-        """Smallest x in [lo, hi] with make(x) interesting; make(hi) is taken as interesting.
-        gallop: the answer is expected near lo (see minimize/search.py)."""
-        search = gallop_first_true if gallop else binary_first_true
-        return self.run_search(lambda: search(lo, hi), make)
-
-    def run_search(self, factory: SearchFactory, make: Callable[[int], Candidate]) -> int:
-        """A sequential search, sped up by speculation.
+    def run_search(self, factory: SearchFactory, make: Callable[[Any], Candidate] = lambda c: c) -> Any:
+        """A sequential search over candidates (or over whatever `make` turns into
+        candidates), sped up by speculation.
 
         With N workers, each round evaluates the N probes the search may need next
-        (breadth first over its unknown answers), then replays it as far as the known
-        verdicts take it. The walk is the sequential one, so the result and the charged
-        calls are the same for any N.
+        (most probable paths first, minimize/search.py), then replays it as far as the
+        known verdicts take it. The walk is the sequential one, so the result and the
+        charged calls are the same for any N.
         """
         while True:
             x, result = replay(factory, lambda p: self._charged_answer(make(p)))
             if x is None:
-                return result  # type: ignore[return-value]
+                return result
             self._ensure([make(p) for p in speculative_probes(factory, lambda p: self._peek(make(p)), self.jobs)])
+
+    def known_verdict(self, cand: Candidate, settings: Settings | None = None) -> Verdict | None:
+        """The representative verdict of a candidate already evaluated, uncharged (a
+        search replayed under hypothetical answers may ask for one it has not got)."""
+        runs = self.cache.get(self.key(cand, settings))
+        return None if runs is None else next((v for v in runs if self._matches(v)), runs[0])
 
     def _peek(self, cand: Candidate) -> bool | None:
         """A known answer, uncharged: speculation's guesses are not calls of the sequential algorithm."""
@@ -189,10 +191,10 @@ class ReductionProblem:
         self.counters.accepted += 1
         self.on_change(self)
 
-    def check_original(self, speculate: Sequence[Candidate] = ()) -> Verdict:
-        """The original's verdict. `speculate`: the first pass's opening probes, evaluated
+    def check_original(self, speculate: Sequence[Key] = ()) -> Verdict:
+        """The original's verdict. `speculate`: the first pass's opening runs, evaluated
         in the same batch when workers are free (the original is expected to fail)."""
-        self._ensure([self.current, *speculate[:self.jobs - 1]])
+        self._ensure_keys([self.key(self.current), *speculate[:self.jobs - 1]])
         v = self.verdict(self.current)
         self.first_verdict = self.last_verdict = v
         return v

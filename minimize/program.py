@@ -149,7 +149,9 @@ class Program:
                 if not any(u in keep for u in self._users[self.nodes[i].name])
                 or self.nodes[i].name in self.user_outputs]
 
-    def materialize(self, kept: Sequence[int]) -> Slice:
+    def materialize(self, kept: Sequence[int], mark_all: bool = False) -> Slice:
+        """The runnable slice of `kept`. mark_all: every kept node with a tensor value
+        is an output too, in topological order (for localization, minimize/localize.py)."""
         kept = self.normalize(kept)
         if not kept:
             raise ValueError("empty candidate")
@@ -173,7 +175,9 @@ class Program:
         for i in kept:
             n = self.nodes[i]
             env[n.name] = graph.node_copy(n, lambda a: env[a.name])
-        outs = [self.nodes[i].name for i in self.outputs_of(kept)]
+        sinks = set(self.outputs_of(kept))
+        outs = [self.nodes[i].name for i in kept
+                if i in sinks or (mark_all and isinstance(self.values.get(self.nodes[i].name), torch.Tensor))]
         graph.output(tuple(env[o] for o in outs))
         root = torch.nn.Module()
         for name in constants:

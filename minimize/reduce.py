@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from minimize.emit import ReproInfo, environment, write_extra_script, write_outputs
 from minimize.journal import JOURNAL, Journal
+from minimize.localize import LOCALIZABLE
 from minimize.passes.bisect_window import opening_probes
 from minimize.problem import ReductionProblem
 from minimize.program import count_call_nodes
@@ -75,9 +76,11 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                                    any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
                                    settings=opts.settings, partitions=session.partitions)
         problem.op_fallback_setting = session.backend.op_fallback_setting
+        problem.localize = opts.localize and opts.oracle in LOCALIZABLE
         problem.preload(journal.cache)
         try:
-            opening = opening_probes(problem, opts.jobs - 1) if not session.backend.reports_partitions else []
+            opening = (opening_probes(problem, opts.jobs - 1, problem.localize)
+                       if not session.backend.reports_partitions else [])
             original = problem.check_original(speculate=opening)
             _require_failure(opts, original, match)
             problem.signature = Signature.of(original)

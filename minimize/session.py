@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
+from minimize.localize import split_mark_all
 from minimize.program import Program, load_exported
 from minimize.worker_side import save_state
 from oracles.backends import resolve
@@ -39,6 +40,7 @@ class Options:
     emit: list[str] = field(default_factory=list)  # extra scripts for other backends
     repeat: int = 1                 # runs per candidate, for flaky compilers
     min_failures: int | None = None  # of `repeat` runs; default: as many as the original
+    localize: bool = True           # guess the bug's place from one run with every value an output
 
 
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
@@ -91,7 +93,11 @@ class Session:
     def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
         """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""
         n = self.opts.repeat
-        results = self.pool.run([{"kept": list(c), "settings": dict(s)} for c, s in keys for _ in range(n)])
+        jobs = []
+        for c, s in keys:
+            real, mark_all = split_mark_all(s)
+            jobs += [{"kept": list(c), "settings": dict(real), **({"mark_all": True} if mark_all else {})}] * n
+        results = self.pool.run(jobs)
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(keys))]
 

@@ -14,10 +14,12 @@ from typing import Any, Callable
 import torch
 
 from minimize import graph_io
+from minimize.localize import off_values
 from minimize.program import Program
 from oracles.backends import resolve
 from oracles.checks import Tolerance
-from oracles.evaluate import evaluate
+from oracles.checks import flatten_outputs
+from oracles.evaluate import evaluate, evaluate_each
 
 GRAPH_FILE = "graph.bin"
 VALUES_FILE = "values.pt"
@@ -80,8 +82,10 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     program = load_state(Path(state), device)
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
-        piece = program.materialize(job["kept"])
+        piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False))
         be = backend_for(job.get("settings", settings))
+        if job.get("mark_all"):
+            return _localize(piece, be)
         if job.get("partitions"):
             try:
                 return {"partitions": be.partitions(piece.gm, program.inputs_for(piece)) or []}
@@ -91,5 +95,13 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         if "CUDA error" in verdict.get("message", "") or "CUDA error" in verdict.get("detail", ""):
             verdict["restart"] = True  # the CUDA context may be unusable now
         return verdict
+
+    def _localize(piece: Any, be: Any) -> dict[str, Any]:
+        verdict, each = evaluate_each(piece.gm, program.inputs_for(piece), be, tol, device)
+        node_of_leaf = [program.index[name] for name in piece.output_names
+                        for _ in flatten_outputs(program.values[name])]
+        out = verdict.to_dict()
+        out["extra"] = {**out["extra"], "deviating": off_values(node_of_leaf, each)}
+        return out
 
     return run

@@ -28,10 +28,12 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["original_nodes"] >= 100 and summary["final_nodes"] <= 3
-    # The failing prefix ends at node 98 but its off output is arange*1e9 at node 7: the
-    # suffix search runs in that output's 4-node cone (11 calls in all; galloping over the
-    # whole prefix took 19, the first session's binary search 13).
-    assert summary["passes"]["bisect_window"]["calls"] <= 12, summary["passes"]
+    # Localization: compiled with every value an output, the first value off is the
+    # int64 arange * 1e9; the prefix search confirms it with 2 probes (5 calls in the
+    # window search with the localization run; a binary search took 11).
+    assert summary["passes"]["bisect_window"]["calls"] <= 6, summary["passes"]
+    assert "`mul`" in summary["diagnosis"]["first_off_value"]
+    assert "First value off" in (tmp_path / "report.md").read_text()
     assert "arange" in (tmp_path / "repro.py").read_text()
     rr = run_repro(tmp_path)
     assert rr.returncode == 1 and rr.stdout.startswith("REPRODUCED"), rr.stdout + rr.stderr[-2000:]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minimize.inputs import prepare
+from minimize.localize import split_mark_all
 from minimize.problem import ReductionProblem
 from minimize.program import Program
 from minimize.scheduler import reduce_to_fixpoint
@@ -66,20 +67,28 @@ def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
     raise AssertionError("a kept node reaches no output")
 
 
-def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash") -> ReductionProblem:
+def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash",
+                            localize: bool = False, first_off: int | None = None) -> ReductionProblem:
     """A planted bug: fails when every core node is kept. As a mismatch, it names the
-    output the last core node feeds, as compare_outputs does."""
-    def verdict(kept: tuple[int, ...]) -> Verdict:
+    output the last core node feeds, as compare_outputs does. Its localization run
+    (every value an output) names `first_off` (default: the last core node, as a
+    compiler that keeps the bug would) and what follows it as off."""
+    def verdict(kept: tuple[int, ...], settings) -> Verdict:
         if not core <= set(kept):
             return Verdict("pass")
         if kind == "crash":
             return Verdict("crash", "E", "planted")
+        if split_mark_all(settings)[1]:
+            start = max(core) if first_off is None else first_off
+            off = [[i, Verdict("mismatch", max_abs=1.0).to_dict()] for i in kept if i >= start]
+            return Verdict("mismatch", max_abs=1.0, extra={"deviating": off})
         return Verdict("mismatch", output=off_output(program, kept, max(core)), max_abs=1.0)
 
     def evaluate(cands):
-        return [verdict(kept) for kept, _ in cands]
+        return [verdict(kept, settings) for kept, settings in cands]
 
     problem = ReductionProblem(program, evaluate, jobs=jobs)
+    problem.localize = localize
     problem.signature = Signature.of(problem.check_original())
     reduce_to_fixpoint(problem)
     return problem
@@ -92,9 +101,13 @@ def test_reducer_finds_exactly_the_core_for_any_jobs(program: Program, data):
     if not core:
         return
     kind = data.draw(st.sampled_from(["crash", "mismatch"]))
-    one = reduce_with_pure_oracle(program, core, jobs=1, kind=kind)
+    # Localization is a guess: right, or naming any node at all, the result is the same.
+    localize = data.draw(st.booleans())
+    first_off = data.draw(st.one_of(st.none(), st.integers(0, len(program.nodes) - 1)))
+    one = reduce_with_pure_oracle(program, core, jobs=1, kind=kind, localize=localize, first_off=first_off)
     assert set(one.current) == core
-    many = reduce_with_pure_oracle(program, core, jobs=data.draw(st.integers(2, 6)), kind=kind)
+    many = reduce_with_pure_oracle(program, core, jobs=data.draw(st.integers(2, 6)), kind=kind,
+                                   localize=localize, first_off=first_off)
     assert many.current == one.current
     assert many.counters.oracle_calls == one.counters.oracle_calls  # speculation is not charged
     assert many.counters.evaluations >= one.counters.evaluations
@@ -104,3 +117,14 @@ def test_single_node_core_takes_few_calls(program: Program):
     problem = reduce_with_pure_oracle(program, {len(program.nodes) // 2}, jobs=1)
     assert len(problem.current) == 1
     assert problem.counters.oracle_calls <= 2 * len(program.nodes).bit_length() + 8
+
+
+def test_a_right_localization_replaces_the_binary_search_with_two_probes(program: Program):
+    core = {len(program.nodes) // 2 - 1, len(program.nodes) // 2}
+    plain = reduce_with_pure_oracle(program, core, jobs=1, kind="mismatch")
+    guided = reduce_with_pure_oracle(program, core, jobs=1, kind="mismatch", localize=True)
+    assert set(guided.current) == set(plain.current) == core
+    binary_probes = len(program.nodes).bit_length() - 1
+    # one localization run, then 2 prefix probes instead of a binary search
+    assert guided.counters.oracle_calls <= plain.counters.oracle_calls - (binary_probes - 3)
+    assert str(program.nodes[max(core)].name) in guided.notes["first_off_value"]

@@ -71,3 +71,15 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     strip = lambda s: {k: v for k, v in s.items() if k not in ("timing", "seconds")}
     assert strip(one) == strip(three)
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
+
+
+def test_localization_is_only_a_guess(host_program, tmp_path):
+    """The all-outputs run names the planted mismatch's first off value and saves prefix
+    probes; turned off, the search is a plain binary search to the same repro."""
+    model, inputs = host_program
+    guided = reduce_cli(model, inputs, tmp_path / "on", "mismatch", plugin("mismatch_mul_exp"))
+    plain = reduce_cli(model, inputs, tmp_path / "off", "mismatch", plugin("mismatch_mul_exp"), "--no-localize")
+    assert "exp" in guided["diagnosis"]["first_off_value"] and "first_off_value" not in plain["diagnosis"]
+    assert guided["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
+    graph = lambda d: (tmp_path / d / "repro.py").read_text().split("class Repro")[1].split("def main")[0]  # noqa: E731
+    assert graph("on") == graph("off")  # the header differs: it counts the oracle calls

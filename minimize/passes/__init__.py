@@ -1,6 +1,6 @@
 """Reduction passes, one family per module, in one tier list.
 
-A pass proposes candidates through the ReductionProblem (try_first / first_true) and
+A pass proposes candidates through the ReductionProblem (try_first / run_search) and
 accepts what fails the same way. Passes make deterministic progress and do not loop
 to a fixed point themselves; the scheduler does (DESIGN.md key idea 5).
 """

@@ -1,58 +1,62 @@
 """Block bisection: the minimal contiguous failing window, in O(log n) oracle calls.
 
-A binary search for the shortest failing prefix [0, h) (cut nodes feed the rest as
-inputs), then a galloping search for the shortest failing suffix of it: its last w
-nodes, w = 1, 2, 4, 8, then a binary search. Bug cores are a few nodes, so the second
-search costs about 2*log2(w) calls, not log2(h). When the prefix's verdict names the
-output that is off (mismatch, NaN), the suffix search runs over that output's cone
-only, if the cone alone still fails: on the Inductor example the prefix ends at node 98
-and the cone is 4 nodes (arange * 1e9 and two more), so that search costs 4 calls, not
-12. With --jobs, a search's next probes are evaluated at once
-(ReductionProblem.run_search). Searching the suffix of the whole program at the same
-time would parallelize better, but costs more calls at --jobs 1, and oracle calls are
-the currency. Borrowed in spirit from torch.fx
-net_min_base's block traverse and Polygraphy's `debug reduce`.
+One search over candidates, in three steps:
+1. The shortest failing prefix [0, h) (cut nodes feed the rest as inputs): a binary
+   search, or, when localization names the first value that is off
+   (minimize/localize.py), a probe of that prefix and of the one a node shorter.
+2. When the prefix's verdict names the output that is off (mismatch, NaN), that
+   output's cone, if it alone still fails: on the Inductor example the prefix ends at
+   node 98 and the cone is 4 nodes (arange * 1e9 and two more).
+3. The shortest failing suffix of what is left: its last w nodes, w = 1, 2, 4, 8, then
+   a binary search. Bug cores are a few nodes, so this costs about 2*log2(w) calls.
+Being one search, its probes are speculated across the steps with --jobs: while the
+prefix is being confirmed, idle workers already try the suffixes of the expected
+prefix (ReductionProblem.run_search). Searching the suffix of the whole program at
+the same time would parallelize better, but costs more calls at --jobs 1, and oracle
+calls are the currency. Borrowed in spirit from torch.fx net_min_base's block
+traverse and Polygraphy's `debug reduce`.
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
+from minimize.localize import MIN_NODES, first_off_position, mark_all_settings
 from minimize.passes.outputs import failing_output_cone
-from minimize.problem import Candidate, ReductionProblem
-from minimize.search import SearchFactory, binary_first_true, speculative_probes
+from minimize.problem import Candidate, Key, ReductionProblem
+from minimize.search import Search, gallop_first_true, guided_first_true, mapped, speculative_probes
+
+MIN_LEN = 4  # below this, delta debugging is as cheap
 
 
-def _prefix_search(problem: ReductionProblem) -> tuple[SearchFactory, Callable[[int], Candidate]] | None:
-    """The first search: the shortest failing prefix, as a search and its candidates."""
-    cur, norm = problem.current, problem.program.normalize
-    if len(cur) < 4:
-        return None
-    return (lambda: binary_first_true(1, len(cur))), (lambda h: norm(cur[:h]))
+def _window_search(problem: ReductionProblem, cur: Candidate, guess: int | None) -> Search:
+    """The minimal failing window of `cur`; guess: the prefix length localization expects."""
+    norm = problem.program.normalize
+    h = yield from mapped(guided_first_true(1, len(cur), guess), lambda h: norm(cur[:h]))
+    region = norm(cur[:h])
+    cone = failing_output_cone(problem, region)
+    if cone and cone != region and (yield cone):
+        region = cone
+    w = yield from mapped(gallop_first_true(1, len(region)), lambda w: norm(region[-w:]))
+    return norm(region[-w:])
 
 
-def opening_probes(problem: ReductionProblem, k: int) -> list[Candidate]:
-    """The first k probes bisect_window may make, to evaluate beside the original."""
-    search = _prefix_search(problem)
-    if search is None or k < 1:
+def opening_probes(problem: ReductionProblem, k: int, localize: bool) -> list[Key]:
+    """Up to k runs bisect_window may ask for first, to evaluate beside the original:
+    the localization run, then the binary search's first probes (its fallback)."""
+    cur = problem.current
+    if len(cur) < MIN_LEN or k < 1:
         return []
-    factory, prefix = search
-    return [prefix(h) for h in speculative_probes(factory, lambda h: None, k)]
+    first: list[Key] = []
+    if localize and len(cur) >= MIN_NODES:
+        first.append(problem.key(cur, mark_all_settings(problem)))
+    probes = speculative_probes(lambda: _window_search(problem, cur, None), lambda c: None, k - len(first))
+    return first + [problem.key(c) for c in probes]
 
 
 def bisect_window(problem: ReductionProblem) -> None:
-    search = _prefix_search(problem)
-    if search is None:
+    cur = problem.current
+    if len(cur) < MIN_LEN:
         return
-    factory, prefix = search
-    region = prefix(problem.run_search(factory, prefix))
-    cone = failing_output_cone(problem, region)
-    if cone and cone != region and problem.is_interesting(cone):
-        region = cone
-
-    def suffix(w: int) -> Candidate:
-        return problem.program.normalize(region[-w:])
-
-    window = suffix(problem.first_true(1, len(region), suffix, gallop=True))
-    if window and window != problem.current and problem.is_interesting(window):
+    off = first_off_position(problem, cur)
+    window = problem.run_search(lambda: _window_search(problem, cur, None if off is None else off + 1))
+    if window and window != cur and problem.is_interesting(window):
         problem.accept(window)

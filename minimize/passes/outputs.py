@@ -38,8 +38,10 @@ def keep_one_output(problem: ReductionProblem) -> None:
 
 def failing_output_cone(problem: ReductionProblem, cand: Candidate) -> Candidate | None:
     """The cone of the output a mismatch or NaN verdict on `cand` names (the verdict
-    counts flattened tensors; a node may return several), or None if it names none."""
-    output = problem.verdict(cand).output
+    counts flattened tensors; a node may return several), or None if it names none or
+    `cand` has no verdict yet (a search replayed under hypothetical answers)."""
+    verdict = problem.known_verdict(cand)
+    output = None if verdict is None else verdict.output
     if output is None:
         return None
     leaves = 0

@@ -1,0 +1,57 @@
+"""Localization: one run with every value as an output guesses where the bug is.
+
+For a mismatch or a NaN, the first node whose value is off when every kept node is an
+output of the compiled graph (what Polygraphy users do by hand with `--trt-outputs mark
+all`) usually ends the shortest failing prefix. trtmin takes it as a guess only: the
+prefix search probes it first and confirms it with the prefix one node shorter, so a
+right guess costs 1 + 2 calls where a binary search costs log2(n), and a wrong one
+costs a few calls more, never a different kind of answer. Marking outputs can change
+what a compiler fuses, so the bug may not show at all; then there is no guess and the
+search is a plain binary search, one call dearer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minimize.problem import Candidate, ReductionProblem, Settings
+from oracles.verdict import Verdict
+
+MARK_ALL = ("trtmin.mark_all", "1")  # a pseudo-setting: the key under which such runs are cached and journaled
+LOCALIZABLE = ("mismatch", "nan")    # verdicts that name the output that is off
+MIN_NODES = 16                       # below this a binary search costs <= 4 calls: not worth a run
+MAX_REPORTED = 64                    # off values a worker sends back
+
+
+def split_mark_all(settings: Settings) -> tuple[Settings, bool]:
+    """The real backend settings, and whether the run marks every value as an output."""
+    return tuple(kv for kv in settings if kv != MARK_ALL), MARK_ALL in settings
+
+
+def mark_all_settings(problem: ReductionProblem) -> Settings:
+    return tuple(sorted(problem.settings + (MARK_ALL,)))
+
+
+def off_values(node_of_leaf: list[int], each: list[Verdict]) -> list[list[Any]]:
+    """Worker side: [node index, verdict dict] of the first MAX_REPORTED outputs that are off."""
+    return [[node_of_leaf[i], v.to_dict()] for i, v in enumerate(each) if v.kind in LOCALIZABLE][:MAX_REPORTED]
+
+
+def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None:
+    """Position in `cand` of the first node whose value is off the way the original is
+    (else the first one off at all), from one run with every value an output; None
+    when localization is off, does not apply, or finds nothing."""
+    sig = problem.signature
+    if not problem.localize or sig is None or sig.kind not in LOCALIZABLE or len(cand) < MIN_NODES:
+        return None
+    runs = problem.runs(cand, mark_all_settings(problem))
+    run = next((r for r in runs if r.extra.get("deviating")), runs[0])
+    off = [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]
+    pick = next((o for o in off if sig.matches(o[1], problem.match, problem.any_failure)), off[0] if off else None)
+    if pick is None or pick[0] not in cand:
+        return None
+    node, v = problem.program.nodes[pick[0]], pick[1]
+    how = ("non-finite where eager is finite" if v.kind == "nan" else
+           f"off by max abs {v.max_abs:.4g}" if v.max_abs is not None else f"off ({v.detail})")
+    problem.notes.setdefault("first_off_value", f"`{node.name}` ({node.target}): {how}")
+    return cand.index(pick[0])
