@@ -21,6 +21,7 @@ import torch.fx as fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
+from minimize.fast_load import memoized_schema_type_hints
 from oracles.errors import TrtminError
 
 
@@ -60,7 +61,8 @@ def load_exported(path: Path) -> ExportedProgram:
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
-        return torch.export.load(str(path))
+        with memoized_schema_type_hints():
+            return torch.export.load(str(path))
     except Exception as e:  # torch raises many types for damaged archives
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first}); "
