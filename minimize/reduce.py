@@ -18,7 +18,6 @@ from minimize.journal import JOURNAL, Journal
 from minimize.localize import LOCALIZABLE
 from minimize.passes.bisect_window import opening_probes
 from minimize.problem import ReductionProblem
-from minimize.program import count_call_nodes
 from minimize.scheduler import reduce_to_fixpoint
 from minimize.session import Options, Session
 from oracles.backends import resolve
@@ -68,6 +67,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     header = {"model_sha256": file_digest(opts.model), "options": _options_key(opts)}
     match = re.compile(opts.match) if opts.match else None
     with Session(opts) as session:
+        load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         journal = Journal(out, header, resume)
         if resume:
@@ -89,7 +89,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             if opts.repeat > 1:
                 log(f"the original fails {fails} of {opts.repeat} runs; a candidate must fail "
                     f"{problem.min_failures} of {opts.repeat}")
-            original_nodes = count_call_nodes(session.program.materialize(problem.current).gm.graph)
+            original_nodes = len(problem.current)  # each kept node is one call node of its slice
             reduce_to_fixpoint(problem)
         finally:
             journal.close()
@@ -98,6 +98,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         seconds = time.monotonic() - t0
         summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                            session.pool.restarts)
+        summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
         summary["flakiness"] = {"repeat": opts.repeat, "original_failures": fails,
                                 "final_failures": problem.failures(problem.current),
                                 "min_failures": problem.min_failures}
