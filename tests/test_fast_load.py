@@ -7,7 +7,7 @@ import typing
 from pathlib import Path
 
 import torch
-from torch._export.serde import serialize
+from torch._export.serde import serialize, union
 
 from minimize.fast_load import memoized_schema_type_hints
 from minimize.program import load_exported
@@ -30,6 +30,7 @@ def test_memoized_load_gives_the_same_program_with_fewer_lookups(tmp_path: Path,
 
     monkeypatch.setattr(typing, "get_type_hints", hints)
     monkeypatch.setattr(dataclasses, "fields", fields)
+    monkeypatch.setattr(union, "fields", fields)
     plain = torch.export.load(str(path))
     plain_calls = dict(calls)
     calls.update(hints=0, fields=0)
@@ -37,6 +38,7 @@ def test_memoized_load_gives_the_same_program_with_fewer_lookups(tmp_path: Path,
     assert plain.graph_module.code == fast.graph_module.code
     assert calls["hints"] < plain_calls["hints"] / 3 and calls["fields"] < plain_calls["fields"] / 3, (calls, plain_calls)
     assert serialize.typing is typing and serialize.dataclasses is dataclasses  # put back after the load
+    assert union.fields is fields
 
 
 def test_the_patch_is_undone_when_the_load_fails(tmp_path: Path):
@@ -46,4 +48,4 @@ def test_the_patch_is_undone_when_the_load_fails(tmp_path: Path):
             raise ValueError("a damaged archive")
     except ValueError:
         pass
-    assert serialize.typing is typing and serialize.dataclasses is dataclasses
+    assert serialize.typing is typing and serialize.dataclasses is dataclasses and union.fields is dataclasses.fields
