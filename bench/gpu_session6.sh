@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sixth GPU session (nvidia-h200-x2): localization (--localize, the default) against
+# --no-localize on the 1 s-per-call case at --jobs 1 and 4, and the Inductor example on
+# CUDA at --jobs 1 and 4, each run with its own cold Inductor cache. One log,
+# $OUT/session6.txt.
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/session6.txt
+T=/tmp/trtmin-gpu6; mkdir -p $T
+{ nproc; nvidia-smi -L; python3 -c "import torch; print(torch.__version__)"; } > $L 2>&1
+run() {  # name args...
+  local name=$1; shift
+  TORCHINDUCTOR_CACHE_DIR=$T/cache_$name python3 -m minimize.cli reduce "$@" --out $T/$name > $T/$name.log 2>&1
+  echo "== $name rc=$? $(grep '^done:' $T/$name.log)" >> $L
+  python3 -c "import json; s=json.load(open('$T/$name/summary.json')); t=s['timing']; print(' ', {k: t[k] for k in ('seconds','oracle_seconds','evaluations','batches','first_batch_seconds','jobs')}, {p: v['calls'] for p, v in s['passes'].items() if v['calls']}, s['diagnosis'].get('first_off_value'))" >> $L 2>&1
+}
+python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1
+S="$T/slow_oracle.pt2 --inputs $T/slow_oracle_inputs.pt --backend bench/cases/slow_oracle.py:backend --oracle mismatch --device cuda"
+run slow_j1 $S --jobs 1
+run slow_j4 $S --jobs 4
+run slow_j1_plain $S --jobs 1 --no-localize
+run slow_j4_plain $S --jobs 4 --no-localize
+
+E="examples/forecaster.pt2 --inputs examples/forecaster_inputs.pt --backend inductor --oracle mismatch --device cuda"
+run fore_j1 $E --jobs 1
+run fore_j4 $E --jobs 4
+cmp -s $T/slow_j1/repro.py $T/slow_j4/repro.py && echo "repro.py identical: slow_j1, slow_j4" >> $L
+cmp -s $T/slow_j1_plain/repro.py $T/slow_j4_plain/repro.py && echo "repro.py identical: slow_j1_plain, slow_j4_plain" >> $L
+cmp -s $T/fore_j1/repro.py $T/fore_j4/repro.py && echo "repro.py identical: fore_j1, fore_j4" >> $L
+
+timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_faults.py tests/test_example.py -k "cuda or gpu" >> $L 2>&1
+tail -3 $L

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Seventh GPU session (nvidia-h200-x2): the final code of the third session, with
+# timing.load_seconds, on the 1 s-per-call case and the Inductor example on
+# CUDA at --jobs 1 and 4, each run with its own cold Inductor cache. One log,
+# $OUT/session7.txt.
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/session7.txt
+T=/tmp/trtmin-gpu7; mkdir -p $T
+{ nproc; nvidia-smi -L; python3 -c "import torch; print(torch.__version__)"; } > $L 2>&1
+run() {  # name args...
+  local name=$1; shift; local t0=$(date +%s.%N)
+  TORCHINDUCTOR_CACHE_DIR=$T/cache_$name python3 -m minimize.cli reduce "$@" --out $T/$name > $T/$name.log 2>&1
+  echo "== $name rc=$? $(grep '^done:' $T/$name.log) process wall $(echo "$(date +%s.%N) - $t0" | bc) s" >> $L
+  python3 -c "import json; s=json.load(open('$T/$name/summary.json')); t=s['timing']; print(' ', {k: t[k] for k in ('seconds','load_seconds','oracle_seconds','evaluations','batches','first_batch_seconds','jobs')}, {p: v['calls'] for p, v in s['passes'].items() if v['calls']}, s['diagnosis'].get('first_off_value'))" >> $L 2>&1
+}
+python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1
+S="$T/slow_oracle.pt2 --inputs $T/slow_oracle_inputs.pt --backend bench/cases/slow_oracle.py:backend --oracle mismatch --device cuda"
+run slow_j1 $S --jobs 1
+run slow_j4 $S --jobs 4
+
+E="examples/forecaster.pt2 --inputs examples/forecaster_inputs.pt --backend inductor --oracle mismatch --device cuda"
+run fore_j1 $E --jobs 1
+run fore_j4 $E --jobs 4
+cmp -s $T/slow_j1/repro.py $T/slow_j4/repro.py && echo "repro.py identical: slow_j1, slow_j4" >> $L
+cmp -s $T/fore_j1/repro.py $T/fore_j4/repro.py && echo "repro.py identical: fore_j1, fore_j4" >> $L
+tail -3 $L
