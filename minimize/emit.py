@@ -324,8 +324,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     notes = summary.get("diagnosis") or {}
     lines = []
     if "first_off_value" in notes:
-        lines.append(f"- First value off in the original program, compiled with every value an output: "
-                     f"{notes['first_off_value']}.")
+        lines.append(f"- First value off when the {notes.get('localized_nodes', '?')}-node program is compiled "
+                     f"with every value an output: {notes['first_off_value']}.")
     if "failing_engine" in notes:
         lines.append(f"- Failing engine: {notes['failing_engine']} (each engine was run alone, the rest in PyTorch).")
     if isinstance(notes.get("culprit_ops"), list):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import types
 import typing
 from typing import Any, Iterator
@@ -54,22 +55,25 @@ def _memoized_type_hints() -> Any:
     return get_type_hints
 
 
+def _module(name: str) -> types.ModuleType | None:
+    try:
+        return importlib.import_module(f"torch._export.serde.{name}")
+    except ImportError:
+        return None
+
+
 @contextlib.contextmanager
 def memoized_schema_type_hints() -> Iterator[None]:
-    try:
-        from torch._export.serde import serialize, union
-    except ImportError:
-        yield
-        return
+    serialize, union = _module("serialize"), _module("union")
     fields = _memoized_fields()
     patches = [(serialize, "typing", typing, _MemoizedModule(typing, get_type_hints=_memoized_type_hints())),
                (serialize, "dataclasses", dataclasses, _MemoizedModule(dataclasses, fields=fields)),
                (union, "fields", dataclasses.fields, fields)]
-    applied = [(mod, name, old) for mod, name, old, new in patches if getattr(mod, name, None) is old]
-    for mod, name, _ in applied:
-        setattr(mod, name, next(new for m, n, _, new in patches if (m, n) == (mod, name)))
+    applied = [p for p in patches if getattr(p[0], p[1], None) is p[2]]  # a missing module: None, skipped
+    for mod, name, _, new in applied:
+        setattr(mod, name, new)
     try:
         yield
     finally:
-        for mod, name, old in applied:
+        for mod, name, old, _ in applied:
             setattr(mod, name, old)

@@ -53,5 +53,7 @@ def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None
     node, v = problem.program.nodes[pick[0]], pick[1]
     how = ("non-finite where eager is finite" if v.kind == "nan" else
            f"off by max abs {v.max_abs:.4g}" if v.max_abs is not None else f"off ({v.detail})")
-    problem.notes.setdefault("first_off_value", f"`{node.name}` ({node.target}): {how}")
+    if "first_off_value" not in problem.notes:  # keep the first: the largest program localized
+        problem.notes["first_off_value"] = f"`{node.name}` ({node.target}): {how}"
+        problem.notes["localized_nodes"] = len(cand)
     return cand.index(pick[0])

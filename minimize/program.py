@@ -22,6 +22,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from minimize.fast_load import memoized_schema_type_hints
+from oracles.checks import flatten_outputs
 from oracles.errors import TrtminError
 
 
@@ -186,6 +187,11 @@ class Program:
             root.register_buffer(name, self.values[name])
         gm = fx.GraphModule(root, graph)
         return Slice(gm, inputs, outs, constants)
+
+    def leaf_nodes(self, s: Slice) -> list[int]:
+        """The node each flattened output of the slice comes from (a node may return
+        several tensors), in the order the outputs are compared."""
+        return [self.index[name] for name in s.output_names for _ in flatten_outputs(self.values[name])]
 
     def inputs_for(self, s: Slice) -> list[Any]:
         return [self.values[name] for name in s.input_names]

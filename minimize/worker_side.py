@@ -18,7 +18,6 @@ from minimize.localize import off_values
 from minimize.program import Program
 from oracles.backends import resolve
 from oracles.checks import Tolerance
-from oracles.checks import flatten_outputs
 from oracles.evaluate import evaluate, evaluate_each
 
 GRAPH_FILE = "graph.bin"
@@ -84,24 +83,21 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     def run(job: dict[str, Any]) -> dict[str, Any]:
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False))
         be = backend_for(job.get("settings", settings))
-        if job.get("mark_all"):
-            return _localize(piece, be)
         if job.get("partitions"):
             try:
                 return {"partitions": be.partitions(piece.gm, program.inputs_for(piece)) or []}
             except Exception as e:  # a backend that cannot say: no partition pass
                 return {"partitions": [], "error": f"{type(e).__name__}: {e}"}
-        verdict = evaluate(piece.gm, program.inputs_for(piece), be, tol, device).to_dict()
+        verdict = _localize(piece, be) if job.get("mark_all") else \
+            evaluate(piece.gm, program.inputs_for(piece), be, tol, device).to_dict()
         if "CUDA error" in verdict.get("message", "") or "CUDA error" in verdict.get("detail", ""):
             verdict["restart"] = True  # the CUDA context may be unusable now
         return verdict
 
     def _localize(piece: Any, be: Any) -> dict[str, Any]:
         verdict, each = evaluate_each(piece.gm, program.inputs_for(piece), be, tol, device)
-        node_of_leaf = [program.index[name] for name in piece.output_names
-                        for _ in flatten_outputs(program.values[name])]
         out = verdict.to_dict()
-        out["extra"] = {**out["extra"], "deviating": off_values(node_of_leaf, each)}
+        out["extra"] = {**out["extra"], "deviating": off_values(program.leaf_nodes(piece), each)}
         return out
 
     return run

@@ -44,23 +44,25 @@ def classify_exception(exc: BaseException) -> Verdict:
 
 
 def compare_outputs(expected: Sequence[Any], actual: Sequence[Any], tol: Tolerance) -> Verdict:
-    """Eager vs backend, output by output.
-
-    NaN where eager is finite is a `nan` verdict (the first such output decides);
-    otherwise values off by more than atol + rtol*|expected| are a `mismatch` (the
-    worst output decides). Integer outputs are compared exactly apart from atol.
-    """
+    """Eager vs backend, output by output. Integer outputs are compared exactly apart from atol."""
     if len(expected) != len(actual):
         return Verdict("mismatch", detail=f"eager returns {len(expected)} outputs, the backend {len(actual)}")
-    each = compare_each(expected, actual, tol)
-    nan = next((v for v in each if v.kind == "nan"), None)
-    worst = max((v for v in each if v.kind == "mismatch"), key=lambda v: v.max_abs or 0, default=None)
-    return nan or worst or Verdict("pass")
+    return summarize(compare_each(expected, actual, tol))
 
 
 def compare_each(expected: Sequence[Any], actual: Sequence[Any], tol: Tolerance) -> list[Verdict]:
-    """One verdict per output pair (localization wants every output that is off)."""
+    """One verdict per output pair (localization wants every output that is off);
+    the caller checks that the counts agree."""
     return [_compare_one(i, e, a, tol) for i, (e, a) in enumerate(zip(expected, actual))]
+
+
+def summarize(each: Sequence[Verdict]) -> Verdict:
+    """The verdict of all outputs: NaN where eager is finite is a `nan` (the first such
+    output decides); otherwise values off by more than atol + rtol*|expected| are a
+    `mismatch` (the worst output decides)."""
+    nan = next((v for v in each if v.kind == "nan"), None)
+    worst = max((v for v in each if v.kind == "mismatch"), key=lambda v: v.max_abs or 0, default=None)
+    return nan or worst or Verdict("pass")
 
 
 def _compare_one(i: int, e: Any, a: Any, tol: Tolerance) -> Verdict:

@@ -12,7 +12,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend
-from oracles.checks import Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs
+from oracles.checks import Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs, summarize
 from oracles.verdict import Verdict
 
 
@@ -33,11 +33,16 @@ def evaluate(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: T
 
 def evaluate_each(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: Tolerance,
                   device: str = "cpu") -> tuple[Verdict, list[Verdict]]:
-    """The verdict, and one verdict per output (empty when it did not run to the end)."""
+    """The verdict, and one verdict per output (empty when it did not run to the end or
+    the backend returned another number of outputs: they could not be paired)."""
     ran = _run_both(gm, inputs, backend, device)
     if isinstance(ran, Verdict):
         return ran, []
-    return compare_outputs(*ran, tol), compare_each(*ran, tol)
+    expected, actual = ran
+    if len(expected) != len(actual):
+        return compare_outputs(expected, actual, tol), []
+    each = compare_each(expected, actual, tol)
+    return summarize(each), each
 
 
 def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend,

@@ -17,6 +17,7 @@ from minimize.localize import split_mark_all
 from minimize.problem import ReductionProblem
 from minimize.program import Program
 from minimize.scheduler import reduce_to_fixpoint
+from oracles.checks import flatten_outputs
 from oracles.verdict import Signature, Verdict
 from tests.conftest import Host
 
@@ -119,12 +120,48 @@ def test_single_node_core_takes_few_calls(program: Program):
     assert problem.counters.oracle_calls <= 2 * len(program.nodes).bit_length() + 8
 
 
-def test_a_right_localization_replaces_the_binary_search_with_two_probes(program: Program):
-    core = {len(program.nodes) // 2 - 1, len(program.nodes) // 2}
-    plain = reduce_with_pure_oracle(program, core, jobs=1, kind="mismatch")
-    guided = reduce_with_pure_oracle(program, core, jobs=1, kind="mismatch", localize=True)
+class Chain(torch.nn.Module):
+    """64 call nodes in a row, and a max.dim whose (values, indices) tuple feeds two nodes."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        for _ in range(31):
+            x = torch.sin(x) * 1.01
+        values, indices = torch.max(x, dim=1)
+        return values + 1, indices * 2
+
+
+@pytest.fixture(scope="module")
+def chain() -> Program:
+    x = torch.randn(4, 8)
+    return Program(prepare(torch.export.export(Chain(), (x,)), "cpu"), [x])
+
+
+def test_a_right_localization_replaces_the_binary_search_with_two_probes(chain: Program):
+    assert len(chain.nodes) >= 64
+    core = {30, 31}
+    plain = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch")
+    guided = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
     assert set(guided.current) == set(plain.current) == core
-    binary_probes = len(program.nodes).bit_length() - 1
-    # one localization run, then 2 prefix probes instead of a binary search
-    assert guided.counters.oracle_calls <= plain.counters.oracle_calls - (binary_probes - 3)
-    assert str(program.nodes[max(core)].name) in guided.notes["first_off_value"]
+    # one localization run and 2 prefix probes where a binary search takes log2(n) >= 6
+    assert guided.counters.oracle_calls <= plain.counters.oracle_calls - 3
+    assert str(chain.nodes[max(core)].name) in guided.notes["first_off_value"]
+    assert guided.notes["localized_nodes"] == len(chain.nodes)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_value_an_output_maps_each_leaf_to_its_node(chain: Program, data):
+    """Localization reads the node of each flattened output: a tuple-valued node (max.dim
+    without its getitems) gives two leaves, and every leaf is that node's eager value."""
+    tuple_node = next(i for i, n in enumerate(chain.nodes) if "max" in str(n.target))
+    kept = chain.normalize(data.draw(st.sets(st.integers(0, len(chain.nodes) - 1), min_size=1)) | {tuple_node})
+    piece = chain.materialize(kept, mark_all=True)
+    with torch.no_grad():
+        leaves = flatten_outputs(piece.gm(*chain.inputs_for(piece)))
+    nodes = chain.leaf_nodes(piece)
+    assert len(leaves) == len(nodes)
+    assert set(nodes) == set(kept) - {i for i in kept if not isinstance(chain.values[chain.nodes[i].name], torch.Tensor)
+                                      and i not in chain.outputs_of(kept)}
+    for leaf, i in zip(leaves, nodes):
+        value = chain.values[chain.nodes[i].name]
+        assert any(torch.equal(leaf, v) for v in (value if isinstance(value, tuple) else (value,)))

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from minimize.search import binary_first_true, gallop_first_true, guided_first_true, replay, speculative_probes
+from minimize.search import (binary_first_true, gallop_first_true, guided_first_true, mapped, replay,
+                            speculative_probes)
 
 
 def run(search_factory, threshold: int) -> tuple[int, list[int]]:
@@ -43,7 +44,9 @@ def test_gallop_is_cheap_near_lo_and_bounded_far_from_it() -> None:
     assert len(run(lambda: binary_first_true(1, 206), 2)[1]) >= 7
 
 
-@pytest.mark.parametrize("search", [binary_first_true, gallop_first_true])
+@pytest.mark.parametrize("search", [binary_first_true, gallop_first_true,
+                                    lambda lo, hi: guided_first_true(lo, hi, 40),
+                                    lambda lo, hi: guided_first_true(lo, hi, 97)])
 def test_speculation_proposes_the_sequential_path_first(search) -> None:
     for t in (1, 5, 40, 99, 100):
         _, path = run(lambda: search(1, 100), t)
@@ -82,6 +85,21 @@ def test_a_right_guess_costs_two_probes_and_a_miss_costs_little_more() -> None:
             if miss < 8:  # within the gallop from the guess
                 assert n <= 2 * math.ceil(math.log2(miss + 1)) + 2
             assert n <= binary_worst + 5
+
+
+def test_speculation_follows_the_expected_answers_first() -> None:
+    """Of a guided search, speculation takes the guess and the probe below it first, then
+    what follows the expected answers (here the composed second search), before the
+    branches where the guess was wrong."""
+    def composed():
+        h = yield from mapped(guided_first_true(1, 100, 40), lambda h: ("prefix", h))
+        w = yield from mapped(gallop_first_true(1, h), lambda w: ("suffix", w))
+        return h, w
+
+    batch = speculative_probes(composed, lambda p: None, 4)
+    assert batch == [("prefix", 40), ("prefix", 39), ("suffix", 1), ("suffix", 2)]
+    x, result = replay(composed, lambda p: p[1] >= 40 if p[0] == "prefix" else p[1] >= 2)
+    assert (x, result) == (None, (40, 2))
 
 
 def test_speculation_of_a_finished_search_is_empty() -> None:

@@ -58,3 +58,32 @@ def test_error_pattern_matches_the_same_error_with_other_numbers():
     sig = Signature.of(Verdict("crash", "KeyError", "'buf12'"))
     pat = error_pattern(sig, None)
     assert re.search(pat, "KeyError: 'buf3'") and not re.search(pat, "KeyError: 'x'")
+
+
+def test_per_output_verdicts_pair_outputs_or_give_none():
+    """Localization reads one verdict per output: the overall verdict is their summary,
+    and a backend that returns another number of outputs gives no per-output verdicts
+    (they could not be paired with eager's)."""
+    import torch.fx as fx
+
+    from oracles.backends.eager import EagerBackend
+    from oracles.evaluate import evaluate_each
+
+    class TwoOutputs(torch.nn.Module):
+        def forward(self, x):
+            return x + 1, x * 2
+
+    class DropsOne(EagerBackend):
+        def compile(self, gm, inputs):
+            return lambda *a: gm(*a)[:1]
+
+    class OffSecond(EagerBackend):
+        def compile(self, gm, inputs):
+            return lambda *a: (gm(*a)[0], gm(*a)[1] + 0.5)
+
+    gm = fx.symbolic_trace(TwoOutputs())
+    x = torch.ones(3)
+    verdict, each = evaluate_each(gm, [x], OffSecond("eager"), Tolerance())
+    assert [v.kind for v in each] == ["pass", "mismatch"] and verdict.kind == "mismatch" and verdict.output == 1
+    verdict, each = evaluate_each(gm, [x], DropsOne("eager"), Tolerance())
+    assert each == [] and verdict.kind == "mismatch" and "2 outputs" in verdict.detail
