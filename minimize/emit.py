@@ -326,6 +326,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "first_off_value" in notes:
         lines.append(f"- First value off when the {notes.get('localized_nodes', '?')}-node program is compiled "
                      f"with every value an output: {notes['first_off_value']}.")
+    elif "localization" in notes:
+        lines.append(f"- Localization: {notes['localization']}.")
     if "failing_engine" in notes:
         lines.append(f"- Failing engine: {notes['failing_engine']} (each engine was run alone, the rest in PyTorch).")
     if isinstance(notes.get("culprit_ops"), list):

@@ -44,11 +44,18 @@ def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None
     sig = problem.signature
     if not problem.localize or sig is None or sig.kind not in LOCALIZABLE or len(cand) < MIN_NODES:
         return None
-    runs = problem.runs(cand, mark_all_settings(problem))
+    shown, problem.current_pass = problem.current_pass, f"{problem.current_pass}: localizing"  # for the live view
+    try:
+        runs = problem.runs(cand, mark_all_settings(problem))
+    finally:
+        problem.current_pass = shown
     run = next((r for r in runs if r.extra.get("deviating")), runs[0])
     off = [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]
     pick = next((o for o in off if sig.matches(o[1], problem.match, problem.any_failure)), off[0] if off else None)
     if pick is None or pick[0] not in cand:
+        # Say why the search had no guess (one call spent): the extra outputs hid the bug, or broke the compile.
+        problem.notes.setdefault("localization", f"no value off in the {len(cand)}-node program compiled with every "
+                                                 f"value an output ({run.describe()}); bisected instead")
         return None
     node, v = problem.program.nodes[pick[0]], pick[1]
     how = ("non-finite where eager is finite" if v.kind == "nan" else

@@ -69,16 +69,20 @@ def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
 
 
 def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash",
-                            localize: bool = False, first_off: int | None = None) -> ReductionProblem:
+                            localize: bool = False, first_off: int | None = None,
+                            hidden: bool = False) -> ReductionProblem:
     """A planted bug: fails when every core node is kept. As a mismatch, it names the
     output the last core node feeds, as compare_outputs does. Its localization run
     (every value an output) names `first_off` (default: the last core node, as a
-    compiler that keeps the bug would) and what follows it as off."""
+    compiler that keeps the bug would) and what follows it as off; hidden: nothing is off
+    there (the extra outputs changed what the compiler fused)."""
     def verdict(kept: tuple[int, ...], settings) -> Verdict:
         if not core <= set(kept):
             return Verdict("pass")
         if kind == "crash":
             return Verdict("crash", "E", "planted")
+        if split_mark_all(settings)[1] and hidden:
+            return Verdict("pass", extra={"deviating": []})
         if split_mark_all(settings)[1]:
             start = max(core) if first_off is None else first_off
             off = [[i, Verdict("mismatch", max_abs=1.0).to_dict()] for i in kept if i >= start]
@@ -165,3 +169,12 @@ def test_every_value_an_output_maps_each_leaf_to_its_node(chain: Program, data):
     for leaf, i in zip(leaves, nodes):
         value = chain.values[chain.nodes[i].name]
         assert any(torch.equal(leaf, v) for v in (value if isinstance(value, tuple) else (value,)))
+
+
+def test_a_localization_that_hides_the_bug_costs_one_call_and_says_so(chain: Program):
+    core = {30, 31}
+    plain = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch")
+    hidden = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True, hidden=True)
+    assert hidden.current == plain.current
+    assert hidden.counters.oracle_calls == plain.counters.oracle_calls + 1
+    assert "bisected instead" in hidden.notes["localization"] and "first_off_value" not in hidden.notes
