@@ -37,12 +37,20 @@ def off_values(node_of_leaf: list[int], each: list[Verdict]) -> list[list[Any]]:
     return [[node_of_leaf[i], v.to_dict()] for i, v in enumerate(each) if v.kind in LOCALIZABLE][:MAX_REPORTED]
 
 
+def worth_localizing(problem: ReductionProblem, cand: Candidate) -> bool:
+    """Whether a localization run may be made on `cand`. Before the original's verdict
+    (opening probes) the oracle decides alone: problem.localize is only set for
+    localizable oracles."""
+    sig = problem.signature
+    return problem.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in LOCALIZABLE)
+
+
 def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None:
     """Position in `cand` of the first node whose value is off the way the original is
     (else the first one off at all), from one run with every value an output; None
     when localization is off, does not apply, or finds nothing."""
     sig = problem.signature
-    if not problem.localize or sig is None or sig.kind not in LOCALIZABLE or len(cand) < MIN_NODES:
+    if sig is None or not worth_localizing(problem, cand):
         return None
     shown, problem.current_pass = problem.current_pass, f"{problem.current_pass}: localizing"  # for the live view
     try:

@@ -188,10 +188,10 @@ class Program:
         gm = fx.GraphModule(root, graph)
         return Slice(gm, inputs, outs, constants)
 
-    def leaf_nodes(self, s: Slice) -> list[int]:
-        """The node each flattened output of the slice comes from (a node may return
-        several tensors), in the order the outputs are compared."""
-        return [self.index[name] for name in s.output_names for _ in flatten_outputs(self.values[name])]
+    def leaf_nodes(self, output_names: Sequence[str]) -> list[int]:
+        """The node each flattened output comes from, for outputs that are these nodes'
+        values (a node may return several tensors), in the order outputs are compared."""
+        return [self.index[name] for name in output_names for _ in flatten_outputs(self.values[name])]
 
     def inputs_for(self, s: Slice) -> list[Any]:
         return [self.values[name] for name in s.input_names]

@@ -79,8 +79,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         problem.localize = opts.localize and opts.oracle in LOCALIZABLE
         problem.preload(journal.cache)
         try:
-            opening = (opening_probes(problem, opts.jobs - 1, problem.localize)
-                       if not session.backend.reports_partitions else [])
+            opening = opening_probes(problem, opts.jobs - 1) if not session.backend.reports_partitions else []
             original = problem.check_original(speculate=opening)
             _require_failure(opts, original, match)
             problem.signature = Signature.of(original)

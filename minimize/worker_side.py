@@ -97,7 +97,7 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     def _localize(piece: Any, be: Any) -> dict[str, Any]:
         verdict, each = evaluate_each(piece.gm, program.inputs_for(piece), be, tol, device)
         out = verdict.to_dict()
-        out["extra"] = {**out["extra"], "deviating": off_values(program.leaf_nodes(piece), each)}
+        out["extra"] = {**out["extra"], "deviating": off_values(program.leaf_nodes(piece.output_names), each)}
         return out
 
     return run

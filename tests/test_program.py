@@ -162,7 +162,7 @@ def test_every_value_an_output_maps_each_leaf_to_its_node(chain: Program, data):
     piece = chain.materialize(kept, mark_all=True)
     with torch.no_grad():
         leaves = flatten_outputs(piece.gm(*chain.inputs_for(piece)))
-    nodes = chain.leaf_nodes(piece)
+    nodes = chain.leaf_nodes(piece.output_names)
     assert len(leaves) == len(nodes)
     assert set(nodes) == set(kept) - {i for i in kept if not isinstance(chain.values[chain.nodes[i].name], torch.Tensor)
                                       and i not in chain.outputs_of(kept)}

@@ -19,7 +19,7 @@ traverse and Polygraphy's `debug reduce`.
 
 from __future__ import annotations
 
-from minimize.localize import MIN_NODES, first_off_position, mark_all_settings
+from minimize.localize import first_off_position, mark_all_settings, worth_localizing
 from minimize.passes.outputs import failing_output_cone
 from minimize.problem import Candidate, Key, ReductionProblem
 from minimize.search import Search, gallop_first_true, guided_first_true, mapped, speculative_probes
@@ -39,14 +39,14 @@ def _window_search(problem: ReductionProblem, cur: Candidate, guess: int | None)
     return norm(region[-w:])
 
 
-def opening_probes(problem: ReductionProblem, k: int, localize: bool) -> list[Key]:
+def opening_probes(problem: ReductionProblem, k: int) -> list[Key]:
     """Up to k runs bisect_window may ask for first, to evaluate beside the original:
     the localization run, then the binary search's first probes (its fallback)."""
     cur = problem.current
     if len(cur) < MIN_LEN or k < 1:
         return []
     first: list[Key] = []
-    if localize and len(cur) >= MIN_NODES:
+    if worth_localizing(problem, cur):
         first.append(problem.key(cur, mark_all_settings(problem)))
     probes = speculative_probes(lambda: _window_search(problem, cur, None), lambda c: None, k - len(first))
     return first + [problem.key(c) for c in probes]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Sequence
 
 from minimize.problem import Candidate, ReductionProblem
-from oracles.checks import flatten_outputs
 
 
 def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = None) -> Candidate:
@@ -41,12 +40,8 @@ def failing_output_cone(problem: ReductionProblem, cand: Candidate) -> Candidate
     counts flattened tensors; a node may return several), or None if it names none or
     `cand` has no verdict yet (a search replayed under hypothetical answers)."""
     verdict = problem.known_verdict(cand)
-    output = None if verdict is None else verdict.output
-    if output is None:
+    if verdict is None or verdict.output is None:
         return None
-    leaves = 0
-    for sink in problem.program.outputs_of(cand):
-        leaves += len(flatten_outputs(problem.program.values[problem.program.nodes[sink].name]))
-        if output < leaves:
-            return cone(problem, sink, cand)
-    return None
+    prog = problem.program
+    leaves = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(cand)])
+    return cone(problem, leaves[verdict.output], cand) if verdict.output < len(leaves) else None
