@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Sixth GPU session (nvidia-h200-x2): localization (--localize, the default) against
-# --no-localize on the 1 s-per-call case at --jobs 1 and 4, and the Inductor example on
-# CUDA at --jobs 1 and 4, each run with its own cold Inductor cache. One log,
-# $OUT/session6.txt.
+# --jobs on a GPU machine (run on nvidia-h200-x2): localization (the default) against
+# --no-localize on the 1 s-per-call case at --jobs 1 and 4, the Inductor example on CUDA
+# at --jobs 1 and 4, each run with its own cold Inductor cache, then the GPU tests. One
+# log, $OUT/gpu_jobs.txt. (The earlier sessions' gpu_session4-7.sh were variants of it;
+# git history has them as they ran.)
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/session6.txt
-T=/tmp/trtmin-gpu6; mkdir -p $T
+O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/gpu_jobs.txt
+T=/tmp/trtmin-gpu-jobs; mkdir -p $T
 { nproc; nvidia-smi -L; python3 -c "import torch; print(torch.__version__)"; } > $L 2>&1
 run() {  # name args...
   local name=$1; shift
   TORCHINDUCTOR_CACHE_DIR=$T/cache_$name python3 -m minimize.cli reduce "$@" --out $T/$name > $T/$name.log 2>&1
   echo "== $name rc=$? $(grep '^done:' $T/$name.log)" >> $L
-  python3 -c "import json; s=json.load(open('$T/$name/summary.json')); t=s['timing']; print(' ', {k: t[k] for k in ('seconds','oracle_seconds','evaluations','batches','first_batch_seconds','jobs')}, {p: v['calls'] for p, v in s['passes'].items() if v['calls']}, s['diagnosis'].get('first_off_value'))" >> $L 2>&1
+  python3 -c "import json; s=json.load(open('$T/$name/summary.json')); t=s['timing']; print(' ', {k: t.get(k) for k in ('seconds','load_seconds','oracle_seconds','evaluations','batches','first_batch_seconds','jobs')}, {p: v['calls'] for p, v in s['passes'].items() if v['calls']}, s['diagnosis'].get('first_off_value'))" >> $L 2>&1
 }
 python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1
 S="$T/slow_oracle.pt2 --inputs $T/slow_oracle_inputs.pt --backend bench/cases/slow_oracle.py:backend --oracle mismatch --device cuda"
