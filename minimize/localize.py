@@ -3,9 +3,9 @@
 For a mismatch or a NaN, the first node whose value is off when every kept node is an
 output of the compiled graph (what Polygraphy users do by hand with `--trt-outputs mark
 all`) usually ends the shortest failing prefix. trtmin takes it as a guess only: the
-prefix search probes it first and confirms it with the prefix one node shorter, so a
-right guess costs 1 + 2 calls where a binary search costs log2(n), and a wrong one
-costs a few calls more, never a different kind of answer. Marking outputs can change
+prefix search probes that prefix, so a right guess costs 1 + 1 calls where a binary
+search costs log2(n), and a wrong one costs a few calls more, never a different kind
+of answer (minimize/search.py guided_first_true). Marking outputs can change
 what a compiler fuses, so the bug may not show at all; then there is no guess and the
 search is a plain binary search, one call dearer.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minimize.problem import Candidate, ReductionProblem, Settings
+from minimize.problem import Candidate, PathEnds, ReductionProblem, Settings
 from oracles.verdict import Verdict
 
 MARK_ALL = ("trtmin.mark_all", "1")  # a pseudo-setting: the key under which such runs are cached and journaled
@@ -38,9 +38,9 @@ def off_values(node_of_leaf: list[int], each: list[Verdict]) -> list[list[Any]]:
 
 
 def worth_localizing(problem: ReductionProblem, cand: Candidate) -> bool:
-    """Whether a localization run may be made on `cand`. Before the original's verdict
-    (opening probes) the oracle decides alone: problem.localize is only set for
-    localizable oracles."""
+    """Whether a localization run may be made on `cand`. Without the original's verdict
+    (a replay that hypothesizes it) the oracle decides alone: problem.localize is only
+    set for localizable oracles."""
     sig = problem.signature
     return problem.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in LOCALIZABLE)
 
@@ -49,14 +49,16 @@ def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None
     """Position in `cand` of the first node whose value is off the way the original is
     (else the first one off at all), from one run with every value an output; None
     when localization is off, does not apply, or finds nothing."""
-    sig = problem.signature
-    if sig is None or not worth_localizing(problem, cand):
+    if not worth_localizing(problem, cand):
         return None
     shown, problem.current_pass = problem.current_pass, f"{problem.current_pass}: localizing"  # for the live view
     try:
         runs = problem.runs(cand, mark_all_settings(problem))
     finally:
         problem.current_pass = shown
+    sig = problem.signature
+    if sig is None:  # only on a replay that hypothesizes the original's verdict (minimize/speculate.py)
+        raise PathEnds
     run = next((r for r in runs if r.extra.get("deviating")), runs[0])
     off = [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]
     pick = next((o for o in off if sig.matches(o[1], problem.match, problem.any_failure)), off[0] if off else None)

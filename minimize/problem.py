@@ -1,9 +1,12 @@
 """The reduction problem: the current best candidate, the verdict cache and the counters.
 
-Passes only propose candidates; this applier tests them (DESIGN.md key idea 4). With
-N workers it evaluates up to N candidates at once *speculatively*, but the answer is
-always the first success in the pass's fixed order, so the result is byte-identical
-for any N. `oracle_calls` counts only the calls the sequential (N=1) algorithm makes;
+Passes only propose candidates and ask for them one at a time, as sequential code
+(DESIGN.md key idea 4). With N workers, each time the reduction needs a verdict it has
+not got, up to N-1 more runs are evaluated beside it *speculatively*: the ones the
+rest of the reduction, every pass, is most likely to ask for next
+(minimize/speculate.py replays it from the start under hypothetical answers). The
+walk itself only ever uses real verdicts, so the result is byte-identical for any N,
+and `oracle_calls` counts only the calls the sequential (N=1) algorithm makes;
 speculative extra work is reported separately, as timing.
 """
 
@@ -15,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from minimize.program import Program
-from minimize.search import SearchFactory, replay, speculative_probes
+from minimize.search import SearchFactory, drive
 from oracles.verdict import Signature, Verdict
 
 Candidate = tuple[int, ...]
 Settings = tuple[tuple[str, str], ...]  # backend settings (--set), sorted: part of the cache key
 Key = tuple[Candidate, Settings]
+ORIGINAL_FAILS_P = 0.95  # the user says it fails
 
 
 @dataclass
@@ -42,21 +46,40 @@ class Counters:
     oracle_seconds: float = 0.0
 
 
+class NeedsProbe(BaseException):
+    """A replay under hypothetical answers reached a run it has neither a verdict nor a
+    hypothesis for: the next probe on that path (BaseException: no pass may swallow it)."""
+
+    def __init__(self, key: Key, p_true: float):
+        super().__init__(key)
+        self.key, self.p_true = key, p_true
+
+
+class PathEnds(BaseException):
+    """A replay needs more than a yes/no about a hypothetical run (its verdict's
+    details, a localization, the compiled partitions): speculation stops on that path."""
+
+
 class ReductionProblem:
     def __init__(self, program: Program, evaluate_batch: Callable[[list[Key]], Sequence[Verdict | list[Verdict]]],
                  jobs: int = 1, match: re.Pattern[str] | None = None, any_failure: bool = False,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
                  on_evaluated: Callable[[Key, list[Verdict]], None] | None = None,
-                 settings: dict[str, str] | None = None, partitions: Callable[[Key], list[list[str]]] | None = None):
+                 settings: dict[str, str] | None = None, partitions: Callable[[Key], list[list[str]]] | None = None,
+                 min_failures: int | None = None, check_original: Callable[[Verdict], None] = lambda v: None):
         self.program = program
         self.settings: Settings = tuple(sorted((settings or {}).items()))
-        self.partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
+        self._partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
+        self.partition_cache: dict[Key, list[list[str]]] = {}
         self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
         self.notes: dict[str, Any] = {}  # diagnostics for the report: culprit op, failing engine
         self.localize = False  # may bisect_window guess from a run with every value an output (minimize/localize.py)
         # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
-        # least `min_failures` of them fail the same way (set from the original's rate).
+        # least `min_failures` of them fail the same way (default: as many as the original).
+        self.min_failures_option = min_failures
         self.min_failures = 1
+        self.original_failures = 0
+        self.check_original = check_original  # raises when the original does not fail as asked
         self.on_evaluated = on_evaluated or (lambda c, v: None)
         self._evaluate_batch = evaluate_batch
         self.jobs = max(1, jobs)
@@ -64,6 +87,7 @@ class ReductionProblem:
         self.any_failure = any_failure
         self.on_change = on_change or (lambda p: None)
         self.current: Candidate = program.normalize(program.all_kept())
+        self._initial_current, self._initial_settings = self.current, self.settings
         self.cache: dict[Key, list[Verdict]] = {}
         self._charged: set[Key] = set()
         self.counters = Counters()
@@ -72,18 +96,36 @@ class ReductionProblem:
         self.first_verdict: Verdict | None = None
         self.last_verdict: Verdict | None = None
         self.current_pass = "check"
+        # What to evaluate beside a needed run (set by minimize/scheduler.py when jobs > 1).
+        self.speculate: Callable[[int], list[Key]] | None = None
+        self.hypotheses: dict[Key, bool] | None = None  # set on a replay (dry_copy): never evaluates
+
+    def dry_copy(self, hypotheses: dict[Key, bool]) -> "ReductionProblem":
+        """A fresh problem at the start of the reduction that reads this one's verdicts
+        and answers the rest from `hypotheses`, to replay the reduction without running
+        anything: evaluating, charging and reporting are not done there."""
+        dry = ReductionProblem.__new__(ReductionProblem)
+        dry.__dict__.update(self.__dict__)
+        dry.settings = self._initial_settings
+        dry.current = self._initial_current
+        dry.notes, dry.pass_stats, dry.counters, dry._charged = {}, {}, Counters(), set()
+        dry.signature = dry.first_verdict = dry.last_verdict = None
+        dry.min_failures, dry.current_pass = 1, "check"
+        dry.on_change, dry.on_evaluated, dry.speculate = (lambda p: None), (lambda c, v: None), None
+        dry.hypotheses = hypotheses
+        return dry
 
     # ---- evaluation --------------------------------------------------------------
     def key(self, cand: Candidate, settings: Settings | None = None) -> Key:
         return (cand, self.settings if settings is None else settings)
 
-    def _ensure(self, cands: Sequence[Candidate]) -> None:
-        self._ensure_keys([self.key(c) for c in cands])
-
     def _ensure_keys(self, keys: Sequence[Key]) -> None:
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
         if not todo:
             return
+        if self.speculate is not None and len(todo) < self.jobs:
+            extra = [k for k in self.speculate(self.jobs) if k not in self.cache and k not in todo]
+            todo += extra[:self.jobs - len(todo)]
         t0 = time.monotonic()
         results = self._evaluate_batch(todo)
         if not self.counters.batches:
@@ -102,9 +144,14 @@ class ReductionProblem:
         """Verdicts from an interrupted run's journal: replaying them is free."""
         self.cache.update(cache)
 
-    def runs(self, cand: Candidate, settings: Settings | None = None) -> list[Verdict]:
-        """The sequential algorithm asks for a verdict: charge it once."""
+    def runs(self, cand: Candidate, settings: Settings | None = None, p_true: float = 0.5) -> list[Verdict]:
+        """The sequential algorithm asks for a verdict: charge it once. p_true: how
+        likely the caller thinks it fails, for ranking speculation."""
         key = self.key(cand, settings)
+        if self.hypotheses is not None and key not in self.cache:
+            if key in self.hypotheses:
+                raise PathEnds  # a hypothesis is a yes/no, not a verdict
+            raise NeedsProbe(key, p_true)
         self._ensure_keys([key])
         if key not in self._charged:
             self._charged.add(key)
@@ -128,45 +175,28 @@ class ReductionProblem:
         self.runs(cand, settings)
         return self.known_verdict(cand, settings)  # type: ignore[return-value]
 
-    def is_interesting(self, cand: Candidate, settings: Settings | None = None) -> bool:
-        ok = self.failures(cand, settings) >= self.min_failures
+    def is_interesting(self, cand: Candidate, settings: Settings | None = None, p_true: float = 0.5) -> bool:
+        key = self.key(cand, settings)
+        if self.hypotheses is not None and key not in self.cache and key in self.hypotheses:
+            return self.hypotheses[key]
+        ok = self._count_failures(self.runs(cand, settings, p_true)) >= self.min_failures
         if ok:
             self.last_verdict = self.verdict(cand, settings)
         return ok
 
     def first_settings(self, options: Sequence[Settings], want_failure: bool = True) -> int | None:
         """Index of the first settings under which the current candidate fails (or, with
-        want_failure=False, passes); speculates N at a time like try_first."""
-        for start in range(0, len(options), self.jobs):
-            self._ensure_keys([self.key(self.current, o) for o in options[start:start + self.jobs]])
-            for i in range(start, min(start + self.jobs, len(options))):
-                if self.is_interesting(self.current, options[i]) == want_failure:
-                    return i
-        return None
+        want_failure=False, passes)."""
+        return next((i for i, o in enumerate(options) if self.is_interesting(self.current, o) == want_failure), None)
 
     def try_first(self, cands: Sequence[Candidate]) -> int | None:
-        """Index of the first interesting candidate, in order; speculates N at a time."""
-        for start in range(0, len(cands), self.jobs):
-            self._ensure(cands[start:start + self.jobs])
-            for i in range(start, min(start + self.jobs, len(cands))):
-                if self.is_interesting(cands[i]):
-                    return i
-        return None
+        """Index of the first interesting candidate, in order."""
+        return next((i for i, c in enumerate(cands) if self.is_interesting(c)), None)
 
     def run_search(self, factory: SearchFactory, make: Callable[[Any], Candidate] = lambda c: c) -> Any:
         """A sequential search over candidates (or over whatever `make` turns into
-        candidates), sped up by speculation.
-
-        With N workers, each round evaluates the N probes the search may need next
-        (most probable paths first, minimize/search.py), then replays it as far as the
-        known verdicts take it. The walk is the sequential one, so the result and the
-        charged calls are the same for any N.
-        """
-        while True:
-            x, result = replay(factory, lambda p: self._charged_answer(make(p)))
-            if x is None:
-                return result
-            self._ensure([make(p) for p in speculative_probes(factory, lambda p: self._peek(make(p)), self.jobs)])
+        candidates); its Expect hints rank what is speculated beside it."""
+        return drive(factory, lambda p, p_true: self.is_interesting(make(p), p_true=p_true))
 
     def known_verdict(self, cand: Candidate, settings: Settings | None = None) -> Verdict | None:
         """The representative verdict of a candidate already evaluated, uncharged (a
@@ -174,16 +204,16 @@ class ReductionProblem:
         runs = self.cache.get(self.key(cand, settings))
         return None if runs is None else next((v for v in runs if self._matches(v)), runs[0])
 
-    def _peek(self, cand: Candidate) -> bool | None:
-        """A known answer, uncharged: speculation's guesses are not calls of the sequential algorithm."""
-        runs = self.cache.get(self.key(cand))
-        return None if runs is None else self._count_failures(runs) >= self.min_failures
+    def has_partitions(self) -> bool:
+        return self._partitions is not None
 
-    def _charged_answer(self, cand: Candidate) -> bool | None:
-        """The sequential walk's answer for a candidate already evaluated (charged), else None."""
-        if self.key(cand) not in self.cache:
-            return None
-        return self.is_interesting(cand)
+    def partitions(self, key: Key) -> list[list[str]]:
+        """The backend's compiled partitions (engines) of a candidate, as node names."""
+        if key not in self.partition_cache:
+            if self.hypotheses is not None or self._partitions is None:
+                raise PathEnds
+            self.partition_cache[key] = self._partitions(key)
+        return self.partition_cache[key]
 
     # ---- acceptance -----------------------------------------------------------------
     def accept(self, cand: Candidate) -> None:
@@ -191,10 +221,19 @@ class ReductionProblem:
         self.counters.accepted += 1
         self.on_change(self)
 
-    def check_original(self, speculate: Sequence[Key] = ()) -> Verdict:
-        """The original's verdict. `speculate`: the first pass's opening runs, evaluated
-        in the same batch when workers are free (the original is expected to fail)."""
-        self._ensure_keys([self.key(self.current), *speculate[:self.jobs - 1]])
+    def establish_original(self) -> Verdict | None:
+        """The original's verdict, which sets the signature candidates must match and
+        how many of --repeat runs must fail. A replay that only hypothesizes it goes on
+        with the failure it is expected to be (or ends, hypothesized to pass)."""
+        key = self.key(self.current)
+        if self.hypotheses is not None and key not in self.cache:
+            if not self.is_interesting(self.current, p_true=ORIGINAL_FAILS_P):
+                raise PathEnds
+            return None
         v = self.verdict(self.current)
         self.first_verdict = self.last_verdict = v
+        self.signature = Signature.of(v)
+        self.original_failures = self.failures(self.current)
+        self.min_failures = self.min_failures_option or self.original_failures
+        self.check_original(v)
         return v

@@ -16,13 +16,12 @@ from typing import Any, Callable
 from minimize.emit import ReproInfo, environment, write_extra_script, write_outputs
 from minimize.journal import JOURNAL, Journal
 from minimize.localize import LOCALIZABLE
-from minimize.passes.bisect_window import opening_probes
 from minimize.problem import ReductionProblem
-from minimize.scheduler import reduce_to_fixpoint
+from minimize.scheduler import run_reduction
 from minimize.session import Options, Session
 from oracles.backends import resolve
 from oracles.errors import TrtminError
-from oracles.verdict import Signature, Verdict
+from oracles.verdict import Verdict
 
 OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
              "model.onnx", "repro_tensorrt.py", "repro_tensorrt.npz"}
@@ -72,33 +71,34 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts")
+
+        def check(v: Verdict) -> None:
+            _require_failure(opts, v, match)
+            if opts.repeat > 1:
+                log(f"the original fails {problem.original_failures} of {opts.repeat} runs; a candidate "
+                    f"must fail {problem.min_failures} of {opts.repeat}")
+
         problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
                                    any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
-                                   settings=opts.settings, partitions=session.partitions)
+                                   settings=opts.settings, partitions=session.partitions,
+                                   min_failures=opts.min_failures, check_original=check)
         problem.op_fallback_setting = session.backend.op_fallback_setting
         problem.localize = opts.localize and opts.oracle in LOCALIZABLE
         problem.preload(journal.cache)
+        original_nodes = len(problem.current)  # each kept node is one call node of its slice
         try:
-            opening = opening_probes(problem, opts.jobs - 1) if not session.backend.reports_partitions else []
-            original = problem.check_original(speculate=opening)
-            _require_failure(opts, original, match)
-            problem.signature = Signature.of(original)
-            fails = problem.failures(problem.current)
-            problem.min_failures = opts.min_failures or fails
-            if opts.repeat > 1:
-                log(f"the original fails {fails} of {opts.repeat} runs; a candidate must fail "
-                    f"{problem.min_failures} of {opts.repeat}")
-            original_nodes = len(problem.current)  # each kept node is one call node of its slice
-            reduce_to_fixpoint(problem)
+            run_reduction(problem)
         finally:
             journal.close()
+        original = problem.first_verdict
+        assert original is not None
         final = session.program.materialize(problem.current)
         final_verdict = problem.verdict(problem.current)
         seconds = time.monotonic() - t0
         summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                            session.pool.restarts)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
-        summary["flakiness"] = {"repeat": opts.repeat, "original_failures": fails,
+        summary["flakiness"] = {"repeat": opts.repeat, "original_failures": problem.original_failures,
                                 "final_failures": problem.failures(problem.current),
                                 "min_failures": problem.min_failures}
         info = ReproInfo(

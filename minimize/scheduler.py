@@ -1,4 +1,5 @@
-"""Runs the tier list to a fixed point and keeps per-pass statistics."""
+"""Runs the whole reduction: the original's check, then the tier list to a fixed point,
+keeping per-pass statistics."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import time
 
 from minimize.passes import FINISHERS, TIERS, Pass
 from minimize.problem import PassStats, ReductionProblem
+from minimize.speculate import next_runs
 
 
 def _run(problem: ReductionProblem, name: str, run_pass: Pass) -> None:
@@ -29,3 +31,17 @@ def reduce_to_fixpoint(problem: ReductionProblem, max_rounds: int = 20) -> None:
             break
     for name, run_pass in FINISHERS:
         _run(problem, name, run_pass)
+
+
+def reduction(problem: ReductionProblem) -> None:
+    """Everything the reducer asks the oracle, in order: a pure function of the verdicts,
+    so that speculation can replay it (minimize/speculate.py)."""
+    problem.establish_original()
+    reduce_to_fixpoint(problem)
+
+
+def run_reduction(problem: ReductionProblem) -> None:
+    """The reduction, with speculation over all of it when there are workers to spare."""
+    if problem.jobs > 1:
+        problem.speculate = lambda budget: next_runs(problem, reduction, budget)
+    reduction(problem)

@@ -1,15 +1,17 @@
-"""Oracle-driven searches as replayable generators, and how to speculate on them.
+"""Oracle-driven searches as generators, and how to speculate on a sequential walk.
 
 A search is a generator that yields the probe it wants tested (an integer, or a
 candidate) and receives whether it is interesting; its return value is the answer.
-Because a search is a pure function of those answers, it can be *replayed* from the
-start under any set of known or hypothetical answers. That is all speculation needs:
-the next probes the sequential search could ask for are found by replaying it under
-both answers of each probe still unknown, most probable path first
-(ReductionProblem.run_search). A search may say which answer it expects
-(`Expect`), which only changes what is speculated. Searches stay plain sequential
-code, and the probes they ask for, the calls charged and the answer are the same for
-any number of workers.
+Searches stay plain sequential code: the probes they ask for, the calls charged and
+the answer are the same for any number of workers. A search may say which answer it
+expects (`Expect`), which only changes what is speculated.
+
+Speculation (`speculative_probes`) works on any *walk*: a function that replays a
+sequential algorithm from its start under some hypothetical answers and returns the
+first probe it cannot answer. The reducer's walk is the whole reduction, every pass
+(minimize/speculate.py); the tests also walk single searches (`search_walk`). The
+next probes the algorithm may need are found by replaying it under both answers of
+each unknown probe, most probable path first.
 """
 
 from __future__ import annotations
@@ -20,20 +22,23 @@ from typing import Any, Callable, Generator, Hashable
 
 Search = Generator[Any, bool, Any]
 SearchFactory = Callable[[], Search]
+Walk = Callable[[dict[Any, bool]], "tuple[Hashable, float] | None"]
 EXPECTED_P = 0.8  # how likely an Expect hint is taken to be right, when ranking speculative probes
 
 
 @dataclass(frozen=True)
 class Expect:
-    """A probe and the answer the search expects for it (speculation tries it first)."""
+    """A probe and the answer the search expects for it, with how sure it is
+    (speculation tries the likeliest paths first)."""
     probe: Hashable
     answer: bool
+    confidence: float = EXPECTED_P
 
 
-def _unwrap(y: Any) -> tuple[Hashable, float]:
+def unwrap(y: Any) -> tuple[Hashable, float]:
     """A yielded probe and the probability that its answer is True."""
     if isinstance(y, Expect):
-        return y.probe, EXPECTED_P if y.answer else 1 - EXPECTED_P
+        return y.probe, y.confidence if y.answer else 1 - y.confidence
     return y, 0.5
 
 
@@ -44,7 +49,7 @@ def mapped(search: Search, make: Callable[[Any], Any]) -> Search:
         y = next(search)
         while True:
             p = make(y.probe) if isinstance(y, Expect) else make(y)
-            y = search.send((yield Expect(p, y.answer) if isinstance(y, Expect) else p))
+            y = search.send((yield Expect(p, y.answer, y.confidence) if isinstance(y, Expect) else p))
     except StopIteration as done:
         return done.value
 
@@ -79,31 +84,21 @@ def gallop_first_true(lo: int, hi: int, max_steps: int = 4) -> Search:
     return (yield from binary_first_true(below + 1, hi))
 
 
+LOCALIZED_P = 0.95  # a prefix ending where localization saw the first value off fails
+
+
 def guided_first_true(lo: int, hi: int, guess: int | None) -> Search:
     """Smallest x in [lo, hi] whose probe is true, hi taken as true, for an answer
-    expected at `guess`: probes guess, then guess - 1; when both agree that is 2
-    probes. A wrong guess gallops from it toward the answer, so a miss by d < 8 costs
-    about 2*log2(d) + 2 probes, and any miss at most 5 more than a binary search."""
+    expected at `guess` (from localization: below it every value was right, so guess - 1
+    is taken as false unasked): 1 probe when the guess is right. A guess too low gallops
+    up from it (a miss by d < 8 costs about 2*log2(d) + 1 probes, any miss at most 5
+    more than a binary search). A guess too high is taken as it is: the window ends a
+    few nodes late, and delta debugging removes them (minimize/passes/delete_chunks.py)."""
     if guess is None or not lo <= guess <= hi:
         return (yield from binary_first_true(lo, hi))
-    if guess < hi and not (yield Expect(guess, True)):
+    if guess < hi and not (yield Expect(guess, True, LOCALIZED_P)):
         return (yield from gallop_first_true(guess + 1, hi))
-    return (yield from _gallop_down_first_true(lo, guess))
-
-
-def _gallop_down_first_true(lo: int, hi: int, max_steps: int = 4) -> Search:
-    """Smallest x in [lo, hi] whose probe is true, hi known true, for answers expected
-    at hi: probes hi-1 (expected false), hi-2, hi-4, hi-8, then a binary search (the
-    mirror of gallop_first_true)."""
-    true_at = hi
-    for step in range(max_steps):
-        x = hi - (1 << step)
-        if x < lo:
-            break
-        if not (yield Expect(x, False) if step == 0 else x):
-            return (yield from binary_first_true(x + 1, true_at))
-        true_at = x
-    return (yield from binary_first_true(lo, true_at))
+    return guess
 
 
 def _walk(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple[Any, Any]:
@@ -113,7 +108,7 @@ def _walk(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple
     try:
         y = next(gen)
         while True:
-            a = answer(_unwrap(y)[0])
+            a = answer(unwrap(y)[0])
             if a is None:
                 return y, None
             y = gen.send(a)
@@ -124,24 +119,43 @@ def _walk(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple
 def replay(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple[Any, Any]:
     """(first unknown probe, None), or (None, result) when every probe was answered."""
     y, result = _walk(factory, answer)
-    return (None if y is None else _unwrap(y)[0]), result
+    return (None if y is None else unwrap(y)[0]), result
 
 
-def speculative_probes(factory: SearchFactory, known: Callable[[Any], bool | None], budget: int) -> list[Any]:
-    """Up to `budget` probes the sequential search may need next, most probable first:
+def drive(factory: SearchFactory, answer: Callable[[Hashable, float], bool]) -> Any:
+    """Run a search to its answer; `answer` gets each probe and how likely it is true."""
+    gen = factory()
+    try:
+        y = next(gen)
+        while True:
+            y = gen.send(answer(*unwrap(y)))
+    except StopIteration as done:
+        return done.value
+
+
+def search_walk(factory: SearchFactory, known: Callable[[Any], bool | None]) -> Walk:
+    """The walk of one search: its first probe that neither `known` nor the guesses answer."""
+    def walk(guess: dict[Any, bool]) -> tuple[Hashable, float] | None:
+        y, _ = _walk(factory, lambda p: guess[p] if p in guess else known(p))
+        return None if y is None else unwrap(y)
+    return walk
+
+
+def speculative_probes(walk: Walk, budget: int) -> list[Any]:
+    """Up to `budget` probes the sequential walk may need next, most probable first:
     the next unknown probe, then the next one under each of its answers, and so on,
-    each path ranked by the product of its answers' probabilities (0.5 each, or
-    EXPECTED_P for an answer the search expects). Ties go breadth first."""
+    each path ranked by the product of its answers' probabilities (0.5 each, or what
+    an Expect hint says). Ties go breadth first."""
     out: list[Any] = []
     heap: list[tuple[float, int, dict[Any, bool]]] = [(-1.0, 0, {})]
     pushed = replays = 0
     while heap and len(out) < budget and replays < 8 * budget + 16:
         neg_p, _, guess = heapq.heappop(heap)
         replays += 1
-        y, _ = _walk(factory, lambda p: guess[p] if p in guess else known(p))
-        if y is None:
+        step = walk(guess)
+        if step is None:
             continue
-        x, p_true = _unwrap(y)
+        x, p_true = step
         if x not in out:
             out.append(x)
         for answer, p in ((True, p_true), (False, 1 - p_true)):

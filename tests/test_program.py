@@ -16,9 +16,9 @@ from minimize.inputs import prepare
 from minimize.localize import split_mark_all
 from minimize.problem import ReductionProblem
 from minimize.program import Program
-from minimize.scheduler import reduce_to_fixpoint
+from minimize.scheduler import run_reduction
 from oracles.checks import flatten_outputs
-from oracles.verdict import Signature, Verdict
+from oracles.verdict import Verdict
 from tests.conftest import Host
 
 
@@ -89,13 +89,16 @@ def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: s
             return Verdict("mismatch", max_abs=1.0, extra={"deviating": off})
         return Verdict("mismatch", output=off_output(program, kept, max(core)), max_abs=1.0)
 
+    evaluated: list = []
+
     def evaluate(cands):
+        evaluated.extend(cands)
         return [verdict(kept, settings) for kept, settings in cands]
 
     problem = ReductionProblem(program, evaluate, jobs=jobs)
+    problem.evaluated = evaluated  # type: ignore[attr-defined]
     problem.localize = localize
-    problem.signature = Signature.of(problem.check_original())
-    reduce_to_fixpoint(problem)
+    run_reduction(problem)
     return problem
 
 
@@ -116,6 +119,7 @@ def test_reducer_finds_exactly_the_core_for_any_jobs(program: Program, data):
     assert many.current == one.current
     assert many.counters.oracle_calls == one.counters.oracle_calls  # speculation is not charged
     assert many.counters.evaluations >= one.counters.evaluations
+    assert len(set(many.evaluated)) == len(many.evaluated) == many.counters.evaluations  # each run once
 
 
 def test_single_node_core_takes_few_calls(program: Program):
@@ -178,3 +182,20 @@ def test_a_localization_that_hides_the_bug_costs_one_call_and_says_so(chain: Pro
     assert hidden.current == plain.current
     assert hidden.counters.oracle_calls == plain.counters.oracle_calls + 1
     assert "bisected instead" in hidden.notes["localization"] and "first_off_value" not in hidden.notes
+
+
+def test_speculation_spans_passes(chain: Program):
+    """With 4 workers, the round that tries the localized prefix also tries its suffixes
+    and the deletion delta debugging asks next of the expected window: two rounds in
+    all (the original with the localization run, then everything else), where the
+    sequential reduction makes 6 calls and per-pass speculation needed 3 rounds."""
+    core = {30, 31}
+    one = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
+    four = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True)
+    assert set(one.current) == set(four.current) == core
+    # original, localization, the prefix ending at 31, suffixes [31] and [30, 31], then [30]
+    assert one.counters.oracle_calls == four.counters.oracle_calls == 6
+    assert one.counters.batches == 6
+    assert four.counters.batches == 2
+    assert four.counters.evaluations <= 2 * 4
+

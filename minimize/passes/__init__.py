@@ -1,7 +1,8 @@
 """Reduction passes, one family per module, in one tier list.
 
 A pass proposes candidates through the ReductionProblem (try_first / run_search) and
-accepts what fails the same way. Passes make deterministic progress and do not loop
+accepts what fails the same way, as sequential code: speculation over all passes is
+the problem's (minimize/speculate.py). Passes make deterministic progress and do not loop
 to a fixed point themselves; the scheduler does (DESIGN.md key idea 5).
 """
 

@@ -3,26 +3,26 @@
 One search over candidates, in three steps:
 1. The shortest failing prefix [0, h) (cut nodes feed the rest as inputs): a binary
    search, or, when localization names the first value that is off
-   (minimize/localize.py), a probe of that prefix and of the one a node shorter.
+   (minimize/localize.py), one probe of the prefix that ends there.
 2. When the prefix's verdict names the output that is off (mismatch, NaN), that
    output's cone, if it alone still fails: on the Inductor example the prefix ends at
    node 98 and the cone is 4 nodes (arange * 1e9 and two more).
 3. The shortest failing suffix of what is left: its last w nodes, w = 1, 2, 4, 8, then
    a binary search. Bug cores are a few nodes, so this costs about 2*log2(w) calls.
-Being one search, its probes are speculated across the steps with --jobs: while the
-prefix is being confirmed, idle workers already try the suffixes of the expected
-prefix (ReductionProblem.run_search). Searching the suffix of the whole program at
-the same time would parallelize better, but costs more calls at --jobs 1, and oracle
-calls are the currency. Borrowed in spirit from torch.fx net_min_base's block
+With --jobs, while the prefix is being confirmed, idle workers already try the
+suffixes of the expected prefix, and what the next passes ask of the expected window
+(minimize/speculate.py). Searching the suffix of the whole program at the same time
+would parallelize better, but costs more calls at --jobs 1, and oracle calls are the
+currency. Borrowed in spirit from torch.fx net_min_base's block
 traverse and Polygraphy's `debug reduce`.
 """
 
 from __future__ import annotations
 
-from minimize.localize import first_off_position, mark_all_settings, worth_localizing
+from minimize.localize import first_off_position
 from minimize.passes.outputs import failing_output_cone
-from minimize.problem import Candidate, Key, ReductionProblem
-from minimize.search import Search, gallop_first_true, guided_first_true, mapped, speculative_probes
+from minimize.problem import Candidate, ReductionProblem
+from minimize.search import Search, gallop_first_true, guided_first_true, mapped
 
 MIN_LEN = 4  # below this, delta debugging is as cheap
 
@@ -37,19 +37,6 @@ def _window_search(problem: ReductionProblem, cur: Candidate, guess: int | None)
         region = cone
     w = yield from mapped(gallop_first_true(1, len(region)), lambda w: norm(region[-w:]))
     return norm(region[-w:])
-
-
-def opening_probes(problem: ReductionProblem, k: int) -> list[Key]:
-    """Up to k runs bisect_window may ask for first, to evaluate beside the original:
-    the localization run, then the binary search's first probes (its fallback)."""
-    cur = problem.current
-    if len(cur) < MIN_LEN or k < 1:
-        return []
-    first: list[Key] = []
-    if worth_localizing(problem, cur):
-        first.append(problem.key(cur, mark_all_settings(problem)))
-    probes = speculative_probes(lambda: _window_search(problem, cur, None), lambda c: None, k - len(first))
-    return first + [problem.key(c) for c in probes]
 
 
 def bisect_window(problem: ReductionProblem) -> None:

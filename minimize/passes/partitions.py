@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 
 def isolate_partition(problem: ReductionProblem) -> None:
-    if problem.partitions is None:
+    if not problem.has_partitions():
         return
     parts = problem.partitions(problem.key(problem.current))
     if len(parts) < 2:
