@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# --jobs on a GPU machine (run on nvidia-h200-x2): localization (the default) against
-# --no-localize on the 1 s-per-call case at --jobs 1 and 4, the Inductor example on CUDA
-# at --jobs 1 and 4, each run with its own cold Inductor cache, then the GPU tests. One
-# log, $OUT/gpu_jobs.txt. (The earlier sessions' gpu_session4-7.sh were variants of it;
-# git history has them as they ran.)
+# --jobs on a GPU machine (run on nvidia-h200-x2): the slow-compile case at --jobs 1 and 4
+# with a 1 s and a 10 s "engine build" (TRTMIN_BENCH_COMPILE_SECONDS), the Inductor
+# example on CUDA at --jobs 1 and 4, each run with its own cold Inductor cache, then the
+# GPU tests. One log, $OUT/gpu_jobs.txt. (The earlier sessions' gpu_session4-7.sh and
+# this script's first version, which also ran --no-localize, were variants of it; git
+# history has them as they ran.)
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/gpu_jobs.txt
@@ -19,14 +20,16 @@ python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1
 S="$T/slow_oracle.pt2 --inputs $T/slow_oracle_inputs.pt --backend bench/cases/slow_oracle.py:backend --oracle mismatch --device cuda"
 run slow_j1 $S --jobs 1
 run slow_j4 $S --jobs 4
-run slow_j1_plain $S --jobs 1 --no-localize
-run slow_j4_plain $S --jobs 4 --no-localize
+export TRTMIN_BENCH_COMPILE_SECONDS=10
+run slow10_j1 $S --jobs 1
+run slow10_j4 $S --jobs 4
+unset TRTMIN_BENCH_COMPILE_SECONDS
 
 E="examples/forecaster.pt2 --inputs examples/forecaster_inputs.pt --backend inductor --oracle mismatch --device cuda"
 run fore_j1 $E --jobs 1
 run fore_j4 $E --jobs 4
 cmp -s $T/slow_j1/repro.py $T/slow_j4/repro.py && echo "repro.py identical: slow_j1, slow_j4" >> $L
-cmp -s $T/slow_j1_plain/repro.py $T/slow_j4_plain/repro.py && echo "repro.py identical: slow_j1_plain, slow_j4_plain" >> $L
+cmp -s $T/slow10_j1/repro.py $T/slow10_j4/repro.py && echo "repro.py identical: slow10_j1, slow10_j4" >> $L
 cmp -s $T/fore_j1/repro.py $T/fore_j4/repro.py && echo "repro.py identical: fore_j1, fore_j4" >> $L
 
 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_faults.py tests/test_example.py -k "cuda or gpu" >> $L 2>&1

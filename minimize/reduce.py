@@ -80,7 +80,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
 
         problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
                                    any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
-                                   settings=opts.settings, partitions=session.partitions,
+                                   settings=opts.settings,
+                                   partitions=session.partitions if session.backend.reports_partitions else None,
                                    min_failures=opts.min_failures, check_original=check)
         problem.op_fallback_setting = session.backend.op_fallback_setting
         problem.localize = opts.localize and opts.oracle in LOCALIZABLE

@@ -71,6 +71,10 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     strip = lambda s: {k: v for k, v in s.items() if k not in ("timing", "seconds")}
     assert strip(one) == strip(three)
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
+    # Idle workers take the runs the reduction asks next, across passes: the original with
+    # the localization run, the localized prefix with its two suffixes, the last deletion.
+    assert (one["oracle_calls"], one["timing"]["batches"]) == (6, 6)
+    assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (3, 6)
 
 
 def test_localization_is_only_a_guess(host_program, tmp_path):
