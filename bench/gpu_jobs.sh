@@ -18,6 +18,12 @@ run() {  # name args...
 }
 python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1
 S="$T/slow_oracle.pt2 --inputs $T/slow_oracle_inputs.pt --backend bench/cases/slow_oracle.py:backend --oracle mismatch --device cuda"
+# This machine's Python keeps no bytecode (PYTHONDONTWRITEBYTECODE=1, a uv install):
+# the first trtmin command fills trtmin's own cache (oracles/bytecode.py), the second uses it.
+for i in cold warm; do
+  s0=$(date +%s.%N); python3 -m minimize.cli check $S > /dev/null 2>&1
+  python3 -c "print('== check ($i bytecode cache): %.1f s' % ($(date +%s.%N) - $s0))" >> $L
+done
 run slow_j1 $S --jobs 1
 run slow_j4 $S --jobs 4
 export TRTMIN_BENCH_COMPILE_SECONDS=10

@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from oracles import bytecode
 from oracles.errors import TrtminError
 
 app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
@@ -286,6 +287,7 @@ def main() -> None:
     # torch's own deprecation chatter (pytree LeafSpec, ...) is not the user's problem
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
+    bytecode.enable()  # before torch is imported: seconds per process on installs without bytecode
     try:
         app()
     except TrtminError as e:  # a last net: no traceback for domain errors

@@ -99,6 +99,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                            session.pool.restarts)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
+        summary["timing"]["load"] = session.load_phases
+        summary["timing"]["worker_start"] = session.pool.first_start_phases  # seconds by step, imports to state
         summary["flakiness"] = {"repeat": opts.repeat, "original_failures": problem.original_failures,
                                 "final_failures": problem.failures(problem.current),
                                 "min_failures": problem.min_failures}

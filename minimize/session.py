@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,13 +80,25 @@ class Session:
         )
         self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
         self.pool.start()  # the workers' start overlaps loading the model (they wait for the state)
+        self.load_phases: dict[str, float] = {}  # seconds by step, for summary.json timing.load
+        t = time.monotonic()
+
+        def phase(name: str) -> None:
+            nonlocal t
+            self.load_phases[name] = round(time.monotonic() - t, 2)
+            t = time.monotonic()
+
         try:
             ep = load_exported(opts.model)
             user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
+            phase("load_model")
             self.ep = prepare(ep, opts.device)
+            phase("prepare")
             self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
             self.user_inputs = user_inputs
+            phase("eager_values")
             save_state(self.program, Path(self._state.name))
+            phase("save_state")
         except BaseException:
             self.close()
             raise

@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable
 
+from oracles import bytecode
 from oracles.errors import TrtminError
 
 READY = "__ready__"
@@ -52,17 +53,22 @@ def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_p
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.environ.update(env)
+    bytecode.enable()  # the parent's bytecode cache, if it keeps one (before the runner imports torch)
     _die_with_parent()
     if cfg.memory_limit_bytes:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (cfg.memory_limit_bytes, cfg.memory_limit_bytes))
     try:
+        t0 = time.monotonic()
         module, _, fn = cfg.setup.partition(":")
-        runner: Callable[[Any], Any] = getattr(importlib.import_module(module), fn)(**cfg.setup_kwargs)
+        setup = getattr(importlib.import_module(module), fn)
+        imported = round(time.monotonic() - t0, 2)
+        runner: Callable[[Any], Any] = setup(**cfg.setup_kwargs)
     except BaseException as e:  # noqa: BLE001
         conn.send(("setup_error", f"{type(e).__name__}: {e}"))
         return
-    conn.send((READY, None))
+    phases = getattr(runner, "start_phases", None)  # seconds per start-up step, if the runner measured them
+    conn.send((READY, {"import": imported, **phases} if isinstance(phases, dict) else None))
     while True:
         try:
             job = conn.recv()
@@ -90,6 +96,7 @@ class _Worker:
         child.close()
         self.job_started = 0.0
         self.ready = False
+        self.start_phases: dict[str, float] | None = None
 
     def await_ready(self) -> None:
         if self.ready:
@@ -103,7 +110,7 @@ class _Worker:
             raise TrtminError(f"a worker died while starting ({self.exit_description()}); see {self.log_path}") from None
         if tag != READY:
             raise TrtminError(f"a worker could not start: {payload}")
-        self.ready = True
+        self.ready, self.start_phases = True, payload
 
     def exit_description(self) -> str:
         self.proc.join(timeout=5)
@@ -171,6 +178,7 @@ class WorkerPool:
         self.log_dir = Path(self._tmp.name)
         self.workers: list[_Worker | None] = [None] * self.n
         self.restarts = 0
+        self.first_start_phases: dict[str, float] | None = None  # of the first worker ready: where start-up goes
 
     def _start(self, slot: int) -> _Worker:
         """The slot's worker, started if it is missing or dead (it may still be importing)."""
@@ -192,6 +200,8 @@ class WorkerPool:
     def _worker(self, slot: int) -> _Worker:
         w = self._start(slot)
         w.await_ready()
+        if self.first_start_phases is None:
+            self.first_start_phases = w.start_phases
         return w
 
     def run(self, jobs: list[Any]) -> list[Any]:
