@@ -112,6 +112,7 @@ class ReductionProblem:
         dry.signature = dry.first_verdict = dry.last_verdict = None
         dry.min_failures, dry.current_pass = 1, "check"
         dry.on_change, dry.on_evaluated, dry.speculate = (lambda p: None), (lambda c, v: None), None
+        dry.check_original = lambda v: None  # the real walk checked (and said) it already
         dry.hypotheses = hypotheses
         return dry
 

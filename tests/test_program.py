@@ -70,7 +70,7 @@ def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
 
 def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash",
                             localize: bool = False, first_off: int | None = None,
-                            hidden: bool = False) -> ReductionProblem:
+                            hidden: bool = False, check_original=lambda v: None) -> ReductionProblem:
     """A planted bug: fails when every core node is kept. As a mismatch, it names the
     output the last core node feeds, as compare_outputs does. Its localization run
     (every value an output) names `first_off` (default: the last core node, as a
@@ -95,7 +95,7 @@ def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: s
         evaluated.extend(cands)
         return [verdict(kept, settings) for kept, settings in cands]
 
-    problem = ReductionProblem(program, evaluate, jobs=jobs)
+    problem = ReductionProblem(program, evaluate, jobs=jobs, check_original=check_original)
     problem.evaluated = evaluated  # type: ignore[attr-defined]
     problem.localize = localize
     run_reduction(problem)
@@ -199,3 +199,12 @@ def test_speculation_spans_passes(chain: Program):
     assert four.counters.batches == 2
     assert four.counters.evaluations <= 2 * 4
 
+
+
+def test_the_original_is_checked_once_however_often_speculation_replays_it(chain: Program):
+    """Replays start from the original's verdict; only the real walk checks it (and says
+    what --repeat measured)."""
+    checked: list = []
+    four = reduce_with_pure_oracle(chain, {30, 31}, jobs=4, kind="mismatch", localize=True,
+                                   check_original=checked.append)
+    assert four.counters.batches == 2 and len(checked) == 1 and checked[0] is four.first_verdict
