@@ -47,3 +47,18 @@ def test_an_install_with_bytecode_or_a_users_choice_is_left_alone(tmp_path: Path
     assert _run(ENABLE_AND_IMPORT, bare, tmp_path / "cache", TRTMIN_NO_BYTECODE_CACHE="1").stdout.strip() == "None"
     assert _run(ENABLE_AND_IMPORT, bare, tmp_path / "cache", PYTHONPYCACHEPREFIX=str(tmp_path / "mine")).stdout.strip() == "None"
     assert not (tmp_path / "cache").exists()
+
+
+def prefix_runner():  # a worker's setup (oracles.worker): each job returns the worker's bytecode folder
+    return lambda job: sys.pycache_prefix
+
+
+def test_workers_use_the_cache_of_the_process_that_started_them(tmp_path: Path):
+    src = _fake_package(tmp_path, with_bytecode=False)
+    code = (ENABLE_AND_IMPORT + "\nfrom oracles.worker import WorkerConfig, WorkerPool\n"
+            "pool = WorkerPool(WorkerConfig(setup='tests.test_bytecode:prefix_runner', setup_kwargs={}))\n"
+            "print(pool.run([{}])[0]); pool.close()")
+    r = _run(code, src, tmp_path / "cache")
+    assert r.returncode == 0, r.stderr[-2000:]
+    parent, worker = r.stdout.split()
+    assert worker == parent == str(tmp_path / "cache" / "trtmin" / "pycache")  # spawned with -B, yet cached
