@@ -54,3 +54,19 @@ def test_the_patch_is_undone_when_the_load_fails(tmp_path: Path):
     except ValueError:
         pass
     assert serialize.typing is typing and serialize.dataclasses is dataclasses and union.fields is dataclasses.fields
+
+
+def test_the_schema_decoder_builds_the_objects_torch_builds():
+    """The decoder in place of serialize._dict_to_dataclass gives equal schema objects for
+    a whole exported program (graph, signature, every node's metadata)."""
+    import json
+
+    from torch._export.serde import schema
+
+    from minimize.fast_load import _SchemaDecoder
+    ep = torch.export.export(Host().eval(), (torch.randn(4, 8),))
+    data = json.loads(serialize.serialize(ep).exported_program)
+    ours = _SchemaDecoder(serialize, union)(schema.ExportedProgram, data)
+    theirs = serialize._dict_to_dataclass(schema.ExportedProgram, data)
+    assert ours == theirs
+    assert len(ours.graph_module.graph.nodes) >= 15 and ours.graph_module.graph.nodes[0] == theirs.graph_module.graph.nodes[0]
