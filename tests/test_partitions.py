@@ -63,3 +63,21 @@ def test_op_type_bisection_names_the_culprit_converter(reduced):
     s = json.loads((reduced / "summary.json").read_text())
     assert s["diagnosis"]["culprit_ops"] == ["aten.softmax.int"]
     assert "Culprit converter: forcing `aten.softmax.int` to run in PyTorch" in (reduced / "report.md").read_text()
+
+
+def test_with_workers_the_partition_passes_reach_the_same_repro(reduced, tmp_path):
+    """Speculation stops where the reduction needs the engines of a candidate not yet
+    compiled (a replay cannot know them) and goes on once they are known: settings and
+    op-type bisection under --jobs give the same repro in fewer rounds."""
+    s1 = json.loads((reduced / "summary.json").read_text())
+    model, inputs = reduced.parent / "model.pt2", reduced.parent / "model_inputs.pt"
+    out = tmp_path / "j2"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+                f"{PLUGIN}:compile", "--set", "fast_softmax=true", "--set", "optimization_level=5",
+                "--set", "workspace_mb=512", "--out", str(out), "--jobs", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    s2 = json.loads((out / "summary.json").read_text())
+    strip = lambda s: {k: v for k, v in s.items() if k not in ("timing", "seconds")}  # noqa: E731
+    assert strip(s1) == strip(s2)
+    assert (reduced / "repro.py").read_bytes() == (out / "repro.py").read_bytes()
+    assert s2["timing"]["batches"] < s1["timing"]["batches"]
