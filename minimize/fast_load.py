@@ -69,7 +69,7 @@ class _SchemaDecoder:
     first use, so self-referring types need no forward declaration)."""
 
     def __init__(self, serialize: types.ModuleType, union: types.ModuleType) -> None:
-        self.serialize, self.union_base = serialize, union._Union
+        self.serialize, self.serialize_union, self.union_base = serialize, union, union._Union
         self.globalns = vars(serialize.schema)
         self.decoders: dict[Any, Callable[[Any], Any]] = {}
 
@@ -102,12 +102,13 @@ class _SchemaDecoder:
             return optional
         if isinstance(cls, type) and issubclass(cls, self.union_base):
             hints = typing.get_type_hints(cls, globalns=self.globalns)
+            create = self._union_create(cls)
 
             def one_of(data: Any) -> Any:
                 if not isinstance(data, dict) or len(data) != 1:
                     raise AssertionError(f"expected a dict with 1 key, got {data!r:.80}")
                 ((tag, value),) = data.items()
-                return cls.create(**{tag: self.decoder(hints[tag])(value)})
+                return create(tag, self.decoder(hints[tag])(value))
             return one_of
         if dataclasses.is_dataclass(cls):
             hints = typing.get_type_hints(cls, globalns=self.globalns)
@@ -122,6 +123,33 @@ class _SchemaDecoder:
                 return {k: self.decoder(args[1])(v) for k, v in data.items()}
             return float(data) if cls is float else data
         return by_value
+
+
+    def _union_create(self, cls: type) -> Callable[[str, Any], Any]:
+        """cls.create(**{tag: value}): torch's builds a dict of every field per call and
+        checks the field names per object. For a plain union class (torch's create and
+        __post_init__, dataclass attributes in __dict__) the check is made once here and
+        the object filled directly: the same attributes in the same order."""
+        base = self.union_base
+        plain = (getattr(cls.create, "__func__", None) is base.create.__func__ and cls.__post_init__ is base.__post_init__
+                 and cls.__setattr__ is object.__setattr__ and not hasattr(cls, "__slots__"))
+        if not plain:
+            return lambda tag, value: cls.create(**{tag: value})
+        unset = {f.name: None for f in dataclasses.fields(cls)}
+        if any(name in ("type", "_type", "create", "value") for name in unset):
+            raise AssertionError("field names 'type', '_type', 'create', 'value' are reserved")
+        make_tag = self.serialize_union._UnionTag.create
+
+        def create(tag: str, value: Any) -> Any:
+            if tag not in unset:  # as cls(**...) would refuse it
+                raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument '{tag}'")
+            obj = cls.__new__(cls)
+            attrs = obj.__dict__
+            attrs.update(unset)
+            attrs[tag] = value
+            obj._type = make_tag(tag, cls)
+            return obj
+        return create
 
 
 def _module(name: str) -> types.ModuleType | None:
