@@ -12,8 +12,10 @@ T=/tmp/trtmin-gpu-jobs; mkdir -p $T
 { nproc; nvidia-smi -L; python3 -c "import torch; print(torch.__version__)"; } > $L 2>&1
 run() {  # name args...
   local name=$1; shift
+  local s0=$(date +%s.%N)
   TORCHINDUCTOR_CACHE_DIR=$T/cache_$name python3 -m minimize.cli reduce "$@" --out $T/$name > $T/$name.log 2>&1
-  echo "== $name rc=$? $(grep '^done:' $T/$name.log)" >> $L
+  local rc=$? s1=$(date +%s.%N)
+  echo "== $name rc=$rc $(grep '^done:' $T/$name.log) (process $(python3 -c "print(round($s1 - $s0, 1))") s)" >> $L
   python3 -c "import json; s=json.load(open('$T/$name/summary.json')); t=s['timing']; print(' ', {k: t.get(k) for k in ('seconds','load_seconds','oracle_seconds','evaluations','batches','first_batch_seconds','jobs')}, {p: v['calls'] for p, v in s['passes'].items() if v['calls']}, s['diagnosis'].get('first_off_value'))" >> $L 2>&1
 }
 python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1

@@ -12,6 +12,7 @@ import importlib
 import multiprocessing as mp
 import os
 import signal
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from oracles.errors import TrtminError
 
 READY = "__ready__"
 STARTUP_TIMEOUT_S = 600.0
+STOP_GRACE_S = 5.0  # for all workers together to exit cleanly before they are killed
 
 
 @dataclass
@@ -44,6 +46,21 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def _exit_now() -> None:
+    """A worker's work is done when it is told to stop: skip the interpreter's teardown
+    of torch, CUDA and Dynamo (seconds, which the user waited for at the end of each run;
+    Inductor's compile helpers end themselves when their parent is gone)."""
+    import multiprocessing.util
+    multiprocessing.util._exit_function()  # what a worker's normal exit runs first: its finalizers, e.g.
+    # unregistering its semaphores with the parent's resource tracker (else it warns of leaks)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_path: str) -> None:
@@ -73,9 +90,9 @@ def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_p
         try:
             job = conn.recv()
         except EOFError:
-            return
+            job = None
         if job is None:
-            return
+            _exit_now()
         result = runner(job)
         conn.send(("result", result))
         if isinstance(result, dict) and result.get("restart"):
@@ -140,7 +157,7 @@ class _Worker:
         self.proc.join(timeout=10)
         self.conn.close()
 
-    def stop(self) -> None:
+    def ask_to_stop(self) -> None:
         if not self.ready:  # still starting (or waiting for the state): it reads no messages
             self.kill()
             return
@@ -148,9 +165,15 @@ class _Worker:
             self.conn.send(None)
         except (OSError, BrokenPipeError):
             pass
-        self.proc.join(timeout=5)
+
+    def finish_stop(self, grace_s: float) -> None:
+        self.proc.join(timeout=grace_s)
         if self.proc.is_alive():
             self.kill()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        self.ask_to_stop()
+        self.finish_stop(grace_s)
 
 
 def death_verdict(description: str, log_tail: str) -> dict[str, Any]:
@@ -264,9 +287,14 @@ class WorkerPool:
         return results
 
     def close(self) -> None:
-        for w in self.workers:
-            if w is not None:
-                w.stop()
+        """Stop every worker at once: a worker's exit (CUDA context, compiler pools) takes
+        seconds, and one after another they made most of --jobs 4's end on a GPU."""
+        live = [w for w in self.workers if w is not None]
+        for w in live:
+            w.ask_to_stop()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for w in live:
+            w.finish_stop(max(0.0, deadline - time.monotonic()))
         self.workers = [None] * self.n
         self._tmp.cleanup()
 
