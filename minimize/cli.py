@@ -18,6 +18,7 @@ from rich.console import Console
 
 from oracles import bytecode
 from oracles.errors import TrtminError
+from oracles.worker import exit_now
 
 app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
                   help="Minimize deep-learning compiler bugs into tiny standalone repro scripts.")
@@ -292,7 +293,14 @@ def main() -> None:
         app()
     except TrtminError as e:  # a last net: no traceback for domain errors
         err.print(f"[red]error:[/] {e}", highlight=False)
-        sys.exit(2)
+        code: object = 2
+    except SystemExit as e:  # how typer ends every command
+        code = e.code
+    else:
+        code = 0
+    if code is None or isinstance(code, int):
+        exit_now(code or 0)  # outputs written, workers stopped: the interpreter's teardown is only waiting
+    sys.exit(code)
 
 
 if __name__ == "__main__":

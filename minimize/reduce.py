@@ -63,9 +63,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
            log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     check_out_dir(out, resume, force)
     t0 = time.monotonic()
-    header = {"model_sha256": file_digest(opts.model), "options": _options_key(opts)}
     match = re.compile(opts.match) if opts.match else None
-    with Session(opts) as session:
+    with Session(opts) as session:  # first: it says what is wrong with a missing or damaged model
+        header = {"model_sha256": file_digest(opts.model), "options": _options_key(opts)}
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         journal = Journal(out, header, resume)

@@ -48,19 +48,20 @@ def _die_with_parent() -> None:
         pass
 
 
-def _exit_now() -> None:
-    """A worker's work is done when it is told to stop: skip the interpreter's teardown
-    of torch, CUDA and Dynamo (seconds, which the user waited for at the end of each run;
-    Inductor's compile helpers end themselves when their parent is gone)."""
+def exit_now(code: int = 0) -> None:
+    """End this process now, its work done and its files closed: run the multiprocessing
+    finalizers (they unregister semaphores with the resource tracker, which else warns of
+    leaks), flush, and skip the interpreter's teardown of torch, CUDA and Dynamo (seconds
+    a process, at the end of every run and of every worker; Inductor's compile helpers
+    end themselves when their parent is gone)."""
     import multiprocessing.util
-    multiprocessing.util._exit_function()  # what a worker's normal exit runs first: its finalizers, e.g.
-    # unregistering its semaphores with the parent's resource tracker (else it warns of leaks)
+    multiprocessing.util._exit_function()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(0)
+    os._exit(code)
 
 
 def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_path: str) -> None:
@@ -92,7 +93,7 @@ def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_p
         except EOFError:
             job = None
         if job is None:
-            _exit_now()
+            exit_now()
         result = runner(job)
         conn.send(("result", result))
         if isinstance(result, dict) and result.get("restart"):

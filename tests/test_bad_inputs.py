@@ -40,6 +40,8 @@ def test_not_a_pt2(tmp_path):
 
 def test_missing_file(tmp_path):
     assert_one_line_error(run_cli("check", str(tmp_path / "nope.pt2")), "no such file")
+    assert_one_line_error(run_cli("reduce", str(tmp_path / "nope.pt2"), "--out", str(tmp_path / "o")), "no such file")
+    assert not (tmp_path / "o").exists()
 
 
 def test_oracle_never_fires(host_program, tmp_path):
@@ -110,6 +112,7 @@ def test_missing_backend_package_is_one_line_and_help_still_works(host_program):
 
 def test_folder_given_as_model(tmp_path):
     assert_one_line_error(run_cli("check", str(tmp_path)), "is a folder")
+    assert_one_line_error(run_cli("reduce", str(tmp_path), "--out", str(tmp_path / "o")), "is a folder")
 
 
 def test_unknown_setting_is_refused_with_a_suggestion(host_program):
