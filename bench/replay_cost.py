@@ -1,0 +1,70 @@
+"""What speculation's replays cost trtmin itself, on a big model, without any compiler.
+
+The whole reduction is replayed from its start for every speculative round
+(minimize/speculate.py). This runs it on a .pt2 with a pure in-process oracle (a planted
+2-node NaN near the end, localizable or not), at --jobs 1 and 4, and prints the rounds
+and the seconds spent choosing speculative runs.
+
+    python bench/replay_cost.py bench/results/cases/big_mlp_stack.pt2 [--no-localize]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import minimize.scheduler as scheduler  # noqa: E402
+from minimize.inputs import make_inputs, prepare  # noqa: E402
+from minimize.localize import split_mark_all  # noqa: E402
+from minimize.problem import ReductionProblem  # noqa: E402
+from minimize.program import Program, load_exported  # noqa: E402
+from oracles.verdict import Verdict  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model", type=Path)
+    ap.add_argument("--no-localize", action="store_true")
+    a = ap.parse_args()
+    ep = load_exported(a.model)
+    program = Program(prepare(ep, "cpu"), make_inputs(ep), device="cpu")
+    n = len(program.nodes)
+    core = {n - 40, n - 39}
+
+    def verdict(kept: tuple[int, ...], settings) -> Verdict:
+        if not core <= set(kept):
+            return Verdict("pass")
+        if split_mark_all(settings)[1]:
+            off = [[i, Verdict("nan").to_dict()] for i in kept if i >= max(core)][:64]
+            return Verdict("nan", extra={"deviating": off})
+        return Verdict("nan")
+
+    real_next_runs = scheduler.next_runs
+    for jobs in (1, 4):
+        spent = [0.0, 0]
+
+        def timed(*args, **kwargs):
+            t = time.monotonic()
+            out = real_next_runs(*args, **kwargs)
+            spent[0] += time.monotonic() - t
+            spent[1] += 1
+            return out
+
+        scheduler.next_runs = timed
+        problem = ReductionProblem(program, lambda keys: [verdict(c, s) for c, s in keys], jobs=jobs)
+        problem.localize = not a.no_localize
+        t0 = time.monotonic()
+        scheduler.run_reduction(problem)
+        c = problem.counters
+        print(f"{n} nodes, --jobs {jobs}: {time.monotonic() - t0:.2f} s, {c.oracle_calls} calls, {c.batches} rounds, "
+              f"{c.evaluations} runs; choosing speculative runs {spent[0]:.2f} s in {spent[1]} rounds; "
+              f"result {sorted(problem.current) == sorted(core)}")
+    scheduler.next_runs = real_next_runs
+
+
+if __name__ == "__main__":
+    main()
