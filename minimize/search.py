@@ -101,14 +101,15 @@ def guided_first_true(lo: int, hi: int, guess: int | None) -> Search:
     return guess
 
 
-def _walk(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple[Any, Any]:
-    """Run a search from the start with `answer` (None = unknown). Returns (what it
-    yielded at the first unknown probe, None), or (None, result) when all were answered."""
+def _walk(factory: SearchFactory, answer: Callable[[Hashable, float], bool | None]) -> tuple[Any, Any]:
+    """Run a search from the start; `answer` gets each probe and how likely it is true,
+    and returns None when it does not know. Returns (what the search yielded at the
+    first unknown probe, None), or (None, result) when all were answered."""
     gen = factory()
     try:
         y = next(gen)
         while True:
-            a = answer(unwrap(y)[0])
+            a = answer(*unwrap(y))
             if a is None:
                 return y, None
             y = gen.send(a)
@@ -118,25 +119,19 @@ def _walk(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple
 
 def replay(factory: SearchFactory, answer: Callable[[Any], bool | None]) -> tuple[Any, Any]:
     """(first unknown probe, None), or (None, result) when every probe was answered."""
-    y, result = _walk(factory, answer)
+    y, result = _walk(factory, lambda p, _: answer(p))
     return (None if y is None else unwrap(y)[0]), result
 
 
 def drive(factory: SearchFactory, answer: Callable[[Hashable, float], bool]) -> Any:
     """Run a search to its answer; `answer` gets each probe and how likely it is true."""
-    gen = factory()
-    try:
-        y = next(gen)
-        while True:
-            y = gen.send(answer(*unwrap(y)))
-    except StopIteration as done:
-        return done.value
+    return _walk(factory, answer)[1]
 
 
 def search_walk(factory: SearchFactory, known: Callable[[Any], bool | None]) -> Walk:
     """The walk of one search: its first probe that neither `known` nor the guesses answer."""
     def walk(guess: dict[Any, bool]) -> tuple[Hashable, float] | None:
-        y, _ = _walk(factory, lambda p: guess[p] if p in guess else known(p))
+        y, _ = _walk(factory, lambda p, _: guess[p] if p in guess else known(p))
         return None if y is None else unwrap(y)
     return walk
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable
 
 from minimize.problem import Key, NeedsProbe, PathEnds, ReductionProblem
-from minimize.search import speculative_probes
+from minimize.search import Walk, speculative_probes
 
 Pipeline = Callable[[ReductionProblem], None]
 
 
-def reduction_walk(problem: ReductionProblem, pipeline: Pipeline) -> Callable[[dict[Any, bool]], tuple[Hashable, float] | None]:
+def reduction_walk(problem: ReductionProblem, pipeline: Pipeline) -> Walk:
     """The walk of the whole reduction: its first run, under `guess`, with no verdict."""
     def walk(guess: dict[Any, bool]) -> tuple[Hashable, float] | None:
         try:
@@ -31,7 +31,7 @@ def reduction_walk(problem: ReductionProblem, pipeline: Pipeline) -> Callable[[d
         except NeedsProbe as need:
             return need.key, need.p_true
         except PathEnds:
-            return None
+            pass
         return None
     return walk
 
