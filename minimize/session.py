@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
 from minimize.localize import split_mark_all
 from minimize.program import Program, load_exported
+from minimize.steps import StepClock
 from minimize.worker_side import save_state
 from oracles.backends import resolve
 from oracles.backends.plugin import PluginBackend
@@ -80,25 +80,19 @@ class Session:
         )
         self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
         self.pool.start()  # the workers' start overlaps loading the model (they wait for the state)
-        self.load_phases: dict[str, float] = {}  # seconds by step, for summary.json timing.load
-        t = time.monotonic()
-
-        def phase(name: str) -> None:
-            nonlocal t
-            self.load_phases[name] = round(time.monotonic() - t, 2)
-            t = time.monotonic()
-
+        clock = StepClock()
+        self.load_phases = clock.seconds  # for summary.json timing.load
         try:
             ep = load_exported(opts.model)
             user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
-            phase("load_model")
+            clock.step("load_model")
             self.ep = prepare(ep, opts.device)
-            phase("prepare")
+            clock.step("prepare")
             self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
             self.user_inputs = user_inputs
-            phase("eager_values")
+            clock.step("eager_values")
             save_state(self.program, Path(self._state.name))
-            phase("save_state")
+            clock.step("save_state")
         except BaseException:
             self.close()
             raise

@@ -16,6 +16,7 @@ import torch
 from minimize import graph_io
 from minimize.localize import off_values
 from minimize.program import Program
+from minimize.steps import StepClock
 from oracles.backends import resolve
 from oracles.checks import Tolerance
 from oracles.evaluate import evaluate, evaluate_each
@@ -73,25 +74,18 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
             backends[key] = resolve(backend, overrides)  # settings bisection varies them per job
         return backends[key]
 
-    phases: dict[str, float] = {}
-    clock = [time.monotonic()]
-
-    def phase(name: str) -> None:  # start-up seconds by step, for summary.json timing.worker_start
-        now = time.monotonic()
-        phases[name] = round(now - clock[0], 2)
-        clock[0] = now
-
+    clock = StepClock()  # start-up seconds by step, for summary.json timing.worker_start
     backend_for(settings)  # imports the compiler while the main process is still loading
-    phase("import_backend")
+    clock.step("import_backend")
     if device.startswith("cuda") and torch.cuda.is_available():
         torch.cuda.init()  # and creates the CUDA context (seconds) meanwhile
-    phase("cuda_init")
+    clock.step("cuda_init")
     _warm_up_dynamo()
-    phase("warm_up_dynamo")
+    clock.step("warm_up_dynamo")
     wait_for_state(Path(state))
-    phase("wait_for_state")
+    clock.step("wait_for_state")
     program = load_state(Path(state), device)
-    phase("load_state")
+    clock.step("load_state")
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False))
@@ -113,5 +107,5 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         out["extra"] = {**out["extra"], "deviating": off_values(program.leaf_nodes(piece.output_names), each)}
         return out
 
-    run.start_phases = phases  # type: ignore[attr-defined]  # sent with the worker's READY
+    run.start_phases = clock.seconds  # type: ignore[attr-defined]  # sent with the worker's READY
     return run
