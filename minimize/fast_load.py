@@ -4,12 +4,12 @@ torch's deserializer (torch/_export/serde/serialize.py and union.py) turns the J
 schema dataclasses with `_dict_to_dataclass`, which works out each object's class anew:
 for a 5,112-node graph, ~530,000 calls, ~195,000 `typing.get_type_hints` and ~500,000
 `dataclasses.fields`, most of a load's time. None of those answers changes during a
-load, so while trtmin loads a model:
-- `_dict_to_dataclass` is replaced by a decoder that works out each schema type once
-  and keeps a small function for it (`_SchemaDecoder`; the same objects, tested);
-- `get_type_hints` and `fields` are memoized per class for what else calls them.
-Measured at 5,112 nodes: 10.5-12.4 s unpatched, 5.4-7.2 s with the memoization alone
-(third session), 6.0-6.7 s -> 5.4-5.7 s with the decoder (this machine, 2 runs each).
+load, so while trtmin loads a model `_dict_to_dataclass` is replaced by a decoder that
+works out each schema type once and keeps a small function for it (`_SchemaDecoder`;
+the same objects, tested): 21 `get_type_hints` and 25 `fields` calls a load.
+Measured at 5,112 nodes: 10.5-12.4 s unpatched; 5.4-7.2 s with both functions memoized
+per class (third session; the decoder left that nothing to do, so it is gone); 5.1-5.2 s
+with the decoder.
 What is left is mostly torch's own: fake tensors for each node's metadata, its union
 objects and its first import of the deserializer.
 If a torch release renames what this relies on, that part of the load simply runs
@@ -24,43 +24,6 @@ import importlib
 import types
 import typing
 from typing import Any, Callable, Iterator
-
-
-def _memoized_fields() -> Any:
-    cache: dict[type, tuple[dataclasses.Field, ...]] = {}
-
-    def fields(obj: Any) -> tuple[dataclasses.Field, ...]:
-        cls = obj if isinstance(obj, type) else type(obj)  # an instance has its class's fields
-        if cls not in cache:
-            cache[cls] = dataclasses.fields(cls)
-        return cache[cls]
-
-    return fields
-
-
-class _MemoizedModule(types.ModuleType):
-    """A stand-in for a module: its names, some replaced. Looked up without
-    __getattr__ (the deserializer makes millions of these lookups)."""
-
-    def __init__(self, module: types.ModuleType, **replaced: Any) -> None:
-        super().__init__(module.__name__)
-        self.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
-        self.__dict__.update(replaced)
-
-
-def _memoized_type_hints() -> Any:
-    cache: dict[tuple[Any, int, bool], dict[str, Any]] = {}
-
-    def get_type_hints(obj: Any, globalns: Any = None, localns: Any = None,
-                       include_extras: bool = False) -> dict[str, Any]:
-        if localns is not None:
-            return typing.get_type_hints(obj, globalns, localns, include_extras)
-        key = (obj, id(globalns), include_extras)
-        if key not in cache:
-            cache[key] = typing.get_type_hints(obj, globalns, None, include_extras)
-        return cache[key]
-
-    return get_type_hints
 
 
 class _SchemaDecoder:
@@ -160,22 +123,14 @@ def _module(name: str) -> types.ModuleType | None:
 
 
 @contextlib.contextmanager
-def memoized_schema_type_hints() -> Iterator[None]:
+def fast_schema_decoding() -> Iterator[None]:
     serialize, union = _module("serialize"), _module("union")
-    fields = _memoized_fields()
-    patches = [(serialize, "typing", typing, _MemoizedModule(typing, get_type_hints=_memoized_type_hints())),
-               (serialize, "dataclasses", dataclasses, _MemoizedModule(dataclasses, fields=fields)),
-               (union, "fields", dataclasses.fields, fields)]
-    try:
-        decoder = _SchemaDecoder(serialize, union)  # type: ignore[arg-type]
-        patches.append((serialize, "_dict_to_dataclass", serialize._dict_to_dataclass, decoder))  # type: ignore[union-attr]
-    except AttributeError:  # a torch without these names: the load runs unpatched there
-        pass
-    applied = [p for p in patches if getattr(p[0], p[1], None) is p[2]]  # a missing module: None, skipped
-    for mod, name, _, new in applied:
-        setattr(mod, name, new)
+    original = getattr(serialize, "_dict_to_dataclass", None)
+    if original is None or not hasattr(union, "_Union"):  # another torch: the load runs unpatched
+        yield
+        return
+    serialize._dict_to_dataclass = _SchemaDecoder(serialize, union)  # type: ignore[union-attr, arg-type]
     try:
         yield
     finally:
-        for mod, name, old, _ in applied:
-            setattr(mod, name, old)
+        serialize._dict_to_dataclass = original  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ import torch.fx as fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from minimize.fast_load import memoized_schema_type_hints
+from minimize.fast_load import fast_schema_decoding
 from oracles.checks import flatten_outputs
 from oracles.errors import TrtminError
 
@@ -62,7 +62,7 @@ def load_exported(path: Path) -> ExportedProgram:
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
-        with memoized_schema_type_hints():
+        with fast_schema_decoding():
             return torch.export.load(str(path))
     except Exception as e:  # torch raises many types for damaged archives
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]

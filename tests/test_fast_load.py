@@ -9,12 +9,14 @@ from pathlib import Path
 import torch
 from torch._export.serde import serialize, union
 
-from minimize.fast_load import memoized_schema_type_hints
+from minimize.fast_load import fast_schema_decoding
 from minimize.program import load_exported
 from tests.conftest import Host
 
+TORCH_DECODER = serialize._dict_to_dataclass  # torch's own, before any load of trtmin's
 
-def test_memoized_load_gives_the_same_program_with_fewer_lookups(tmp_path: Path, monkeypatch):
+
+def test_the_fast_load_gives_the_same_program_with_fewer_lookups(tmp_path: Path, monkeypatch):
     path = tmp_path / "host.pt2"
     torch.export.save(torch.export.export(Host().eval(), (torch.randn(4, 8),)), str(path))
     calls = {"hints": 0, "fields": 0}
@@ -43,16 +45,17 @@ def test_memoized_load_gives_the_same_program_with_fewer_lookups(tmp_path: Path,
     assert all(torch.equal(plain.state_dict[k], fast.state_dict[k]) for k in plain.state_dict)
     assert fast_calls["hints"] < calls["hints"] / 3 and fast_calls["fields"] < calls["fields"] / 3, (fast_calls, calls)
     assert serialize.typing is typing and serialize.dataclasses is dataclasses  # put back after the load
-    assert union.fields is fields
+    assert union.fields is fields and serialize._dict_to_dataclass is TORCH_DECODER
 
 
 def test_the_patch_is_undone_when_the_load_fails(tmp_path: Path):
     try:
-        with memoized_schema_type_hints():
-            assert serialize.typing is not typing and union.fields is not dataclasses.fields
+        with fast_schema_decoding():
+            assert serialize._dict_to_dataclass is not TORCH_DECODER
             raise ValueError("a damaged archive")
     except ValueError:
         pass
+    assert serialize._dict_to_dataclass is TORCH_DECODER
     assert serialize.typing is typing and serialize.dataclasses is dataclasses and union.fields is dataclasses.fields
 
 
