@@ -112,6 +112,7 @@ class _Worker:
         self.proc = ctx.Process(target=_worker_main, args=(child, cfg, env, self.log_path), daemon=True)
         self.proc.start()
         child.close()
+        self.started = time.monotonic()
         self.job_started = 0.0
         self.ready = False
         self.start_phases: dict[str, float] | None = None
@@ -119,7 +120,7 @@ class _Worker:
     def await_ready(self) -> None:
         if self.ready:
             return
-        if not self.conn.poll(STARTUP_TIMEOUT_S):
+        if not self.conn.poll(max(0.0, self.started + STARTUP_TIMEOUT_S - time.monotonic())):
             self.kill()
             raise TrtminError(f"a worker did not start within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
         try:
@@ -205,9 +206,10 @@ class WorkerPool:
         self.first_start_phases: dict[str, float] | None = None  # of the first worker ready: where start-up goes
 
     def _start(self, slot: int) -> _Worker:
-        """The slot's worker, started if it is missing or dead (it may still be importing)."""
+        """The slot's worker, started if it is missing, or dead after it was ready. One
+        that dies while starting is left for `run` to report: its start is what fails."""
         w = self.workers[slot]
-        if w is None or not w.alive():
+        if w is None or (w.ready and not w.alive()):
             if w is not None:
                 w.kill()
                 self.restarts += 1
@@ -221,12 +223,11 @@ class WorkerPool:
         for slot in range(self.n):
             self._start(slot)
 
-    def _worker(self, slot: int) -> _Worker:
-        w = self._start(slot)
+    def _take_ready(self, w: _Worker) -> None:
+        """A starting worker has answered: it is ready, or its start failed (TrtminError)."""
         w.await_ready()
         if self.first_start_phases is None:
             self.first_start_phases = w.start_phases
-        return w
 
     def run(self, jobs: list[Any]) -> list[Any]:
         """Results in job order. A job whose worker dies is run once more in a fresh
@@ -245,26 +246,38 @@ class WorkerPool:
             else:
                 results[j] = death_verdict(w.exit_description(), w.log_tail())
 
-        # Start every worker this batch needs at once: they import torch in parallel.
+        # Start every worker this batch needs at once: they import torch in parallel. A job
+        # goes to whichever worker is ready first (their starts differ by a second or more
+        # on a GPU machine); results stay in job order, so which one ran it never shows.
         for slot in range(min(self.n, len(jobs))):
             self._start(slot)
         while pending or busy:
             for slot in range(self.n):
-                if slot not in busy and pending:
-                    j = pending.pop()
-                    w = self._worker(slot)
-                    try:
-                        w.conn.send(jobs[j])
-                    except (OSError, BrokenPipeError):
-                        died(j, w)
-                        continue
-                    w.job_started = time.monotonic()
-                    busy[slot] = j
-            if not busy:
+                if slot in busy or not pending:
+                    continue
+                w = self._start(slot)
+                if not w.ready:
+                    continue
+                j = pending.pop()
+                try:
+                    w.conn.send(jobs[j])
+                except (OSError, BrokenPipeError):
+                    died(j, w)
+                    continue
+                w.job_started = time.monotonic()
+                busy[slot] = j
+            starting = [w for s, w in enumerate(self.workers)
+                        if pending and s not in busy and w is not None and not w.ready]
+            if not busy and not starting:
                 continue
             now = time.monotonic()
-            deadline = min(self.workers[s].job_started for s in busy) + self.cfg.timeout_s  # type: ignore[union-attr]
-            ready = wait([self.workers[s].conn for s in busy], timeout=max(0.0, deadline - now))  # type: ignore[union-attr]
+            deadline = min([self.workers[s].job_started + self.cfg.timeout_s for s in busy]  # type: ignore[union-attr]
+                           + [w.started + STARTUP_TIMEOUT_S for w in starting])
+            ready = wait([self.workers[s].conn for s in busy] + [w.conn for w in starting],  # type: ignore[union-attr]
+                         timeout=max(0.0, deadline - now))
+            for w in starting:
+                if w.conn in ready or time.monotonic() - w.started >= STARTUP_TIMEOUT_S:
+                    self._take_ready(w)  # raises if it died or overran its start
             for slot in list(busy):
                 w = self.workers[slot]
                 assert w is not None
