@@ -73,10 +73,8 @@ def _fail(e: TrtminError) -> None:
 
 
 def _default_jobs(device: str) -> int:
-    if device != "cuda":
-        return 1
-    import torch
-    return max(1, torch.cuda.device_count())
+    from minimize.workers import visible_gpu_count
+    return max(1, visible_gpu_count()) if device == "cuda" else 1
 
 
 def _jobs_note(jobs: int, device: str) -> str | None:
@@ -91,7 +89,7 @@ def _jobs_note(jobs: int, device: str) -> str | None:
 def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], match: Optional[str],
              atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
              settings: Optional[list[str]] = None, emit: Optional[list[str]] = None):
-    from minimize.session import Options
+    from minimize.options import Options
     if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
         raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
     if match is not None:
@@ -139,10 +137,10 @@ def reduce(
                         "the prefix search when the bug survives the extra outputs).")] = True,
 ) -> None:
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
-    from minimize.progress import ProgressView
-    from minimize.reduce import reduce as run_reduce
+    from minimize.workers import Workers
     console = Console(stderr=True)
     signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C: workers ended, journal kept
+    workers = None
     try:
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit)
@@ -153,13 +151,20 @@ def reduce(
         note = _jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
+        workers = Workers(opts)  # first: their start, not the imports below, is the path to the first call
+        from minimize.progress import ProgressView
+        from minimize.reduce import reduce as run_reduce
         with ProgressView(console) as view:
-            summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log)
+            summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
+                                 workers=workers)
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
         raise typer.Exit(130)
+    finally:
+        if workers is not None:
+            workers.close()  # when the run ended before its session did (a bad --out, a bad model)
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {summary['final_nodes']} call nodes in "
                   f"{summary['oracle_calls']} oracle calls, {summary['seconds']:.0f} s")
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
@@ -184,15 +189,21 @@ def check(
     repeat: RepeatOpt = 1,
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
-    from minimize.session import Session
+    from minimize.workers import Workers
+    workers = None
     try:
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
         opts.repeat = repeat
-        with Session(opts) as session:
+        workers = Workers(opts)  # before torch is imported (see reduce)
+        from minimize.session import Session
+        with Session(opts, workers) as session:
             whole = session.program.normalize(session.program.all_kept())
             runs = session.evaluate([(whole, tuple(sorted(opts.settings.items())))])[0]
     except TrtminError as e:
         _fail(e)
+    finally:
+        if workers is not None:
+            workers.close()
     if repeat > 1:
         return _print_flakiness(runs, oracle, match)
     v = runs[0]

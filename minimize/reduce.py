@@ -19,6 +19,7 @@ from minimize.localize import LOCALIZABLE
 from minimize.problem import ReductionProblem
 from minimize.scheduler import run_reduction
 from minimize.session import Options, Session
+from minimize.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError
 from oracles.verdict import Verdict
@@ -60,11 +61,13 @@ def _options_key(opts: Options) -> dict[str, Any]:
 
 def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
            on_change: Callable[[ReductionProblem], None] | None = None,
-           log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+           log: Callable[[str], None] = lambda s: None, workers: Workers | None = None) -> dict[str, Any]:
+    """`workers`: started already for `opts` (the CLI starts them before importing torch);
+    the session stops them. The caller stops them if this fails before the session."""
     check_out_dir(out, resume, force)
     t0 = time.monotonic()
     match = re.compile(opts.match) if opts.match else None
-    with Session(opts) as session:  # first: it says what is wrong with a missing or damaged model
+    with Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
         header = {"model_sha256": file_digest(opts.model), "options": _options_key(opts)}
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")

@@ -5,61 +5,36 @@ Shared by `trtmin check` and `trtmin reduce`.
 
 from __future__ import annotations
 
-import os
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
 from minimize.localize import split_mark_all
+from minimize.options import Options
 from minimize.program import Program, load_exported
 from minimize.steps import StepClock
 from minimize.worker_side import save_state
+from minimize.workers import Workers
 from oracles.backends import resolve
 from oracles.backends.plugin import PluginBackend
 from oracles.errors import TrtminError
 from oracles.verdict import ORACLES, Verdict
-from oracles.worker import WorkerConfig, WorkerPool
 
-
-@dataclass
-class Options:
-    model: Path
-    oracle: str
-    backend: str = "inductor"
-    inputs: Path | None = None
-    match: str | None = None
-    any_failure: bool = False
-    atol: float = 1e-3
-    rtol: float = 1e-3
-    timeout: float = 300.0
-    device: str = "cpu"
-    jobs: int = 1
-    settings: dict[str, Any] = field(default_factory=dict)
-    memory_limit_mb: int | None = None
-    emit: list[str] = field(default_factory=list)  # extra scripts for other backends
-    repeat: int = 1                 # runs per candidate, for flaky compilers
-    min_failures: int | None = None  # of `repeat` runs; default: as many as the original
-    localize: bool = True           # guess the bug's place from one run with every value an output
-
-
-def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
-    """One worker per GPU, each pinned with CUDA_VISIBLE_DEVICES (not for an explicit cuda:N)."""
-    if device != "cuda":
-        return [{} for _ in range(jobs)]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ids = visible.split(",") if visible else [str(i) for i in range(_gpu_count())]
-    return [{"CUDA_VISIBLE_DEVICES": ids[i % len(ids)]} if ids else {} for i in range(jobs)]
-
-
-def _gpu_count() -> int:
-    import torch
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+__all__ = ["Options", "Session"]
 
 
 class Session:
-    def __init__(self, opts: Options):
+    def __init__(self, opts: Options, workers: Workers | None = None):
+        """`workers`: already started for these options (the CLI starts them before it
+        imports torch); the session stops them when it ends, or fails to start."""
+        self.workers = workers
+        try:
+            self._prepare(opts)
+        except BaseException:
+            if self.workers is not None:
+                self.workers.close()
+            raise
+
+    def _prepare(self, opts: Options) -> None:
         if opts.oracle not in ORACLES:
             raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
         self.opts = opts
@@ -70,32 +45,20 @@ class Session:
                               f"not {opts.device}; pass --device {self.backend.devices[0]}")
         if isinstance(self.backend, PluginBackend):
             self.backend.validate()  # a missing file or function is a one-line error, here
-        self._state = tempfile.TemporaryDirectory(prefix="trtmin-state-")
-        cfg = WorkerConfig(
-            setup="minimize.worker_side:worker_setup",
-            setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
-                          "atol": opts.atol, "rtol": opts.rtol, "device": opts.device},
-            timeout_s=opts.timeout,
-            memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
-        )
-        self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
-        self.pool.start()  # the workers' start overlaps loading the model (they wait for the state)
+        self.workers = self.workers or Workers(opts)  # their start overlaps loading the model (they wait for the state)
+        self.pool = self.workers.pool
         clock = StepClock()
         self.load_phases = clock.seconds  # for summary.json timing.load
-        try:
-            ep = load_exported(opts.model)
-            user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
-            clock.step("load_model")
-            self.ep = prepare(ep, opts.device)
-            clock.step("prepare")
-            self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
-            self.user_inputs = user_inputs
-            clock.step("eager_values")
-            save_state(self.program, Path(self._state.name))
-            clock.step("save_state")
-        except BaseException:
-            self.close()
-            raise
+        ep = load_exported(opts.model)
+        user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
+        clock.step("load_model")
+        self.ep = prepare(ep, opts.device)
+        clock.step("prepare")
+        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
+        self.user_inputs = user_inputs
+        clock.step("eager_values")
+        save_state(self.program, self.workers.state_dir)
+        clock.step("save_state")
 
     def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
         """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""
@@ -117,8 +80,7 @@ class Session:
         return result.get("partitions", []) if isinstance(result, dict) else []
 
     def close(self) -> None:
-        self.pool.close()
-        self._state.cleanup()
+        self.workers.close()
 
     def __enter__(self) -> "Session":
         return self

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from typing import Any, Callable
 
@@ -10,6 +12,7 @@ import pytest
 
 from oracles.errors import TrtminError
 from oracles.worker import WorkerConfig, WorkerPool
+from tests.helpers import ROOT
 
 
 def slow_start_runner() -> Callable[[Any], dict[str, Any]]:
@@ -48,3 +51,46 @@ def test_a_worker_that_cannot_start_is_a_one_line_error():
     finally:
         pool.close()
     assert pool.restarts == 0  # a start that fails is reported, not retried in a loop
+
+
+WATCH_START = """
+import sys
+import minimize.workers
+from minimize.workers import Workers
+started = Workers.__init__
+def watched(self, opts):
+    print("torch imported before the workers started:", "torch" in sys.modules, flush=True)
+    started(self, opts)
+Workers.__init__ = watched
+sys.argv = ["trtmin", *sys.argv[1:]]
+from minimize.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "reduce"])
+def test_the_cli_starts_its_workers_before_it_imports_torch(host_program, tmp_path, command):
+    # The workers' start (torch, the compiler, Dynamo) is the path to the first oracle
+    # call; the CLI's own imports of torch would delay it by a second or more.
+    model, inputs = host_program
+    extra = ["--out", str(tmp_path / "out")] if command == "reduce" else []
+    r = subprocess.run([sys.executable, "-c", WATCH_START, command, str(model), "--inputs", str(inputs),
+                        "--backend", "eager", "--oracle", "crash", *extra],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "torch imported before the workers started: False" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert r.returncode in (0, 2), r.stderr[-2000:]  # eager never crashes: check says so, reduce refuses
+
+
+def test_one_worker_per_visible_gpu_without_importing_torch(tmp_path, monkeypatch):
+    from minimize import workers
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
+    assert workers.gpu_env(3, "cuda") == [{"CUDA_VISIBLE_DEVICES": d} for d in ("3", "5", "3")]
+    assert workers.gpu_env(2, "cpu") == [{}, {}]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert workers.visible_gpu_count() == 0 and workers.gpu_env(2, "cuda") == [{}, {}]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    for n in range(2):
+        (tmp_path / f"0000:0{n}:00.0").mkdir()
+    monkeypatch.setattr(workers, "NVIDIA_GPUS", tmp_path)  # the driver's list of GPUs
+    assert workers.visible_gpu_count() == 2
+    assert workers.gpu_env(2, "cuda") == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]

@@ -1,0 +1,29 @@
+"""What one trtmin run was asked to do. Imports nothing heavy: the CLI builds it before
+torch is imported, to start the workers first (minimize/workers.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Options:
+    model: Path
+    oracle: str
+    backend: str = "inductor"
+    inputs: Path | None = None
+    match: str | None = None
+    any_failure: bool = False
+    atol: float = 1e-3
+    rtol: float = 1e-3
+    timeout: float = 300.0
+    device: str = "cpu"
+    jobs: int = 1
+    settings: dict[str, Any] = field(default_factory=dict)
+    memory_limit_mb: int | None = None
+    emit: list[str] = field(default_factory=list)  # extra scripts for other backends
+    repeat: int = 1                 # runs per candidate, for flaky compilers
+    min_failures: int | None = None  # of `repeat` runs; default: as many as the original
+    localize: bool = True           # guess the bug's place from one run with every value an output

@@ -1,0 +1,61 @@
+"""The oracle's worker pool and the state folder it reads, started before the main process
+imports torch: a worker's start (torch, the compiler, Dynamo, CUDA) is the longer path to
+the first oracle call, and on the H200 the CLI's own imports took 1.6 s before it began.
+So this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from minimize.options import Options
+from oracles.worker import WorkerConfig, WorkerPool
+
+NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # one entry per GPU the driver sees (Linux)
+
+
+def visible_gpu_count() -> int:
+    """GPUs this process may use, without importing torch where the system can say."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    try:
+        return len(list(NVIDIA_GPUS.iterdir()))
+    except OSError:
+        import torch
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
+    """One worker per GPU, each pinned with CUDA_VISIBLE_DEVICES (not for an explicit cuda:N)."""
+    if device != "cuda":
+        return [{} for _ in range(jobs)]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [d.strip() for d in visible.split(",") if d.strip()] if visible else \
+        [str(i) for i in range(visible_gpu_count())]
+    return [{"CUDA_VISIBLE_DEVICES": ids[i % len(ids)]} if ids else {} for i in range(jobs)]
+
+
+class Workers:
+    """The started pool, and the folder where the main process leaves the program for it
+    (minimize/worker_side.py: the workers wait for it)."""
+
+    def __init__(self, opts: Options):
+        self._state = tempfile.TemporaryDirectory(prefix="trtmin-state-")
+        self.state_dir = Path(self._state.name)
+        cfg = WorkerConfig(
+            setup="minimize.worker_side:worker_setup",
+            setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
+                          "atol": opts.atol, "rtol": opts.rtol, "device": opts.device},
+            timeout_s=opts.timeout,
+            memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
+        )
+        self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
+        self.pool.start()
+
+    def close(self) -> None:
+        """Stop the workers and remove the state; a second call does nothing."""
+        self.pool.close()
+        self._state.cleanup()
