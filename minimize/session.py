@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minimize.heap import gc_paused
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
 from minimize.localize import split_mark_all
 from minimize.options import Options
@@ -49,16 +50,18 @@ class Session:
         self.pool = self.workers.pool
         clock = StepClock()
         self.load_phases = clock.seconds  # for summary.json timing.load
-        ep = load_exported(opts.model)
-        user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
-        clock.step("load_model")
-        self.ep = prepare(ep, opts.device)
-        clock.step("prepare")
-        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
-        self.user_inputs = user_inputs
-        clock.step("eager_values")
-        save_state(self.program, self.workers.state_dir)
-        clock.step("save_state")
+        with gc_paused():
+            ep = load_exported(opts.model)
+            user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
+            clock.step("load_model")
+            self.ep = prepare(ep, opts.device)
+            clock.step("prepare")
+            self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
+            self.user_inputs = user_inputs
+            clock.step("eager_values")
+            save_state(self.program, self.workers.state_dir)
+            clock.step("save_state")
+        clock.step("collect")  # the garbage made while the collector was paused
 
     def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
         """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""

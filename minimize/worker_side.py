@@ -15,6 +15,7 @@ import torch
 import torch.fx as fx
 
 from minimize import graph_io
+from minimize.heap import freeze_heap, gc_paused
 from minimize.localize import off_values
 from minimize.program import Program
 from minimize.steps import StepClock
@@ -93,7 +94,9 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     clock.step("warm_up_dynamo")
     wait_for_state(Path(state))
     clock.step("wait_for_state")
-    program = load_state(Path(state), device)
+    with gc_paused():
+        program = load_state(Path(state), device)
+    freeze_heap()
     clock.step("load_state")
 
     def run(job: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,42 @@
+"""minimize/heap.py: the collector is paused inside, and what was made garbage inside is freed after."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import torch
+
+from minimize.heap import gc_paused
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a cycle: only the cyclic collector frees it
+        self.weight = torch.zeros(1000)
+
+
+def test_the_collector_is_paused_inside_and_garbage_is_freed_after():
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        ref = weakref.ref(_Node())
+        assert ref() is not None  # garbage, but not yet collected
+    assert gc.isenabled()
+    assert ref() is None  # the tensor in the cycle is freed when the block ends
+
+
+def test_a_paused_collector_stays_paused_and_an_error_still_restores_it():
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: it stays off
+    finally:
+        gc.enable()
+    try:
+        with gc_paused():
+            raise ValueError
+    except ValueError:
+        pass
+    assert gc.isenabled()
