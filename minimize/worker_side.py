@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-import torch.fx as fx
 
 from minimize import graph_io
 from minimize.heap import freeze_heap, gc_paused
@@ -59,18 +58,13 @@ def load_state(folder: Path, device: str) -> Program:
     return Program.restore(graph, set(state["user_outputs"]), set(state["constants"]), state["values"], device)
 
 
-def _warm_up_dynamo(device: str) -> None:
-    """Backends are called through torch.compile; Dynamo's first use costs seconds of
-    imports and set-up, paid here while the main process is still loading. The warm-up
-    traces what jobs trace, a GraphModule of aten ops on the job's device: a first trace
-    of the 206-node slow_oracle graph fell from 0.66 to 0.42 s on CPU after it (0.08 s
-    more warm-up), and on a GPU the first matmul also sets up cuBLAS here."""
-    g = fx.Graph()
-    x = g.placeholder("x")
-    added = g.call_function(torch.ops.aten.add.Tensor, (x, x))
-    flat = g.call_function(torch.ops.aten.view.default, (g.call_function(torch.ops.aten.mm.default, (added, x)), [4]))
-    g.output((g.call_function(torch.ops.aten.sum.default, (flat,)), flat))
-    torch.compile(fx.GraphModule(torch.nn.Module(), g), backend="eager")(torch.zeros(2, 2, device=device))
+def _warm_up_dynamo() -> None:
+    """Backends are called through torch.compile after torch._dynamo.reset(); the first use
+    of each costs seconds of imports and set-up, paid here while the main process is still
+    loading. Where CUDA is available, reset() imports Inductor's compile_fx (191 modules,
+    0.7 s on the H200), which each worker's first job used to pay."""
+    torch._dynamo.reset()
+    torch.compile(lambda x: x + 1, backend="eager")(torch.zeros(1))
 
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
@@ -90,7 +84,7 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     if device.startswith("cuda") and torch.cuda.is_available():
         torch.cuda.init()  # and creates the CUDA context (seconds) meanwhile
     clock.step("cuda_init")
-    _warm_up_dynamo(device if device.startswith("cuda") and torch.cuda.is_available() else "cpu")
+    _warm_up_dynamo()
     clock.step("warm_up_dynamo")
     wait_for_state(Path(state))
     clock.step("wait_for_state")
