@@ -205,6 +205,21 @@ class ReductionProblem:
         runs = self.cache.get(self.key(cand, settings))
         return None if runs is None else next((v for v in runs if self._matches(v)), runs[0])
 
+    def failing_sink(self, cand: Candidate) -> int | None:
+        """The node whose value a mismatch or NaN verdict on `cand` names (the verdict
+        counts flattened tensors; a node may return several), or None if it names none.
+        A replay that only hypothesizes that `cand` fails (minimize/speculate.py) guesses
+        its last node: where a localized prefix ends, the value seen off."""
+        verdict = self.known_verdict(cand)
+        if verdict is None:
+            hypothesized = self.hypotheses is not None and cand and cand[-1] in self.program.outputs_of(cand)
+            return cand[-1] if hypothesized else None
+        if verdict.output is None:
+            return None
+        prog = self.program
+        leaves = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(cand)])
+        return leaves[verdict.output] if verdict.output < len(leaves) else None
+
     def has_partitions(self) -> bool:
         return self._partitions is not None
 

@@ -36,15 +36,6 @@ def keep_one_output(problem: ReductionProblem) -> None:
 
 
 def failing_output_cone(problem: ReductionProblem, cand: Candidate) -> Candidate | None:
-    """The cone of the output a mismatch or NaN verdict on `cand` names (the verdict
-    counts flattened tensors; a node may return several), or None if it names none.
-    A replay that only hypothesizes that `cand` fails (minimize/speculate.py) guesses
-    the cone of its last node: where a localized prefix ends, the value seen off."""
-    verdict = problem.known_verdict(cand)
-    if verdict is None and problem.hypotheses is not None and cand and cand[-1] in problem.program.outputs_of(cand):
-        return cone(problem, cand[-1], cand)
-    if verdict is None or verdict.output is None:
-        return None
-    prog = problem.program
-    leaves = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(cand)])
-    return cone(problem, leaves[verdict.output], cand) if verdict.output < len(leaves) else None
+    """The cone of the node whose value a failing verdict on `cand` names, or None."""
+    sink = problem.failing_sink(cand)
+    return None if sink is None else cone(problem, sink, cand)
