@@ -6,6 +6,7 @@ So this module imports nothing heavy.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import tempfile
 from pathlib import Path
@@ -13,7 +14,20 @@ from pathlib import Path
 from minimize.options import Options
 from oracles.worker import WorkerConfig, WorkerPool
 
-NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # one entry per GPU the driver sees (Linux)
+def nvml_gpu_count() -> int | None:
+    """The GPUs the NVIDIA driver lets this process see (NVML, as nvidia-smi counts them:
+    a container's own), without CUDA or torch; None where NVML cannot say."""
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return None
+    if nvml.nvmlInit_v2() != 0:
+        return None
+    try:
+        count = ctypes.c_uint()
+        return count.value if nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) == 0 else None
+    finally:
+        nvml.nvmlShutdown()
 
 
 def visible_gpu_count() -> int:
@@ -21,11 +35,11 @@ def visible_gpu_count() -> int:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return len([d for d in visible.split(",") if d.strip()])
-    try:
-        return len(list(NVIDIA_GPUS.iterdir()))
-    except OSError:
-        import torch
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    count = nvml_gpu_count()
+    if count is not None:
+        return count
+    import torch
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:

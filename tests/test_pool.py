@@ -81,7 +81,7 @@ def test_the_cli_starts_its_workers_before_it_imports_torch(host_program, tmp_pa
     assert r.returncode in (0, 2), r.stderr[-2000:]  # eager never crashes: check says so, reduce refuses
 
 
-def test_one_worker_per_visible_gpu_without_importing_torch(tmp_path, monkeypatch):
+def test_one_worker_per_visible_gpu_without_importing_torch(monkeypatch):
     from minimize import workers
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
     assert workers.gpu_env(3, "cuda") == [{"CUDA_VISIBLE_DEVICES": d} for d in ("3", "5", "3")]
@@ -89,8 +89,9 @@ def test_one_worker_per_visible_gpu_without_importing_torch(tmp_path, monkeypatc
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert workers.visible_gpu_count() == 0 and workers.gpu_env(2, "cuda") == [{}, {}]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    for n in range(2):
-        (tmp_path / f"0000:0{n}:00.0").mkdir()
-    monkeypatch.setattr(workers, "NVIDIA_GPUS", tmp_path)  # the driver's list of GPUs
+    monkeypatch.setattr(workers, "nvml_gpu_count", lambda: 2)  # what the driver says
     assert workers.visible_gpu_count() == 2
     assert workers.gpu_env(2, "cuda") == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]
+    monkeypatch.setattr(workers, "nvml_gpu_count", lambda: None)  # no NVIDIA driver: torch says
+    import torch
+    assert workers.visible_gpu_count() == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
