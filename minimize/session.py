@@ -47,21 +47,21 @@ class Session:
         if isinstance(self.backend, PluginBackend):
             self.backend.validate()  # a missing file or function is a one-line error, here
         self.workers = self.workers or Workers(opts)  # their start overlaps loading the model (they wait for the state)
+        assert self.workers.pool is not None
         self.pool = self.workers.pool
         clock = StepClock()
         self.load_phases = clock.seconds  # for summary.json timing.load
-        with gc_paused():
+        with gc_paused():  # only the load: run_decompositions and the eager values make garbage too
             ep = load_exported(opts.model)
-            user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
-            clock.step("load_model")
-            self.ep = prepare(ep, opts.device)
-            clock.step("prepare")
-            self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
-            self.user_inputs = user_inputs
-            clock.step("eager_values")
-            save_state(self.program, self.workers.state_dir)
-            clock.step("save_state")
-        clock.step("collect")  # the garbage made while the collector was paused
+        user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
+        clock.step("load_model")
+        self.ep = prepare(ep, opts.device)
+        clock.step("prepare")
+        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
+        self.user_inputs = user_inputs
+        clock.step("eager_values")
+        save_state(self.program, self.workers.state_dir)
+        clock.step("save_state")
 
     def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
         """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""

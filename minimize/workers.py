@@ -7,6 +7,7 @@ So this module imports nothing heavy.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from minimize.options import Options
 from oracles.worker import WorkerConfig, WorkerPool
 
+
+@functools.lru_cache(maxsize=1)
 def nvml_gpu_count() -> int | None:
     """The GPUs the NVIDIA driver lets this process see (NVML, as nvidia-smi counts them:
     a container's own), without CUDA or torch; None where NVML cannot say."""
@@ -31,15 +34,14 @@ def nvml_gpu_count() -> int | None:
 
 
 def visible_gpu_count() -> int:
-    """GPUs this process may use, without importing torch where the system can say."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([d for d in visible.split(",") if d.strip()])
+    """GPUs this process may use, without importing torch where the driver can say: the
+    CUDA_VISIBLE_DEVICES entries, no more than the GPUs there are."""
     count = nvml_gpu_count()
-    if count is not None:
-        return count
-    import torch
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count is None:
+        import torch
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return count if visible is None else min(count, len([d for d in visible.split(",") if d.strip()]))
 
 
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
@@ -47,7 +49,7 @@ def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
     if device != "cuda":
         return [{} for _ in range(jobs)]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ids = [d.strip() for d in visible.split(",") if d.strip()] if visible else \
+    ids = [d.strip() for d in visible.split(",") if d.strip()][:visible_gpu_count()] if visible else \
         [str(i) for i in range(visible_gpu_count())]
     return [{"CUDA_VISIBLE_DEVICES": ids[i % len(ids)]} if ids else {} for i in range(jobs)]
 
@@ -59,6 +61,14 @@ class Workers:
     def __init__(self, opts: Options):
         self._state = tempfile.TemporaryDirectory(prefix="trtmin-state-")
         self.state_dir = Path(self._state.name)
+        self.pool: WorkerPool | None = None
+        try:
+            self._start(opts)
+        except BaseException:  # a spawn that fails, Ctrl-C meanwhile: leave nothing behind
+            self.close()
+            raise
+
+    def _start(self, opts: Options) -> None:
         cfg = WorkerConfig(
             setup="minimize.worker_side:worker_setup",
             setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
@@ -71,5 +81,6 @@ class Workers:
 
     def close(self) -> None:
         """Stop the workers and remove the state; a second call does nothing."""
-        self.pool.close()
+        if self.pool is not None:
+            self.pool.close()
         self._state.cleanup()

@@ -100,6 +100,10 @@ def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_p
             return  # e.g. a CUDA error left the context unusable: start fresh
 
 
+class DiedStarting(TrtminError):
+    """A worker process ended before it was ready (killed from outside, or a crash)."""
+
+
 class _Worker:
     def __init__(self, cfg: WorkerConfig, slot: int, log_dir: Path):
         self.cfg = cfg
@@ -112,21 +116,27 @@ class _Worker:
         self.proc = ctx.Process(target=_worker_main, args=(child, cfg, env, self.log_path), daemon=True)
         self.proc.start()
         child.close()
-        self.started = time.monotonic()
+        # The start-up limit counts from when the pool first waits for this worker: one
+        # started early waits for the main process's load, which is not its own start.
+        self.waited_since: float | None = None
         self.job_started = 0.0
         self.ready = False
         self.start_phases: dict[str, float] | None = None
 
-    def await_ready(self) -> None:
-        if self.ready:
-            return
-        if not self.conn.poll(max(0.0, self.started + STARTUP_TIMEOUT_S - time.monotonic())):
+    def start_deadline(self) -> float:
+        if self.waited_since is None:
+            self.waited_since = time.monotonic()
+        return self.waited_since + STARTUP_TIMEOUT_S
+
+    def take_ready(self) -> None:
+        """Read the first message of a worker that answered or ran out of start-up time."""
+        if not self.conn.poll(0):
             self.kill()
             raise TrtminError(f"a worker did not start within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
         try:
             tag, payload = self.conn.recv()
         except EOFError:
-            raise TrtminError(f"a worker died while starting ({self.exit_description()}); see {self.log_path}") from None
+            raise DiedStarting(f"a worker died while starting ({self.exit_description()}); see {self.log_path}") from None
         if tag != READY:
             raise TrtminError(f"a worker could not start: {payload}")
         self.ready, self.start_phases = True, payload
@@ -203,19 +213,23 @@ class WorkerPool:
         self.log_dir = Path(self._tmp.name)
         self.workers: list[_Worker | None] = [None] * self.n
         self.restarts = 0
+        self.start_retries = [0] * self.n  # per slot: workers that died while starting, replaced
         self.first_start_phases: dict[str, float] | None = None  # of the first worker ready: where start-up goes
 
     def _start(self, slot: int) -> _Worker:
-        """The slot's worker, started if it is missing, or dead after it was ready. One
-        that dies while starting is left for `run` to report: its start is what fails."""
+        """The slot's worker, started if it is missing, or dead after it was ready (one
+        that dies while starting is for `_take_ready`, which reads why)."""
         w = self.workers[slot]
         if w is None or (w.ready and not w.alive()):
             if w is not None:
                 w.kill()
                 self.restarts += 1
-            cfg = WorkerConfig(**{**self.cfg.__dict__, "env": {**self.cfg.env, **self.per_worker_env[slot]}})
-            w = _Worker(cfg, slot, self.log_dir)
-            self.workers[slot] = w
+            w = self._spawn(slot)
+        return w
+
+    def _spawn(self, slot: int) -> _Worker:
+        cfg = WorkerConfig(**{**self.cfg.__dict__, "env": {**self.cfg.env, **self.per_worker_env[slot]}})
+        w = self.workers[slot] = _Worker(cfg, slot, self.log_dir)
         return w
 
     def start(self) -> None:
@@ -224,15 +238,27 @@ class WorkerPool:
             self._start(slot)
 
     def _take_ready(self, w: _Worker) -> None:
-        """A starting worker has answered: it is ready, or its start failed (TrtminError)."""
-        w.await_ready()
+        """A starting worker has answered: it is ready, or its start failed (TrtminError).
+        One that died while starting (the OOM killer at the peak of start-up, a stray
+        SIGKILL) is replaced, `retries` times a slot; a setup that raises is not retried."""
+        try:
+            w.take_ready()
+        except DiedStarting:
+            if self.start_retries[w.slot] >= self.retries:
+                raise
+            self.start_retries[w.slot] += 1
+            self.restarts += 1
+            w.kill()
+            self._spawn(w.slot)
+            return
         if self.first_start_phases is None:
             self.first_start_phases = w.start_phases
 
     def run(self, jobs: list[Any]) -> list[Any]:
-        """Results in job order. A job whose worker dies is run once more in a fresh
-        worker: a worker killed from outside (the OOM killer, a stray SIGKILL) is a retry,
-        a compiler that kills its process every time is a verdict."""
+        """Results in job order. A job whose worker dies is run once more (by whichever
+        worker is ready first; the dead one is replaced): a worker killed from outside (the
+        OOM killer, a stray SIGKILL) is a retry, a compiler that kills its process every
+        time is a verdict."""
         results: list[Any] = [None] * len(jobs)
         pending = list(range(len(jobs)))[::-1]
         tries = [0] * len(jobs)
@@ -246,11 +272,10 @@ class WorkerPool:
             else:
                 results[j] = death_verdict(w.exit_description(), w.log_tail())
 
-        # Start every worker this batch needs at once: they import torch in parallel. A job
-        # goes to whichever worker is ready first (their starts differ by a second or more
-        # on a GPU machine); results stay in job order, so which one ran it never shows.
-        for slot in range(min(self.n, len(jobs))):
-            self._start(slot)
+        # While jobs wait, every slot has a worker (missing ones start together and import
+        # torch in parallel). A job goes to whichever worker is ready first (their starts
+        # differ by a second or more on a GPU machine); results stay in job order, so which
+        # one ran it never shows.
         while pending or busy:
             for slot in range(self.n):
                 if slot in busy or not pending:
@@ -272,12 +297,12 @@ class WorkerPool:
                 continue
             now = time.monotonic()
             deadline = min([self.workers[s].job_started + self.cfg.timeout_s for s in busy]  # type: ignore[union-attr]
-                           + [w.started + STARTUP_TIMEOUT_S for w in starting])
+                           + [w.start_deadline() for w in starting])
             ready = wait([self.workers[s].conn for s in busy] + [w.conn for w in starting],  # type: ignore[union-attr]
                          timeout=max(0.0, deadline - now))
             for w in starting:
-                if w.conn in ready or time.monotonic() - w.started >= STARTUP_TIMEOUT_S:
-                    self._take_ready(w)  # raises if it died or overran its start
+                if w.conn in ready or time.monotonic() >= w.start_deadline():
+                    self._take_ready(w)  # raises if it could not start
             for slot in list(busy):
                 w = self.workers[slot]
                 assert w is not None

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import pytest
 
 from oracles.errors import TrtminError
+from oracles import worker
 from oracles.worker import WorkerConfig, WorkerPool
 from tests.helpers import ROOT
 
@@ -23,6 +24,16 @@ def slow_start_runner() -> Callable[[Any], dict[str, Any]]:
 
 def failing_runner() -> Callable[[Any], Any]:
     raise RuntimeError("no compiler here")
+
+
+def dying_runner() -> Callable[[Any], Any]:
+    """Dies while starting: always, or (with TEST_DIE_ONCE=path) only the first time."""
+    once = os.environ.get("TEST_DIE_ONCE")
+    if not once or not os.path.exists(once):
+        if once:
+            open(once, "w").close()
+        os._exit(3)
+    return lambda job: job
 
 
 def _pool(jobs: int, envs: list[dict[str, str]], setup: str = "slow_start_runner") -> WorkerPool:
@@ -50,26 +61,53 @@ def test_a_worker_that_cannot_start_is_a_one_line_error():
             pool.run([1, 2])
     finally:
         pool.close()
-    assert pool.restarts == 0  # a start that fails is reported, not retried in a loop
+    assert pool.restarts == 0  # a setup that raises is reported at once, not retried
+
+
+def test_a_worker_killed_while_starting_is_replaced_once(tmp_path):
+    pool = _pool(1, [{"TEST_DIE_ONCE": str(tmp_path / "died")}], setup="dying_runner")
+    try:
+        assert pool.run([7, 8]) == [7, 8]  # the replacement ran them
+    finally:
+        pool.close()
+    assert pool.restarts == 1
+    pool = _pool(1, [{}], setup="dying_runner")
+    try:
+        with pytest.raises(TrtminError, match=r"a worker died while starting \(exited with code 3\)"):
+            pool.run([1])
+    finally:
+        pool.close()
+    assert pool.restarts == 1  # one replacement, then the error
+
+
+def test_the_start_limit_counts_from_when_the_pool_waits(monkeypatch):
+    # Workers start before the main process loads the model; that wait is not their start.
+    monkeypatch.setattr(worker, "STARTUP_TIMEOUT_S", 3.0)
+    pool = _pool(1, [{"TEST_START_SECONDS": "5"}])
+    try:
+        pool.start()
+        time.sleep(4)  # the main process's load: more than the limit since the spawn
+        assert pool.run([1])[0]["job"] == 1  # ready 1 s into the wait
+    finally:
+        pool.close()
 
 
 WATCH_START = """
 import sys
-import minimize.workers
-from minimize.workers import Workers
-started = Workers.__init__
-def watched(self, opts):
-    print("torch imported before the workers started:", "torch" in sys.modules, flush=True)
-    started(self, opts)
-Workers.__init__ = watched
+from oracles.worker import WorkerPool
+start = WorkerPool.start
+def watched(self):
+    start(self)
+    print("torch imported when the workers started:", "torch" in sys.modules, flush=True)
+WorkerPool.start = watched
 sys.argv = ["trtmin", *sys.argv[1:]]
 from minimize.cli import main
 main()
 """
 
 
-@pytest.mark.parametrize("command", ["check", "reduce"])
-def test_the_cli_starts_its_workers_before_it_imports_torch(host_program, tmp_path, command):
+@pytest.mark.parametrize("command, code", [("check", 0), ("reduce", 2)])
+def test_the_cli_starts_its_workers_before_it_imports_torch(host_program, tmp_path, command, code):
     # The workers' start (torch, the compiler, Dynamo) is the path to the first oracle
     # call; the CLI's own imports of torch would delay it by a second or more.
     model, inputs = host_program
@@ -77,21 +115,43 @@ def test_the_cli_starts_its_workers_before_it_imports_torch(host_program, tmp_pa
     r = subprocess.run([sys.executable, "-c", WATCH_START, command, str(model), "--inputs", str(inputs),
                         "--backend", "eager", "--oracle", "crash", *extra],
                        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert "torch imported before the workers started: False" in r.stdout, r.stdout + r.stderr[-2000:]
-    assert r.returncode in (0, 2), r.stderr[-2000:]  # eager never crashes: check says so, reduce refuses
+    assert "torch imported when the workers started: False" in r.stdout, r.stdout + r.stderr[-2000:]
+    # eager never crashes: check says so (0); reduce refuses a program that does not fail (2)
+    assert r.returncode == code, r.stdout + r.stderr[-2000:]
 
 
 def test_one_worker_per_visible_gpu_without_importing_torch(monkeypatch):
     from minimize import workers
+    monkeypatch.setattr(workers, "nvml_gpu_count", lambda: 8)  # what the driver says
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
     assert workers.gpu_env(3, "cuda") == [{"CUDA_VISIBLE_DEVICES": d} for d in ("3", "5", "3")]
     assert workers.gpu_env(2, "cpu") == [{}, {}]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert workers.visible_gpu_count() == 0 and workers.gpu_env(2, "cuda") == [{}, {}]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    monkeypatch.setattr(workers, "nvml_gpu_count", lambda: 2)  # what the driver says
-    assert workers.visible_gpu_count() == 2
-    assert workers.gpu_env(2, "cuda") == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]
+    assert workers.visible_gpu_count() == 8
+    monkeypatch.setattr(workers, "nvml_gpu_count", lambda: 1)
+    assert workers.gpu_env(2, "cuda") == [{"CUDA_VISIBLE_DEVICES": "0"}] * 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # more entries than GPUs: as torch, count those there are
+    assert workers.visible_gpu_count() == 1 and workers.gpu_env(2, "cuda") == [{"CUDA_VISIBLE_DEVICES": "0"}] * 2
     monkeypatch.setattr(workers, "nvml_gpu_count", lambda: None)  # no NVIDIA driver: torch says
     import torch
     assert workers.visible_gpu_count() == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+
+
+def test_workers_that_cannot_start_leave_no_state_behind(monkeypatch):
+    from minimize.options import Options
+    from minimize.workers import Workers
+    made = []
+    real = Workers._start
+
+    def failing_start(self, opts):
+        made.append(self)
+        real(self, opts)
+        raise OSError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(Workers, "_start", failing_start)
+    with pytest.raises(OSError):
+        Workers(Options(model=ROOT / "missing.pt2", oracle="crash"))
+    assert made and not made[0].state_dir.exists()  # the state folder is gone
+    assert made[0].pool.workers == [None]  # and the started worker stopped
