@@ -14,17 +14,29 @@ from typing import Iterator
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(collect: bool = True) -> Iterator[None]:
     """No automatic collections inside; one collection after, so that garbage made
-    inside (which may hold tensors) is freed at once."""
+    inside (which may hold tensors) is freed at once. collect=False: the caller runs
+    `collect_parked()` later, while it waits for something else anyway; until then what
+    was made inside is parked out of the collector's sight (gc.freeze), or else the next
+    allocation would start a collection over all of it (it is all still generation 0)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if collect:
+            gc.collect()
+        else:
+            gc.freeze()
         if was_enabled:
             gc.enable()
-        gc.collect()
+
+
+def collect_parked() -> None:
+    """The collection a gc_paused(collect=False) left to its caller."""
+    gc.unfreeze()
+    gc.collect()
 
 
 def freeze_heap() -> None:

@@ -254,11 +254,11 @@ class WorkerPool:
         if self.first_start_phases is None:
             self.first_start_phases = w.start_phases
 
-    def run(self, jobs: list[Any]) -> list[Any]:
+    def run(self, jobs: list[Any], while_waiting: Callable[[], None] | None = None) -> list[Any]:
         """Results in job order. A job whose worker dies is run once more (by whichever
         worker is ready first; the dead one is replaced): a worker killed from outside (the
         OOM killer, a stray SIGKILL) is a retry, a compiler that kills its process every
-        time is a verdict."""
+        time is a verdict. `while_waiting` runs once, when the first jobs are out."""
         results: list[Any] = [None] * len(jobs)
         pending = list(range(len(jobs)))[::-1]
         tries = [0] * len(jobs)
@@ -291,6 +291,9 @@ class WorkerPool:
                     continue
                 w.job_started = time.monotonic()
                 busy[slot] = j
+            if busy and while_waiting is not None:
+                while_waiting()
+                while_waiting = None
             starting = [w for s, w in enumerate(self.workers)
                         if pending and s not in busy and w is not None and not w.ready]
             if not busy and not starting:

@@ -7,7 +7,7 @@ import weakref
 
 import torch
 
-from minimize.heap import gc_paused
+from minimize.heap import collect_parked, gc_paused
 
 
 class _Node:
@@ -40,3 +40,13 @@ def test_a_paused_collector_stays_paused_and_an_error_still_restores_it():
     except ValueError:
         pass
     assert gc.isenabled()
+
+
+def test_the_collection_can_be_left_to_the_caller():
+    with gc_paused(collect=False):
+        ref = weakref.ref(_Node())
+    assert gc.isenabled() and ref() is not None
+    gc.collect()
+    assert ref() is not None  # parked: collections before the caller's do not walk it
+    collect_parked()
+    assert ref() is None

@@ -155,3 +155,19 @@ def test_workers_that_cannot_start_leave_no_state_behind(monkeypatch):
         Workers(Options(model=ROOT / "missing.pt2", oracle="crash"))
     assert made and not made[0].state_dir.exists()  # the state folder is gone
     assert made[0].pool.workers == [None]  # and the started worker stopped
+
+
+def sleepy_runner() -> Callable[[Any], Any]:
+    return lambda job: time.sleep(job) or time.monotonic()
+
+
+def test_while_waiting_runs_once_while_the_first_jobs_are_out():
+    pool = _pool(2, [{}, {}], setup="sleepy_runner")
+    calls = []
+    try:
+        pool.run([0])  # both workers started
+        finished = pool.run([1.5, 1.5], while_waiting=lambda: calls.append(time.monotonic()))
+    finally:
+        pool.close()
+    assert len(calls) == 1
+    assert calls[0] < min(finished) - 1  # it ran while the jobs slept, not after them
