@@ -34,9 +34,11 @@ def gc_paused(collect: bool = True) -> Iterator[None]:
 
 
 def collect_parked() -> None:
-    """The collection a gc_paused(collect=False) left to its caller."""
-    gc.unfreeze()
-    gc.collect()
+    """The collection a gc_paused(collect=False) left to its caller; nothing when nothing
+    is parked (so it can be called before every wait)."""
+    if gc.get_freeze_count():
+        gc.unfreeze()
+        gc.collect()
 
 
 def freeze_heap() -> None:

@@ -47,7 +47,6 @@ class Session:
         if isinstance(self.backend, PluginBackend):
             self.backend.validate()  # a missing file or function is a one-line error, here
         self.workers = self.workers or Workers(opts)  # their start overlaps loading the model (they wait for the state)
-        assert self.workers.pool is not None
         self.pool = self.workers.pool
         clock = StepClock()
         self.load_phases = clock.seconds  # for summary.json timing.load
@@ -55,7 +54,6 @@ class Session:
         # one collection (0.27 s at 5,112 nodes) runs while the first oracle call does.
         with gc_paused(collect=False):
             ep = load_exported(opts.model)
-        self._garbage_to_collect = True
         user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
         clock.step("load_model")
         self.ep = prepare(ep, opts.device)
@@ -73,14 +71,9 @@ class Session:
         for c, s in keys:
             real, mark_all = split_mark_all(s)
             jobs += [{"kept": list(c), "settings": dict(real), **({"mark_all": True} if mark_all else {})}] * n
-        results = self.pool.run(jobs, while_waiting=self._collect_garbage)
+        results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(keys))]
-
-    def _collect_garbage(self) -> None:
-        if self._garbage_to_collect:
-            self._garbage_to_collect = False
-            collect_parked()
 
     def partitions(self, key: tuple[tuple[int, ...], tuple[tuple[str, str], ...]]) -> list[list[str]]:
         """The backend's compiled partitions (engines) of a candidate, as node names; []
