@@ -140,7 +140,6 @@ def reduce(
     from minimize.workers import Workers
     console = Console(stderr=True)
     signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C: workers ended, journal kept
-    workers = None
     try:
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit)
@@ -151,20 +150,17 @@ def reduce(
         note = _jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
-        workers = Workers(opts)  # first: their start, not the imports below, is the path to the first call
-        from minimize.progress import ProgressView
-        from minimize.reduce import reduce as run_reduce
-        with ProgressView(console) as view:
-            summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
-                                 workers=workers)
+        with Workers(opts) as workers:  # first: their start, not the imports below, is the path to the first call
+            from minimize.progress import ProgressView
+            from minimize.reduce import reduce as run_reduce
+            with ProgressView(console) as view:
+                summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
+                                     workers=workers)
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
         raise typer.Exit(130)
-    finally:
-        if workers is not None:
-            workers.close()  # when the run ended before its session did (a bad --out, a bad model)
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {summary['final_nodes']} call nodes in "
                   f"{summary['oracle_calls']} oracle calls, {summary['seconds']:.0f} s")
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
@@ -190,20 +186,16 @@ def check(
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.workers import Workers
-    workers = None
     try:
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
         opts.repeat = repeat
-        workers = Workers(opts)  # before torch is imported (see reduce)
-        from minimize.session import Session
-        with Session(opts, workers) as session:
-            whole = session.program.normalize(session.program.all_kept())
-            runs = session.evaluate([(whole, tuple(sorted(opts.settings.items())))])[0]
+        with Workers(opts) as workers:  # before torch is imported (see reduce)
+            from minimize.session import Session
+            with Session(opts, workers) as session:
+                whole = session.program.normalize(session.program.all_kept())
+                runs = session.evaluate([(whole, tuple(sorted(opts.settings.items())))])[0]
     except TrtminError as e:
         _fail(e)
-    finally:
-        if workers is not None:
-            workers.close()
     if repeat > 1:
         return _print_flakiness(runs, oracle, match)
     v = runs[0]

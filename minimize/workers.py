@@ -11,6 +11,7 @@ import functools
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from minimize.options import Options
 from oracles.worker import WorkerConfig, WorkerPool
@@ -33,6 +34,12 @@ def nvml_gpu_count() -> int | None:
         nvml.nvmlShutdown()
 
 
+def _listed_devices() -> list[str] | None:
+    """CUDA_VISIBLE_DEVICES's entries; None when it is not set."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return None if visible is None else [d.strip() for d in visible.split(",") if d.strip()]
+
+
 def visible_gpu_count() -> int:
     """GPUs this process may use, without importing torch where the driver can say: the
     CUDA_VISIBLE_DEVICES entries, no more than the GPUs there are."""
@@ -40,35 +47,28 @@ def visible_gpu_count() -> int:
     if count is None:
         import torch
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return count if visible is None else min(count, len([d for d in visible.split(",") if d.strip()]))
+    listed = _listed_devices()
+    return count if listed is None else min(count, len(listed))
 
 
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
     """One worker per GPU, each pinned with CUDA_VISIBLE_DEVICES (not for an explicit cuda:N)."""
     if device != "cuda":
         return [{} for _ in range(jobs)]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ids = [d.strip() for d in visible.split(",") if d.strip()][:visible_gpu_count()] if visible else \
-        [str(i) for i in range(visible_gpu_count())]
+    count, listed = visible_gpu_count(), _listed_devices()
+    ids = listed[:count] if listed else [str(i) for i in range(count)]
     return [{"CUDA_VISIBLE_DEVICES": ids[i % len(ids)]} if ids else {} for i in range(jobs)]
 
 
 class Workers:
     """The started pool, and the folder where the main process leaves the program for it
-    (minimize/worker_side.py: the workers wait for it)."""
+    (minimize/worker_side.py: the workers wait for it). A context manager that stops
+    them; closing twice does nothing (the session that takes them closes them too)."""
 
     def __init__(self, opts: Options):
+        envs = gpu_env(opts.jobs, opts.device)
         self._state = tempfile.TemporaryDirectory(prefix="trtmin-state-")
         self.state_dir = Path(self._state.name)
-        self.pool: WorkerPool | None = None
-        try:
-            self._start(opts)
-        except BaseException:  # a spawn that fails, Ctrl-C meanwhile: leave nothing behind
-            self.close()
-            raise
-
-    def _start(self, opts: Options) -> None:
         cfg = WorkerConfig(
             setup="minimize.worker_side:worker_setup",
             setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
@@ -76,11 +76,20 @@ class Workers:
             timeout_s=opts.timeout,
             memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
         )
-        self.pool = WorkerPool(cfg, opts.jobs, gpu_env(opts.jobs, opts.device))
-        self.pool.start()
+        self.pool = WorkerPool(cfg, opts.jobs, envs)  # spawns nothing yet
+        try:
+            self.pool.start()
+        except BaseException:  # a spawn that fails, Ctrl-C meanwhile: leave nothing behind
+            self.close()
+            raise
 
     def close(self) -> None:
         """Stop the workers and remove the state; a second call does nothing."""
-        if self.pool is not None:
-            self.pool.close()
+        self.pool.close()
         self._state.cleanup()
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

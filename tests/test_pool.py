@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -143,18 +144,18 @@ def test_workers_that_cannot_start_leave_no_state_behind(monkeypatch):
     from minimize.options import Options
     from minimize.workers import Workers
     made = []
-    real = Workers._start
+    real = WorkerPool.start
 
-    def failing_start(self, opts):
+    def failing_start(self):
         made.append(self)
-        real(self, opts)
+        real(self)
         raise OSError("fork: Resource temporarily unavailable")
 
-    monkeypatch.setattr(Workers, "_start", failing_start)
+    monkeypatch.setattr(WorkerPool, "start", failing_start)
     with pytest.raises(OSError):
         Workers(Options(model=ROOT / "missing.pt2", oracle="crash"))
-    assert made and not made[0].state_dir.exists()  # the state folder is gone
-    assert made[0].pool.workers == [None]  # and the started worker stopped
+    assert made and not Path(made[0].cfg.setup_kwargs["state"]).exists()  # the state folder is gone
+    assert made[0].workers == [None]  # and the started worker stopped
 
 
 def sleepy_runner() -> Callable[[Any], Any]:
