@@ -220,12 +220,16 @@ class WorkerPool:
         """The slot's worker, started if it is missing, or dead after it was ready (one
         that dies while starting is for `_take_ready`, which reads why)."""
         w = self.workers[slot]
-        if w is None or (w.ready and not w.alive()):
-            if w is not None:
-                w.kill()
-                self.restarts += 1
-            w = self._spawn(slot)
+        if w is None:
+            return self._spawn(slot)
+        if w.ready and not w.alive():
+            return self._replace(w)
         return w
+
+    def _replace(self, w: _Worker) -> _Worker:
+        w.kill()
+        self.restarts += 1
+        return self._spawn(w.slot)
 
     def _spawn(self, slot: int) -> _Worker:
         cfg = WorkerConfig(**{**self.cfg.__dict__, "env": {**self.cfg.env, **self.per_worker_env[slot]}})
@@ -247,9 +251,7 @@ class WorkerPool:
             if self.start_retries[w.slot] >= self.retries:
                 raise
             self.start_retries[w.slot] += 1
-            self.restarts += 1
-            w.kill()
-            self._spawn(w.slot)
+            self._replace(w)
             return
         if self.first_start_phases is None:
             self.first_start_phases = w.start_phases
