@@ -87,7 +87,6 @@ class _SchemaDecoder:
             return float(data) if cls is float else data
         return by_value
 
-
     def _union_create(self, cls: type) -> Callable[[str, Any], Any]:
         """cls.create(**{tag: value}): torch's builds a dict of every field per call and
         checks the field names per object. For a plain union class (torch's create and
