@@ -60,25 +60,46 @@ def load_state(folder: Path, device: str) -> Program:
     return Program.restore(graph, set(state["user_outputs"]), set(state["constants"]), state["values"], device)
 
 
+_backends: dict[tuple[tuple[str, str], ...], Any] = {}  # kept across the zygote's fork
+_dynamo_warm = False
+
+
+def _backend(spec: str, settings: dict[str, Any]) -> Any:
+    key = tuple(sorted(settings.items()))
+    if key not in _backends:
+        _backends[key] = resolve(spec, settings)  # settings bisection varies them per job
+    return _backends[key]
+
+
 def _warm_up_dynamo() -> None:
     """Backends are called through torch.compile after torch._dynamo.reset(); the first use
     of each costs seconds of imports and set-up, paid here while the main process is still
     loading. Where CUDA is available, reset() imports Inductor's compile_fx (191 modules,
     0.7 s on the H200), which each worker's first job used to pay."""
-    torch._dynamo.reset()
-    torch.compile(lambda x: x + 1, backend="eager")(torch.zeros(1))
+    global _dynamo_warm
+    if not _dynamo_warm:
+        torch._dynamo.reset()
+        torch.compile(lambda x: x + 1, backend="eager")(torch.zeros(1))
+        _dynamo_warm = True
+
+
+def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float]:
+    """In the zygote (oracles/zygote.py), before it forks workers: the compiler's import and
+    Dynamo's warm-up, which every worker then has. No CUDA: a fork cannot take it along."""
+    clock = StepClock()
+    _backend(backend, settings)
+    clock.step("import_backend")
+    _warm_up_dynamo()
+    clock.step("warm_up_dynamo")
+    return clock.seconds
 
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
                  device: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    backends: dict[tuple[tuple[str, str], ...], Any] = {}
     tol = Tolerance(atol, rtol)
 
     def backend_for(overrides: dict[str, str]) -> Any:
-        key = tuple(sorted(overrides.items()))
-        if key not in backends:
-            backends[key] = resolve(backend, overrides)  # settings bisection varies them per job
-        return backends[key]
+        return _backend(backend, overrides)
 
     clock = StepClock()  # start-up seconds by step, for summary.json timing.worker_start
     backend_for(settings)  # imports the compiler while the main process is still loading

@@ -71,6 +71,7 @@ class Workers:
         self.state_dir = Path(self._state.name)
         cfg = WorkerConfig(
             setup="minimize.worker_side:worker_setup",
+            preload="minimize.worker_side:preload",
             setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
                           "atol": opts.atol, "rtol": opts.rtol, "device": opts.device},
             timeout_s=opts.timeout,

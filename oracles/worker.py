@@ -1,103 +1,31 @@
 """Isolated worker processes with timeouts (DESIGN.md key idea 6).
 
-Each worker is a fresh `spawn`ed interpreter that builds its job runner from a
-`module:function` setup spec, so this module imports nothing of the reducer. A
-worker that dies (segfault, abort, SIGKILL) or overruns its timeout is killed and
+Each worker builds its job runner from a `module:function` setup spec
+(oracles/worker_process.py), so this module imports nothing of the reducer. On Linux
+workers are forked from a zygote that has imported and warmed up once
+(oracles/zygote.py); elsewhere, or when the zygote is gone, each is a fresh `spawn`ed
+interpreter. A worker that dies (segfault, abort, SIGKILL) or overruns its timeout is killed and
 replaced; its death becomes a verdict, never the end of the tool.
 """
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing as mp
-import os
 import signal
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable
 
-from oracles import bytecode
 from oracles.errors import TrtminError
+from oracles.worker_process import READY, WorkerConfig, exit_now, worker_main
+from oracles.zygote import ForkedProcess, Zygote, zygote_wanted
 
-READY = "__ready__"
+__all__ = ["WorkerConfig", "WorkerPool", "exit_now"]
+
 STARTUP_TIMEOUT_S = 600.0
 STOP_GRACE_S = 5.0  # for all workers together to exit cleanly before they are killed
-
-
-@dataclass
-class WorkerConfig:
-    setup: str                       # "module:function" returning a job runner
-    setup_kwargs: dict[str, Any]
-    timeout_s: float = 300.0         # per job
-    memory_limit_bytes: int | None = None
-    env: dict[str, str] = field(default_factory=dict)
-
-
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this worker when the main process dies (even by kill -9), so a
-    hung compile never outlives trtmin."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def exit_now(code: int = 0) -> None:
-    """End this process now, its work done and its files closed: run the multiprocessing
-    finalizers (they unregister semaphores with the resource tracker, which else warns of
-    leaks), flush, and skip the interpreter's teardown of torch, CUDA and Dynamo (seconds
-    a process, at the end of every run and of every worker; Inductor's compile helpers
-    end themselves when their parent is gone)."""
-    import multiprocessing.util
-    multiprocessing.util._exit_function()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
-
-
-def _worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_path: str) -> None:
-    # Native crash output (a segfault's message, an abort's assertion) goes to a log
-    # file so it can be quoted in the verdict.
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.environ.update(env)
-    bytecode.enable()  # the parent's bytecode cache, if it keeps one (before the runner imports torch)
-    _die_with_parent()
-    if cfg.memory_limit_bytes:
-        import resource
-        resource.setrlimit(resource.RLIMIT_AS, (cfg.memory_limit_bytes, cfg.memory_limit_bytes))
-    try:
-        t0 = time.monotonic()
-        module, _, fn = cfg.setup.partition(":")
-        setup = getattr(importlib.import_module(module), fn)
-        imported = round(time.monotonic() - t0, 2)
-        runner: Callable[[Any], Any] = setup(**cfg.setup_kwargs)
-    except BaseException as e:  # noqa: BLE001
-        conn.send(("setup_error", f"{type(e).__name__}: {e}"))
-        return
-    phases = getattr(runner, "start_phases", None)  # seconds per start-up step, if the runner measured them
-    conn.send((READY, {"import": imported, **phases} if isinstance(phases, dict) else None))
-    while True:
-        try:
-            job = conn.recv()
-        except EOFError:
-            job = None
-        if job is None:
-            exit_now()
-        result = runner(job)
-        conn.send(("result", result))
-        if isinstance(result, dict) and result.get("restart"):
-            return  # e.g. a CUDA error left the context unusable: start fresh
 
 
 class DiedStarting(TrtminError):
@@ -105,16 +33,20 @@ class DiedStarting(TrtminError):
 
 
 class _Worker:
-    def __init__(self, cfg: WorkerConfig, slot: int, log_dir: Path):
+    def __init__(self, cfg: WorkerConfig, slot: int, log_dir: Path, zygote: Zygote | None):
+        """Forked from the zygote where there is one, else spawned (a fresh interpreter)."""
         self.cfg = cfg
         self.slot = slot
         self.log_path = str(log_dir / f"worker{slot}.log")
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
         self.conn: Connection = parent
-        env = dict(cfg.env)
-        self.proc = ctx.Process(target=_worker_main, args=(child, cfg, env, self.log_path), daemon=True)
-        self.proc.start()
+        self.proc: Any
+        if zygote is not None:
+            self.proc = zygote.fork(child, cfg, self.log_path)
+        else:
+            self.proc = ctx.Process(target=worker_main, args=(child, cfg, dict(cfg.env), self.log_path), daemon=True)
+            self.proc.start()
         child.close()
         # The start-up limit counts from when the pool first waits for this worker: one
         # started early waits for the main process's load, which is not its own start.
@@ -145,7 +77,7 @@ class _Worker:
         self.proc.join(timeout=5)
         code = self.proc.exitcode
         if code is None:
-            return "still running"
+            return "still running" if self.proc.is_alive() else "ended with the zygote it was forked from"
         if code < 0:
             try:
                 return f"killed by {signal.Signals(-code).name}"
@@ -215,6 +147,8 @@ class WorkerPool:
         self.restarts = 0
         self.start_retries = [0] * self.n  # per slot: workers that died while starting, replaced
         self.first_start_phases: dict[str, float] | None = None  # of the first worker ready: where start-up goes
+        self.zygote: Zygote | None = None
+        self._use_zygote = zygote_wanted()
 
     def _start(self, slot: int) -> _Worker:
         """The slot's worker, started if it is missing, or dead after it was ready (one
@@ -233,8 +167,26 @@ class WorkerPool:
 
     def _spawn(self, slot: int) -> _Worker:
         cfg = WorkerConfig(**{**self.cfg.__dict__, "env": {**self.cfg.env, **self.per_worker_env[slot]}})
-        w = self.workers[slot] = _Worker(cfg, slot, self.log_dir)
+        zygote = self._zygote()
+        try:
+            w = _Worker(cfg, slot, self.log_dir, zygote)
+        except OSError:  # the zygote is gone (its pipe is closed): spawn from now on
+            if zygote is None:
+                raise
+            zygote.gone = True
+            w = _Worker(cfg, slot, self.log_dir, self._zygote())
+        self.workers[slot] = w
         return w
+
+    def _zygote(self) -> Zygote | None:
+        """The zygote to fork from, started on first use; None once it has died (the OOM
+        killer, say): its workers died with it, and the rest of the run spawns them."""
+        if self.zygote is not None and self.zygote.gone:
+            self.zygote.close()
+            self.zygote, self._use_zygote = None, False
+        if self.zygote is None and self._use_zygote:
+            self.zygote = Zygote(self.cfg, str(self.log_dir / "zygote.log"))
+        return self.zygote
 
     def start(self) -> None:
         """Start every worker now (they import in parallel with whatever comes next)."""
@@ -248,13 +200,27 @@ class WorkerPool:
         try:
             w.take_ready()
         except DiedStarting:
+            if isinstance(w.proc, ForkedProcess) and w.proc.zygote.is_gone():
+                w.kill()  # never forked, or killed with the zygote: not this worker's failure
+                self._spawn(w.slot)
+                return
             if self.start_retries[w.slot] >= self.retries:
                 raise
             self.start_retries[w.slot] += 1
             self._replace(w)
             return
         if self.first_start_phases is None:
-            self.first_start_phases = w.start_phases
+            self.first_start_phases = self._start_path(w)
+
+    def _start_path(self, w: _Worker) -> dict[str, float] | None:
+        """Seconds by step from nothing to the worker ready: the zygote's steps (if it was
+        forked) and its own, added up by name."""
+        phases = dict(w.start_phases or {})
+        if isinstance(w.proc, ForkedProcess) and self.zygote is not None:
+            self.zygote.read()
+            for step, seconds in (self.zygote.preload_phases or {}).items():
+                phases[step] = round(phases.get(step, 0.0) + seconds, 2)
+        return phases or None
 
     def run(self, jobs: list[Any], while_waiting: Callable[[], None] | None = None) -> list[Any]:
         """Results in job order. A job whose worker dies is run once more (by whichever
@@ -340,6 +306,9 @@ class WorkerPool:
         for w in live:
             w.finish_stop(max(0.0, deadline - time.monotonic()))
         self.workers = [None] * self.n
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
         self._tmp.cleanup()
 
     def __enter__(self) -> "WorkerPool":

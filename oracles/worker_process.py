@@ -1,0 +1,104 @@
+"""What runs inside a worker process: build the job runner from its setup spec, say
+READY, then answer jobs until told to stop. Imports nothing of the reducer, so that the
+pool (oracles/worker.py) and the zygote (oracles/zygote.py) can both start it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+from oracles import bytecode
+
+READY = "__ready__"
+
+
+@dataclass
+class WorkerConfig:
+    setup: str                       # "module:function" returning a job runner
+    setup_kwargs: dict[str, Any]
+    timeout_s: float = 300.0         # per job
+    memory_limit_bytes: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    # "module:function", called with setup_kwargs in the zygote before it forks workers: the
+    # imports and warm-up every worker shares (nothing that must not cross a fork, like CUDA)
+    preload: str | None = None
+
+
+def die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies (even by kill -9), so a hung
+    compile never outlives trtmin."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def exit_now(code: int = 0) -> None:
+    """End this process now, its work done and its files closed: run the multiprocessing
+    finalizers (they unregister semaphores with the resource tracker, which else warns of
+    leaks), flush, and skip the interpreter's teardown of torch, CUDA and Dynamo (seconds
+    a process, at the end of every run and of every worker; Inductor's compile helpers
+    end themselves when their parent is gone)."""
+    import multiprocessing.util
+    multiprocessing.util._exit_function()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def log_to(path: str) -> None:
+    """Send this process's stdout and stderr (native crash output too: a segfault's
+    message, an abort's assertion) to a file, to be quoted in the verdict."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def call_spec(spec: str, kwargs: dict[str, Any]) -> tuple[Any, float]:
+    """Import "module:function" and call it; returns its result and the import's seconds."""
+    t0 = time.monotonic()
+    module, _, fn = spec.partition(":")
+    function = getattr(importlib.import_module(module), fn)
+    imported = round(time.monotonic() - t0, 2)
+    return function(**kwargs), imported
+
+
+def worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_path: str) -> None:
+    log_to(log_path)
+    os.environ.update(env)
+    bytecode.enable()  # the parent's bytecode cache, if it keeps one (before the runner imports torch)
+    die_with_parent()
+    if cfg.memory_limit_bytes:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (cfg.memory_limit_bytes, cfg.memory_limit_bytes))
+    try:
+        runner, imported = call_spec(cfg.setup, cfg.setup_kwargs)
+    except BaseException as e:  # noqa: BLE001
+        conn.send(("setup_error", f"{type(e).__name__}: {e}"))
+        return
+    phases = getattr(runner, "start_phases", None)  # seconds per start-up step, if the runner measured them
+    conn.send((READY, {"import": imported, **phases} if isinstance(phases, dict) else None))
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            job = None
+        if job is None:
+            exit_now()
+        result = runner(job)
+        conn.send(("result", result))
+        if isinstance(result, dict) and result.get("restart"):
+            return  # e.g. a CUDA error left the context unusable: start fresh

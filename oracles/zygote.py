@@ -1,0 +1,245 @@
+"""The zygote: one process that imports torch and the compiler and warms Dynamo up once,
+then forks a worker whenever the pool asks for one.
+
+A spawned worker pays that start itself: 2.6 s on 2 CPU cores, 3-5 s on the H200 (torch,
+Inductor, Dynamo's first compile). A compiler that segfaults kills its worker on every
+failing candidate, twice (the pool retries a death once), so on a crash oracle the starts
+were the run: 9 restarts and 25 s of a 28 s reduction of an 18-node graph. A fork of the
+warm zygote is ready in a fraction of a second, and `--jobs N` imports torch once, not N
+times over few cores.
+
+What must not cross a fork stays out of the zygote: it never initializes CUDA (each
+worker does, after the fork, pinned to its own GPU), and it starts no threads. Workers
+are the zygote's children; it reports their pids and exit codes to the pool, which kills
+them directly. Linux only; TRTMIN_NO_ZYGOTE=1 spawns every worker as before.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import recv_handle, send_handle
+from typing import Any
+
+from oracles import bytecode
+from oracles.worker_process import WorkerConfig, call_spec, die_with_parent, exit_now, log_to, worker_main
+
+REAP_INTERVAL_S = 0.05  # how often the zygote looks for workers that ended
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"  # torch.cuda.is_available() without initializing CUDA
+
+
+def zygote_wanted() -> bool:
+    return sys.platform.startswith("linux") and os.environ.get("TRTMIN_NO_ZYGOTE") != "1"
+
+
+class Zygote:
+    """The pool's side: asks for forks, and learns the workers' pids and exit codes."""
+
+    def __init__(self, cfg: WorkerConfig, log_path: str):
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()  # a Unix socket pair: it carries the workers' pipe ends too
+        self.proc = ctx.Process(target=_zygote_main, args=(child, cfg, log_path), daemon=True)
+        self.proc.start()
+        child.close()
+        self.pids: dict[int, int] = {}    # token -> pid
+        self.exits: dict[int, int] = {}   # token -> exit code (negative: the signal), as multiprocessing says
+        self.preload_phases: dict[str, float] | None = None
+        self.cancelled: set[int] = set()  # tokens killed before their fork: they never run a job
+        self.gone = False                 # the zygote itself ended: its workers died with it
+        self._tokens = 0
+
+    def fork(self, conn: Connection, cfg: WorkerConfig, log_path: str) -> "ForkedProcess":
+        """A worker that will run on `conn`'s other end (the caller closes its copy). Does
+        not wait for the zygote, which may still be importing."""
+        token, self._tokens = self._tokens, self._tokens + 1
+        self.conn.send(("fork", token, cfg, log_path))
+        send_handle(self.conn, conn.fileno(), self.proc.pid)
+        return ForkedProcess(self, token)
+
+    def kill(self, token: int) -> None:
+        if token in self.pids:
+            try:
+                os.kill(self.pids[token], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        elif not self.gone and token not in self.cancelled:
+            self.cancelled.add(token)
+            try:
+                self.conn.send(("kill", token))  # not forked yet (the zygote may still be importing)
+            except OSError:
+                self.gone = True
+
+    def read(self, timeout: float = 0.0) -> None:
+        """Take in what the zygote has said, waiting up to `timeout` for a first message."""
+        while not self.gone and self.conn.poll(timeout):
+            timeout = 0.0
+            try:
+                tag, *rest = self.conn.recv()
+            except (EOFError, OSError):
+                self.gone = True
+                break
+            if tag == "forked":
+                self.pids[rest[0]] = rest[1]
+            elif tag == "exited":
+                self.exits[rest[0]] = rest[1]
+            elif tag == "preloaded":
+                self.preload_phases = rest[0]
+            elif tag == "unfit":  # it will fork nothing: the pool spawns workers instead
+                self.gone = True
+
+    def is_gone(self) -> bool:
+        self.read()
+        return self.gone
+
+    def ended(self, token: int) -> bool:
+        self.read()
+        return token in self.exits or self.gone or (token in self.cancelled and token not in self.pids)
+
+    def wait_exit(self, token: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ended(token):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.read(left)
+
+    def close(self) -> None:
+        self.read()
+        if not self.pids and self.proc.is_alive():
+            self.proc.kill()  # still importing, nothing forked: no need to wait for it
+        try:
+            self.conn.close()  # else it ends (and kills what is left of its workers) when its pipe does
+        except OSError:
+            pass
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(timeout=5)
+
+
+class ForkedProcess:
+    """A forked worker, with the calls the pool makes of a multiprocessing.Process."""
+
+    def __init__(self, zygote: Zygote, token: int):
+        self.zygote = zygote
+        self.token = token
+
+    @property
+    def exitcode(self) -> int | None:
+        self.zygote.read()
+        return self.zygote.exits.get(self.token)
+
+    def is_alive(self) -> bool:
+        return not self.zygote.ended(self.token)
+
+    def kill(self) -> None:
+        self.zygote.read()
+        self.zygote.kill(self.token)
+
+    def join(self, timeout: float | None = None) -> None:
+        self.zygote.wait_exit(self.token, 30.0 if timeout is None else timeout)
+
+
+# ----------------------------------------------------------------- in the zygote process
+_set_nvml_check = False
+
+
+def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
+    log_to(log_path)
+    bytecode.enable()
+    die_with_parent()  # and its workers die with it (they ask the same of the zygote)
+    global _set_nvml_check
+    if NVML_CHECK not in os.environ:  # taken out again in each worker: the user's setting stays theirs
+        os.environ[NVML_CHECK], _set_nvml_check = "1", True
+    phases = _preload(cfg)
+    if _cuda_started():  # a compiler whose import starts CUDA: its forks could not use it
+        conn.send(("unfit", "CUDA was initialized while preloading"))
+        exit_now()
+    conn.send(("preloaded", phases))
+    tokens: dict[int, int] = {}      # pid -> token, of workers not yet reaped
+    killed: set[int] = set()         # tokens killed before they were forked
+    while True:
+        if wait([conn], timeout=REAP_INTERVAL_S):
+            try:
+                request = conn.recv()
+            except EOFError:
+                break  # the pool closed, or the main process is gone
+            if request[0] == "fork":
+                _, token, worker_cfg, worker_log = request
+                fd = recv_handle(conn)
+                if token in killed:
+                    os.close(fd)
+                    conn.send(("exited", token, -signal.SIGKILL))
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    _worker_child(conn, fd, worker_cfg, worker_log)
+                os.close(fd)
+                tokens[pid] = token
+                conn.send(("forked", token, pid))
+            elif request[0] == "kill":
+                token = request[1]
+                pid = next((p for p, t in tokens.items() if t == token), None)
+                if pid is None:
+                    killed.add(token)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+        _reap(conn, tokens)
+    for pid in tokens:
+        os.kill(pid, signal.SIGKILL)
+    exit_now()
+
+
+def _preload(cfg: WorkerConfig) -> dict[str, Any]:
+    """Import the setup's module and run the preload: seconds by step. A preload that
+    fails is not the zygote's to report: each worker repeats the step and says why."""
+    phases: dict[str, Any] = {}
+    try:
+        t0 = time.monotonic()
+        module = cfg.setup.partition(":")[0]
+        __import__(module)
+        phases["import"] = round(time.monotonic() - t0, 2)
+        if cfg.preload:
+            steps, _ = call_spec(cfg.preload, cfg.setup_kwargs)
+            phases.update(steps or {})
+    except BaseException as e:  # noqa: BLE001
+        print(f"preload failed, workers will start it again: {type(e).__name__}: {e}", flush=True)
+    return phases
+
+
+def _cuda_started() -> bool:
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.cuda.is_initialized())
+
+
+def _reap(conn: Connection, tokens: dict[int, int]) -> None:
+    while tokens:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        token = tokens.pop(pid, None)
+        if token is not None:
+            conn.send(("exited", token, os.waitstatus_to_exitcode(status)))
+
+
+def _worker_child(zygote_conn: Connection, fd: int, cfg: WorkerConfig, log_path: str) -> None:
+    """In the forked worker: drop the zygote's pipe (the pool must see it close when the
+    zygote ends), and run as a spawned worker would."""
+    zygote_conn.close()
+    if _set_nvml_check:
+        del os.environ[NVML_CHECK]
+    code = 0
+    try:
+        worker_main(Connection(fd), cfg, dict(cfg.env), log_path)
+    except BaseException:  # noqa: BLE001 - as a spawned worker would: the traceback to its log
+        traceback.print_exc()
+        code = 1
+    exit_now(code)

@@ -1,0 +1,140 @@
+"""Workers forked from a warm zygote (oracles/zygote.py): one preload for all of them,
+crashes still described by their signal, and spawned workers when there is no zygote."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from typing import Any, Callable
+
+import pytest
+
+from oracles import zygote
+from oracles.worker import WorkerConfig, WorkerPool
+
+PRELOADED: dict[str, Any] = {}  # set in the zygote by `preload`; a forked worker has it, a spawned one not
+
+
+def preload(**_: Any) -> dict[str, float]:
+    time.sleep(float(os.environ.get("TEST_PRELOAD_SECONDS", "0")))
+    PRELOADED["pid"] = os.getpid()
+    return {"preload_step": 0.5}
+
+
+def family_runner() -> Callable[[Any], Any]:
+    """Each job says who ran it: its pid, its parent, and the pid the preload ran in. Job
+    "segv" reads address 0."""
+    def run(job: Any) -> dict[str, Any]:
+        if job == "segv":
+            ctypes.string_at(0)
+        return {"job": job, "pid": os.getpid(), "parent": os.getppid(), "preloaded_in": PRELOADED.get("pid")}
+    return run
+
+
+def _pool(jobs: int) -> WorkerPool:
+    cfg = WorkerConfig(setup="tests.test_zygote:family_runner", setup_kwargs={}, timeout_s=60,
+                       preload="tests.test_zygote:preload")
+    return WorkerPool(cfg, jobs)
+
+
+def test_workers_are_forks_of_one_preloaded_zygote():
+    pool = _pool(2)
+    try:
+        pool.start()
+        a, b = pool.run(["a", "b"])
+        zygote_pid = pool.zygote.proc.pid
+        assert a["parent"] == b["parent"] == zygote_pid != os.getpid()
+        assert a["preloaded_in"] == b["preloaded_in"] == zygote_pid  # the preload ran once, before the forks
+        assert pool.first_start_phases["preload_step"] == 0.5  # the zygote's steps count in the start
+    finally:
+        pool.close()
+    assert not pool.zygote and not _exists(zygote_pid)  # close ends the zygote too
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_a_crashing_worker_is_a_signal_verdict_and_is_replaced(monkeypatch, forked):
+    if not forked:
+        monkeypatch.setenv("TRTMIN_NO_ZYGOTE", "1")
+    pool = _pool(1)
+    try:
+        crashed, after = pool.run(["segv", "next"])
+    finally:
+        pool.close()
+    assert crashed["kind"] == "crash" and crashed["message"] == "SIGSEGV"
+    assert pool.restarts == 2  # the crash is run once more, then the next job gets a fresh worker
+    assert after["job"] == "next"
+    assert (after["parent"] != os.getpid()) is forked
+    assert (after["preloaded_in"] is not None) is forked
+
+
+def test_closing_while_the_zygote_imports_does_not_wait_for_it(monkeypatch):
+    monkeypatch.setenv("TEST_PRELOAD_SECONDS", "20")
+    pool = _pool(2)
+    pool.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    pool.close()  # the forks are cancelled; the zygote is stopped mid-import
+    assert time.monotonic() - t0 < 3
+
+
+def test_without_its_zygote_the_pool_spawns_workers():
+    pool = _pool(1)
+    try:
+        first = pool.run(["a"])[0]
+        os.kill(pool.zygote.proc.pid, signal.SIGKILL)  # the OOM killer, say: its worker dies with it
+        deadline = time.monotonic() + 10
+        while _exists(first["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        again = pool.run(["b"])[0]
+    finally:
+        pool.close()
+    assert again["job"] == "b" and again["parent"] == os.getpid()  # spawned by the pool itself
+    assert pool.zygote is None
+
+
+def test_the_zygote_is_linux_only_and_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(zygote.sys, "platform", "darwin")
+    assert not zygote.zygote_wanted()
+    monkeypatch.setattr(zygote.sys, "platform", "linux")
+    assert zygote.zygote_wanted()
+    monkeypatch.setenv("TRTMIN_NO_ZYGOTE", "1")
+    assert not zygote.zygote_wanted()
+
+
+def _exists(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def cuda_runner() -> Callable[[Any], Any]:
+    import torch
+    return lambda job: {"sum": float(torch.ones(4, device="cuda").sum()), "parent": os.getppid(),
+                        "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+def cuda_preload(**_: Any) -> dict[str, float]:
+    import torch
+    torch.cuda.init()  # what a compiler's import might do: its forks could not use CUDA
+    return {}
+
+
+@pytest.mark.parametrize("preload_spec, forked", [("tests.test_zygote:preload", True),
+                                                   ("tests.test_zygote:cuda_preload", False)])
+def test_forked_workers_start_cuda_themselves_and_a_zygote_with_cuda_forks_none(preload_spec, forked):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    cfg = WorkerConfig(setup="tests.test_zygote:cuda_runner", setup_kwargs={}, timeout_s=120, preload=preload_spec)
+    pool = WorkerPool(cfg, 2, [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "0"}])
+    try:
+        results = pool.run(["a", "b"])
+    finally:
+        pool.close()
+    assert [r["sum"] for r in results] == [4.0, 4.0]
+    assert all(r["visible"] == "0" for r in results)
+    assert all((r["parent"] != os.getpid()) is forked for r in results)
