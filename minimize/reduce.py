@@ -104,6 +104,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
         summary["timing"]["load"] = session.load_phases
         summary["timing"]["worker_start"] = session.pool.first_start_phases  # seconds by step, imports to state
+        summary["timing"]["forked_workers"] = session.pool.forked  # of the workers started, from the zygote
         summary["flakiness"] = {"repeat": opts.repeat, "original_failures": problem.original_failures,
                                 "final_failures": problem.failures(problem.current),
                                 "min_failures": problem.min_failures}

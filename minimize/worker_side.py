@@ -85,7 +85,8 @@ def _warm_up_dynamo() -> None:
 
 def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float]:
     """In the zygote (oracles/zygote.py), before it forks workers: the compiler's import and
-    Dynamo's warm-up, which every worker then has. No CUDA: a fork cannot take it along."""
+    Dynamo's warm-up, which every worker then has. Only where no GPU is visible
+    (minimize/workers.py: no_gpu_visible): a fork cannot take CUDA along."""
     clock = StepClock()
     _backend(backend, settings)
     clock.step("import_backend")

@@ -136,7 +136,8 @@ class WorkerPool:
     """N workers; `run(jobs)` returns results in job order, whatever finishes first."""
 
     def __init__(self, cfg: WorkerConfig, jobs: int = 1, per_worker_env: list[dict[str, str]] | None = None,
-                 retries: int = 1):
+                 retries: int = 1, fork: bool = True):
+        """`fork`: start workers from a zygote where the platform allows (oracles/zygote.py)."""
         self.cfg = cfg
         self.retries = retries
         self.n = max(1, jobs)
@@ -148,7 +149,8 @@ class WorkerPool:
         self.start_retries = [0] * self.n  # per slot: workers that died while starting, replaced
         self.first_start_phases: dict[str, float] | None = None  # of the first worker ready: where start-up goes
         self.zygote: Zygote | None = None
-        self._use_zygote = zygote_wanted()
+        self.forked = 0  # workers started from the zygote (the rest were spawned)
+        self._use_zygote = fork and zygote_wanted()
 
     def _start(self, slot: int) -> _Worker:
         """The slot's worker, started if it is missing, or dead after it was ready (one
@@ -182,11 +184,15 @@ class WorkerPool:
         """The zygote to fork from, started on first use; None once it has died (the OOM
         killer, say): its workers died with it, and the rest of the run spawns them."""
         if self.zygote is not None and self.zygote.gone:
-            self.zygote.close()
-            self.zygote, self._use_zygote = None, False
+            self._stop_forking()
         if self.zygote is None and self._use_zygote:
             self.zygote = Zygote(self.cfg, str(self.log_dir / "zygote.log"))
         return self.zygote
+
+    def _stop_forking(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+        self.zygote, self._use_zygote = None, False
 
     def start(self) -> None:
         """Start every worker now (they import in parallel with whatever comes next)."""
@@ -209,8 +215,18 @@ class WorkerPool:
             self.start_retries[w.slot] += 1
             self._replace(w)
             return
+        except TrtminError:
+            if not isinstance(w.proc, ForkedProcess):
+                raise
+            # A setup that fails in a fork may only fail there (a CUDA the zygote's imports
+            # started): spawn this worker and the rest; a spawned one that fails says why.
+            w.kill()
+            self._stop_forking()
+            self._spawn(w.slot)
+            return
         if self.first_start_phases is None:
             self.first_start_phases = self._start_path(w)
+        self.forked += isinstance(w.proc, ForkedProcess)
 
     def _start_path(self, w: _Worker) -> dict[str, float] | None:
         """Seconds by step from nothing to the worker ready: the zygote's steps (if it was

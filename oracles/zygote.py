@@ -76,13 +76,15 @@ class Zygote:
 
     def read(self, timeout: float = 0.0) -> None:
         """Take in what the zygote has said, waiting up to `timeout` for a first message."""
-        while not self.gone and self.conn.poll(timeout):
-            timeout = 0.0
+        while not self.gone:
             try:
+                if not self.conn.poll(timeout):
+                    break
                 tag, *rest = self.conn.recv()
             except (EOFError, OSError):
                 self.gone = True
                 break
+            timeout = 0.0
             if tag == "forked":
                 self.pids[rest[0]] = rest[1]
             elif tag == "exited":
@@ -116,6 +118,7 @@ class Zygote:
             self.conn.close()  # else it ends (and kills what is left of its workers) when its pipe does
         except OSError:
             pass
+        self.gone = True
         self.proc.join(timeout=5)
         if self.proc.is_alive():
             self.proc.kill()
@@ -158,6 +161,7 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
         os.environ[NVML_CHECK], _set_nvml_check = "1", True
     phases = _preload(cfg)
     if _cuda_started():  # a compiler whose import starts CUDA: its forks could not use it
+        print("CUDA was initialized while preloading: workers will be spawned", flush=True)
         conn.send(("unfit", "CUDA was initialized while preloading"))
         exit_now()
     conn.send(("preloaded", phases))

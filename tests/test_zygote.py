@@ -48,6 +48,7 @@ def test_workers_are_forks_of_one_preloaded_zygote():
         assert a["parent"] == b["parent"] == zygote_pid != os.getpid()
         assert a["preloaded_in"] == b["preloaded_in"] == zygote_pid  # the preload ran once, before the forks
         assert pool.first_start_phases["preload_step"] == 0.5  # the zygote's steps count in the start
+        assert pool.forked == len({a["pid"], b["pid"]})  # one worker may have run both
     finally:
         pool.close()
     assert not pool.zygote and not _exists(zygote_pid)  # close ends the zygote too
@@ -67,6 +68,7 @@ def test_a_crashing_worker_is_a_signal_verdict_and_is_replaced(monkeypatch, fork
     assert after["job"] == "next"
     assert (after["parent"] != os.getpid()) is forked
     assert (after["preloaded_in"] is not None) is forked
+    assert pool.forked == (3 if forked else 0)
 
 
 def test_closing_while_the_zygote_imports_does_not_wait_for_it(monkeypatch):
@@ -92,6 +94,34 @@ def test_without_its_zygote_the_pool_spawns_workers():
         pool.close()
     assert again["job"] == "b" and again["parent"] == os.getpid()  # spawned by the pool itself
     assert pool.zygote is None
+
+
+def fork_shy_runner() -> Callable[[Any], Any]:
+    if PRELOADED:  # a compiler that cannot start in a fork (a CUDA the zygote's imports started)
+        raise RuntimeError("cannot start here")
+    return lambda job: {"job": job, "parent": os.getppid()}
+
+
+def test_a_worker_that_cannot_start_in_a_fork_is_spawned():
+    cfg = WorkerConfig(setup="tests.test_zygote:fork_shy_runner", setup_kwargs={}, timeout_s=60,
+                       preload="tests.test_zygote:preload")
+    pool = WorkerPool(cfg, 2)
+    try:
+        results = pool.run(["a", "b", "c"])
+    finally:
+        pool.close()
+    assert [r["job"] for r in results] == ["a", "b", "c"]
+    assert {r["parent"] for r in results} == {os.getpid()} and pool.forked == 0
+
+
+def test_workers_are_forked_only_where_no_gpu_is_visible(monkeypatch):
+    from minimize import workers
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    for count, fork in [(None, True), (0, True), (2, False)]:  # None: no NVIDIA driver
+        monkeypatch.setattr(workers, "nvml_gpu_count", lambda: count)
+        assert workers.no_gpu_visible() is fork
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert workers.no_gpu_visible()
 
 
 def test_the_zygote_is_linux_only_and_can_be_turned_off(monkeypatch):
@@ -138,3 +168,4 @@ def test_forked_workers_start_cuda_themselves_and_a_zygote_with_cuda_forks_none(
     assert [r["sum"] for r in results] == [4.0, 4.0]
     assert all(r["visible"] == "0" for r in results)
     assert all((r["parent"] != os.getpid()) is forked for r in results)
+    assert pool.forked == (2 if forked else 0)
