@@ -6,6 +6,7 @@
 #                                 # --jobs 1 and 4, twice, and once with spawned workers; the
 #                                 # Inductor example on CUDA at --jobs 1 and 4
 #   bash bench/gpu_jobs.sh long   # slow_oracle at 10 s and 30 s a call, --jobs 1 and 4
+#   bash bench/gpu_jobs.sh check  # the GPU tests, and one of each short pair (4 minutes)
 # "slow_oracle N s" sets TRTMIN_BENCH_COMPILE_SECONDS, an engine build of that long. Each run
 # has its own cold Inductor cache and is timed as a whole process and by summary.json's
 # `seconds`. One log, $OUT/gpu_jobs_<part>.txt. (Earlier versions, and gpu_session*.sh, are
@@ -34,7 +35,20 @@ python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1
 S="$T/slow_oracle.pt2 --inputs $T/slow_oracle_inputs.pt --backend bench/cases/slow_oracle.py:backend --oracle mismatch --device cuda"
 python3 -m minimize.cli check $S > /dev/null 2>&1  # fills trtmin's bytecode cache (oracles/bytecode.py)
 
-if [ "$PART" = short ]; then
+if [ "$PART" = check ]; then
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_faults.py tests/test_zygote.py tests/test_example.py -k "cuda or gpu or zygote or fork or crash" >> $L 2>&1
+  python3 -c "
+import torch; from tests.conftest import Host, save_program; from pathlib import Path
+torch.manual_seed(0); p = Path('$T/host'); p.mkdir(exist_ok=True); save_program(Host().eval(), (torch.randn(4, 8),), p)"
+  H="$T/host/model.pt2 --inputs $T/host/model_inputs.pt --oracle crash --device cuda"
+  run segv_fork $H --backend tests/plugins/planted.py:segfault_on_tanh
+  run segv_spawn TRTMIN_NO_ZYGOTE=1 $H --backend tests/plugins/planted.py:segfault_on_tanh
+  run slow_j1 $S --jobs 1
+  run slow_j4 $S --jobs 4
+  E="examples/forecaster.pt2 --inputs examples/forecaster_inputs.pt --backend inductor --oracle mismatch --device cuda"
+  run fore_j4 $E --jobs 4
+  same "segv_fork segv_spawn" "slow_j1 slow_j4"
+elif [ "$PART" = short ]; then
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_faults.py tests/test_zygote.py tests/test_example.py -k "cuda or gpu or zygote or fork or crash" >> $L 2>&1
   python3 -c "
 import torch; from tests.conftest import Host, save_program; from pathlib import Path

@@ -84,13 +84,19 @@ def _warm_up_dynamo() -> None:
 
 
 def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float]:
-    """In the zygote (oracles/zygote.py), before it forks workers: the compiler's import and
-    Dynamo's warm-up, which every worker then has. Only where no GPU is visible
-    (minimize/workers.py: no_gpu_visible): a fork cannot take CUDA along."""
+    """In the zygote (oracles/zygote.py), before it forks workers: what every worker then
+    has, and nothing that starts CUDA, which a fork cannot use. Measured on the H200: a
+    fork after the compiler's import and reset() (which imports Inductor's CUDA graph trees
+    where CUDA is available) starts CUDA and its first compile in 0.5 s; after Dynamo's
+    first compile it cannot start CUDA at all (that compile saves the CUDA RNG state, and
+    starts the driver even with is_available hidden). So only without CUDA is the warm-up
+    done here; with it, each worker does it after starting CUDA."""
     clock = StepClock()
     _backend(backend, settings)
     clock.step("import_backend")
-    _warm_up_dynamo()
+    torch._dynamo.reset()
+    if not torch.cuda.is_available():  # the zygote asks NVML, which starts no CUDA
+        _warm_up_dynamo()
     clock.step("warm_up_dynamo")
     return clock.seconds
 

@@ -51,15 +51,6 @@ def visible_gpu_count() -> int:
     return count if listed is None else min(count, len(listed))
 
 
-def no_gpu_visible() -> bool:
-    """No NVIDIA GPU for this process, said without torch (no driver: None from NVML).
-    Workers are then forked from a zygote: where a GPU is visible, Inductor's import and
-    Dynamo's first compile start the CUDA driver, and a fork of that process cannot use
-    CUDA (cudaErrorInitializationError, measured on the H200), even for --device cpu,
-    since Dynamo saves the CUDA RNG state around every compile where CUDA is available."""
-    return _listed_devices() == [] or not nvml_gpu_count()
-
-
 def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
     """One worker per GPU, each pinned with CUDA_VISIBLE_DEVICES (not for an explicit cuda:N)."""
     if device != "cuda":
@@ -86,7 +77,7 @@ class Workers:
             timeout_s=opts.timeout,
             memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
         )
-        self.pool = WorkerPool(cfg, opts.jobs, envs, fork=no_gpu_visible())  # spawns nothing yet
+        self.pool = WorkerPool(cfg, opts.jobs, envs)  # spawns nothing yet
         try:
             self.pool.start()
         except BaseException:  # a spawn that fails, Ctrl-C meanwhile: leave nothing behind

@@ -114,16 +114,6 @@ def test_a_worker_that_cannot_start_in_a_fork_is_spawned():
     assert {r["parent"] for r in results} == {os.getpid()} and pool.forked == 0
 
 
-def test_workers_are_forked_only_where_no_gpu_is_visible(monkeypatch):
-    from minimize import workers
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    for count, fork in [(None, True), (0, True), (2, False)]:  # None: no NVIDIA driver
-        monkeypatch.setattr(workers, "nvml_gpu_count", lambda: count)
-        assert workers.no_gpu_visible() is fork
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert workers.no_gpu_visible()
-
-
 def test_the_zygote_is_linux_only_and_can_be_turned_off(monkeypatch):
     monkeypatch.setattr(zygote.sys, "platform", "darwin")
     assert not zygote.zygote_wanted()
