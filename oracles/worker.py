@@ -32,6 +32,10 @@ class DiedStarting(TrtminError):
     """A worker process ended before it was ready (killed from outside, or a crash)."""
 
 
+class SetupFailed(TrtminError):
+    """A worker's setup raised (no compiler, a plugin that fails on import)."""
+
+
 class _Worker:
     def __init__(self, cfg: WorkerConfig, slot: int, log_dir: Path, zygote: Zygote | None):
         """Forked from the zygote where there is one, else spawned (a fresh interpreter)."""
@@ -70,7 +74,7 @@ class _Worker:
         except EOFError:
             raise DiedStarting(f"a worker died while starting ({self.exit_description()}); see {self.log_path}") from None
         if tag != READY:
-            raise TrtminError(f"a worker could not start: {payload}")
+            raise SetupFailed(f"a worker could not start: {payload}")
         self.ready, self.start_phases = True, payload
 
     def exit_description(self) -> str:
@@ -182,17 +186,14 @@ class WorkerPool:
 
     def _zygote(self) -> Zygote | None:
         """The zygote to fork from, started on first use; None once it has died (the OOM
-        killer, say): its workers died with it, and the rest of the run spawns them."""
+        killer, say: its workers died with it) or a fork could not start: the rest of the
+        run spawns workers."""
         if self.zygote is not None and self.zygote.gone:
-            self._stop_forking()
+            self.zygote.close()
+            self.zygote, self._use_zygote = None, False
         if self.zygote is None and self._use_zygote:
             self.zygote = Zygote(self.cfg, str(self.log_dir / "zygote.log"))
-        return self.zygote
-
-    def _stop_forking(self) -> None:
-        if self.zygote is not None:
-            self.zygote.close()
-        self.zygote, self._use_zygote = None, False
+        return self.zygote if self._use_zygote else None
 
     def start(self) -> None:
         """Start every worker now (they import in parallel with whatever comes next)."""
@@ -215,13 +216,14 @@ class WorkerPool:
             self.start_retries[w.slot] += 1
             self._replace(w)
             return
-        except TrtminError:
+        except SetupFailed:
             if not isinstance(w.proc, ForkedProcess):
                 raise
             # A setup that fails in a fork may only fail there (a CUDA the zygote's imports
-            # started): spawn this worker and the rest; a spawned one that fails says why.
+            # started): spawn this worker and the next ones; a spawned one that fails says
+            # why. The zygote stays until the pool closes: its other workers may be busy.
             w.kill()
-            self._stop_forking()
+            self._use_zygote = False
             self._spawn(w.slot)
             return
         if self.first_start_phases is None:
@@ -250,6 +252,9 @@ class WorkerPool:
 
         def died(j: int, w: _Worker) -> None:
             w.kill()
+            if isinstance(w.proc, ForkedProcess) and w.proc.exitcode is None and w.proc.zygote.gone:
+                pending.append(j)  # killed with its zygote (the OOM killer took it): not a try
+                return
             tries[j] += 1
             if tries[j] <= self.retries:
                 pending.append(j)  # next in line

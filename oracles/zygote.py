@@ -166,37 +166,49 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
         exit_now()
     conn.send(("preloaded", phases))
     tokens: dict[int, int] = {}      # pid -> token, of workers not yet reaped
-    killed: set[int] = set()         # tokens killed before they were forked
     while True:
-        if wait([conn], timeout=REAP_INTERVAL_S):
-            try:
-                request = conn.recv()
-            except EOFError:
-                break  # the pool closed, or the main process is gone
-            if request[0] == "fork":
-                _, token, worker_cfg, worker_log = request
-                fd = recv_handle(conn)
-                if token in killed:
-                    os.close(fd)
-                    conn.send(("exited", token, -signal.SIGKILL))
-                    continue
+        try:
+            requests = _pending(conn)
+        except EOFError:
+            break  # the pool closed, or the main process is gone
+        # A worker killed before its fork is never forked: the pool asks for the kill
+        # after the fork, so both may wait here together (the zygote was still importing).
+        killed = {token for kind, token, *_ in requests if kind == "kill"}
+        for kind, token, *rest in requests:
+            pid = next((p for p, t in tokens.items() if t == token), None)
+            if kind == "kill" and pid is not None:
+                os.kill(pid, signal.SIGKILL)
+            elif kind == "fork" and token in killed:
+                os.close(rest[2])
+                conn.send(("exited", token, -signal.SIGKILL))
+            elif kind == "fork":
+                worker_cfg, worker_log, fd = rest
+                zygote_pid = os.getpid()
                 pid = os.fork()
                 if pid == 0:
-                    _worker_child(conn, fd, worker_cfg, worker_log)
+                    _worker_child(conn, fd, worker_cfg, worker_log, zygote_pid)
                 os.close(fd)
                 tokens[pid] = token
                 conn.send(("forked", token, pid))
-            elif request[0] == "kill":
-                token = request[1]
-                pid = next((p for p, t in tokens.items() if t == token), None)
-                if pid is None:
-                    killed.add(token)
-                else:
-                    os.kill(pid, signal.SIGKILL)
         _reap(conn, tokens)
     for pid in tokens:
         os.kill(pid, signal.SIGKILL)
     exit_now()
+
+
+def _pending(conn: Connection) -> list[tuple[Any, ...]]:
+    """Every request the pool has sent so far (waiting a moment for one); a fork request
+    with the worker's pipe end that follows it."""
+    requests: list[tuple[Any, ...]] = []
+    if wait([conn], timeout=REAP_INTERVAL_S):
+        while True:
+            request = conn.recv()
+            if request[0] == "fork":
+                request = (*request, recv_handle(conn))
+            requests.append(request)
+            if not conn.poll(0):
+                break
+    return requests
 
 
 def _preload(cfg: WorkerConfig) -> dict[str, Any]:
@@ -222,21 +234,23 @@ def _cuda_started() -> bool:
 
 
 def _reap(conn: Connection, tokens: dict[int, int]) -> None:
-    while tokens:
+    """Report the workers that ended (only them: a process the preload started is not ours)."""
+    for pid in list(tokens):
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        token = tokens.pop(pid, None)
-        if token is not None:
-            conn.send(("exited", token, os.waitstatus_to_exitcode(status)))
+            done, status = pid, 0
+        if done:
+            conn.send(("exited", tokens.pop(pid), os.waitstatus_to_exitcode(status)))
 
 
-def _worker_child(zygote_conn: Connection, fd: int, cfg: WorkerConfig, log_path: str) -> None:
-    """In the forked worker: drop the zygote's pipe (the pool must see it close when the
-    zygote ends), and run as a spawned worker would."""
+def _worker_child(zygote_conn: Connection, fd: int, cfg: WorkerConfig, log_path: str, zygote_pid: int) -> None:
+    """In the forked worker: die with the zygote (checked once set: it may have died
+    already), drop the zygote's pipe (the pool must see it close when the zygote ends), and
+    run as a spawned worker would."""
+    die_with_parent()
+    if os.getppid() != zygote_pid:
+        os._exit(1)
     zygote_conn.close()
     if _set_nvml_check:
         del os.environ[NVML_CHECK]

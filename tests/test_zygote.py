@@ -75,10 +75,12 @@ def test_closing_while_the_zygote_imports_does_not_wait_for_it(monkeypatch):
     monkeypatch.setenv("TEST_PRELOAD_SECONDS", "20")
     pool = _pool(2)
     pool.start()
+    zygote = pool.zygote
     time.sleep(0.5)
     t0 = time.monotonic()
     pool.close()  # the forks are cancelled; the zygote is stopped mid-import
     assert time.monotonic() - t0 < 3
+    assert not zygote.proc.is_alive()
 
 
 def test_without_its_zygote_the_pool_spawns_workers():
@@ -97,21 +99,59 @@ def test_without_its_zygote_the_pool_spawns_workers():
 
 
 def fork_shy_runner() -> Callable[[Any], Any]:
-    if PRELOADED:  # a compiler that cannot start in a fork (a CUDA the zygote's imports started)
+    """Sleeps TEST_START_SECONDS; with TEST_FAIL_IN_FORK, cannot start in a fork (a CUDA the
+    zygote's imports started); each job sleeps its value and says who ran it."""
+    time.sleep(float(os.environ.get("TEST_START_SECONDS", "0")))
+    if PRELOADED and os.environ.get("TEST_FAIL_IN_FORK"):
         raise RuntimeError("cannot start here")
-    return lambda job: {"job": job, "parent": os.getppid()}
+    return lambda job: time.sleep(job) or {"job": job, "pid": os.getpid(), "parent": os.getppid()}
+
+
+def _shy_pool(envs: list[dict[str, str]], retries: int = 1) -> WorkerPool:
+    cfg = WorkerConfig(setup="tests.test_zygote:fork_shy_runner", setup_kwargs={}, timeout_s=60,
+                       preload="tests.test_zygote:preload")
+    return WorkerPool(cfg, len(envs), envs, retries=retries)
 
 
 def test_a_worker_that_cannot_start_in_a_fork_is_spawned():
-    cfg = WorkerConfig(setup="tests.test_zygote:fork_shy_runner", setup_kwargs={}, timeout_s=60,
-                       preload="tests.test_zygote:preload")
-    pool = WorkerPool(cfg, 2)
+    pool = _shy_pool([{"TEST_FAIL_IN_FORK": "1"}] * 2)
     try:
-        results = pool.run(["a", "b", "c"])
+        results = pool.run([0, 0, 0])
+        assert pool.zygote is not None  # it was tried
     finally:
         pool.close()
-    assert [r["job"] for r in results] == ["a", "b", "c"]
+    assert [r["job"] for r in results] == [0, 0, 0]
     assert {r["parent"] for r in results} == {os.getpid()} and pool.forked == 0
+
+
+def test_a_fork_that_cannot_start_leaves_the_busy_workers_alone():
+    # Slot 0 runs a 3 s job in a fork while slot 1's fork fails to start: slot 1 is spawned,
+    # and slot 0's job neither dies nor runs twice (it used to take the zygote down with it).
+    pool = _shy_pool([{}, {"TEST_FAIL_IN_FORK": "1", "TEST_START_SECONDS": "1"}], retries=0)
+    try:
+        busy, after = pool.run([3, 0.5])
+    finally:
+        pool.close()
+    assert busy["job"] == 3 and busy["parent"] != os.getpid()  # forked, and not a crash verdict
+    assert after["job"] == 0.5
+    assert pool.restarts == 0 and pool.forked == 1
+
+
+def test_a_worker_killed_before_its_fork_is_never_forked(monkeypatch):
+    monkeypatch.setenv("TEST_PRELOAD_SECONDS", "1.5")
+    pool = _pool(1)
+    try:
+        pool.start()
+        w, zygote = pool.workers[0], pool.zygote
+        w.kill()  # while the zygote is still importing: the fork and the kill wait together
+        zygote.wait_exit(0, 10)
+        deadline = time.monotonic() + 10
+        while 0 not in zygote.exits and time.monotonic() < deadline:
+            zygote.read(0.1)
+        assert zygote.exits.get(0) == -signal.SIGKILL and 0 not in zygote.pids
+        assert not os.path.exists(w.log_path)  # it never ran
+    finally:
+        pool.close()
 
 
 def test_the_zygote_is_linux_only_and_can_be_turned_off(monkeypatch):
