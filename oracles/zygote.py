@@ -30,6 +30,7 @@ from oracles import bytecode
 from oracles.worker_process import WorkerConfig, call_spec, die_with_parent, exit_now, log_to, worker_main
 
 REAP_INTERVAL_S = 0.05  # how often the zygote looks for workers that ended
+FORK_TEST_S = 10.0      # for a test fork's parallel sum (0.04 s on 2 cores)
 NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"  # torch.cuda.is_available() without initializing CUDA
 
 
@@ -154,15 +155,17 @@ _set_nvml_check = False
 
 def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
     log_to(log_path)
+    _own_resource_tracker()
     bytecode.enable()
     die_with_parent()  # and its workers die with it (they ask the same of the zygote)
     global _set_nvml_check
     if NVML_CHECK not in os.environ:  # taken out again in each worker: the user's setting stays theirs
         os.environ[NVML_CHECK], _set_nvml_check = "1", True
     phases = _preload(cfg)
-    if _cuda_started():  # a compiler whose import starts CUDA: its forks could not use it
-        print("CUDA was initialized while preloading: workers will be spawned", flush=True)
-        conn.send(("unfit", "CUDA was initialized while preloading"))
+    unfit = _unfit()
+    if unfit:
+        print(f"{unfit}: workers will be spawned", flush=True)
+        conn.send(("unfit", unfit))
         exit_now()
     conn.send(("preloaded", phases))
     tokens: dict[int, int] = {}      # pid -> token, of workers not yet reaped
@@ -194,6 +197,19 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
     for pid in tokens:
         os.kill(pid, signal.SIGKILL)
     exit_now()
+
+
+def _own_resource_tracker() -> None:
+    """Semaphores a worker made (the progress-bar lock of an fx Interpreter, say) outlive a
+    worker that segfaults; the resource tracker frees them at the end and warns of "leaked
+    semaphore objects". Forked workers use the zygote's own tracker, started here, which
+    warns into the zygote's log instead of the user's terminal (the tracker inherited from
+    the main process is forgotten, not stopped)."""
+    from multiprocessing import resource_tracker
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    if getattr(tracker, "_fd", None) is not None:
+        tracker._fd, tracker._pid = None, None  # type: ignore[union-attr]
+    resource_tracker.ensure_running()
 
 
 def _pending(conn: Connection) -> list[tuple[Any, ...]]:
@@ -228,9 +244,28 @@ def _preload(cfg: WorkerConfig) -> dict[str, Any]:
     return phases
 
 
-def _cuda_started() -> bool:
+def _unfit() -> str | None:
+    """Why this zygote's forks could not work, if they could not: a compiler whose import
+    started CUDA, or ran a parallel CPU op (GNU OpenMP hangs a fork whose parent used its
+    threads: a fork that sums a large tensor must finish)."""
     torch = sys.modules.get("torch")
-    return bool(torch is not None and torch.cuda.is_initialized())
+    if torch is None:
+        return None
+    if torch.cuda.is_initialized():
+        return "CUDA was initialized while preloading"
+    pid = os.fork()
+    if pid == 0:
+        torch.ones(1 << 22).add_(1).sum()  # above ATen's grain size: it goes parallel
+        os._exit(0)
+    deadline = time.monotonic() + FORK_TEST_S
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return None if os.waitstatus_to_exitcode(status) == 0 else "a fork could not run torch"
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return "a fork hung in torch's CPU thread pool, which the preload had started"
 
 
 def _reap(conn: Connection, tokens: dict[int, int]) -> None:

@@ -154,6 +154,24 @@ def test_a_worker_killed_before_its_fork_is_never_forked(monkeypatch):
         pool.close()
 
 
+def parallel_preload(**_: Any) -> dict[str, float]:
+    import torch
+    torch.set_num_threads(2)
+    torch.ones(1 << 22).add_(1).sum()  # OpenMP's threads: a fork of this process hangs in its next parallel op
+    return preload()
+
+
+def test_a_zygote_whose_preload_used_cpu_threads_forks_none():
+    cfg = WorkerConfig(setup="tests.test_zygote:family_runner", setup_kwargs={}, timeout_s=60,
+                       preload="tests.test_zygote:parallel_preload")
+    pool = WorkerPool(cfg, 1)
+    try:
+        result = pool.run(["a"])[0]
+    finally:
+        pool.close()
+    assert result["parent"] == os.getpid() and pool.forked == 0
+
+
 def test_the_zygote_is_linux_only_and_can_be_turned_off(monkeypatch):
     monkeypatch.setattr(zygote.sys, "platform", "darwin")
     assert not zygote.zygote_wanted()
