@@ -8,10 +8,14 @@ were the run: 9 restarts and 25 s of a 28 s reduction of an 18-node graph. A for
 warm zygote is ready in a fraction of a second, and `--jobs N` imports torch once, not N
 times over few cores.
 
-What must not cross a fork stays out of the zygote: it never initializes CUDA (each
-worker does, after the fork, pinned to its own GPU), and it starts no threads. Workers
-are the zygote's children; it reports their pids and exit codes to the pool, which kills
-them directly. Linux only; TRTMIN_NO_ZYGOTE=1 spawns every worker as before.
+What must not cross a fork stays out of the zygote. It never starts CUDA: each worker
+does, after the fork, pinned to its own GPU (where CUDA is available, the preload stops
+before Dynamo's first compile, which starts the driver: minimize/worker_side.py). And it
+runs no parallel CPU op: GNU OpenMP hangs a fork whose parent used its threads. After the
+preload a test fork checks both; if it fails, the pool spawns workers instead, as it does
+when the zygote dies or a fork cannot start. Workers are the zygote's children; it
+reports their pids and exit codes to the pool, which kills them directly. Linux only;
+TRTMIN_NO_ZYGOTE=1 spawns every worker.
 """
 
 from __future__ import annotations
@@ -177,20 +181,27 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
         # A worker killed before its fork is never forked: the pool asks for the kill
         # after the fork, so both may wait here together (the zygote was still importing).
         killed = {token for kind, token, *_ in requests if kind == "kill"}
+        # Each worker must hold only its own pipe end: one that held another's would keep
+        # that pipe open after its worker died, and the pool would wait for it forever.
+        held = {rest[2] for kind, _, *rest in requests if kind == "fork"}
         for kind, token, *rest in requests:
             pid = next((p for p, t in tokens.items() if t == token), None)
             if kind == "kill" and pid is not None:
                 os.kill(pid, signal.SIGKILL)
             elif kind == "fork" and token in killed:
                 os.close(rest[2])
+                held.discard(rest[2])
                 conn.send(("exited", token, -signal.SIGKILL))
             elif kind == "fork":
                 worker_cfg, worker_log, fd = rest
                 zygote_pid = os.getpid()
                 pid = os.fork()
                 if pid == 0:
+                    for other in held - {fd}:
+                        os.close(other)
                     _worker_child(conn, fd, worker_cfg, worker_log, zygote_pid)
                 os.close(fd)
+                held.discard(fd)
                 tokens[pid] = token
                 conn.send(("forked", token, pid))
         _reap(conn, tokens)

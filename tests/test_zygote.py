@@ -25,10 +25,12 @@ def preload(**_: Any) -> dict[str, float]:
 
 def family_runner() -> Callable[[Any], Any]:
     """Each job says who ran it: its pid, its parent, and the pid the preload ran in. Job
-    "segv" reads address 0."""
+    "segv" reads address 0, as does "segv unless first" in any worker but TEST_WORKER=0."""
     def run(job: Any) -> dict[str, Any]:
-        if job == "segv":
+        if job == "segv" or (job == "segv unless first" and os.environ.get("TEST_WORKER") != "0"):
             ctypes.string_at(0)
+        if job == "segv unless first":
+            time.sleep(0.5)  # the others take jobs meanwhile
         return {"job": job, "pid": os.getpid(), "parent": os.getppid(), "preloaded_in": PRELOADED.get("pid")}
     return run
 
@@ -135,6 +137,23 @@ def test_a_fork_that_cannot_start_leaves_the_busy_workers_alone():
     assert busy["job"] == 3 and busy["parent"] != os.getpid()  # forked, and not a crash verdict
     assert after["job"] == 0.5
     assert pool.restarts == 0 and pool.forked == 1
+
+
+def test_a_crash_is_seen_at_once_in_workers_forked_together(monkeypatch):
+    # The forks are asked for while the zygote imports, so it makes them from one batch.
+    # A worker that held another's pipe end kept that pipe open after the other crashed:
+    # the pool saw no death and waited out the job's timeout (a hang verdict, not a crash).
+    monkeypatch.setenv("TEST_PRELOAD_SECONDS", "1")
+    cfg = WorkerConfig(setup="tests.test_zygote:family_runner", setup_kwargs={}, timeout_s=20,
+                       preload="tests.test_zygote:preload")
+    pool = WorkerPool(cfg, 3, [{"TEST_WORKER": str(i)} for i in range(3)], retries=0)
+    t0 = time.monotonic()
+    try:
+        results = pool.run(["segv unless first"] * 6)
+    finally:
+        pool.close()
+    assert {r.get("kind", "ran") for r in results} == {"crash", "ran"}  # the first forked never crashes
+    assert time.monotonic() - t0 < 15
 
 
 def test_a_worker_killed_before_its_fork_is_never_forked(monkeypatch):
