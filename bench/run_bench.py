@@ -38,7 +38,9 @@ from minimize.session import Options  # noqa: E402
 from oracles.backends import resolve  # noqa: E402
 from oracles.checks import Tolerance  # noqa: E402
 from oracles.evaluate import evaluate  # noqa: E402
-from oracles.verdict import Signature  # noqa: E402
+from oracles.verdict import Signature, Verdict  # noqa: E402
+from oracles.worker import death_verdict  # noqa: E402
+from bench.isolate import Killed, in_fork  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 ORDER = [*[c for c in CASES if c != "big_mlp_stack"], "forecaster", "big_mlp_stack"]  # the big one last
@@ -53,6 +55,7 @@ class Case:
     oracle: str
     match: str | None
     core: int | None  # planted core size (None: a real bug, no planted core)
+    kills_process: bool = False  # its compiler segfaults: fx_minifier's checks run in a fork
 
 
 def load_case(name: str, cache: Path) -> Case:
@@ -64,7 +67,7 @@ def load_case(name: str, cache: Path) -> Case:
     if not (model.exists() and inputs.exists()):
         export_case(CASES[name], cache)
     return Case(name, model, inputs, str(ROOT / f"bench/cases/{CASES[name]}.py") + ":backend",
-                mod.ORACLE, mod.MATCH, mod.CORE)
+                mod.ORACLE, mod.MATCH, mod.CORE, getattr(mod, "KILLS_PROCESS", False))
 
 
 def error_tail(e: BaseException) -> str:
@@ -125,8 +128,16 @@ def run_fx(case: Case, max_calls: int, max_seconds: float, log: Path) -> dict[st
     backend, tol = resolve(case.backend), Tolerance()
     match = re.compile(case.match) if case.match else None
     t1 = time.monotonic()
+    def check(g: fx.GraphModule, inps: Any) -> Verdict:
+        if not case.kills_process:
+            return evaluate(g, inps, backend, tol)
+        try:  # as PyTorch's minifier does in its isolated mode (bench/isolate.py)
+            return Verdict.from_dict(in_fork(lambda: evaluate(g, inps, backend, tol).to_dict()))
+        except Killed as e:
+            return Verdict.from_dict(death_verdict(f"killed by {e}", ""))
+
     with torch.no_grad():
-        first = evaluate(gm, args, backend, tol)  # = trtmin's check of the original: one call
+        first = check(gm, args)  # = trtmin's check of the original: one call
     calls, last, sig = [1], [count_call_nodes(gm.graph)], Signature.of(first)
     if not sig.matches(first, match) or first.kind != case.oracle:
         return {"error": f"original does not fail the {case.oracle} oracle: {first.describe()}"}
@@ -137,7 +148,7 @@ def run_fx(case: Case, max_calls: int, max_seconds: float, log: Path) -> dict[st
         calls[0] += 1
         if calls[0] % 25 == 0:
             print(f"  [fx_minifier] {calls[0]} calls, {last[0]} nodes, {time.monotonic() - t1:.0f} s", flush=True)
-        return sig.matches(evaluate(g, inps, backend, tol), match)
+        return sig.matches(check(g, inps), match)
 
     def dump_state(g: fx.GraphModule, inps: Any) -> None:  # called with every accepted state
         last[0] = count_call_nodes(g.graph)

@@ -8,5 +8,6 @@ CASES: dict[str, str] = {
     "softmax_size1_inf": "softmax_size1_inf",
     "block_causal_rope": "block_causal_rope",
     "slow_oracle": "slow_oracle",
+    "scaled_query_segfault": "scaled_query_segfault",
     "big_mlp_stack": "big_mlp_stack",
 }
