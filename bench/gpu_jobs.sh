@@ -35,20 +35,7 @@ python3 bench/export_case.py slow_oracle $T > /dev/null 2>&1
 S="$T/slow_oracle.pt2 --inputs $T/slow_oracle_inputs.pt --backend bench/cases/slow_oracle.py:backend --oracle mismatch --device cuda"
 python3 -m minimize.cli check $S > /dev/null 2>&1  # fills trtmin's bytecode cache (oracles/bytecode.py)
 
-if [ "$PART" = check ]; then
-  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_faults.py tests/test_zygote.py tests/test_example.py -k "cuda or gpu or zygote or fork or crash" >> $L 2>&1
-  python3 -c "
-import torch; from tests.conftest import Host, save_program; from pathlib import Path
-torch.manual_seed(0); p = Path('$T/host'); p.mkdir(exist_ok=True); save_program(Host().eval(), (torch.randn(4, 8),), p)"
-  H="$T/host/model.pt2 --inputs $T/host/model_inputs.pt --oracle crash --device cuda"
-  run segv_fork $H --backend tests/plugins/planted.py:segfault_on_tanh
-  run segv_spawn TRTMIN_NO_ZYGOTE=1 $H --backend tests/plugins/planted.py:segfault_on_tanh
-  run slow_j1 $S --jobs 1
-  run slow_j4 $S --jobs 4
-  E="examples/forecaster.pt2 --inputs examples/forecaster_inputs.pt --backend inductor --oracle mismatch --device cuda"
-  run fore_j4 $E --jobs 4
-  same "segv_fork segv_spawn" "slow_j1 slow_j4"
-elif [ "$PART" = short ]; then
+crash_pair() {  # GPU tests, then the tests' host model with a segfaulting compiler, forked and spawned
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_faults.py tests/test_zygote.py tests/test_example.py -k "cuda or gpu or zygote or fork or crash" >> $L 2>&1
   python3 -c "
 import torch; from tests.conftest import Host, save_program; from pathlib import Path
@@ -56,6 +43,17 @@ torch.manual_seed(0); p = Path('$T/host'); p.mkdir(exist_ok=True); save_program(
   H="$T/host/model.pt2 --inputs $T/host/model_inputs.pt --oracle crash --device cuda"
   run segv_fork $H --backend tests/plugins/planted.py:segfault_on_tanh
   run segv_spawn TRTMIN_NO_ZYGOTE=1 $H --backend tests/plugins/planted.py:segfault_on_tanh
+}
+
+if [ "$PART" = check ]; then
+  crash_pair
+  run slow_j1 $S --jobs 1
+  run slow_j4 $S --jobs 4
+  E="examples/forecaster.pt2 --inputs examples/forecaster_inputs.pt --backend inductor --oracle mismatch --device cuda"
+  run fore_j4 $E --jobs 4
+  same "segv_fork segv_spawn" "slow_j1 slow_j4"
+elif [ "$PART" = short ]; then
+  crash_pair
   run cudaerr_fork $H --backend tests/plugins/planted.py:cuda_bad_index_on_tanh
   run cudaerr_spawn TRTMIN_NO_ZYGOTE=1 $H --backend tests/plugins/planted.py:cuda_bad_index_on_tanh
   for i in 1 2; do run slow_j1_$i $S --jobs 1; run slow_j4_$i $S --jobs 4; done
