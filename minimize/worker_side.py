@@ -101,6 +101,20 @@ def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float
     return clock.seconds
 
 
+_zygote_program: Program | None = None  # loaded by the zygote (before_fork), shared by its later forks
+
+
+def before_fork(state: str, device: str, **_: Any) -> None:
+    """In the zygote, before each fork (oracles/zygote.py): once the main process has left
+    the program, a CPU run's zygote loads it, so the workers forked after it (each restart
+    after a crash) start without reading it, and share its memory. A CUDA run's workers
+    load their own: the zygote has no CUDA."""
+    global _zygote_program
+    if _zygote_program is None and device == "cpu" and (Path(state) / READY_FILE).exists():
+        with gc_paused():
+            _zygote_program = load_state(Path(state), device)
+
+
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
                  device: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     tol = Tolerance(atol, rtol)
@@ -118,8 +132,10 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     clock.step("warm_up_dynamo")
     wait_for_state(Path(state))
     clock.step("wait_for_state")
-    with gc_paused():
-        program = load_state(Path(state), device)
+    program = _zygote_program
+    if program is None:
+        with gc_paused():
+            program = load_state(Path(state), device)
     freeze_heap()
     clock.step("load_state")
 

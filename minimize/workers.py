@@ -72,6 +72,7 @@ class Workers:
         cfg = WorkerConfig(
             setup="minimize.worker_side:worker_setup",
             preload="minimize.worker_side:preload",
+            prefork="minimize.worker_side:before_fork",
             setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
                           "atol": opts.atol, "rtol": opts.rtol, "device": opts.device},
             timeout_s=opts.timeout,

@@ -29,6 +29,8 @@ class WorkerConfig:
     # "module:function", called with setup_kwargs in the zygote before it forks workers: the
     # imports and warm-up every worker shares (nothing that must not cross a fork, like CUDA)
     preload: str | None = None
+    # the same, called in the zygote before each fork (what became ready since, to share)
+    prefork: str | None = None
 
 
 def die_with_parent() -> None:

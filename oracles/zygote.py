@@ -194,6 +194,7 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
                 conn.send(("exited", token, -signal.SIGKILL))
             elif kind == "fork":
                 worker_cfg, worker_log, fd = rest
+                _prefork(worker_cfg)
                 zygote_pid = os.getpid()
                 pid = os.fork()
                 if pid == 0:
@@ -253,6 +254,15 @@ def _preload(cfg: WorkerConfig) -> dict[str, Any]:
     except BaseException as e:  # noqa: BLE001
         print(f"preload failed, workers will start it again: {type(e).__name__}: {e}", flush=True)
     return phases
+
+
+def _prefork(cfg: WorkerConfig) -> None:
+    """The config's prefork step; one that fails leaves the worker to do that work itself."""
+    if cfg.prefork:
+        try:
+            call_spec(cfg.prefork, cfg.setup_kwargs)
+        except BaseException as e:  # noqa: BLE001
+            print(f"prefork failed: {type(e).__name__}: {e}", flush=True)
 
 
 def _unfit() -> str | None:

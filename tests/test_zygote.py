@@ -180,6 +180,26 @@ def parallel_preload(**_: Any) -> dict[str, float]:
     return preload()
 
 
+def prefork(**_: Any) -> None:
+    PRELOADED["preforks"] = PRELOADED.get("preforks", 0) + 1
+
+
+def prefork_runner() -> Callable[[Any], Any]:
+    return lambda job: {"preforks": PRELOADED.get("preforks")}
+
+
+def test_the_zygote_runs_the_prefork_step_before_each_fork():
+    cfg = WorkerConfig(setup="tests.test_zygote:prefork_runner", setup_kwargs={}, timeout_s=60,
+                       preload="tests.test_zygote:preload", prefork="tests.test_zygote:prefork")
+    pool = WorkerPool(cfg, 2)
+    try:
+        pool.start()
+        counts = {r["preforks"] for r in pool.run(["a", "b"] * 4)}
+    finally:
+        pool.close()
+    assert counts <= {1, 2} and counts  # each worker saw the preforks made up to its own fork
+
+
 def test_a_zygote_whose_preload_used_cpu_threads_forks_none():
     cfg = WorkerConfig(setup="tests.test_zygote:family_runner", setup_kwargs={}, timeout_s=60,
                        preload="tests.test_zygote:parallel_preload")
@@ -236,3 +256,28 @@ def test_forked_workers_start_cuda_themselves_and_a_zygote_with_cuda_forks_none(
     assert all(r["visible"] == "0" for r in results)
     assert all((r["parent"] != os.getpid()) is forked for r in results)
     assert pool.forked == (2 if forked else 0)
+
+
+def test_the_zygote_loads_a_cpu_program_once_written_for_the_workers_forked_after(host_program, tmp_path,
+                                                                                 monkeypatch):
+    from minimize import worker_side
+    from minimize.inputs import load_inputs, prepare
+    from minimize.program import Program, load_exported
+    model, inputs = host_program
+    monkeypatch.setattr(worker_side, "_zygote_program", None)
+    state = tmp_path / "state"
+    state.mkdir()
+    worker_side.before_fork(state=str(state), device="cpu")
+    assert worker_side._zygote_program is None  # the main process has not written it yet
+    ep = prepare(load_exported(model), "cpu")
+    program = Program(ep, load_inputs(inputs, ep), device="cpu")
+    worker_side.save_state(program, state)
+    worker_side.before_fork(state=str(state), device="cuda")
+    assert worker_side._zygote_program is None  # a CUDA run's workers load their own
+    worker_side.before_fork(state=str(state), device="cpu")
+    shared = worker_side._zygote_program
+    assert [n.name for n in shared.nodes] == [n.name for n in program.nodes]
+    monkeypatch.setattr(worker_side, "load_state", lambda *a: pytest.fail("a forked worker read the state again"))
+    run = worker_side.worker_setup(state=str(state), backend="eager", settings={}, atol=1e-3, rtol=1e-3,
+                                   device="cpu")
+    assert run({"kept": list(range(len(shared.nodes)))})["kind"] == "pass"
