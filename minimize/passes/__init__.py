@@ -12,6 +12,7 @@ from typing import Callable
 
 from minimize.passes.bisect_window import bisect_window
 from minimize.passes.delete_chunks import delete_chunks
+from minimize.passes.interior import keep_needed
 from minimize.passes.module_blocks import delete_module_blocks
 from minimize.passes.outputs import keep_one_output
 from minimize.passes.partitions import bisect_op_fallback, bisect_settings, isolate_partition
@@ -19,11 +20,13 @@ from minimize.problem import ReductionProblem
 
 Pass = Callable[[ReductionProblem], None]
 
-# Coarse to fine: a contiguous failing window first, then whole outputs and whole
-# nn.Module blocks, then delta debugging down to single nodes.
+# Coarse to fine: a contiguous failing window first, then the nodes inside it that the
+# failure needs, then whole outputs and whole nn.Module blocks, then delta debugging down
+# to single nodes.
 TIERS: list[tuple[str, Pass]] = [
     ("isolate_partition", isolate_partition),
     ("bisect_window", bisect_window),
+    ("keep_needed", keep_needed),
     ("keep_one_output", keep_one_output),
     ("delete_module_blocks", delete_module_blocks),
     ("delete_chunks", delete_chunks),
