@@ -208,3 +208,16 @@ def test_the_original_is_checked_once_however_often_speculation_replays_it(chain
     four = reduce_with_pure_oracle(chain, {30, 31}, jobs=4, kind="mismatch", localize=True,
                                    check_original=checked.append)
     assert four.counters.batches == 2 and len(checked) == 1 and checked[0] is four.first_verdict
+
+
+def test_the_nodes_a_wide_window_needs_take_log_calls_each(program: Program):
+    # A crash (nothing to localize from) that needs the window's two ends and one node in
+    # its middle: keep_needed finds the middle one by prefix search, where delta debugging
+    # spent about twice the window's length.
+    n = len(program.nodes)
+    core = set(program.normalize({n // 4, n // 2, 3 * n // 4}))
+    problem = reduce_with_pure_oracle(program, core, jobs=1)
+    assert set(problem.current) == core
+    stats = problem.pass_stats
+    assert stats["keep_needed"].accepted == 1 and stats["delete_chunks"].accepted == 0
+    assert stats["keep_needed"].calls <= 2 * (n // 2).bit_length() + 4
