@@ -53,11 +53,13 @@ def wait_for_state(folder: Path, poll_s: float = 0.05) -> None:
 
 
 def load_state(folder: Path, device: str) -> Program:
-    graph = graph_io.loads((folder / GRAPH_FILE).read_bytes())
-    # weights_only=False: the C unpickler, twice as fast at 10,000 values (0.42 against 0.82 s
-    # at 5,112 nodes), for a file this run wrote into its own private (0700) folder
-    state = torch.load(str(folder / VALUES_FILE), weights_only=False, map_location=device)
-    return Program.restore(graph, set(state["user_outputs"]), set(state["constants"]), state["values"], device)
+    """The program the main process left, with the collector paused (minimize/heap.py)."""
+    with gc_paused():
+        graph = graph_io.loads((folder / GRAPH_FILE).read_bytes())
+        # weights_only=False: the C unpickler, twice as fast at 10,000 values (0.42 against
+        # 0.82 s at 5,112 nodes), for a file this run wrote into its own private (0700) folder
+        state = torch.load(str(folder / VALUES_FILE), weights_only=False, map_location=device)
+        return Program.restore(graph, set(state["user_outputs"]), set(state["constants"]), state["values"], device)
 
 
 _backends: dict[tuple[tuple[str, str], ...], Any] = {}  # kept across the zygote's fork
@@ -94,9 +96,10 @@ def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float
     clock = StepClock()
     _backend(backend, settings)
     clock.step("import_backend")
-    torch._dynamo.reset()
-    if not torch.cuda.is_available():  # the zygote asks NVML, which starts no CUDA
-        _warm_up_dynamo()
+    if torch.cuda.is_available():  # the zygote asks NVML, which starts no CUDA
+        torch._dynamo.reset()  # its imports only; the compile is each worker's
+    else:
+        _warm_up_dynamo()  # reset() and a first compile
     clock.step("warm_up_dynamo")
     return clock.seconds
 
@@ -111,8 +114,7 @@ def before_fork(state: str, device: str, **_: Any) -> None:
     load their own: the zygote has no CUDA."""
     global _zygote_program
     if _zygote_program is None and device == "cpu" and (Path(state) / READY_FILE).exists():
-        with gc_paused():
-            _zygote_program = load_state(Path(state), device)
+        _zygote_program = load_state(Path(state), device)
 
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
@@ -132,10 +134,7 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     clock.step("warm_up_dynamo")
     wait_for_state(Path(state))
     clock.step("wait_for_state")
-    program = _zygote_program
-    if program is None:
-        with gc_paused():
-            program = load_state(Path(state), device)
+    program = _zygote_program if _zygote_program is not None else load_state(Path(state), device)
     freeze_heap()
     clock.step("load_state")
 

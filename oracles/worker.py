@@ -49,7 +49,7 @@ class _Worker:
         if zygote is not None:
             self.proc = zygote.fork(child, cfg, self.log_path)
         else:
-            self.proc = ctx.Process(target=worker_main, args=(child, cfg, dict(cfg.env), self.log_path), daemon=True)
+            self.proc = ctx.Process(target=worker_main, args=(child, cfg, self.log_path), daemon=True)
             self.proc.start()
         child.close()
         # The start-up limit counts from when the pool first waits for this worker: one
@@ -140,8 +140,7 @@ class WorkerPool:
     """N workers; `run(jobs)` returns results in job order, whatever finishes first."""
 
     def __init__(self, cfg: WorkerConfig, jobs: int = 1, per_worker_env: list[dict[str, str]] | None = None,
-                 retries: int = 1, fork: bool = True):
-        """`fork`: start workers from a zygote where the platform allows (oracles/zygote.py)."""
+                 retries: int = 1):
         self.cfg = cfg
         self.retries = retries
         self.n = max(1, jobs)
@@ -154,7 +153,7 @@ class WorkerPool:
         self.first_start_phases: dict[str, float] | None = None  # of the first worker ready: where start-up goes
         self.zygote: Zygote | None = None
         self.forked = 0  # workers started from the zygote (the rest were spawned)
-        self._use_zygote = fork and zygote_wanted()
+        self._use_zygote = zygote_wanted()  # fork workers from a zygote (oracles/zygote.py)
 
     def _start(self, slot: int) -> _Worker:
         """The slot's worker, started if it is missing, or dead after it was ready (one

@@ -78,9 +78,9 @@ def call_spec(spec: str, kwargs: dict[str, Any]) -> tuple[Any, float]:
     return function(**kwargs), imported
 
 
-def worker_main(conn: Connection, cfg: WorkerConfig, env: dict[str, str], log_path: str) -> None:
+def worker_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
     log_to(log_path)
-    os.environ.update(env)
+    os.environ.update(cfg.env)
     bytecode.enable()  # the parent's bytecode cache, if it keeps one (before the runner imports torch)
     die_with_parent()
     if cfg.memory_limit_bytes:

@@ -312,7 +312,7 @@ def _worker_child(zygote_conn: Connection, fd: int, cfg: WorkerConfig, log_path:
         del os.environ[NVML_CHECK]
     code = 0
     try:
-        worker_main(Connection(fd), cfg, dict(cfg.env), log_path)
+        worker_main(Connection(fd), cfg, log_path)
     except BaseException:  # noqa: BLE001 - as a spawned worker would: the traceback to its log
         traceback.print_exc()
         code = 1
