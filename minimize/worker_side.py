@@ -92,7 +92,11 @@ def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float
     where CUDA is available) starts CUDA and its first compile in 0.5 s; after Dynamo's
     first compile it cannot start CUDA at all (that compile saves the CUDA RNG state, and
     starts the driver even with is_available hidden). So only without CUDA is the warm-up
-    done here; with it, each worker does it after starting CUDA."""
+    done here; with it, each worker does it after starting CUDA. (That compile can be run
+    here with CUDA hidden from torch, the CUDA device guard included, and forks then start
+    CUDA; but workers were slower, not faster: on one H200 host, alternating, an 18-node
+    crash reduction took 18.2-19.0 s against 12.2-13.0 s, and slow_oracle at --jobs 4
+    8.4-13.0 s against 7.0-8.0 s. bench/probes/probe_warm.py has the patches.)"""
     clock = StepClock()
     _backend(backend, settings)
     clock.step("import_backend")

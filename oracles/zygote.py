@@ -31,6 +31,7 @@ from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any
 
 from oracles import bytecode
+from oracles.cuda_fork import driver_started
 from oracles.worker_process import WorkerConfig, call_spec, die_with_parent, exit_now, log_to, worker_main
 
 REAP_INTERVAL_S = 0.05  # how often the zygote looks for workers that ended
@@ -272,7 +273,7 @@ def _unfit() -> str | None:
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    if torch.cuda.is_initialized():
+    if torch.cuda.is_initialized() or driver_started():
         return "CUDA was initialized while preloading"
     pid = os.fork()
     if pid == 0:

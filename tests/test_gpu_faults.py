@@ -30,3 +30,6 @@ def test_broken_cuda_context_gets_a_fresh_worker(host_program, tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["final_nodes"] == 1 and "tanh" in (tmp_path / "repro.py").read_text()
     assert summary["timing"]["worker_restarts"] >= 1
+    # each restart was a fork of the zygote, which warmed Dynamo up with CUDA hidden: none
+    # had to be spawned because the zygote had started the driver
+    assert summary["timing"]["forked_workers"] >= summary["timing"]["worker_restarts"]
