@@ -16,8 +16,17 @@ class ProgressView:
     def __init__(self, console: Console):
         self.console = console
         self.t0 = time.monotonic()
-        self.live = Live(Text(""), console=console, refresh_per_second=4, transient=True)
+        self.line: Text | None = None  # the state at the last change; the clock is added at each refresh
+        self.live = Live(self, console=console, refresh_per_second=4, transient=True)
         self.start_nodes: int | None = None
+
+    def __rich__(self) -> Text:
+        """Rendered at every refresh, so the clock runs while an oracle call (an engine build
+        of minutes) is out, not only when a verdict comes in."""
+        if self.line is None:
+            return Text("")
+        elapsed = time.monotonic() - self.t0
+        return Text.assemble(self.line, f" | {int(elapsed // 60)}:{int(elapsed % 60):02d}")
 
     def __enter__(self) -> "ProgressView":
         self.live.__enter__()
@@ -30,15 +39,13 @@ class ProgressView:
         nodes = len(p.current)
         if self.start_nodes is None:
             self.start_nodes = nodes
-        elapsed = time.monotonic() - self.t0
-        line = Text.assemble(
+        self.line = Text.assemble(
             ("reducing ", "bold"), (f"[{p.current_pass}] ", "cyan"),
             f"call nodes {self.start_nodes} -> ", (f"{nodes}", "bold green"),
             f" | oracle calls {p.counters.oracle_calls}",
             f" | accepted {p.counters.accepted}",
-            f" | {int(elapsed // 60)}:{int(elapsed % 60):02d}",
         )
-        self.live.update(line)
+        self.live.refresh()
 
     def log(self, message: str) -> None:
         self.console.print(message, highlight=False)
