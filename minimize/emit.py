@@ -124,17 +124,13 @@ Reduced on: torch {torch}, Python {python}, {os}, device {device}{gpu}.
 Backend: {backend}. Oracle: {oracle}{tolerance}.
 
 Run:      python repro.py
-          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package)
+          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package),
+          3 = CHANGED: it still fails, but differently (another error, a hang or a kill)
 Control:  TRTMIN_BACKEND=eager python repro.py
           runs eager PyTorch in place of the backend, so it must print FIXED
 """
 
-import importlib.util
-import os
-import pathlib
-import re
-import subprocess
-import sys
+{std_imports}
 
 import torch
 from torch import device  # the graph below writes devices as device(type=...)
@@ -156,13 +152,13 @@ def compile_backend(module, inputs):
 
 {checks}
 
-def exception_text(e):
-    """The exception and everything it wraps, for matching the original error."""
-    parts = []
-    while e is not None and len(parts) < 8:
-        parts.append(f"{{type(e).__name__}}: {{e}}")
+def exception_chain(e):
+    """The exception and what it wraps (torch.compile wraps a backend's error)."""
+    chain = []
+    while e is not None and len(chain) < 8:
+        chain.append(e)
         e = getattr(e, "inner_exception", None) or e.__cause__
-    return "\\n".join(parts)
+    return chain
 
 
 def run():
@@ -181,12 +177,15 @@ def run():
             if DEVICE.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception as e:  # the compiler failed: is it the same failure?
-            text = exception_text(e)
-            first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            chain = exception_chain(e)
+            text = "\\n".join(f"{{type(x).__name__}}: {{x}}" for x in chain)
+            root = chain[-1]  # the compiler's own error, not torch.compile's wrapper of it
+            lines = [line.strip() for line in str(root).splitlines() if line.strip()]
+            error = f"{{type(root).__name__}}: {{lines[0][:300] if lines else ''}}".rstrip(": ")
             if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
-                print(f"REPRODUCED: {{type(e).__name__}}: {{first}}")
+                print(f"REPRODUCED: {{error}}")
                 return 1
-            print(f"CHANGED: fails differently now: {{type(e).__name__}}: {{first}}")
+            print(f"CHANGED: fails differently now: {{error}}")
             return 3
     reproduced, message = outcome(expected, actual)
     print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
@@ -197,14 +196,22 @@ def main():
     if DEVICE.startswith("cuda") and not torch.cuda.is_available():
         print("SKIPPED: no CUDA GPU is visible here")
         return 2
-    if {needs_subprocess!r} and not os.environ.get("TRTMIN_CHILD"):
+{child_block}    return run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+CHILD_BLOCK = '''    if not os.environ.get("TRTMIN_CHILD"):
         # The bug kills or hangs the process: run it in a child and read how it ended.
         try:
             child = subprocess.run([sys.executable, __file__], env={{**os.environ, "TRTMIN_CHILD": "1"}},
                                    capture_output=True, text=True, timeout={timeout!r})
         except subprocess.TimeoutExpired:
-            print("REPRODUCED: no result within {timeout:g} s (hang)" if {is_hang!r} else "CHANGED: hangs now")
-            return 1 if {is_hang!r} else 3
+            print({hang_line!r})
+            return {hang_code}
         if child.returncode < 0:
             import signal
             name = signal.Signals(-child.returncode).name
@@ -213,11 +220,6 @@ def main():
             return 1 if re.search(ERROR_PATTERN or "$^", name) else 3
         sys.stdout.write(child.stdout)
         return child.returncode
-    return run()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 '''
 
 
@@ -239,9 +241,22 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         imports="\n".join(part.imports) + ("\n" if part.imports else ""),
         init=init_src, forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
         compile_body=part.compile_body, checks=check_source(info.signature, match),
-        needs_subprocess=info.needs_subprocess, timeout=info.timeout, is_hang=info.oracle == "hang",
+        std_imports="\n".join(f"import {m}" for m in ["importlib.util", "os", *(["pathlib"] if big else []), "re",
+                                                         *(["subprocess"] if info.needs_subprocess else []), "sys"]),
+        child_block=_child_block(info),
     )
     return script, big
+
+
+def _child_block(info: ReproInfo) -> str:
+    """The part of main() that runs the bug in a child process: only for bugs that kill or
+    hang the process, so that the scripts of the others hold no dead code."""
+    if not info.needs_subprocess:
+        return ""
+    hang = info.oracle == "hang"
+    return CHILD_BLOCK.format(timeout=info.timeout, hang_code=1 if hang else 3,
+                              hang_line=f"REPRODUCED: no result within {info.timeout:g} s (hang)" if hang
+                              else "CHANGED: hangs now")
 
 
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
@@ -277,6 +292,15 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     return written
 
 
+def check_emit(specs: list[str]) -> None:
+    """Before the reduction, not after it: a typo must not cost the run."""
+    from oracles.backends import BUILTIN
+    from oracles.errors import TrtminError
+    for spec in specs:
+        if spec not in BUILTIN:
+            raise TrtminError(f"--emit {spec!r} is not a backend; use one of {', '.join(sorted(BUILTIN))}")
+
+
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
                        settings: dict[str, Any]) -> Path:
     """A script for another backend than the one reduced with (--emit).
@@ -287,11 +311,9 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     """
     from oracles.backends import BUILTIN
     from oracles.checks import flatten_outputs
-    from oracles.errors import TrtminError
     from oracles.script_checks import error_pattern
 
-    if spec not in BUILTIN:
-        raise TrtminError(f"--emit {spec!r} is not a backend; use one of {', '.join(sorted(BUILTIN))}")
+    check_emit([spec])
     note = f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with another backend."
     inputs = [values[n] for n in piece.input_names]
     if spec == "tensorrt":
