@@ -4,6 +4,7 @@ one red line and exit code 2 (DESIGN.md key idea 8). The only module that import
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -16,13 +17,14 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from minimize.out_dir import JOURNAL, check_out_dir
 from oracles import bytecode
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, first_line
 from oracles.worker import exit_now
 
 app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
                   help="Minimize deep-learning compiler bugs into tiny standalone repro scripts.")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # a line that is not a terminal's stays one line
 
 
 class Oracle(str, Enum):
@@ -33,7 +35,9 @@ class Oracle(str, Enum):
     hang = "hang"
 
 
-BACKEND_HELP = ("eager, inductor, or a plugin [bold]path/to/file.py:fn[/] / [bold]pkg.module:fn[/] with the "
+BACKEND_HELP = ("eager, inductor, onnxruntime, executorch:xnnpack, executorch:portable, executorch:cuda, "
+                "executorch:tensorrt, torch_tensorrt, tensorrt (ONNX -> TensorRT), "
+                "or a plugin [bold]path/to/file.py:fn[/] / [bold]pkg.module:fn[/] with the "
                 "torch.compile backend signature fn(gm, example_inputs) -> callable. "
                 "[yellow]A plugin runs your code[/] (in isolated worker processes).")
 
@@ -50,7 +54,8 @@ DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and
 RepeatOpt = Annotated[int, typer.Option(help="Run each candidate this many times (flaky compilers); "
                      "the original's failure rate is measured first.")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="A backend setting KEY=VALUE (repeatable), e.g. "
-                   "Torch-TensorRT's min_block_size=1. Unknown keys are refused.")]
+                   "Torch-TensorRT's min_block_size=1, or for inductor mode, dynamic, fullgraph or any "
+                   "torch._inductor.config name (max_autotune=true). Unknown keys are refused.")]
 
 
 def _settings(pairs: Optional[list[str]]) -> dict[str, str]:
@@ -61,6 +66,20 @@ def _settings(pairs: Optional[list[str]]) -> dict[str, str]:
             raise TrtminError(f"--set {pair!r} is not KEY=VALUE; write it as --set min_block_size=1")
         settings[key.strip()] = value.strip()
     return settings
+
+
+def _check_numbers(atol: float, rtol: float, timeout: float, repeat: int, memory_limit: Optional[int] = None) -> None:
+    """Values that would run but mean nothing: a negative tolerance fails every candidate,
+    a timeout of 0 makes every call a hang."""
+    for name, value in (("--atol", atol), ("--rtol", rtol)):
+        if not (math.isfinite(value) and value >= 0):
+            raise TrtminError(f"{name} {value:g} must be a finite number >= 0, e.g. {name} 1e-3")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout 300")
+    if repeat < 1:
+        raise TrtminError(f"--repeat {repeat} must be at least 1 (the runs per candidate)")
+    if memory_limit is not None and memory_limit < 1:
+        raise TrtminError(f"--memory-limit {memory_limit} must be a positive number of MiB, e.g. --memory-limit 16384")
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -92,6 +111,9 @@ def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], 
     from minimize.options import Options
     if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
         raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
+    if match is not None and oracle not in (Oracle.crash, Oracle.oom):
+        raise TrtminError(f"--match applies to the error of a crash or an oom; a {oracle.value} has no error "
+                          "message to match: drop --match")
     if match is not None:
         try:
             re.compile(match)
@@ -138,13 +160,15 @@ def reduce(
 ) -> None:
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
     from minimize.workers import Workers
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C: workers ended, journal kept
     try:
+        _check_numbers(atol, rtol, timeout, repeat, memory_limit)
+        if min_failures is not None and not 1 <= min_failures <= repeat:
+            raise TrtminError(f"--min-failures {min_failures} must be between 1 and --repeat ({repeat})")
+        check_out_dir(out, resume, force)  # before any worker starts or the model loads
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit)
-        if repeat < 1 or (min_failures is not None and not 1 <= min_failures <= repeat):
-            raise TrtminError(f"--repeat {repeat} --min-failures {min_failures}: need 1 <= min-failures <= repeat")
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
         opts.localize = localize
         note = _jobs_note(opts.jobs, opts.device)
@@ -159,7 +183,10 @@ def reduce(
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
+        if (out / JOURNAL).exists():
+            err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
+        else:
+            err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
         raise typer.Exit(130)
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {summary['final_nodes']} call nodes in "
                   f"{summary['oracle_calls']} oracle calls, {summary['seconds']:.0f} s")
@@ -187,6 +214,7 @@ def check(
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.workers import Workers
     try:
+        _check_numbers(atol, rtol, timeout, repeat)
         opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
         opts.repeat = repeat
         with Workers(opts) as workers:  # before torch is imported (see reduce)
@@ -200,7 +228,7 @@ def check(
         return _print_flakiness(runs, oracle, match)
     v = runs[0]
     if v.kind == "invalid":
-        _fail(TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {v.message[:120]})"))
+        _fail(TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {first_line(v.message)})"))
     fails = v.kind == oracle.value and (match is None or re.search(match, f"{v.exc_type}: {v.message}"))
     where = f"{backend} on {device}"
     if fails:
@@ -209,8 +237,9 @@ def check(
     if v.failed:
         print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}")
     else:
-        print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch "
-              f"(atol {atol:g}, rtol {rtol:g}); the bug does not reproduce here")
+        tolerance = f" (atol {atol:g}, rtol {rtol:g})" if oracle is Oracle.mismatch else ""
+        print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch"
+              f"{tolerance}; the bug does not reproduce here")
     raise typer.Exit(0)
 
 
@@ -266,6 +295,10 @@ def repros_run(
 
     from repros.runner import environment, exit_code, render_table, run_repros, summary_line, write_json
     try:
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout 600")
+        if json_file is not None and json_file.is_dir():
+            raise TrtminError(f"--json {json_file} is a folder; name a file, e.g. --json {json_file / 'run.json'}")
         results = run_repros(suite, names or None, timeout, device_label)
     except TrtminError as e:
         _fail(e)
@@ -287,20 +320,33 @@ def repros_table(files: Annotated[list[Path], typer.Argument(help="JSON files fr
         _fail(e)
 
 
+# click's UsageError, wherever this typer keeps its click (0.29 vendors one): BadParameter's base
+USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
 def main() -> None:
     # torch's own deprecation chatter (pytree LeafSpec, ...) is not the user's problem
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
     bytecode.enable()  # before torch is imported: seconds per process on installs without bytecode
     try:
-        app()
+        code: object = app(standalone_mode=False)  # returns the exit code; usage errors are raised
+    except USAGE_ERROR as e:
+        if e.ctx is not None and not e.ctx.args and not e.ctx.params and type(e).__name__ == "NoArgsIsHelpError":
+            e.show()  # a bare `trtmin` or `trtmin repros`: the help
+        else:  # one line, as for every other bad input, not typer's boxed panel
+            where = e.ctx.command_path if e.ctx is not None else "trtmin"
+            message = e.format_message().replace("Value error, ", "").rstrip(".")
+            err.print(f"[red]error:[/] {message}; see {where} --help", highlight=False)
+        code = 2
+    except typer.Abort:  # Ctrl-C outside a reduction
+        code = 130
     except TrtminError as e:  # a last net: no traceback for domain errors
         err.print(f"[red]error:[/] {e}", highlight=False)
-        code: object = 2
-    except SystemExit as e:  # how typer ends every command
+        code = 2
+    except SystemExit as e:
         code = e.code
-    else:
-        code = 0
+    code = 0 if code is None else code
     if code is None or isinstance(code, int):
         exit_now(code or 0)  # outputs written, workers stopped: the interpreter's teardown is only waiting
     sys.exit(code)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, first_line
 
 SEED = 0
 
@@ -53,24 +52,29 @@ def _hint(d: Any) -> int:
         return 4
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     """A torch.save'd tuple/list of inputs, checked against the program's signature."""
     if not path.exists():
         raise TrtminError(f"inputs file {path} does not exist; pass a file written by torch.save(tuple_of_inputs, path)")
     try:
         loaded = torch.load(str(path), weights_only=True, map_location="cpu")
-    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as e:
-        first = (str(e).strip().splitlines() or [""])[0][:160]
-        raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({first}); "
-                          "save a plain tuple of tensors with torch.save") from None
+    except Exception as e:  # noqa: BLE001  (a file that is not torch's raises KeyError, IndexError, ...)
+        raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({type(e).__name__}: "
+                          f"{first_line(e)}); save a plain tuple of tensors with torch.save") from None
     if isinstance(loaded, torch.Tensor):
         loaded = (loaded,)
     if not isinstance(loaded, (tuple, list)):
-        raise TrtminError(f"inputs file {path} holds a {type(loaded).__name__}; save a tuple of the program's inputs")
+        kind = type(loaded).__name__
+        raise TrtminError(f"inputs file {path} holds {'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}; "
+                          "save a tuple of the program's inputs")
     metas = user_input_metas(ep)
     if len(loaded) != len(metas):
-        raise TrtminError(f"inputs file {path} has {len(loaded)} inputs but the program takes {len(metas)} "
-                          f"({', '.join(n for n, _ in metas)}); save them in that order")
+        raise TrtminError(f"inputs file {path} has {_count(len(loaded), 'input')} but the program takes "
+                          f"{len(metas)} ({', '.join(n for n, _ in metas)}); save them in that order")
     for (name, val), got in zip(metas, loaded):
         if not isinstance(val, torch.Tensor):
             continue

@@ -14,10 +14,9 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from minimize.out_dir import JOURNAL
 from oracles.errors import TrtminError
 from oracles.verdict import Verdict
-
-JOURNAL = "journal.jsonl"
 
 
 def encode_kept(kept: Sequence[int]) -> list[list[int]]:
@@ -56,7 +55,7 @@ class Journal:
         except (IndexError, KeyError, json.JSONDecodeError):
             raise TrtminError(f"--resume: {self.path} is damaged; start over with --force") from None
         if first != header:
-            raise TrtminError(f"--resume: {self.path.parent} was made from another model or other options; "
+            raise TrtminError(f"--resume: {self.path.parent} was made {_difference(first, header)}; "
                               "rerun with the same arguments, or start over with --force")
         for line in lines[1:]:
             try:
@@ -78,3 +77,14 @@ class Journal:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
+    """What differs between the journal's header and this run's, in the CLI's words."""
+    if then.get("model_sha256") != now.get("model_sha256"):
+        return "from another model"
+    old, new = then.get("options", {}), now.get("options", {})
+    flag = {"settings": "set", "memory_limit_mb": "memory-limit"}
+    changed = [f"--{flag.get(k, k.replace('_', '-'))} {old.get(k)!r} there, {new.get(k)!r} now"
+               for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return f"with other options ({'; '.join(changed)})" if changed else "with other options"

@@ -23,7 +23,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from minimize.fast_load import fast_schema_decoding
 from oracles.checks import flatten_outputs
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, first_line
 
 
 @dataclass
@@ -65,8 +65,7 @@ def load_exported(path: Path) -> ExportedProgram:
         with fast_schema_decoding():
             return torch.export.load(str(path))
     except Exception as e:  # torch raises many types for damaged archives
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
-        raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first}); "
+        raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first_line(e)}); "
                           "re-export it with torch.export.export and torch.export.save") from None
     finally:
         quiet.setLevel(level)
@@ -126,8 +125,7 @@ class Program:
             try:
                 interp.run(*args)
             except Exception as e:
-                first = (str(e).strip().splitlines() or [""])[0][:200]
-                raise TrtminError(f"eager PyTorch fails on this program ({type(e).__name__}: {first}); "
+                raise TrtminError(f"eager PyTorch fails on this program ({type(e).__name__}: {first_line(e)}); "
                                   "trtmin needs a program that runs in eager mode to compare against") from None
         return {n.name: v for n, v in interp.env.items() if n.op in ("placeholder", "call_function")}
 

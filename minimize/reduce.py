@@ -13,20 +13,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from minimize.emit import ReproInfo, environment, write_extra_script, write_outputs
-from minimize.journal import JOURNAL, Journal
+from minimize.emit import ReproInfo, check_emit, environment, write_extra_script, write_outputs
+from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
+from minimize.out_dir import check_out_dir
 from minimize.problem import ReductionProblem
 from minimize.scheduler import run_reduction
 from minimize.session import Options, Session
 from minimize.workers import Workers
 from oracles.backends import resolve
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, first_line
 from oracles.verdict import Verdict
-
-OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
-             "model.onnx", "repro_tensorrt.py", "repro_tensorrt.npz"}
-
 
 def file_digest(path: Path) -> str:
     h = hashlib.sha256()
@@ -36,25 +33,11 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def check_out_dir(out: Path, resume: bool, force: bool) -> None:
-    """Refuse to write over another run or the user's files."""
-    if out.exists() and not out.is_dir():
-        raise TrtminError(f"--out {out} is a file; pass a folder for the results")
-    existing = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-    if resume:
-        return  # the journal checks itself
-    if existing and not force:
-        foreign = [n for n in existing if n not in OUR_FILES and not n.startswith(".")]
-        what = "holds another run" if not foreign else f"is not empty ({', '.join(foreign[:3])})"
-        raise TrtminError(f"--out {out} {what}; pass --resume to continue it, --force to replace it, "
-                          "or choose another folder")
-
-
 def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
     d["inputs"] = str(opts.inputs) if opts.inputs else None
-    for k in ("jobs", "timeout", "memory_limit_mb", "emit", "model"):  # these do not change the result
+    for k in ("jobs", "emit", "model"):  # these do not change a verdict (a timeout or a memory limit can)
         d.pop(k, None)
     return d
 
@@ -65,6 +48,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     """`workers`: started already for `opts` (the CLI starts them before importing torch);
     the session stops them. The caller stops them if this fails before the session."""
     check_out_dir(out, resume, force)
+    check_emit(opts.emit)
     t0 = time.monotonic()
     match = re.compile(opts.match) if opts.match else None
     with Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
@@ -128,14 +112,15 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
 
 def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -> None:
     if v.kind == "invalid":
-        raise TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {v.message[:120]}); "
+        raise TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {first_line(v.message)}); "
                           "trtmin needs a program that runs in eager mode")
     sig_ok = v.kind == opts.oracle and (match is None or match.search(f"{v.exc_type}: {v.message}"))
     if opts.any_failure and v.failed:
         return
     if not sig_ok:
         hint = (f"it fails as {v.kind} instead; try --oracle {v.kind}" if v.failed and v.kind != opts.oracle
-                else "check --backend, --device and the tolerances" if not v.failed
+                else f"check --backend, --device{' and the tolerances' if opts.oracle == 'mismatch' else ''}"
+                if not v.failed
                 else f"its error does not match --match {opts.match!r}")
         raise TrtminError(f"the original program does not fail the {opts.oracle} oracle on {opts.backend} "
                           f"({v.describe()}); nothing to reduce: {hint}")

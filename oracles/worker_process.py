@@ -12,9 +12,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any
 
 from oracles import bytecode
+from oracles.errors import TrtminError
 
 READY = "__ready__"
 
@@ -78,18 +79,38 @@ def call_spec(spec: str, kwargs: dict[str, Any]) -> tuple[Any, float]:
     return function(**kwargs), imported
 
 
+def limit_address_space(limit_bytes: int) -> None:
+    """RLIMIT_AS for the jobs. Below what the worker already maps (torch, the compiler, the
+    program), every job would die of it and the original would look like a crash."""
+    import resource
+    mapped = _mapped_bytes()
+    if mapped is not None and limit_bytes <= mapped:
+        need = -(-mapped // 2**30) * 1024 + 1024  # MiB: what is mapped, rounded up to a GiB, and one more
+        raise TrtminError(f"--memory-limit {limit_bytes >> 20} MiB is below the address space a worker maps before "
+                          f"its first job ({mapped >> 20} MiB: torch, the compiler and the program); "
+                          f"use at least --memory-limit {need}")
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+
+def _mapped_bytes() -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def worker_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
     log_to(log_path)
     os.environ.update(cfg.env)
     bytecode.enable()  # the parent's bytecode cache, if it keeps one (before the runner imports torch)
     die_with_parent()
-    if cfg.memory_limit_bytes:
-        import resource
-        resource.setrlimit(resource.RLIMIT_AS, (cfg.memory_limit_bytes, cfg.memory_limit_bytes))
     try:
         runner, imported = call_spec(cfg.setup, cfg.setup_kwargs)
+        if cfg.memory_limit_bytes:  # for the jobs: the worker's own start is not the program's
+            limit_address_space(cfg.memory_limit_bytes)
     except BaseException as e:  # noqa: BLE001
-        conn.send(("setup_error", f"{type(e).__name__}: {e}"))
+        conn.send(("setup_error", str(e) if isinstance(e, TrtminError) else f"{type(e).__name__}: {e}"))
         return
     phases = getattr(runner, "start_phases", None)  # seconds per start-up step, if the runner measured them
     conn.send((READY, {"import": imported, **phases} if isinstance(phases, dict) else None))

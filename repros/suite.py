@@ -64,6 +64,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
+from minimize.out_dir import JOURNAL
 from oracles.errors import TrtminError
 
 SCRIPT = "repro.py"
@@ -75,7 +76,7 @@ REQUIRED = ("title", "backend", "oracle", "device", "added", "expected")
 OPTIONAL = ("upstream", "first_seen", "expected_when", "notes")
 NOT_INSTALLED = "not installed"
 
-# what `trtmin repros add` copies from a `trtmin reduce --out` folder (never checkpoint.json)
+# what `trtmin repros add` copies from a `trtmin reduce --out` folder (never journal.jsonl)
 REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -86,10 +87,13 @@ def default_root() -> Path:
 
 
 def _shown(path: Path) -> str:
+    """The path as the user gave it ("." would say nothing), relative where it is below the
+    current folder."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        shown = str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+    return str(path) if shown == "." else shown
 
 
 # ---------------------------------------------------------------- conditions
@@ -406,13 +410,15 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
 
     Copies repro.py, summary.json and, when present, repro_inputs.pt, plugin.py and report.md
-    (never checkpoint.json), and writes manifest.toml from summary.json: title from
+    (never journal.jsonl), and writes manifest.toml from summary.json: title from
     report.md's first line, backend, oracle, device, added = today, first_seen from the
     versions summary.json recorded, expected = "reproduces". Everything is written to a
     hidden temporary folder first and renamed into place, so a failure leaves nothing
     half-written. An existing ``name`` is refused unless ``force``.
     """
     out_dir, root = Path(out_dir), default_root() if root is None else Path(root)
+    if root.exists() and not root.is_dir():
+        raise TrtminError(f"--suite {root} is a file; pass the suite's folder (it holds one folder per repro)")
     if not NAME_RE.fullmatch(name):
         raise TrtminError(f"--name {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or "
                           f"digit (e.g. uint8_permute_before_cast)")
@@ -422,7 +428,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"{_shown(out_dir)} is not a folder; pass the --out folder of a `trtmin reduce` run")
     for needed in ("repro.py", "summary.json"):
         if not (out_dir / needed).is_file():
-            unfinished = (out_dir / "checkpoint.json").exists()
+            unfinished = (out_dir / JOURNAL).exists()
             fix = ("the reduction there has not finished: continue it with `trtmin reduce ... --out "
                    f"{_shown(out_dir)} --resume`" if unfinished else
                    "pass the --out folder of a finished `trtmin reduce` run (it writes repro.py and summary.json)")

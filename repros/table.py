@@ -32,6 +32,10 @@ def load_run(path: Path | str) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise TrtminError(f"{path}: no such file; pass files written by `trtmin repros run --json FILE`") from None
+    except IsADirectoryError:
+        raise TrtminError(f"{path} is a folder; pass the files in it written by `trtmin repros run --json FILE`") from None
+    except OSError as e:
+        raise TrtminError(f"{path} cannot be read ({e.strerror}); pass a file written by `trtmin repros run --json`") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TrtminError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:

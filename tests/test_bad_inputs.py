@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import zipfile
 
 import torch
@@ -119,3 +120,102 @@ def test_unknown_setting_is_refused_with_a_suggestion(host_program):
     model, _ = host_program
     r = run_cli("check", str(model), "--backend", "onnxruntime", "--set", "bogus_key=1")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host_program, tmp_path):
+    model, inputs = host_program
+    out = tmp_path / "o"
+    for args, words in [(["--atol", "-1"], ["--atol -1", ">= 0"]), (["--rtol", "nan"], ["--rtol nan"]),
+                        (["--timeout", "0"], ["--timeout 0", "positive"]), (["--timeout", "nan"], ["--timeout nan"]),
+                        (["--repeat", "0"], ["--repeat 0"]), (["--memory-limit", "0"], ["--memory-limit 0"]),
+                        (["--repeat", "2", "--min-failures", "3"], ["--min-failures 3", "--repeat (2)"]),
+                        (["--emit", "bogus"], ["--emit 'bogus'", "tensorrt"])]:
+        r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                    plugin("crash_on_sin"), "--out", str(out), *args)
+        assert_one_line_error(r, *words)
+        assert "loaded" not in r.stderr and not out.exists()  # refused before the model loaded: no run lost
+    assert_one_line_error(run_cli("check", str(model), "--repeat", "0"), "--repeat 0")
+    assert_one_line_error(run_cli("repros", "run", "--timeout", "-1"), "--timeout -1")
+
+
+def test_usage_errors_are_one_line_too(host_program):
+    model, _ = host_program
+    assert_one_line_error(run_cli("reduce", str(model), "--oracle", "bogus"), "--oracle", "'mismatch'", "--help")
+    assert_one_line_error(run_cli("reduce"), "Missing argument", "reduce --help")
+    assert_one_line_error(run_cli("check", str(model), "--jobs", "2"), "No such option")
+    assert_one_line_error(run_cli("reduse", str(model)), "No such command")
+    assert_one_line_error(run_cli("check", str(model), "--match", "x"), "--match applies", "drop --match")
+
+
+def test_a_memory_limit_below_a_workers_own_start_is_named_not_called_a_crash(host_program, tmp_path):
+    model, inputs = host_program
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("crash_on_sin"), "--out", str(tmp_path / "o"), "--memory-limit", "64")
+    assert_one_line_error(r, "--memory-limit 64 MiB is below", "use at least --memory-limit")
+
+
+def test_settings_are_checked_and_parsed_for_inductor_and_refused_for_eager(host_program):
+    from oracles.backends import resolve
+    from oracles.errors import TrtminError
+    model, _ = host_program
+    assert_one_line_error(run_cli("check", str(model), "--backend", "inductor", "--set", "max_autotun=1"),
+                          "no setting 'max_autotun'", "did you mean max_autotune")
+    assert_one_line_error(run_cli("check", str(model), "--backend", "eager", "--set", "x=1"), "takes no settings")
+    backend = resolve("inductor", {"dynamic": "true", "fullgraph": "false", "cpp.simdlen": "8", "max_autotune": "off"})
+    assert backend._options() == {"dynamic": True, "fullgraph": False,
+                                  "options": {"cpp.simdlen": 8, "max_autotune": False}}
+    assert "options={'cpp.simdlen': 8, 'max_autotune': False}" in backend.script_part().compile_body
+    for settings, words in [({"mode": "fast"}, "max-autotune"), ({"fullgraph": "maybe"}, "true or false"),
+                            ({"mode": "max-autotune", "max_autotune": "1"}, "cannot be combined")]:
+        try:
+            resolve("inductor", settings)
+        except TrtminError as e:
+            assert words in str(e)
+        else:
+            raise AssertionError(f"{settings} was accepted")
+
+
+def test_an_inputs_file_torch_cannot_read_is_one_line(host_program, tmp_path):
+    model, _ = host_program
+    for text in ("hello", "abc", ""):
+        f = tmp_path / "in.pt"
+        f.write_text(text)
+        assert_one_line_error(run_cli("check", str(model), "--inputs", str(f)), "cannot be loaded", "torch.save")
+
+
+def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, tmp_path):
+    model, inputs = host_program
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "repro.py").write_text("my own script")
+    args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin")]
+    r = run_cli("reduce", str(model), *args, "--out", str(mine), "--force")
+    assert_one_line_error(r, "repro.py", "no trtmin run wrote", "another folder")
+    assert (mine / "repro.py").read_text() == "my own script"
+    assert_one_line_error(run_cli("reduce", str(model), *args, "--out", str(tmp_path / "new"), "--resume"),
+                          "no interrupted run", "drop --resume")
+    assert not (tmp_path / "new").exists()
+    ro = tmp_path / "read-only"  # root writes anywhere but on a read-only file system: mount one where allowed
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True).returncode:
+        return
+    try:
+        assert_one_line_error(run_cli("reduce", str(model), *args, "--out", str(ro / "o")), "cannot be written")
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+def test_resume_names_the_option_that_changed(host_program, tmp_path):
+    model, inputs = host_program
+    args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path)]
+    assert run_cli("reduce", str(model), *args).returncode == 0
+    r = run_cli("reduce", str(model), *args, "--resume", "--timeout", "60")
+    assert_one_line_error(r, "--timeout 300.0 there, 60.0 now", "--force")
+
+
+def test_repros_commands_refuse_folders_and_files_in_each_others_place(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    assert_one_line_error(run_cli("repros", "add", str(tmp_path), "--name", "p", "--suite", str(tmp_path / "afile")),
+                          "is a file")
+    assert_one_line_error(run_cli("repros", "table", str(tmp_path)), "is a folder")
+    assert_one_line_error(run_cli("repros", "run", "--json", str(tmp_path)), "is a folder")

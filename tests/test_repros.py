@@ -258,7 +258,7 @@ def _reduce_out(d: Path) -> Path:
     (d / "repro.py").write_text("import sys\nprint('REPRODUCED: mismatch')\nsys.exit(1)\n")
     (d / "repro_inputs.pt").write_bytes(b"fake tensors")
     (d / "report.md").write_text("# ReLU after \"cast\" differs on inductor\n\n**What fails:** ...\n")
-    (d / "checkpoint.json").write_text("{}")
+    (d / "journal.jsonl").write_text("{}")
     (d / "reduced.pt2").write_bytes(b"pt2")
     (d / "summary.json").write_text(json.dumps({
         "model": "m.pt2", "backend": "inductor", "device": "cpu", "oracle": "mismatch", "original_nodes": 40,
@@ -288,9 +288,9 @@ def test_add_repro(tmp_path: Path) -> None:
     assert (r.status, r.ok) == (REPRODUCED, True)
 
     (out / "summary.json").unlink()
-    with pytest.raises(TrtminError, match=r"no summary\.json: .*--resume"):  # checkpoint.json: unfinished run
+    with pytest.raises(TrtminError, match=r"no summary\.json: .*--resume"):  # a journal: an unfinished run
         add_repro(out, "other", root)
-    (out / "checkpoint.json").unlink()
+    (out / "journal.jsonl").unlink()
     with pytest.raises(TrtminError, match=r"no summary\.json: pass the --out folder of a finished `trtmin reduce`"):
         add_repro(out, "other", root)
     with pytest.raises(TrtminError, match="--name"):

@@ -7,10 +7,16 @@ from typing import Any, Callable, Sequence
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
+from oracles.errors import TrtminError
 
 
 class EagerBackend(Backend):
     name = "eager"
+
+    def __init__(self, spec: str, settings: dict[str, Any] | None = None):
+        super().__init__(spec, settings)
+        if self.settings:
+            raise TrtminError(f"--set {next(iter(self.settings))}: backend eager takes no settings")
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         return gm

@@ -1,26 +1,83 @@
-"""Inductor through torch.compile, on CPU or CUDA."""
+"""Inductor through torch.compile, on CPU or CUDA.
+
+`--set` takes torch.compile's own mode, dynamic and fullgraph, or any Inductor config
+name (`--set max_autotune=true`, `--set cpp.simdlen=8`), passed as `options`; values are
+parsed by the type of the config's default, and unknown names are refused.
+"""
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
+from oracles.errors import TrtminError
+
+COMPILE_KEYS = ("mode", "dynamic", "fullgraph")  # torch.compile's own arguments
 
 
 class InductorBackend(Backend):
     name = "inductor"
+
+    def __init__(self, spec: str, settings: dict[str, Any] | None = None):
+        super().__init__(spec, settings)
+        self.compile_kwargs, self.config = parse_inductor_settings(self.settings, spec)
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         torch._dynamo.reset()  # a fresh compile per candidate: no cache shared between them
         return torch.compile(gm, backend="inductor", **self._options())
 
     def _options(self) -> dict[str, Any]:
-        opts = {k: v for k, v in self.settings.items() if k in ("mode", "dynamic", "fullgraph")}
-        return opts
+        return {**self.compile_kwargs, **({"options": self.config} if self.config else {})}
 
     def script_part(self) -> ScriptPart:
         opts = "".join(f", {k}={v!r}" for k, v in self._options().items())
         return ScriptPart(compile_body=f'return torch.compile(module, backend="inductor"{opts})')
+
+
+def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(torch.compile keyword arguments, Inductor config options), each value parsed."""
+    from oracles.backends.torch_tensorrt import _bool, _int, guess_value
+    from torch._inductor import config as inductor_config
+
+    defaults = {k: v for k, v in inductor_config.get_config_copy().items() if not k.startswith("_") and k.islower()}
+    kwargs: dict[str, Any] = {}
+    config: dict[str, Any] = {}
+    for key, value in settings.items():
+        text = str(value).strip()
+        if key == "mode":
+            modes = list(dict.fromkeys(["default", *torch._inductor.list_mode_options()]))
+            if text not in modes:
+                raise TrtminError(f"--set mode={text}: use one of {', '.join(modes)}")
+            kwargs[key] = text
+        elif key == "dynamic":
+            kwargs[key] = None if text.lower() == "none" else _bool(key, text)
+        elif key == "fullgraph":
+            kwargs[key] = _bool(key, text)
+        elif key in defaults:
+            default = defaults[key]
+            if isinstance(default, bool):
+                config[key] = _bool(key, text)
+            elif isinstance(default, int):
+                config[key] = _int(key, text)
+            elif isinstance(default, float):
+                try:
+                    config[key] = float(text)
+                except ValueError:
+                    raise TrtminError(f"--set {key}={text}: expected a number") from None
+            elif isinstance(default, str):
+                config[key] = text
+            else:
+                config[key] = guess_value(text)
+        else:
+            close = difflib.get_close_matches(key, [*COMPILE_KEYS, *defaults], n=3, cutoff=0.6)
+            hint = f"did you mean {' or '.join(close)}?" if close else \
+                f"use {', '.join(COMPILE_KEYS)} or a torch._inductor.config name"
+            raise TrtminError(f"--set {key}: backend {backend} has no setting {key!r}; {hint}")
+    if "mode" in kwargs and config:
+        raise TrtminError(f"--set mode={kwargs['mode']} cannot be combined with Inductor config settings "
+                          f"({', '.join(config)}): torch.compile takes one or the other; set the config names only")
+    return kwargs, config

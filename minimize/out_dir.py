@@ -1,0 +1,67 @@
+"""The --out folder: what a run may write there, checked before anything starts.
+
+Nothing of the user's is overwritten: trtmin writes only its own file names, and replaces
+them (--force) only where a journal shows they came from an earlier run. Torch-free, so
+the CLI checks this before it starts workers or loads the model.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from oracles.errors import TrtminError
+
+JOURNAL = "journal.jsonl"  # minimize/journal.py writes it first, so every run's folder has one
+OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
+             "model.onnx", "repro_tensorrt.npz"}
+OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py")  # --emit's scripts: repro_tensorrt.py, repro_torch_tensorrt.py
+
+
+def is_ours(name: str) -> bool:
+    return name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))
+
+
+def check_out_dir(out: Path, resume: bool, force: bool) -> None:
+    """Refuse, in one line that says what to do, to write over another run or the user's
+    files, into a folder that cannot be written, or to resume what has no journal."""
+    if out.exists() and not out.is_dir():
+        raise TrtminError(f"--out {out} is a file; pass a folder for the results")
+    _check_writable(out)
+    existing = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) if out.is_dir() else []
+    has_run = JOURNAL in existing
+    if resume:
+        if not has_run:
+            raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume "
+                              "to start one there")
+        return  # the journal checks that it is the same model and options
+    ours = [n for n in existing if is_ours(n)]
+    foreign = [n for n in existing if not is_ours(n)]
+    if ours and not has_run:
+        raise TrtminError(f"--out {out} holds {_names(ours)} that no trtmin run wrote (there is no {JOURNAL}), "
+                          "and trtmin would write over them; choose another folder")
+    if force or not existing:
+        return  # --force: replaces trtmin's files only; the user's own files stay as they are
+    if has_run:
+        raise TrtminError(f"--out {out} holds another run; pass --resume to continue it, --force to replace "
+                          "it, or choose another folder")
+    raise TrtminError(f"--out {out} is not empty ({_names(foreign)}); choose another folder, or pass --force "
+                      "to write trtmin's files beside these (none of them is replaced)")
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _check_writable(out: Path) -> None:
+    """The folder, or the nearest folder above it that exists, must be writable (access(2)
+    also says EROFS for a read-only file system); checked without creating anything."""
+    target = out
+    while not target.exists():
+        if target.parent == target:
+            break
+        target = target.parent
+    if not os.access(target, os.W_OK | os.X_OK):
+        where = "" if target == out else f" (its folder {target} is not writable)"
+        raise TrtminError(f"--out {out} cannot be written{where}; choose a folder you can write to")
