@@ -384,7 +384,8 @@ in as an input computed by eager PyTorch, so the failure is not upstream drift.
 {diagnosis}## Reproduce
 
 Save as `repro.py` (with `repro_inputs.pt` beside it, if listed below) and run `python repro.py`.
-It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run.
+It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run,
+3 where it fails differently.
 `TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).
 
 ```python
