@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+import time
 import warnings
 from enum import Enum
 from pathlib import Path
@@ -80,6 +81,13 @@ def _check_numbers(atol: float, rtol: float, timeout: float, repeat: int, memory
         raise TrtminError(f"--repeat {repeat} must be at least 1 (the runs per candidate)")
     if memory_limit is not None and memory_limit < 1:
         raise TrtminError(f"--memory-limit {memory_limit} must be a positive number of MiB, e.g. --memory-limit 16384")
+
+
+def _journal_since(out: Path, started: float) -> bool:
+    try:
+        return (out / JOURNAL).stat().st_mtime >= started - 1  # whole-second mtimes on some file systems
+    except OSError:
+        return False
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -162,6 +170,7 @@ def reduce(
     from minimize.workers import Workers
     console = Console(stderr=True, soft_wrap=True)
     signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C: workers ended, journal kept
+    started = time.time()
     try:
         _check_numbers(atol, rtol, timeout, repeat, memory_limit)
         if min_failures is not None and not 1 <= min_failures <= repeat:
@@ -183,7 +192,7 @@ def reduce(
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
-        if (out / JOURNAL).exists():
+        if resume or _journal_since(out, started):  # this run's journal, not one an earlier run left
             err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
         else:
             err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")

@@ -179,7 +179,9 @@ def run():
         except Exception as e:  # the compiler failed: is it the same failure?
             chain = exception_chain(e)
             text = "\\n".join(f"{{type(x).__name__}}: {{x}}" for x in chain)
-            root = chain[-1]  # the compiler's own error, not torch.compile's wrapper of it
+            root = e  # the compiler's own error: what torch.compile's wrapper wraps, not its causes
+            while getattr(root, "inner_exception", None) is not None:
+                root = root.inner_exception
             lines = [line.strip() for line in str(root).splitlines() if line.strip()]
             error = f"{{type(root).__name__}}: {{lines[0][:300] if lines else ''}}".rstrip(": ")
             if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
@@ -301,6 +303,21 @@ def check_emit(specs: list[str]) -> None:
             raise TrtminError(f"--emit {spec!r} is not a backend; use one of {', '.join(sorted(BUILTIN))}")
 
 
+def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Of the reduced backend's --set settings, those the emitted backend also takes (a
+    TensorRT setting is no Inductor's); the others stay with the backend they were for."""
+    from oracles.backends import BUILTIN
+    from oracles.errors import TrtminError
+    taken = {}
+    for key, value in settings.items():
+        try:
+            BUILTIN[spec](spec, {key: value})
+        except TrtminError:
+            continue
+        taken[key] = value
+    return taken
+
+
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
                        settings: dict[str, Any]) -> Path:
     """A script for another backend than the one reduced with (--emit).
@@ -314,6 +331,7 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     from oracles.script_checks import error_pattern
 
     check_emit([spec])
+    settings = settings_for(spec, settings)
     note = f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with another backend."
     inputs = [values[n] for n in piece.input_names]
     if spec == "tensorrt":

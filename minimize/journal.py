@@ -54,6 +54,9 @@ class Journal:
             first = json.loads(lines[0])["header"]
         except (IndexError, KeyError, json.JSONDecodeError):
             raise TrtminError(f"--resume: {self.path} is damaged; start over with --force") from None
+        # a journal from before an option was recorded says nothing of it: not a difference
+        recorded = first.get("options", {}) if isinstance(first, dict) else {}
+        header = {**header, "options": {k: v for k, v in header["options"].items() if k in recorded}}
         if first != header:
             raise TrtminError(f"--resume: {self.path.parent} was made {_difference(first, header)}; "
                               "rerun with the same arguments, or start over with --force")

@@ -7,6 +7,7 @@ the CLI checks this before it starts workers or loads the model.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -30,7 +31,7 @@ def check_out_dir(out: Path, resume: bool, force: bool) -> None:
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
     _check_writable(out)
     existing = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) if out.is_dir() else []
-    has_run = JOURNAL in existing
+    has_run = JOURNAL in existing and is_trtmin_journal(out / JOURNAL)
     if resume:
         if not has_run:
             raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume "
@@ -50,6 +51,17 @@ def check_out_dir(out: Path, resume: bool, force: bool) -> None:
                       "to write trtmin's files beside these (none of them is replaced)")
 
 
+def is_trtmin_journal(path: Path) -> bool:
+    """A journal trtmin wrote: its first line is {"header": {"model_sha256": ...}}, not just
+    its name (a user's own journal.jsonl is the user's)."""
+    try:
+        with open(path, "rb") as f:
+            first = json.loads(f.readline(1 << 20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and isinstance(first.get("header"), dict) and "model_sha256" in first["header"]
+
+
 def _names(names: list[str]) -> str:
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
@@ -62,6 +74,8 @@ def _check_writable(out: Path) -> None:
         if target.parent == target:
             break
         target = target.parent
+    if target != out and not target.is_dir():
+        raise TrtminError(f"--out {out} cannot be made: {target} is a file, not a folder; choose another folder")
     if not os.access(target, os.W_OK | os.X_OK):
         where = "" if target == out else f" (its folder {target} is not writable)"
         raise TrtminError(f"--out {out} cannot be written{where}; choose a folder you can write to")

@@ -219,3 +219,46 @@ def test_repros_commands_refuse_folders_and_files_in_each_others_place(tmp_path)
                           "is a file")
     assert_one_line_error(run_cli("repros", "table", str(tmp_path)), "is a folder")
     assert_one_line_error(run_cli("repros", "run", "--json", str(tmp_path)), "is a folder")
+
+
+def test_a_users_own_journal_and_a_file_in_the_outs_path_are_told_apart(host_program, tmp_path):
+    model, inputs = host_program
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "journal.jsonl").write_text('{"day": 1}\n')  # the user's, not a trtmin run's
+    (mine / "report.md").write_text("my report")
+    args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin")]
+    assert_one_line_error(run_cli("reduce", str(model), *args, "--out", str(mine), "--force"), "no trtmin run wrote")
+    assert (mine / "report.md").read_text() == "my report" and (mine / "journal.jsonl").read_text() == '{"day": 1}\n'
+    assert_one_line_error(run_cli("reduce", str(model), *args, "--out", str(mine / "report.md" / "o")),
+                          "report.md is a file, not a folder")
+
+
+def test_inductor_config_values_that_text_cannot_give_are_refused():
+    from oracles.backends import resolve
+    from oracles.errors import TrtminError
+    assert resolve("inductor", {"cpp.simdlen": "none"})._options() == {"options": {"cpp.simdlen": None}}
+    try:
+        resolve("inductor", {"trace.dot_graph_shape": "box"})  # typed None: torch.compile would refuse any str
+    except TrtminError as e:
+        assert "cannot write" in str(e)
+    else:
+        raise AssertionError("accepted")
+
+
+def test_resume_reads_a_journal_from_before_an_option_was_recorded(tmp_path):
+    import json
+
+    from minimize.journal import Journal
+    from oracles.errors import TrtminError
+    old = {"model_sha256": "ab", "options": {"oracle": "crash", "atol": 0.001}}
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")
+    now = {"model_sha256": "ab", "options": {"oracle": "crash", "atol": 0.001, "timeout": 300.0}}
+    Journal(tmp_path, now, resume=True).close()  # the old journal said nothing of --timeout
+    changed = {"model_sha256": "ab", "options": {"oracle": "crash", "atol": 0.01, "timeout": 300.0}}
+    try:
+        Journal(tmp_path, changed, resume=True)
+    except TrtminError as e:
+        assert "--atol 0.001 there, 0.01 now" in str(e)
+    else:
+        raise AssertionError("a changed --atol was resumed")

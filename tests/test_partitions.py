@@ -37,7 +37,7 @@ def reduced(tmp_path_factory) -> Path:
     out = folder / "out"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
                 f"{PLUGIN}:compile", "--set", "fast_softmax=true", "--set", "optimization_level=5",
-                "--set", "workspace_mb=512", "--out", str(out))
+                "--set", "workspace_mb=512", "--emit", "inductor", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 
@@ -57,6 +57,9 @@ def test_settings_bisection_keeps_only_what_the_bug_needs(reduced):
     assert "'fast_softmax': True" in script and "optimization_level" not in script
     r = run_repro(reduced)
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr[-2000:]
+    # the plugin's setting is the plugin's: the script emitted for Inductor goes without it
+    emitted = (reduced / "repro_inductor.py").read_text()
+    assert 'torch.compile(module, backend="inductor")' in emitted and "fast_softmax" not in emitted
 
 
 def test_op_type_bisection_names_the_culprit_converter(reduced):

@@ -8,6 +8,7 @@ parsed by the type of the config's default, and unknown names are refused.
 from __future__ import annotations
 
 import difflib
+import typing
 from typing import Any, Callable, Sequence
 
 import torch
@@ -40,7 +41,7 @@ class InductorBackend(Backend):
 
 def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor") -> tuple[dict[str, Any], dict[str, Any]]:
     """(torch.compile keyword arguments, Inductor config options), each value parsed."""
-    from oracles.backends.torch_tensorrt import _bool, _int, guess_value
+    from oracles.backends.torch_tensorrt import _bool
     from torch._inductor import config as inductor_config
 
     defaults = {k: v for k, v in inductor_config.get_config_copy().items() if not k.startswith("_") and k.islower()}
@@ -58,20 +59,8 @@ def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor")
         elif key == "fullgraph":
             kwargs[key] = _bool(key, text)
         elif key in defaults:
-            default = defaults[key]
-            if isinstance(default, bool):
-                config[key] = _bool(key, text)
-            elif isinstance(default, int):
-                config[key] = _int(key, text)
-            elif isinstance(default, float):
-                try:
-                    config[key] = float(text)
-                except ValueError:
-                    raise TrtminError(f"--set {key}={text}: expected a number") from None
-            elif isinstance(default, str):
-                config[key] = text
-            else:
-                config[key] = guess_value(text)
+            get_type = getattr(inductor_config, "get_type", None)  # the annotation; older torch: the default's type
+            config[key] = _config_value(key, text, get_type(key) if get_type else type(defaults[key]))
         else:
             close = difflib.get_close_matches(key, [*COMPILE_KEYS, *defaults], n=3, cutoff=0.6)
             hint = f"did you mean {' or '.join(close)}?" if close else \
@@ -81,3 +70,27 @@ def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor")
         raise TrtminError(f"--set mode={kwargs['mode']} cannot be combined with Inductor config settings "
                           f"({', '.join(config)}): torch.compile takes one or the other; set the config names only")
     return kwargs, config
+
+
+def _config_value(key: str, text: str, annotated: Any) -> Any:
+    """`text` as the config's annotated type (what torch.compile checks `options` against):
+    bool, int, float or str, each optional ("none"); other types cannot be given as text."""
+    from oracles.backends.torch_tensorrt import _bool, _int
+    kinds = [a for a in typing.get_args(annotated)] if typing.get_origin(annotated) is not None else [annotated]
+    if text.lower() == "none" and type(None) in kinds:
+        return None
+    for kind in (bool, int, float, str):
+        if kind in kinds:
+            if kind is bool:
+                return _bool(key, text)
+            if kind is int:
+                return _int(key, text)
+            if kind is float:
+                try:
+                    return float(text)
+                except ValueError:
+                    raise TrtminError(f"--set {key}={text}: expected a number") from None
+            return text
+    shown = getattr(annotated, "__name__", None) or str(annotated).replace("typing.", "")
+    raise TrtminError(f"--set {key}: Inductor config {key} takes {shown}, which --set cannot write; "
+                      "set it in a plugin backend (torch.compile(..., options=...)) instead")

@@ -35,7 +35,8 @@ def _run(gm: GraphModule, interp: type[Interpreter] = Interpreter) -> Callable[.
 
 def crash_on_sin(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     if _has(gm, aten.sin.default):
-        raise RuntimeError("planted converter failure: no converter for aten::sin (node 17)")
+        # raised from a cause, as converters do: the repro must print this error, not its cause
+        raise RuntimeError("planted converter failure: no converter for aten::sin (node 17)") from KeyError("dim")
     return _run(gm)
 
 
