@@ -329,6 +329,21 @@ def repros_table(files: Annotated[list[Path], typer.Argument(help="JSON files fr
         _fail(e)
 
 
+def _usage_path(ctx: object) -> str:
+    """`trtmin repros run`, not `trtmin`, for an error the group's context raised while the
+    subcommand's options were read (`--json` without its value)."""
+    if ctx is None:  # raised before any context (an option without its value): from the top
+        path, command = "trtmin", typer.main.get_command(app)
+    else:
+        path, command = getattr(ctx, "command_path", "trtmin"), getattr(ctx, "command", None)
+    for word in sys.argv[1:]:
+        sub = getattr(command, "commands", {}).get(word)
+        if sub is None:
+            break
+        path, command = f"{path} {word}", sub
+    return path
+
+
 # click's UsageError, wherever this typer keeps its click (0.29 vendors one): BadParameter's base
 USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
@@ -344,7 +359,7 @@ def main() -> None:
         if e.ctx is not None and not e.ctx.args and not e.ctx.params and type(e).__name__ == "NoArgsIsHelpError":
             e.show()  # a bare `trtmin` or `trtmin repros`: the help
         else:  # one line, as for every other bad input, not typer's boxed panel
-            where = e.ctx.command_path if e.ctx is not None else "trtmin"
+            where = _usage_path(e.ctx)
             message = e.format_message().replace("Value error, ", "").rstrip(".")
             err.print(f"[red]error:[/] {message}; see {where} --help", highlight=False)
         code = 2

@@ -145,6 +145,7 @@ def test_usage_errors_are_one_line_too(host_program):
     assert_one_line_error(run_cli("check", str(model), "--jobs", "2"), "No such option")
     assert_one_line_error(run_cli("reduse", str(model)), "No such command")
     assert_one_line_error(run_cli("check", str(model), "--match", "x"), "--match applies", "drop --match")
+    assert_one_line_error(run_cli("repros", "run", "--json"), "requires an argument", "repros run --help")
 
 
 def test_a_memory_limit_below_a_workers_own_start_is_named_not_called_a_crash(host_program, tmp_path):
