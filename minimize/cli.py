@@ -5,7 +5,6 @@ one red line and exit code 2 (DESIGN.md key idea 8). The only module that import
 from __future__ import annotations
 
 import math
-import os
 import re
 import signal
 import sys
@@ -18,6 +17,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from minimize.arguments import build_options, check_numbers, jobs_note
 from minimize.out_dir import JOURNAL, check_out_dir
 from oracles import bytecode
 from oracles.errors import TrtminError, first_line
@@ -59,30 +59,6 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="A backend se
                    "torch._inductor.config name (max_autotune=true). Unknown keys are refused.")]
 
 
-def _settings(pairs: Optional[list[str]]) -> dict[str, str]:
-    settings: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise TrtminError(f"--set {pair!r} is not KEY=VALUE; write it as --set min_block_size=1")
-        settings[key.strip()] = value.strip()
-    return settings
-
-
-def _check_numbers(atol: float, rtol: float, timeout: float, repeat: int, memory_limit: Optional[int] = None) -> None:
-    """Values that would run but mean nothing: a negative tolerance fails every candidate,
-    a timeout of 0 makes every call a hang."""
-    for name, value in (("--atol", atol), ("--rtol", rtol)):
-        if not (math.isfinite(value) and value >= 0):
-            raise TrtminError(f"{name} {value:g} must be a finite number >= 0, e.g. {name} 1e-3")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout 300")
-    if repeat < 1:
-        raise TrtminError(f"--repeat {repeat} must be at least 1 (the runs per candidate)")
-    if memory_limit is not None and memory_limit < 1:
-        raise TrtminError(f"--memory-limit {memory_limit} must be a positive number of MiB, e.g. --memory-limit 16384")
-
-
 def _journal_since(out: Path, started: float) -> bool:
     try:
         return (out / JOURNAL).stat().st_mtime >= started - 1  # whole-second mtimes on some file systems
@@ -97,43 +73,6 @@ def _terminate(signum: int, frame: object) -> None:
 def _fail(e: TrtminError) -> None:
     err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
-
-
-def _default_jobs(device: str) -> int:
-    from minimize.workers import visible_gpu_count
-    return max(1, visible_gpu_count()) if device == "cuda" else 1
-
-
-def _jobs_note(jobs: int, device: str) -> str | None:
-    """Measured on 2 cores: --jobs 4 made every small case 2-3x slower than --jobs 1."""
-    cores = os.cpu_count() or 1
-    if device == "cpu" and jobs > cores:
-        return (f"--jobs {jobs} starts more workers than this machine's {cores} CPU cores; they will compete "
-                f"for them, so --jobs {cores} or fewer is usually faster with --device cpu")
-    return None
-
-
-def _options(model: Path, oracle: Oracle, backend: str, inputs: Optional[Path], match: Optional[str],
-             atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
-             settings: Optional[list[str]] = None, emit: Optional[list[str]] = None):
-    from minimize.options import Options
-    if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
-        raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
-    if match is not None and oracle not in (Oracle.crash, Oracle.oom):
-        raise TrtminError(f"--match applies to the error of a crash or an oom; a {oracle.value} has no error "
-                          "message to match: drop --match")
-    if match is not None:
-        try:
-            re.compile(match)
-        except re.error as e:
-            raise TrtminError(f"--match {match!r} is not a valid regular expression ({e})") from None
-    if jobs is None:
-        jobs = _default_jobs(device)
-    if jobs < 1:
-        raise TrtminError("--jobs must be at least 1")
-    return Options(model=model, oracle=oracle.value, backend=backend, inputs=inputs, match=match, atol=atol,
-                   rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
-                   settings=_settings(settings), emit=list(emit or []))
 
 
 @app.command()
@@ -172,15 +111,15 @@ def reduce(
     signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C: workers ended, journal kept
     started = time.time()
     try:
-        _check_numbers(atol, rtol, timeout, repeat, memory_limit)
+        check_numbers(atol, rtol, timeout, repeat, memory_limit)
         if min_failures is not None and not 1 <= min_failures <= repeat:
             raise TrtminError(f"--min-failures {min_failures} must be between 1 and --repeat ({repeat})")
         check_out_dir(out, resume, force)  # before any worker starts or the model loads
-        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
+        opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit)
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
         opts.localize = localize
-        note = _jobs_note(opts.jobs, opts.device)
+        note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
         with Workers(opts) as workers:  # first: their start, not the imports below, is the path to the first call
@@ -223,8 +162,8 @@ def check(
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.workers import Workers
     try:
-        _check_numbers(atol, rtol, timeout, repeat)
-        opts = _options(model, oracle, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
+        check_numbers(atol, rtol, timeout, repeat)
+        opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
         opts.repeat = repeat
         with Workers(opts) as workers:  # before torch is imported (see reduce)
             from minimize.session import Session

@@ -1,0 +1,77 @@
+"""The command line's values, checked before anything starts: a one-line error that names
+the problem and the fix (a TrtminError), then the Options a job runs with. Torch-free and
+typer-free, so the CLI stays a thin layer of options over these and the jobs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Optional
+
+from minimize.options import Options
+from oracles.errors import TrtminError
+
+ERROR_ORACLES = ("crash", "oom")  # the oracles whose failure has an error message for --match
+
+
+def parse_settings(pairs: Optional[list[str]]) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise TrtminError(f"--set {pair!r} is not KEY=VALUE; write it as --set min_block_size=1")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def check_numbers(atol: float, rtol: float, timeout: float, repeat: int, memory_limit: Optional[int] = None) -> None:
+    """Values that would run but mean nothing: a negative tolerance fails every candidate,
+    a timeout of 0 makes every call a hang."""
+    for name, value in (("--atol", atol), ("--rtol", rtol)):
+        if not (math.isfinite(value) and value >= 0):
+            raise TrtminError(f"{name} {value:g} must be a finite number >= 0, e.g. {name} 1e-3")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout 300")
+    if repeat < 1:
+        raise TrtminError(f"--repeat {repeat} must be at least 1 (the runs per candidate)")
+    if memory_limit is not None and memory_limit < 1:
+        raise TrtminError(f"--memory-limit {memory_limit} must be a positive number of MiB, e.g. --memory-limit 16384")
+
+
+def default_jobs(device: str) -> int:
+    from minimize.workers import visible_gpu_count
+    return max(1, visible_gpu_count()) if device == "cuda" else 1
+
+
+def jobs_note(jobs: int, device: str) -> str | None:
+    """Measured on 2 cores: --jobs 4 made every small case 2-3x slower than --jobs 1."""
+    cores = os.cpu_count() or 1
+    if device == "cpu" and jobs > cores:
+        return (f"--jobs {jobs} starts more workers than this machine's {cores} CPU cores; they will compete "
+                f"for them, so --jobs {cores} or fewer is usually faster with --device cpu")
+    return None
+
+
+def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path], match: Optional[str],
+             atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
+             settings: Optional[list[str]] = None, emit: Optional[list[str]] = None) -> Options:
+    if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
+        raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
+    if match is not None and oracle not in ERROR_ORACLES:
+        raise TrtminError(f"--match applies to the error of a crash or an oom; a {oracle} has no error "
+                          "message to match: drop --match")
+    if match is not None:
+        try:
+            re.compile(match)
+        except re.error as e:
+            raise TrtminError(f"--match {match!r} is not a valid regular expression ({e})") from None
+    if jobs is None:
+        jobs = default_jobs(device)
+    if jobs < 1:
+        raise TrtminError("--jobs must be at least 1")
+    return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
+                   rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
+                   settings=parse_settings(settings), emit=list(emit or []))
