@@ -17,6 +17,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from minimize import interrupts
 from minimize.arguments import build_options, check_numbers, jobs_note
 from minimize.out_dir import JOURNAL, check_out_dir
 from oracles import bytecode
@@ -71,6 +72,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _fail(e: TrtminError) -> None:
+    if interrupts.seen():  # the error may be the Ctrl-C's, dressed as another exception
+        err.print("[yellow]interrupted[/]")
+        raise typer.Exit(130)
     err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
@@ -292,6 +296,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
     bytecode.enable()  # before torch is imported: seconds per process on installs without bytecode
+    interrupts.install()
     try:
         code: object = app(standalone_mode=False)  # returns the exit code; usage errors are raised
     except USAGE_ERROR as e:
@@ -303,10 +308,12 @@ def main() -> None:
             err.print(f"[red]error:[/] {message}; see {where} --help", highlight=False)
         code = 2
     except typer.Abort:  # Ctrl-C outside a reduction
+        err.print("[yellow]interrupted[/]")
         code = 130
     except TrtminError as e:  # a last net: no traceback for domain errors
-        err.print(f"[red]error:[/] {e}", highlight=False)
-        code = 2
+        interrupted = interrupts.seen()
+        err.print("[yellow]interrupted[/]" if interrupted else f"[red]error:[/] {e}", highlight=False)
+        code = 130 if interrupted else 2
     except SystemExit as e:
         code = e.code
     code = 0 if code is None else code

@@ -40,8 +40,8 @@ def check_out_dir(out: Path, resume: bool, force: bool) -> None:
     ours = [n for n in existing if is_ours(n)]
     foreign = [n for n in existing if not is_ours(n)]
     if ours and not has_run:
-        raise TrtminError(f"--out {out} holds {_names(ours)} that no trtmin run wrote (there is no {JOURNAL}), "
-                          "and trtmin would write over them; choose another folder")
+        raise TrtminError(f"--out {out} holds {_names(ours)}, named as trtmin names its files, but no trtmin "
+                          f"run wrote them (there is no {JOURNAL} of one); choose another folder")
     if force or not existing:
         return  # --force: replaces trtmin's files only; the user's own files stay as they are
     if has_run:

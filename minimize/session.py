@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minimize import interrupts
 from minimize.heap import collect_parked, gc_paused
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
 from minimize.localize import split_mark_all
@@ -66,6 +67,7 @@ class Session:
 
     def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
         """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""
+        interrupts.check()
         n = self.opts.repeat
         jobs = []
         for c, s in keys:

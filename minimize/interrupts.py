@@ -1,0 +1,39 @@
+"""Ctrl-C that a library swallowed is still a Ctrl-C.
+
+Python turns SIGINT into KeyboardInterrupt wherever the main thread is. During the CLI's
+first half second that is inside some library's import, and some catch everything there
+(measured: an interrupt 0.4-0.5 s into `trtmin check` was lost, and the command ran to its
+end). The handler also remembers the signal, and `check()`, called before each batch of
+oracle calls, raises it again.
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+_seen = False
+
+
+def install() -> None:
+    """Only over Python's own handler: a SIGINT the shell ignores (a background job) stays ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    global _seen
+    _seen = True
+    raise KeyboardInterrupt
+
+
+def seen() -> bool:
+    """Whether a Ctrl-C came: an error after it may be only the Ctrl-C, turned into another
+    exception by the library it hit (an import inside torch.export.load raised RecursionError)."""
+    return _seen
+
+
+def check() -> None:
+    """Raise the Ctrl-C that came, if one came, wherever it was swallowed."""
+    if _seen:
+        raise KeyboardInterrupt

@@ -1,0 +1,38 @@
+"""A Ctrl-C that a library swallowed (some catch everything while they import) still stops trtmin."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+import typer
+
+from minimize import cli, interrupts
+from oracles.errors import TrtminError
+
+
+def test_a_swallowed_ctrl_c_is_raised_again_and_an_error_after_it_is_an_interruption(monkeypatch):
+    monkeypatch.setattr(interrupts, "_seen", False)
+    interrupts.check()  # nothing came: nothing raised
+    try:
+        interrupts._on_interrupt(signal.SIGINT, None)
+    except BaseException:  # noqa: BLE001 - what the library did
+        pass
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.check()  # before the next batch of oracle calls
+    with pytest.raises(typer.Exit) as stopped:
+        cli._fail(TrtminError("could not be loaded (RecursionError)"))  # what the Ctrl-C turned into
+    assert stopped.value.exit_code == 130
+
+
+def test_a_background_job_keeps_ignoring_sigint(monkeypatch):
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        interrupts.install()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        interrupts.install()
+        assert signal.getsignal(signal.SIGINT) is interrupts._on_interrupt
+    finally:
+        signal.signal(signal.SIGINT, previous)
