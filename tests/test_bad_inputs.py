@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import zipfile
 
@@ -212,6 +213,13 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     assert run_cli("reduce", str(model), *args).returncode == 0
     r = run_cli("reduce", str(model), *args, "--resume", "--timeout", "60")
     assert_one_line_error(r, "--timeout 300.0 there, 60.0 now", "--force")
+    (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
+    assert_one_line_error(run_cli("reduce", str(model), *args, "--timeout", "60"), "holds another run", "--force")
+    r = run_cli("reduce", str(model), *args, "--timeout", "60", "--force")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "repro.py").exists()
+    header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])["header"]
+    assert header["options"]["timeout"] == 60.0  # a new run, not the old one resumed
 
 
 def test_repros_commands_refuse_folders_and_files_in_each_others_place(tmp_path):
