@@ -33,12 +33,16 @@ def check_numbers(atol: float, rtol: float, timeout: float, repeat: int, memory_
     for name, value in (("--atol", atol), ("--rtol", rtol)):
         if not (math.isfinite(value) and value >= 0):
             raise TrtminError(f"{name} {value:g} must be a finite number >= 0, e.g. {name} 1e-3")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout 300")
+    check_timeout(timeout)
     if repeat < 1:
         raise TrtminError(f"--repeat {repeat} must be at least 1 (the runs per candidate)")
     if memory_limit is not None and memory_limit < 1:
         raise TrtminError(f"--memory-limit {memory_limit} must be a positive number of MiB, e.g. --memory-limit 16384")
+
+
+def check_timeout(timeout: float, example: int = 300) -> None:
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout {example}")
 
 
 def default_jobs(device: str) -> int:

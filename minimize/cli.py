@@ -4,7 +4,6 @@ one red line and exit code 2 (DESIGN.md key idea 8). The only module that import
 
 from __future__ import annotations
 
-import math
 import re
 import signal
 import sys
@@ -18,7 +17,7 @@ import typer
 from rich.console import Console
 
 from minimize import interrupts
-from minimize.arguments import build_options, check_numbers, jobs_note
+from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
 from minimize.out_dir import JOURNAL, check_out_dir
 from oracles import bytecode
 from oracles.errors import TrtminError, first_line
@@ -71,12 +70,18 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _fail(e: TrtminError) -> None:
-    if interrupts.seen():  # the error may be the Ctrl-C's, dressed as another exception
+def _report(e: TrtminError) -> int:
+    """One line for a domain error, and the exit code: 2, or 130 after a Ctrl-C (the error
+    may be the Ctrl-C's, dressed as another exception by the library it hit)."""
+    if interrupts.seen():
         err.print("[yellow]interrupted[/]")
-        raise typer.Exit(130)
-    err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+        return 130
+    err.print(f"[red]error:[/] {e}", highlight=False)
+    return 2
+
+
+def _fail(e: TrtminError) -> None:
+    raise typer.Exit(_report(e))
 
 
 @app.command()
@@ -247,8 +252,7 @@ def repros_run(
 
     from repros.runner import environment, exit_code, render_table, run_repros, summary_line, write_json
     try:
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout 600")
+        check_timeout(timeout, example=600)
         if json_file is not None and json_file.is_dir():
             raise TrtminError(f"--json {json_file} is a folder; name a file, e.g. --json {json_file / 'run.json'}")
         results = run_repros(suite, names or None, timeout, device_label)
@@ -311,12 +315,9 @@ def main() -> None:
         err.print("[yellow]interrupted[/]")
         code = 130
     except TrtminError as e:  # a last net: no traceback for domain errors
-        interrupted = interrupts.seen()
-        err.print("[yellow]interrupted[/]" if interrupted else f"[red]error:[/] {e}", highlight=False)
-        code = 130 if interrupted else 2
+        code = _report(e)
     except SystemExit as e:
         code = e.code
-    code = 0 if code is None else code
     if code is None or isinstance(code, int):
         exit_now(code or 0)  # outputs written, workers stopped: the interpreter's teardown is only waiting
     sys.exit(code)

@@ -25,6 +25,7 @@ from oracles.backends import resolve
 from oracles.errors import TrtminError, first_line
 from oracles.verdict import Verdict
 
+
 def file_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -186,14 +186,15 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
         # that pipe open after its worker died, and the pool would wait for it forever.
         held = {rest[2] for kind, _, *rest in requests if kind == "fork"}
         for kind, token, *rest in requests:
-            pid = next((p for p, t in tokens.items() if t == token), None)
-            if kind == "kill" and pid is not None:
-                os.kill(pid, signal.SIGKILL)
-            elif kind == "fork" and token in killed:
+            if kind == "kill":
+                pid = next((p for p, t in tokens.items() if t == token), None)
+                if pid is not None:  # else not forked yet: it never will be (above)
+                    os.kill(pid, signal.SIGKILL)
+            elif token in killed:
                 os.close(rest[2])
                 held.discard(rest[2])
                 conn.send(("exited", token, -signal.SIGKILL))
-            elif kind == "fork":
+            else:  # a fork
                 worker_cfg, worker_log, fd = rest
                 _prefork(worker_cfg)
                 zygote_pid = os.getpid()

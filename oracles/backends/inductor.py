@@ -76,7 +76,7 @@ def _config_value(key: str, text: str, annotated: Any) -> Any:
     """`text` as the config's annotated type (what torch.compile checks `options` against):
     bool, int, float or str, each optional ("none"); other types cannot be given as text."""
     from oracles.backends.torch_tensorrt import _bool, _int
-    kinds = [a for a in typing.get_args(annotated)] if typing.get_origin(annotated) is not None else [annotated]
+    kinds = list(typing.get_args(annotated)) if typing.get_origin(annotated) is not None else [annotated]
     if text.lower() == "none" and type(None) in kinds:
         return None
     for kind in (bool, int, float, str):
