@@ -10,13 +10,14 @@
 # "slow_oracle N s" sets TRTMIN_BENCH_COMPILE_SECONDS, an engine build of that long. Each run
 # has its own cold Inductor cache and is timed as a whole process and by summary.json's
 # `seconds`. One log, $OUT/gpu_jobs_<part>.txt. (Earlier versions, and gpu_session*.sh, are
-# in git history as they ran.)
+# in git history as they ran.) The device's copy of .git is not refreshed between calls, so
+# pass the commit: TRTMIN_COMMIT=$(git rev-parse --short HEAD) in the device command.
 set -u
 PART=${1:-short}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/gpu_jobs_$PART.txt
 T=/tmp/trtmin-gpu-jobs; mkdir -p $T
-{ nproc; nvidia-smi -L; python3 -c "import torch; print(torch.__version__)"; git log -1 --format=%h 2>/dev/null; } > $L 2>&1
+{ nproc; nvidia-smi -L; python3 -c "import torch; print(torch.__version__)"; echo "commit ${TRTMIN_COMMIT:-$(git log -1 --format=%h 2>/dev/null) (from the device copy of .git, maybe stale: set TRTMIN_COMMIT)}"; } > $L 2>&1
 run() {  # name [VAR=value ...] args...: the variables are set for this run only
   local name=$1; shift
   local envs=(); while [[ ${1:-} == *=* ]]; do envs+=("$1"); shift; done
