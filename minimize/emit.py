@@ -363,6 +363,9 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     converter, the settings."""
     notes = summary.get("diagnosis") or {}
     lines = []
+    if "named_node" in notes:
+        lines.append(f"- The compiler's error names the node it failed on: {notes['named_node']} (the search "
+                     "started there).")
     if "first_off_value" in notes:
         lines.append(f"- First value off when the {notes.get('localized_nodes', '?')}-node program is compiled "
                      f"with every value an output: {notes['first_off_value']}.")

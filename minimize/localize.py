@@ -8,11 +8,18 @@ search costs log2(n), and a wrong one costs a few calls more, never a different 
 of answer (minimize/search.py guided_first_true). Marking outputs can change
 what a compiler fuses, so the bug may not show at all; then there is no guess and the
 search is a plain binary search, one call dearer.
+
+For a crash there is often a guess for free: a compiler that is an fx Interpreter (Inductor's
+lowering, Torch-TensorRT's converters) names in its error the node it was working on and the
+source line that node was traced from (oracles/checks.py failing_node). The prefix search
+then probes the prefix that ends at that node of ours, at no extra call.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from torch.fx.node import _get_qualified_name
 
 from minimize.problem import Candidate, PathEnds, ReductionProblem, Settings
 from oracles.verdict import Verdict
@@ -74,3 +81,43 @@ def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None
         problem.notes["first_off_value"] = f"`{node.name}` ({node.target}): {how}"
         problem.notes["localized_nodes"] = len(cand)
     return cand.index(pick[0])
+
+
+def _stack_key(stack: str | None) -> str:
+    return "\n".join(line.strip() for line in (stack or "").strip().splitlines())
+
+
+def _target_name(target: Any) -> str:
+    try:
+        return _get_qualified_name(target)  # as torch.fx prints it in "While executing"
+    except Exception:  # noqa: BLE001 - a target fx cannot name: match by stack only
+        return str(target)
+
+
+def named_failing_position(problem: ReductionProblem, cand: Candidate) -> int | None:
+    """Position in `cand` of the node the compiler's error on `cand` says it was working
+    on, or None. Its graph is Dynamo's or AOT's, not ours (names differ), so it is matched by
+    the source stack it was traced from (what torch keeps), then by target (an op the
+    compiler decomposed has another); without stacks, by a target only one node has. The
+    first such node, since a guess too early costs a few
+    calls and one too late leaves nodes for later passes. A replay that only hypothesizes
+    `cand`'s verdict has no guess (None), as a run without such an error."""
+    if not problem.locate_from_errors:
+        return None
+    verdict = problem.known_verdict(cand)
+    hint = verdict.extra.get("failing_node") if verdict is not None else None
+    if not hint:
+        return None
+    nodes = problem.program.nodes
+    stack = _stack_key(hint.get("stack"))
+    same_line = [p for p, i in enumerate(cand) if stack and _stack_key(nodes[i].meta.get("stack_trace")) == stack]
+    same_op = [p for p in (same_line or range(len(cand))) if _target_name(nodes[cand[p]].target) == hint["target"]]
+    if same_line:
+        picks = same_op or same_line  # that line's failing op, or its first op (the compiler decomposed it)
+    else:
+        picks = same_op if len(same_op) == 1 else []  # no stacks: the target, where only one node has it
+    if not picks:
+        return None
+    node = nodes[cand[picks[0]]]
+    problem.notes.setdefault("named_node", f"`{node.name}` ({node.target})")
+    return picks[0]

@@ -73,6 +73,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                                    min_failures=opts.min_failures, check_original=check)
         problem.op_fallback_setting = session.backend.op_fallback_setting
         problem.localize = opts.localize and opts.oracle in LOCALIZABLE
+        problem.locate_from_errors = opts.localize
         problem.preload(journal.cache)
         original_nodes = len(problem.current)  # each kept node is one call node of its slice
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -40,7 +41,33 @@ def classify_exception(exc: BaseException) -> Verdict:
         name = type(inner).__name__
         message = str(inner) or repr(inner)
         is_oom = is_oom or name in OOM_TYPES
-    return Verdict("oom" if is_oom else "crash", exc_type=name, message=message[:2000])
+    located = failing_node(message)
+    return Verdict("oom" if is_oom else "crash", exc_type=name, message=message[:2000],
+                   extra={"failing_node": located} if located else {})
+
+
+# torch.fx.Interpreter appends to the error of the node it was running (Inductor's lowering,
+# Torch-TensorRT's converters and most plugins are such interpreters):
+#   While executing %sin : [num_users=1] = call_function[target=torch.ops.aten.sin.default](...)
+#   Original traceback:
+#   File "model.py", line 30, in forward
+#       h = h + torch.sin(h) * 0.5
+#   Use tlparse to see full graph. ...
+_EXECUTING = re.compile(r"While executing %(\w+) : .*?\[target=(.*?)\]\(")
+_TRACEBACK = re.compile(r"\nOriginal traceback:\n(.*?)(?:\nUse tlparse|\Z)", re.S)
+
+
+def failing_node(message: str) -> dict[str, str] | None:
+    """The node a compiler's error says it was working on: its name in the compiler's graph,
+    its target and the source stack it was traced from (torch keeps the exported program's
+    stack traces through Dynamo and AOT), read from the whole message before it is cut."""
+    node = _EXECUTING.search(message)
+    if node is None:
+        return None
+    stack = _TRACEBACK.search(message, node.end())
+    trace = stack.group(1).strip() if stack else ""
+    return {"name": node.group(1), "target": node.group(2),
+            "stack": "" if trace == "None" else trace[:4000]}
 
 
 def compare_outputs(expected: Sequence[Any], actual: Sequence[Any], tol: Tolerance) -> Verdict:

@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
-from tests.conftest import plugin
+from tests.conftest import plugin, save_program
 from tests.helpers import run_cli, run_repro
 
 
@@ -90,3 +91,34 @@ def test_localization_is_only_a_guess(host_program, tmp_path):
     assert guided["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
     graph = lambda d: (tmp_path / d / "repro.py").read_text().split("class Repro")[1].split("def main")[0]  # noqa: E731
     assert graph("on") == graph("off")  # the header differs: it counts the oracle calls
+
+
+class DeepHost(torch.nn.Module):
+    """34 call nodes: 16 Linear + ReLU, with one sin after the twelfth."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(self.layers):
+            x = torch.relu(layer(x))
+            if i == 11:
+                x = x + torch.sin(x)
+        return x
+
+
+def test_a_crash_search_starts_at_the_node_the_compilers_error_names(tmp_path):
+    """A compiler that is an fx Interpreter names the node it failed on; the prefix search
+    probes the prefix ending there instead of bisecting, for no extra call, and reaches
+    the same repro. --no-localize turns it off."""
+    torch.manual_seed(0)
+    model, inputs = save_program(DeepHost().eval(), (torch.randn(2, 8),), tmp_path)
+    named = reduce_cli(model, inputs, tmp_path / "on", "crash", plugin("converter_fails_on_sin"))
+    plain = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("converter_fails_on_sin"), "--no-localize")
+    assert named["original_nodes"] == plain["original_nodes"] == 34
+    assert ops_in(tmp_path / "on" / "repro.py") == ops_in(tmp_path / "off" / "repro.py") == ["sin.default"]
+    assert named["diagnosis"]["named_node"].startswith("`sin`") and "named_node" not in plain["diagnosis"]
+    assert "names the node it failed on: `sin`" in (tmp_path / "on" / "report.md").read_text()
+    assert named["passes"]["bisect_window"]["calls"] + 3 <= plain["passes"]["bisect_window"]["calls"]
+    assert named["oracle_calls"] < plain["oracle_calls"]

@@ -2,8 +2,9 @@
 
 One search over candidates, in three steps:
 1. The shortest failing prefix [0, h) (cut nodes feed the rest as inputs): a binary
-   search, or, when localization names the first value that is off
-   (minimize/localize.py), one probe of the prefix that ends there.
+   search, or, when localization names the first value that is off, or the compiler's
+   error the node it failed on (minimize/localize.py), one probe of the prefix that ends
+   there.
 2. When the prefix's verdict names the output that is off (mismatch, NaN), that
    output's cone, if it alone still fails: on the Inductor example the prefix ends at
    node 98 and the cone is 4 nodes (arange * 1e9 and two more).
@@ -19,7 +20,7 @@ traverse and Polygraphy's `debug reduce`.
 
 from __future__ import annotations
 
-from minimize.localize import first_off_position
+from minimize.localize import first_off_position, named_failing_position
 from minimize.passes.outputs import failing_output_cone
 from minimize.problem import Candidate, ReductionProblem
 from minimize.search import Search, gallop_first_true, guided_first_true, mapped
@@ -44,6 +45,8 @@ def bisect_window(problem: ReductionProblem) -> None:
     if len(cur) < MIN_LEN:
         return
     off = first_off_position(problem, cur)
+    if off is None:
+        off = named_failing_position(problem, cur)
     window = problem.run_search(lambda: _window_search(problem, cur, None if off is None else off + 1))
     if window and window != cur and problem.is_interesting(window):
         problem.accept(window)

@@ -40,6 +40,21 @@ def crash_on_sin(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callabl
     return _run(gm)
 
 
+class _NoSinConverter(Interpreter):
+    """An engine build that walks the graph and has no converter for sin, as Torch-TensorRT's
+    interpreter does for an op it cannot convert: torch.fx names the node in the error."""
+
+    def run_node(self, n: Node) -> Any:
+        if n.op == "call_function" and n.target is aten.sin.default:
+            raise RuntimeError("planted: no converter for aten.sin.default")
+        return super().run_node(n)
+
+
+def converter_fails_on_sin(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    _NoSinConverter(gm).run(*example_inputs)
+    return _run(gm)
+
+
 class _ExpAfterMul(Interpreter):
     def run_node(self, n: Node) -> Any:
         out = super().run_node(n)
