@@ -14,7 +14,7 @@ import shutil
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx as fx
@@ -29,20 +29,29 @@ INLINE_MAX_ELEMENTS = 16
 INPUTS_FILE = "repro_inputs.pt"
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
+def _replace_from_temporary(path: Path, write: Callable[[Path], None]) -> None:
+    """Write beside `path` and rename over it: a kill leaves the old file or the new one,
+    and a failed write (a full disk) leaves no temporary behind."""
     tmp = path.with_name(f".{path.name}.tmp")
-    mode = "wb" if isinstance(data, bytes) else "w"
-    with open(tmp, mode) as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    _replace_from_temporary(path, write)
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, str(tmp))
-    os.replace(tmp, path)
+    _replace_from_temporary(path, lambda tmp: torch.save(obj, str(tmp)))
 
 
 def environment() -> dict[str, str]:

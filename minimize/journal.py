@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from minimize.out_dir import JOURNAL
+from minimize.out_dir import JOURNAL, clear_earlier_run
 from oracles.errors import TrtminError
 from oracles.verdict import Verdict
 
@@ -40,9 +40,11 @@ class Journal:
         self.cache: dict[tuple[tuple[int, ...], tuple[tuple[str, str], ...]], list[Verdict]] = {}
         if resume:
             self._load(header)
+            self._cut_torn_tail()
             self._file = open(self.path, "a")
         else:
             folder.mkdir(parents=True, exist_ok=True)
+            clear_earlier_run(folder)
             self._file = open(self.path, "w")
             self._write({"header": header})
 
@@ -54,24 +56,45 @@ class Journal:
             first = json.loads(lines[0])["header"]
         except (IndexError, KeyError, json.JSONDecodeError):
             raise TrtminError(f"--resume: {self.path} is damaged; start over with --force") from None
-        # a journal from before an option was recorded says nothing of it: not a difference
-        recorded = first.get("options", {}) if isinstance(first, dict) else {}
-        header = {**header, "options": {k: v for k, v in header["options"].items() if k in recorded}}
-        if first != header:
-            raise TrtminError(f"--resume: {self.path.parent} was made {_difference(first, header)}; "
+        if not isinstance(first, dict):
+            raise TrtminError(f"--resume: {self.path} is damaged; start over with --force")
+        then, now = _recorded_by_both(first, header)
+        if then != now:
+            raise TrtminError(f"--resume: {self.path.parent} was made {_difference(then, now)}; "
                               "rerun with the same arguments, or start over with --force")
-        for line in lines[1:]:
+        for number, line in enumerate(lines[1:], start=2):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line torn by a kill mid-write
-            settings = tuple((k, v) for k, v in rec.get("settings", []))
-            self.cache[(decode_kept(rec["kept"]), settings)] = [Verdict.from_dict(v) for v in rec["runs"]]
+            try:
+                settings = tuple((k, v) for k, v in rec.get("settings", []))
+                runs = [Verdict.from_dict(v) for v in rec["runs"]]
+                if not runs:
+                    raise ValueError("no runs")
+                self.cache[(decode_kept(rec["kept"]), settings)] = runs
+            except (AttributeError, KeyError, TypeError, ValueError):
+                raise TrtminError(f"--resume: {self.path} is damaged (line {number} is not a verdict); "
+                                  "start over with --force") from None
+
+    def _cut_torn_tail(self) -> None:
+        """Drop what a kill mid-write left after the last whole line, so the next verdict
+        starts a line of its own instead of being glued to the fragment (and lost)."""
+        data = self.path.read_bytes()
+        whole = data.rfind(b"\n") + 1
+        if whole < len(data):
+            with open(self.path, "r+b") as f:
+                f.truncate(whole)
 
     def _write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, sort_keys=True) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.write(json.dumps(record, sort_keys=True) + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as e:  # a full disk: say so in one line; the verdicts written so far stay
+            then = "--resume" if "header" not in record else "--force"  # a header cut short cannot resume
+            raise TrtminError(f"cannot write {self.path} ({e.strerror or e}); free space or choose another "
+                              f"--out, then rerun with {then}") from None
 
     def record(self, key: tuple[Sequence[int], tuple[tuple[str, str], ...]], runs: list[Verdict]) -> None:
         kept, settings = key
@@ -82,10 +105,26 @@ class Journal:
         self._file.close()
 
 
+def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two headers, each cut to what both record: a journal from before an option or a
+    digest was recorded says nothing of it, and that is not a difference."""
+    then_opts, now_opts = then.get("options", {}), now.get("options", {})
+    both = {k for k in then if k in now and k != "options"}
+    opts = {k for k in then_opts if k in now_opts}
+    cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731
+    return cut(then, then_opts), cut(now, now_opts)
+
+
 def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
     """What differs between the journal's header and this run's, in the CLI's words."""
     if then.get("model_sha256") != now.get("model_sha256"):
         return "from another model"
+    if then.get("inputs_sha256") != now.get("inputs_sha256"):
+        return "with other inputs (the --inputs file's contents differ)"
+    if then.get("plugin_sha256") != now.get("plugin_sha256"):
+        return "with another version of the plugin file (its contents differ)"
+    if then.get("torch") != now.get("torch"):
+        return f"with torch {then.get('torch')} (this is {now.get('torch')})"
     old, new = then.get("options", {}), now.get("options", {})
     flag = {"settings": "set", "memory_limit_mb": "memory-limit"}
     changed = [f"--{flag.get(k, k.replace('_', '-'))} {old.get(k)!r} there, {new.get(k)!r} now"

@@ -34,7 +34,8 @@ def check_out_dir(out: Path, resume: bool, force: bool) -> None:
     has_run = JOURNAL in existing and is_trtmin_journal(out / JOURNAL)
     if resume:
         if not has_run:
-            raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume "
+            missing = "is not trtmin's" if JOURNAL in existing else "is missing"
+            raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} {missing}); drop --resume "
                               "to start one there")
         return  # the journal checks that it is the same model and options
     ours = [n for n in existing if is_ours(n)]
@@ -51,13 +52,24 @@ def check_out_dir(out: Path, resume: bool, force: bool) -> None:
                       "to write trtmin's files beside these (none of them is replaced)")
 
 
+HEADER_START = b'{"header": {'  # how trtmin's journal starts (json.dumps with sort_keys)
+
+
 def is_trtmin_journal(path: Path) -> bool:
     """A journal trtmin wrote: its first line is {"header": {"model_sha256": ...}}, not just
-    its name (a user's own journal.jsonl is the user's)."""
+    its name (a user's own journal.jsonl is the user's). An empty one, or one whose header
+    a kill or a full disk cut short, is a run that never started: --force may replace it."""
     try:
         with open(path, "rb") as f:
-            first = json.loads(f.readline(1 << 20))
-    except (OSError, ValueError):
+            line = f.readline(1 << 20)
+    except OSError:
+        return False
+    torn = not line.endswith(b"\n") and (line.startswith(HEADER_START) or HEADER_START.startswith(line))
+    if torn:  # the empty file included
+        return True
+    try:
+        first = json.loads(line)
+    except ValueError:
         return False
     return isinstance(first, dict) and isinstance(first.get("header"), dict) and "model_sha256" in first["header"]
 
@@ -79,3 +91,14 @@ def _check_writable(out: Path) -> None:
     if not os.access(target, os.W_OK | os.X_OK):
         where = "" if target == out else f" (its folder {target} is not writable)"
         raise TrtminError(f"--out {out} cannot be written{where}; choose a folder you can write to")
+
+
+def clear_earlier_run(out: Path) -> None:
+    """Before a new run's journal (--force over an earlier run): remove that run's outputs,
+    so a new run killed before its own outputs does not leave the old repro beside the new
+    journal, to be taken for this run's. Only trtmin's names, and only where check_out_dir
+    found trtmin's journal; the user's files stay."""
+    if out.is_dir() and is_trtmin_journal(out / JOURNAL):
+        for p in out.iterdir():
+            if is_ours(p.name) and p.name != JOURNAL and p.is_file():
+                p.unlink()

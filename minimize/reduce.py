@@ -13,6 +13,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
+
 from minimize.emit import ReproInfo, check_emit, environment, write_extra_script, write_outputs
 from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
@@ -37,10 +39,20 @@ def file_digest(path: Path) -> str:
 def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
-    d["inputs"] = str(opts.inputs) if opts.inputs else None
-    for k in ("jobs", "emit", "model"):  # these do not change a verdict (a timeout or a memory limit can)
-        d.pop(k, None)
+    for k in ("jobs", "emit", "model", "inputs"):  # these do not change a verdict (a timeout or a memory
+        d.pop(k, None)                            # limit can); the files are compared by contents
     return d
+
+
+def _header(opts: Options) -> dict[str, Any]:
+    """What a journal's verdicts depend on: a resume with any of it changed is refused. The
+    model, the inputs and a plugin file by their contents (a path may name other contents
+    after a kill), torch by its version."""
+    plugin = Path(opts.backend.rpartition(":")[0]) if ".py:" in opts.backend else None
+    return {"model_sha256": file_digest(opts.model), "options": _options_key(opts),
+            "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
+            "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None,
+            "torch": torch.__version__}
 
 
 def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
@@ -53,7 +65,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     t0 = time.monotonic()
     match = re.compile(opts.match) if opts.match else None
     with Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
-        header = {"model_sha256": file_digest(opts.model), "options": _options_key(opts)}
+        header = _header(opts)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         journal = Journal(out, header, resume)
@@ -106,9 +118,13 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["diagnosis"] = problem.notes
         backend = session.backend if dict(problem.settings) == opts.settings else \
             resolve(opts.backend, dict(problem.settings))  # the repro keeps only the settings the bug needs
-        write_outputs(out, info, final, session.program.values, backend, summary)
-        for spec in opts.emit:
-            write_extra_script(out, info, final, session.program.values, spec, dict(problem.settings))
+        try:
+            write_outputs(out, info, final, session.program.values, backend, summary)
+            for spec in opts.emit:
+                write_extra_script(out, info, final, session.program.values, spec, dict(problem.settings))
+        except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
+            raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
+                              "rerun with --resume (it replays the journal, no oracle call)") from None
         return summary
 
 

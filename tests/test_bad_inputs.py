@@ -271,3 +271,77 @@ def test_resume_reads_a_journal_from_before_an_option_was_recorded(tmp_path):
         assert "--atol 0.001 there, 0.01 now" in str(e)
     else:
         raise AssertionError("a changed --atol was resumed")
+
+
+def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
+    """The journal's verdicts were made on the inputs' contents, not their path: resumed
+    with other contents under the same name, the run would write a repro that does not
+    reproduce. The same contents under another path resume."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    model, inputs = host_program
+    mine = tmp_path / "inputs.pt"
+    shutil.copy(inputs, mine)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(mine), "--oracle", "crash", "--backend", plugin("crash_on_sin"),
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = (out / "journal.jsonl").read_text().splitlines()
+    (out / "journal.jsonl").write_text("\n".join(lines[:3]) + "\n")  # as if killed after two verdicts
+    (out / "summary.json").unlink()
+    torch.save(tuple(t * 0.01 for t in torch.load(mine)), mine)
+    r = run_cli("reduce", str(model), "--inputs", str(mine), "--oracle", "crash", "--backend", plugin("crash_on_sin"),
+                "--out", str(out), "--resume")
+    assert r.returncode == 2 and "with other inputs (the --inputs file's contents differ)" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("error:") == 1 and not (out / "summary.json").exists()
+    shutil.copy(inputs, mine)
+    r = run_cli("reduce", str(model), "--inputs", str(Path(os.path.relpath(mine))), "--oracle", "crash",
+                "--backend", plugin("crash_on_sin"), "--out", str(out), "--resume")
+    assert r.returncode == 0 and "replaying 2 journaled verdicts" in r.stderr + r.stdout, r.stderr[-2000:]
+    assert json.loads(lines[0])["header"]["torch"] == torch.__version__
+
+
+def test_journal_damage_and_an_earlier_runs_outputs(tmp_path):
+    """A torn last line is cut before the next verdict is appended (it was glued to it, and
+    lost); a line that is JSON but no verdict is named; an empty or cut-short header is a
+    run that never started, which --force replaces; a new run over an earlier one removes
+    that run's outputs first (a kill before its own left the old repro beside it)."""
+    import json
+
+    from minimize.journal import Journal
+    from minimize.out_dir import check_out_dir
+    from oracles.errors import TrtminError
+    from oracles.verdict import Verdict
+    header = {"model_sha256": "ab", "options": {"oracle": "crash"}}
+    Journal(tmp_path, header, resume=False).record(((0, 1), ()), [Verdict("pass")])
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"kept": [[0, 3]], "runs": [{"kind": "cr')  # killed mid-write
+    j = Journal(tmp_path, header, resume=True)
+    assert list(j.cache) == [((0, 1), ())]
+    j.record(((0, 2), ()), [Verdict("crash", "E", "m")])
+    j.close()
+    assert set(Journal(tmp_path, header, resume=True).cache) == {((0, 1), ()), ((0, 2), ())}
+    for bad in ("{}", "[]", '{"kept": [[0, 7]], "runs": [], "settings": []}'):
+        path.write_text(path.read_text() + bad + "\n")
+        try:
+            Journal(tmp_path, header, resume=True)
+        except TrtminError as e:
+            assert "is damaged (line 4 is not a verdict)" in str(e)
+        else:
+            raise AssertionError(f"{bad} was taken for a verdict")
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:3]))
+    for start in ("", json.dumps({"header": header})[:30]):  # a disk full, a kill, as the header was written
+        path.write_text(start)
+        check_out_dir(tmp_path, resume=False, force=True)
+        try:
+            Journal(tmp_path, header, resume=True)
+        except TrtminError as e:
+            assert "is damaged; start over with --force" in str(e)
+        else:
+            raise AssertionError("an unfinished header was resumed")
+    for name in ("repro.py", "report.md", "summary.json", "repro_tensorrt.py", "notes.txt"):
+        (tmp_path / name).write_text("earlier")
+    Journal(tmp_path, header, resume=False).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["journal.jsonl", "notes.txt"]
