@@ -7,10 +7,13 @@ the CLI checks this before it starts workers or loads the model.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from oracles.errors import TrtminError
 
@@ -102,3 +105,22 @@ def clear_earlier_run(out: Path) -> None:
         for p in out.iterdir():
             if is_ours(p.name) and p.name != JOURNAL and p.is_file():
                 p.unlink()
+
+
+@contextmanager
+def held_by_this_run(out: Path) -> Iterator[None]:
+    """One run at a time in a folder: a second run (--force or --resume beside a live one)
+    would interleave its verdicts with the first's in one journal. A lock on the folder
+    itself (flock), so no file is added and a killed run holds nothing."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise TrtminError(f"--out {out} is in use by another trtmin run; wait for it to end, or choose another "
+                          "folder") from None
+    try:
+        yield
+    finally:
+        os.close(fd)

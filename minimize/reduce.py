@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
@@ -18,7 +19,7 @@ import torch
 from minimize.emit import ReproInfo, check_emit, environment, write_extra_script, write_outputs
 from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
-from minimize.out_dir import check_out_dir
+from minimize.out_dir import check_out_dir, held_by_this_run
 from minimize.problem import ReductionProblem
 from minimize.scheduler import run_reduction
 from minimize.session import Options, Session
@@ -64,10 +65,11 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     check_emit(opts.emit)
     t0 = time.monotonic()
     match = re.compile(opts.match) if opts.match else None
-    with Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
+    with ExitStack() as held, Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
         header = _header(opts)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
+        held.enter_context(held_by_this_run(out))  # before the journal: one run at a time in a folder
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts")

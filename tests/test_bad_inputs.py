@@ -345,3 +345,17 @@ def test_journal_damage_and_an_earlier_runs_outputs(tmp_path):
         (tmp_path / name).write_text("earlier")
     Journal(tmp_path, header, resume=False).close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["journal.jsonl", "notes.txt"]
+
+
+def test_one_run_at_a_time_in_a_folder(host_program, tmp_path):
+    """A second run into a folder a live run is writing (--force or --resume beside it)
+    is refused before it writes anything: both had appended to one journal."""
+    from minimize.out_dir import held_by_this_run
+    model, inputs = host_program
+    args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path)]
+    with held_by_this_run(tmp_path):  # as the live run holds it
+        r = run_cli("reduce", str(model), *args, "--force")
+        assert_one_line_error(r, "is in use by another trtmin run")
+        assert list(tmp_path.iterdir()) == []
+    r = run_cli("reduce", str(model), *args, "--force")
+    assert r.returncode == 0 and (tmp_path / "repro.py").exists(), r.stderr[-2000:]
