@@ -70,6 +70,15 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _stop_like_ctrl_c() -> None:
+    """SIGTERM (a CI cancel, timeout(1)) and SIGHUP (a closed terminal, a dropped ssh) stop
+    like Ctrl-C: workers and child processes ended, the journal kept, temporary state
+    removed. A signal the caller ignores (nohup) stays ignored."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _terminate)
+
+
 def _report(e: TrtminError) -> int:
     """One line for a domain error, and the exit code: 2, or 130 after a Ctrl-C (the error
     may be the Ctrl-C's, dressed as another exception by the library it hit)."""
@@ -119,7 +128,7 @@ def reduce(
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
     from minimize.workers import Workers
     console = Console(stderr=True, soft_wrap=True)
-    signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops like Ctrl-C: workers ended, journal kept
+    _stop_like_ctrl_c()
     started = time.time()
     try:
         check_numbers(atol, rtol, timeout, repeat, memory_limit)
@@ -253,6 +262,7 @@ def repros_run(
     from rich.console import Console as RichConsole
 
     from repros.runner import environment, exit_code, render_table, run_repros, summary_line, write_json
+    _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
     try:
         check_timeout(timeout, example=600)
         if json_file is not None and json_file.is_dir():

@@ -373,3 +373,28 @@ def test_pytest_collects_a_suite_through_the_runner(tmp_path: Path) -> None:
     assert "1 failed, 1 passed, 1 skipped" in out
     assert "test_repro[now_fixed]" in out and "no longer reproduces" in out
     assert "SKIPPED [1] repros/test_suite.py" in out and "no CUDA GPU" in out
+
+
+def test_a_terminated_run_leaves_no_repro_running(tmp_path: Path) -> None:
+    """SIGTERM (a CI cancel) to `trtmin repros run` ends the repro it is running too: the
+    repro runs in a session of its own, and was left behind with parent 1."""
+    from tests.helpers import ROOT
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    make_repro(tmp_path / "suite", "hangs", f"""
+        import pathlib, time
+        pathlib.Path({str(started)!r}).touch()
+        time.sleep(4)
+        pathlib.Path({str(finished)!r}).touch()
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "minimize.cli", "repros", "run", "--suite", str(tmp_path / "suite"),
+                             "--timeout", "100"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while not started.exists() and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    assert started.exists()
+    proc.terminate()
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    time.sleep(5)
+    assert not finished.exists()
