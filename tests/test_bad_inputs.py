@@ -309,6 +309,9 @@ def test_journal_damage_and_an_earlier_runs_outputs(tmp_path):
     run that never started, which --force replaces; a new run over an earlier one removes
     that run's outputs first (a kill before its own left the old repro beside it)."""
     import json
+    import re
+
+    import pytest
 
     from minimize.journal import Journal
     from minimize.out_dir import check_out_dir
@@ -325,22 +328,14 @@ def test_journal_damage_and_an_earlier_runs_outputs(tmp_path):
     assert set(Journal(tmp_path, header, resume=True).cache) == {((0, 1), ()), ((0, 2), ())}
     for bad in ("{}", "[]", '{"kept": [[0, 7]], "runs": [], "settings": []}'):
         path.write_text(path.read_text() + bad + "\n")
-        try:
+        with pytest.raises(TrtminError, match=re.escape("is damaged (line 4 is not a verdict)")):
             Journal(tmp_path, header, resume=True)
-        except TrtminError as e:
-            assert "is damaged (line 4 is not a verdict)" in str(e)
-        else:
-            raise AssertionError(f"{bad} was taken for a verdict")
         path.write_text("".join(path.read_text().splitlines(keepends=True)[:3]))
     for start in ("", json.dumps({"header": header})[:30]):  # a disk full, a kill, as the header was written
         path.write_text(start)
         check_out_dir(tmp_path, resume=False, force=True)
-        try:
+        with pytest.raises(TrtminError, match="is damaged; start over with --force"):
             Journal(tmp_path, header, resume=True)
-        except TrtminError as e:
-            assert "is damaged; start over with --force" in str(e)
-        else:
-            raise AssertionError("an unfinished header was resumed")
     for name in ("repro.py", "report.md", "summary.json", "repro_tensorrt.py", "notes.txt"):
         (tmp_path / name).write_text("earlier")
     Journal(tmp_path, header, resume=False).close()
