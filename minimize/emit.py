@@ -23,6 +23,7 @@ import minimize
 from minimize.program import Slice
 from oracles.backends.base import Backend
 from oracles.script_checks import check_source
+from oracles.script_child import CHILD_SOURCE
 from oracles.verdict import Signature, Verdict
 
 INLINE_MAX_ELEMENTS = 16
@@ -133,7 +134,7 @@ Reduced on: torch {torch}, Python {python}, {os}, device {device}{gpu}.
 Backend: {backend}. Oracle: {oracle}{tolerance}.
 
 Run:      python repro.py
-          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package),
+          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package or file),
           3 = CHANGED: it still fails, but differently (another error, a hang or a kill)
 Control:  TRTMIN_BACKEND=eager python repro.py
           runs eager PyTorch in place of the backend, so it must print FIXED
@@ -160,7 +161,7 @@ def compile_backend(module, inputs):
     {compile_body}
 
 {checks}
-
+{child_functions}
 def exception_chain(e):
     """The exception and what it wraps (torch.compile wraps a backend's error)."""
     chain = []
@@ -170,19 +171,38 @@ def exception_chain(e):
     return chain
 
 
-def run():
+def prepare():
+    """(module, inputs, eager's outputs): everything before the backend is called."""
     inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
-    clone = lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     module = Repro()
     with torch.no_grad():
-        expected = flatten(module(*clone()))  # the eager half runs everywhere, so a broken script shows
-        missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
-        if missing and os.environ.get("TRTMIN_BACKEND") != "eager":
-            print(f"SKIPPED: {{', '.join(missing)}} is not installed")
-            return 2
+        expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
+    return module, inputs, expected
+
+
+def clone(inputs):
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def first_line(e):
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{{type(e).__name__}}: {{lines[0][:300] if lines else ''}}".rstrip(": ")
+
+
+def run():
+    try:
+        module, inputs, expected = prepare()
+    except Exception as e:  # a file beside the script is gone or eager fails here: no news about the bug
+        print(f"SKIPPED: cannot run: {{first_line(e)}}")
+        return 2
+    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    if missing and os.environ.get("TRTMIN_BACKEND") != "eager":
+        print(f"SKIPPED: {{', '.join(missing)}} is not installed")
+        return 2
+{announce_call}    with torch.no_grad():
         try:
-            compiled = module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, clone())
-            actual = flatten(compiled(*clone()))
+            compiled = module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, clone(inputs))
+            actual = flatten(compiled(*clone(inputs)))
             if DEVICE.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception as e:  # the compiler failed: is it the same failure?
@@ -191,8 +211,7 @@ def run():
             root = e  # the compiler's own error: what torch.compile's wrapper wraps, not its causes
             while getattr(root, "inner_exception", None) is not None:
                 root = root.inner_exception
-            lines = [line.strip() for line in str(root).splitlines() if line.strip()]
-            error = f"{{type(root).__name__}}: {{lines[0][:300] if lines else ''}}".rstrip(": ")
+            error = first_line(root)
             if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
                 print(f"REPRODUCED: {{error}}")
                 return 1
@@ -215,24 +234,11 @@ if __name__ == "__main__":
 '''
 
 
-CHILD_BLOCK = '''    if not os.environ.get("TRTMIN_CHILD"):
-        # The bug kills or hangs the process: run it in a child and read how it ended.
-        try:
-            child = subprocess.run([sys.executable, __file__], env={{**os.environ, "TRTMIN_CHILD": "1"}},
-                                   capture_output=True, text=True, timeout={timeout!r})
-        except subprocess.TimeoutExpired:
-            print({hang_line!r})
-            return {hang_code}
-        if child.returncode < 0:
-            import signal
-            name = signal.Signals(-child.returncode).name
-            print(f"REPRODUCED: the process was killed by {{name}}" if re.search(ERROR_PATTERN or "$^", name)
-                  else f"CHANGED: the process was killed by {{name}}")
-            return 1 if re.search(ERROR_PATTERN or "$^", name) else 3
-        sys.stdout.write(child.stdout)
-        return child.returncode
-'''
+ANNOUNCE_CALL = "    announce_call()\n"
 
+CHILD_BLOCK = '''    if not os.environ.get("TRTMIN_CHILD"):
+        return run_in_child()
+'''
 
 def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                   backend: Backend) -> tuple[str, dict[str, torch.Tensor]]:
@@ -254,7 +260,8 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         compile_body=part.compile_body, checks=check_source(info.signature, match),
         std_imports="\n".join(f"import {m}" for m in ["importlib.util", "os", *(["pathlib"] if big else []), "re",
                                                          *(["subprocess"] if info.needs_subprocess else []), "sys"]),
-        child_block=_child_block(info),
+        child_block=_child_block(info), child_functions=_child_functions(info),
+        announce_call=ANNOUNCE_CALL if info.needs_subprocess else "",
     )
     return script, big
 
@@ -262,12 +269,16 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
 def _child_block(info: ReproInfo) -> str:
     """The part of main() that runs the bug in a child process: only for bugs that kill or
     hang the process, so that the scripts of the others hold no dead code."""
+    return CHILD_BLOCK if info.needs_subprocess else ""
+
+
+def _child_functions(info: ReproInfo) -> str:
     if not info.needs_subprocess:
         return ""
     hang = info.oracle == "hang"
-    return CHILD_BLOCK.format(timeout=info.timeout, hang_code=1 if hang else 3,
-                              hang_line=f"REPRODUCED: no result within {info.timeout:g} s (hang)" if hang
-                              else "CHANGED: hangs now")
+    verdict = (f"REPRODUCED: no result within {info.timeout:g} s (hang)", 1) if hang else ("CHANGED: hangs now", 3)
+    return (f"\nCHILD_TIMEOUT_S = {info.timeout!r}\nHANG_VERDICT = {verdict!r}\n"
+            f"DEATH_PATTERN = ERROR_PATTERN or \"$^\"  # how the reduced bug ended the process\n{CHILD_SOURCE}")
 
 
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,

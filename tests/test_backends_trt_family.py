@@ -247,6 +247,20 @@ def test_tensorrt_script_reference_path_and_skip(small, tmp_path: Path) -> None:
     assert len(outs) == 3 and all(torch.equal(a, b) for a, b in zip(outs, expected))
 
 
+@needs_ort
+def test_tensorrt_script_without_its_npz_cannot_run(small, tmp_path: Path) -> None:
+    """The script runs TensorRT in a child: a missing .npz is exit 2 naming it, not the child's
+    traceback passed on as exit 1 (REPRODUCED)."""
+    gm, inputs = small
+    export = export_onnx(gm, inputs, tmp_path / "work" / "model.onnx")
+    script = write_tensorrt_script(tmp_path / "out", export.path, inputs, flatten_outputs(gm(*inputs)), "crash",
+                                   1e-3, 1e-3, "Small: planted header", error_pattern="SIGSEGV")
+    (script.parent / "repro_tensorrt.npz").unlink()
+    r = _run_script(script, TRTMIN_BACKEND="onnxruntime")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout.startswith("SKIPPED: cannot run") and "repro_tensorrt.npz" in r.stdout, r.stdout
+
+
 def test_npz_round_trips_bf16_and_ints(tmp_path: Path) -> None:
     from oracles.backends.tensorrt_script import save_npz
 

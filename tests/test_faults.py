@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,39 @@ def test_hanging_plugin_is_reduced(host_program, tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["final_nodes"] == 1 and summary["signature"] == "hang"
     assert "tanh" in (tmp_path / "repro.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def segfault_repro(host_program, tmp_path_factory) -> Path:
+    """A reduce output whose repro.py runs the bug in a child process (it kills the process)."""
+    model, inputs = host_program
+    out = tmp_path_factory.mktemp("segfault")
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("segfault_on_tanh"), "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out
+
+
+def copy_of(folder: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(folder, tmp_path / "repro"))
+
+
+def test_child_repro_without_its_inputs_cannot_run(segfault_repro, tmp_path):
+    """A file gone from the folder is no news about the bug: exit 2 naming it, not a silent
+    exit 1 (the child's traceback exited 1, which the parent passed on as REPRODUCED)."""
+    folder = copy_of(segfault_repro, tmp_path)
+    (folder / "repro_inputs.pt").unlink()
+    rr = run_repro(folder)
+    assert rr.returncode == 2, rr.stdout + rr.stderr
+    assert rr.stdout.startswith("SKIPPED: cannot run") and "repro_inputs.pt" in rr.stdout, rr.stdout
+
+
+def test_child_that_dies_before_the_call_is_not_the_bug(segfault_repro, tmp_path):
+    """The same signal before the backend is called (here: while the inputs load) is the
+    script's failure, not the reduced bug's."""
+    folder = copy_of(segfault_repro, tmp_path)
+    script = folder / "repro.py"
+    script.write_text(script.read_text().replace("def make_inputs():\n",
+                                                 "def make_inputs():\n    import ctypes; ctypes.string_at(0)\n"))
+    rr = run_repro(folder)
+    assert rr.returncode == 2 and "SIGSEGV before it called the backend" in rr.stdout, rr.stdout + rr.stderr

@@ -22,6 +22,7 @@ from oracles.backends.onnx_export import external_data_files, read_onnx_io, scri
 from oracles.backends.onnxruntime import ort_session, run_onnxruntime
 from oracles.backends.tensorrt import ONNX_NAME, TensorRTError, build_engine, engine_io
 from oracles.errors import TrtminError
+from oracles.script_child import CHILD_SOURCE
 
 SCRIPT_NAME = "repro_tensorrt.py"
 NPZ_NAME = "repro_tensorrt.npz"
@@ -153,7 +154,6 @@ import json
 import os
 import pathlib
 import re
-import signal
 import subprocess
 import sys
 
@@ -163,12 +163,16 @@ NPZ_FILE = HERE / {npz!r}
 ORACLE = {oracle!r}
 ATOL, RTOL = {atol!r}, {rtol!r}
 ERROR_PATTERN = {error_pattern!r}  # regex the failure text must match (crash / oom oracles)
-TIMEOUT_S = {timeout!r}
+CHILD_TIMEOUT_S = {timeout!r}
+HANG_VERDICT = ((f"REPRODUCED: no result within {{CHILD_TIMEOUT_S:g}} s (hang)", 1) if ORACLE == "hang"
+                else ("CHANGED: hangs now", 3))
+DEATH_PATTERN = (ERROR_PATTERN or ".") if ORACLE == "crash" else "$^"  # how the reduced bug ended the process
 TRT_SETTINGS = {settings!r}
 ORT_SETTINGS = {{}}
 
 
 {shared}
+{child}
 
 def find_cudart():
     try:
@@ -266,9 +270,14 @@ def exception_text(e):
 
 
 def run():
-    inputs, expected, meta = load_npz(NPZ_FILE)
+    try:
+        inputs, expected, meta = load_npz(NPZ_FILE)
+    except Exception as e:  # the .npz is gone or unreadable: no news about the bug
+        print(f"SKIPPED: cannot run: {{type(e).__name__}}: {{e}}")
+        return 2
     meta["output_names"] = {output_names!r}
     dtypes = [item["dtype"] for item in meta["expected"]]
+    announce_call()
     try:
         if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
             actual = run_reference(inputs, meta)
@@ -316,22 +325,7 @@ def main():
         return 2
     if os.environ.get("TRTMIN_CHILD"):
         return run()
-    # TensorRT may abort, segfault or hang: run in a child and read how it ended.
-    try:
-        child = subprocess.run([sys.executable, __file__], env={{**os.environ, "TRTMIN_CHILD": "1"}},
-                               capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        print(f"REPRODUCED: no result within {{TIMEOUT_S:g}} s (hang)" if ORACLE == "hang" else "CHANGED: hangs now")
-        return 1 if ORACLE == "hang" else 3
-    if child.returncode < 0:
-        name = signal.Signals(-child.returncode).name
-        same = ORACLE == "crash" and (not ERROR_PATTERN or re.search(ERROR_PATTERN, name))
-        print(f"{{'REPRODUCED' if same else 'CHANGED'}}: the process was killed by {{name}}")
-        return 1 if same else 3
-    sys.stdout.write(child.stdout)
-    if child.returncode not in (0, 1, 2, 3):
-        sys.stdout.write(child.stderr[-2000:])
-    return child.returncode
+    return run_in_child()  # TensorRT may abort, segfault or hang
 
 
 if __name__ == "__main__":
@@ -376,7 +370,7 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
     text = SCRIPT.format(
         header=header.replace('"""', "'''").strip(), script=SCRIPT_NAME, onnx=ONNX_NAME, npz=NPZ_NAME,
         onnx_files=", ".join(copied), oracle=oracle, atol=atol, rtol=rtol, error_pattern=error_pattern,
-        timeout=timeout, settings=dict(settings or {}), shared=shared, output_names=output_names)
+        timeout=timeout, settings=dict(settings or {}), shared=shared, child=CHILD_SOURCE, output_names=output_names)
     script = out_dir / SCRIPT_NAME
     tmp = out_dir / f".{SCRIPT_NAME}.tmp"
     tmp.write_text(text)
