@@ -10,6 +10,7 @@ DEATH_PATTERN (a regex for how the reduced bug ended the process, e.g. SIGSEGV).
 CHILD_SOURCE = '''
 CALL_MARK = "TRTMIN_CHILD: calling the backend"
 VERDICTS = {0: "FIXED", 1: "REPRODUCED", 2: "SKIPPED", 3: "CHANGED"}
+SETUP_TIMEOUT_S = 600  # the child's start-up, before the call: a stuck one is no verdict either
 
 
 def last_line(text):
@@ -35,30 +36,56 @@ def announce_call():
 
 
 def run_in_child():
-    """The bug kills or hangs the process: run it in a child and read how it ended."""
-    try:
-        child = subprocess.run([sys.executable, __file__], env={**os.environ, "TRTMIN_CHILD": "1"},
-                               capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        print(HANG_VERDICT[0])
-        return HANG_VERDICT[1]
-    called = CALL_MARK in child.stdout.splitlines()
-    out = "".join(line for line in child.stdout.splitlines(True) if line.rstrip("\\n") != CALL_MARK)
+    """The bug kills or hangs the process: run it in a child and read how it ended. The
+    clock starts at the child's mark: its start-up (torch's import, the inputs) is no hang."""
+    import tempfile
+    import threading
+
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen([sys.executable, __file__], env={**os.environ, "TRTMIN_CHILD": "1"},
+                                 stdout=subprocess.PIPE, stderr=err, text=True)
+        lines, called, done, progress = [], threading.Event(), threading.Event(), threading.Event()
+
+        def read():  # a thread, so that no output fills the pipe while the clock runs
+            for line in child.stdout:
+                if line.rstrip("\\n") == CALL_MARK:
+                    called.set()
+                    progress.set()
+                else:
+                    lines.append(line)
+            done.set()
+            progress.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not progress.wait(SETUP_TIMEOUT_S):
+            child.kill()
+            print(f"SKIPPED: cannot run: the child process did not reach the backend call in {SETUP_TIMEOUT_S:g} s")
+            return 2
+        try:
+            child.wait(timeout=CHILD_TIMEOUT_S if called.is_set() else None)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            print(HANG_VERDICT[0])
+            return HANG_VERDICT[1]
+        done.wait(5)  # the rest of stdout (a grandchild may hold the pipe: not for ever)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    out = "".join(lines)
     said = last_line(out)
     if child.returncode in VERDICTS and said.startswith(VERDICTS[child.returncode] + ":"):
         sys.stdout.write(out)  # the child ran to a verdict of its own
         return child.returncode
     ended = how_it_ended(child.returncode)
-    if not called:
-        sys.stderr.write(child.stderr[-3000:])
+    if not called.is_set():
+        sys.stderr.write(stderr[-3000:])
         print(f"SKIPPED: cannot run: the child process {ended} before it called the backend: "
-              f"{last_line(child.stderr) or 'no error message'}")
+              f"{last_line(stderr) or 'no error message'}")
         return 2
     sys.stdout.write(out)
     if re.search(DEATH_PATTERN, ended):
         print(f"REPRODUCED: the process {ended}")
         return 1
-    sys.stderr.write(child.stderr[-3000:])
+    sys.stderr.write(stderr[-3000:])
     print(f"CHANGED: the process {ended}")
     return 3
 

@@ -30,14 +30,35 @@ def test_dying_plugin_is_reduced(host_program, tmp_path, fn, signal):
     assert run_repro(tmp_path, backend="eager").returncode == 0
 
 
-def test_hanging_plugin_is_reduced(host_program, tmp_path):
+@pytest.fixture(scope="module")
+def hang_repro(host_program, tmp_path_factory) -> Path:
     model, inputs = host_program
+    out = tmp_path_factory.mktemp("hang")
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "hang", "--backend",
-                plugin("hang_on_tanh"), "--timeout", "4", "--out", str(tmp_path))
+                plugin("hang_on_tanh"), "--timeout", "4", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
-    summary = json.loads((tmp_path / "summary.json").read_text())
+    return out
+
+
+def test_hanging_plugin_is_reduced(hang_repro):
+    summary = json.loads((hang_repro / "summary.json").read_text())
     assert summary["final_nodes"] == 1 and summary["signature"] == "hang"
-    assert "tanh" in (tmp_path / "repro.py").read_text()
+    assert "tanh" in (hang_repro / "repro.py").read_text()
+
+
+def test_hang_clock_leaves_out_the_childs_start_up(hang_repro, tmp_path):
+    """The timeout is for the call: a child slow to start (5 s loading its inputs, over the
+    4 s timeout) whose backend no longer hangs is FIXED, not a hang."""
+    folder = copy_of(hang_repro, tmp_path)
+    rr = run_repro(folder)
+    assert rr.returncode == 1 and rr.stdout.strip() == "REPRODUCED: no result within 4 s (hang)", rr.stdout
+    script, backend = folder / "repro.py", folder / "plugin.py"
+    script.write_text(script.read_text().replace("def make_inputs():\n",
+                                                 "def make_inputs():\n    import time; time.sleep(5)\n"))
+    backend.write_text(backend.read_text().replace("        while True:\n            time.sleep(1)\n",
+                                                   "        pass  # fixed\n"))
+    rr = run_repro(folder)
+    assert rr.returncode == 0 and rr.stdout.strip() == "FIXED: compiled and ran without error", rr.stdout + rr.stderr
 
 
 @pytest.fixture(scope="module")
