@@ -157,7 +157,11 @@ class Repro(torch.nn.Module):
 
 {inputs}
 
-def compile_backend(module, inputs):
+def load_backend():
+    {load_body}
+
+
+def compile_backend(module, inputs, backend):
     {compile_body}
 
 {checks}
@@ -195,13 +199,19 @@ def run():
     except Exception as e:  # a file beside the script is gone or eager fails here: no news about the bug
         print(f"SKIPPED: cannot run: {{first_line(e)}}")
         return 2
+    eager = os.environ.get("TRTMIN_BACKEND") == "eager"
     missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
-    if missing and os.environ.get("TRTMIN_BACKEND") != "eager":
+    if missing and not eager:
         print(f"SKIPPED: {{', '.join(missing)}} is not installed")
+        return 2
+    try:
+        backend = None if eager else load_backend()
+    except Exception as e:  # plugin.py gone from beside the script, a module not installed: not the bug
+        print(f"SKIPPED: cannot run: the backend cannot be loaded: {{first_line(e)}}")
         return 2
 {announce_call}    with torch.no_grad():
         try:
-            compiled = module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, clone(inputs))
+            compiled = module if eager else compile_backend(module, clone(inputs), backend)
             actual = flatten(compiled(*clone(inputs)))
             if DEVICE.startswith("cuda"):
                 torch.cuda.synchronize()
@@ -259,7 +269,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
         imports="\n".join(part.imports) + ("\n" if part.imports else ""),
         init=init_src, forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
-        compile_body=part.compile_body, checks=check_source(info.signature, match),
+        compile_body=part.compile_body, load_body=part.load_body, checks=check_source(info.signature, match),
         std_imports="\n".join(f"import {m}" for m in ["importlib.util", "os", *(["pathlib"] if big else []), "re",
                                                          *(["subprocess"] if info.needs_subprocess else []), "sys"]),
         child_block=_child_block(info), child_functions=_child_functions(info),
@@ -407,6 +417,14 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
 
 
+def _beside(script: str, backend: Backend) -> str:
+    """The files repro.py reads from its own folder, for the report's "Reproduce" section."""
+    files = [f"`{name}` (the plugin backend)" for name in backend.script_part().files]
+    if INPUTS_FILE in script:
+        files.append(f"`{INPUTS_FILE}` (the larger tensors)")
+    return f", with {' and '.join(files)} from this folder beside it," if files else ""
+
+
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:
     from oracles.environment import collect_environment, format_environment
 
@@ -426,7 +444,7 @@ in as an input computed by eager PyTorch, so the failure is not upstream drift.
 
 {diagnosis}## Reproduce
 
-Save as `repro.py` (with `repro_inputs.pt` beside it, if listed below) and run `python repro.py`.
+Save as `repro.py`{_beside(script, backend)} and run `python repro.py`.
 It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run,
 3 where it fails differently.
 `TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).

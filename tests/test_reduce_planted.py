@@ -122,3 +122,29 @@ def test_a_crash_search_starts_at_the_node_the_compilers_error_names(tmp_path):
     assert "names the node it failed on: `sin`" in (tmp_path / "on" / "report.md").read_text()
     assert named["passes"]["bisect_window"]["calls"] + 3 <= plain["passes"]["bisect_window"]["calls"]
     assert named["oracle_calls"] < plain["oracle_calls"]
+
+
+def test_plugin_file_gone_cannot_run(host_program, tmp_path):
+    """plugin.py is the backend: without it the script cannot run (exit 2, naming it), which is
+    no new failure of the compiler (it was exit 3, CHANGED: FileNotFoundError); the report says
+    that it must sit beside repro.py."""
+    model, inputs = host_program
+    reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin"))
+    reproduce = (tmp_path / "report.md").read_text().split("## Reproduce")[1].split("```")[0]
+    assert "`plugin.py`" in reproduce and "`repro_inputs.pt`" in reproduce, reproduce
+    (tmp_path / "plugin.py").unlink()
+    r = run_repro(tmp_path)
+    assert r.returncode == 2 and r.stdout.startswith("SKIPPED: cannot run"), r.stdout + r.stderr
+    assert "plugin.py, the plugin backend, must sit beside repro.py" in r.stdout, r.stdout
+    assert run_repro(tmp_path, backend="eager").returncode == 0  # the control needs no backend
+
+
+def test_plugin_module_not_importable_cannot_run(host_program, tmp_path):
+    """A plugin named as a module that is not importable where the script runs (here: no
+    PYTHONPATH) is exit 2 naming the module, not exit 3, CHANGED: ModuleNotFoundError."""
+    model, inputs = host_program
+    reduce_cli(model, inputs, tmp_path, "crash", "tests.plugins.planted:crash_on_sin")
+    r = run_repro(tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout.strip() == "SKIPPED: cannot run: the backend cannot be loaded: ModuleNotFoundError: " \
+                               "No module named 'tests'", r.stdout

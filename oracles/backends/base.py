@@ -17,14 +17,18 @@ import torch.fx as fx
 class ScriptPart:
     """A backend's contribution to repro.py.
 
-    `compile_body` is the body of `def compile_backend(module, inputs)`, which must
+    `compile_body` is the body of `def compile_backend(module, inputs, backend)`, which must
     return a callable taking the inputs positionally. `requires` names the packages
-    the script checks for before running (missing -> exit 2, SKIPPED).
+    the script checks for before running (missing -> exit 2, SKIPPED). `load_body`, the
+    body of `def load_backend()`, imports the backend's own code (a plugin) before the
+    call, so that a missing file or module is "cannot run", not a failure of the compiler;
+    what it returns reaches compile_backend as `backend`.
     """
 
     imports: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
     compile_body: str = "return module"
+    load_body: str = "return None"
     files: dict[str, Path] = field(default_factory=dict)  # name in out dir -> source file
 
 

@@ -122,17 +122,20 @@ class PluginBackend(Backend):
             # The plugin file is copied beside the script, so the folder is self-contained.
             load = ("import importlib.util, pathlib\n"
                     "    path = pathlib.Path(__file__).with_name('plugin.py')\n"
+                    "    if not path.is_file():\n"
+                    "        raise FileNotFoundError(f'{path.name}, the plugin backend, must sit beside "
+                    "{pathlib.Path(__file__).name}')\n"
                     "    spec = importlib.util.spec_from_file_location('plugin', path)\n"
                     "    plugin = importlib.util.module_from_spec(spec)\n"
-                    "    spec.loader.exec_module(plugin)\n")
+                    "    spec.loader.exec_module(plugin)\n"
+                    "    return plugin")
             files = {"plugin.py": Path(self.target)}
         else:
-            load = f"import importlib\n    plugin = importlib.import_module({self.target!r})\n"
+            load = f"import importlib\n    return importlib.import_module({self.target!r})"
             files = {}
+        fn = f"backend.{self.fn_name}"
         if self.kwargs:
-            load += "    import functools\n"
-            body = load + (f"    return torch.compile(module, backend=functools.partial(plugin.{self.fn_name}, "
-                           f"**{self.kwargs!r}))")
+            body = f"import functools\n    return torch.compile(module, backend=functools.partial({fn}, **{self.kwargs!r}))"
         else:
-            body = load + f"    return torch.compile(module, backend=plugin.{self.fn_name})"
-        return ScriptPart(compile_body=body, files=files)
+            body = f"return torch.compile(module, backend={fn})"
+        return ScriptPart(compile_body=body, load_body=load, files=files)
