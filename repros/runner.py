@@ -4,7 +4,9 @@ Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a
 
 - exit 0 -> FIXED, exit 1 -> REPRODUCED,
 - exit 2 with a last stdout line ``SKIPPED: <reason>`` -> SKIPPED (reason = the text after it),
-- anything else -> ERROR with a reason: another exit code, death by a signal, the timeout
+- exit 3 with a last stdout line ``CHANGED: <how>`` -> CHANGED: the script ran, and the
+  backend fails, but not as the reduced bug did (another error, a hang or a kill),
+- anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), death by a signal, the timeout
   (the whole process group is killed), exit 2 without a ``SKIPPED:`` line (Python itself
   exits 2 when it cannot open the script), a verdict line that contradicts the exit code
   (exit 1 but "FIXED: ..."), or exit 1 with a Python traceback on stderr and no
@@ -15,6 +17,8 @@ The verdict line is the last non-empty line of stdout.
 ok (does this run agree with the manifest?):
 
 - ERROR is never ok.
+- CHANGED is never ok: whatever the manifest expects, a failure that is not the reduced
+  bug's is news (the bug's error changed, or another failure now hides it).
 - FIXED / REPRODUCED are ok only when they are the expected status ("fixed" / "reproduces",
   after ``[expected_when]``). A bug that looks fixed where it should reproduce, a bug that
   is back where it should be fixed, and a repro that ran where "skipped" was expected,
@@ -46,8 +50,8 @@ from typing import Any, Callable, Sequence
 from oracles.environment import first_installed_version
 from repros.suite import KEY_PACKAGES, Repro, find_repros
 
-FIXED, REPRODUCED, SKIPPED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "ERROR"
-STATUS_BY_EXIT = {0: FIXED, 1: REPRODUCED, 2: SKIPPED}
+FIXED, REPRODUCED, SKIPPED, CHANGED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "CHANGED", "ERROR"
+STATUS_BY_EXIT = {0: FIXED, 1: REPRODUCED, 2: SKIPPED, 3: CHANGED}
 EXPECTATION_OF = {FIXED: "fixed", REPRODUCED: "reproduces", SKIPPED: "skipped", ERROR: "error"}
 DEFAULT_TIMEOUT = 600.0
 JSON_FORMAT = "trtmin-repros-run/1"
@@ -128,7 +132,7 @@ class Result:
     name: str
     title: str
     upstream: list[str]
-    status: str                  # FIXED | REPRODUCED | SKIPPED | ERROR
+    status: str                  # FIXED | REPRODUCED | SKIPPED | CHANGED | ERROR
     expected: str                # reproduces | fixed | skipped ("?" when the manifest is unreadable)
     ok: bool
     seconds: float
@@ -171,11 +175,13 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
     if status is None:
         return ERROR, f"exit code {returncode}{said}", verdict
     prefix = _prefix(verdict)
+    if status == CHANGED and prefix != CHANGED:  # a 3 of the script's own making (sys.exit(3)) is no verdict
+        return ERROR, f"exit code 3{said}", verdict
     if status == SKIPPED:
         if prefix != SKIPPED:
             return ERROR, f"exit code 2 without a 'SKIPPED: <reason>' line{said}", verdict
         return SKIPPED, verdict.split(":", 1)[1].strip() if ":" in verdict else "no reason given", verdict
-    if prefix in (FIXED, REPRODUCED, SKIPPED) and prefix != status:
+    if prefix in (FIXED, REPRODUCED, SKIPPED, CHANGED) and prefix != status:
         return ERROR, f"exit code {returncode} ({status}) but the verdict line says {prefix}: {verdict}", verdict
     if status == REPRODUCED and prefix != REPRODUCED and "Traceback (most recent call last)" in stderr:
         return ERROR, f"the script raised and exited 1 without a REPRODUCED line: {err_last}", verdict
@@ -186,6 +192,9 @@ def judge(status: str, expected: str, reason: str = "", strict_skips: bool = Fal
     """(ok, note) of a status against the expected one; the rules are in the module docstring."""
     if status == ERROR:
         return False, "the script did not run to a verdict"
+    if status == CHANGED:
+        return False, (f"fails differently from the reduced bug ({expected} is expected): its error changed or "
+                       "another failure hides it; read the verdict line, then update the repro or its manifest")
     if status == SKIPPED:
         if expected == "skipped":
             return True, ""
@@ -284,7 +293,7 @@ def exit_code(results: Sequence[Result]) -> int:
 # ---------------------------------------------------------------- reporting
 
 def counts(results: Sequence[Result]) -> dict[str, int]:
-    c = {s: sum(r.status == s for r in results) for s in (REPRODUCED, FIXED, SKIPPED, ERROR)}
+    c = {s: sum(r.status == s for r in results) for s in (REPRODUCED, FIXED, SKIPPED, CHANGED, ERROR)}
     return {"total": len(results), **{k.lower(): v for k, v in c.items()},
             "not_ok": sum(not r.ok for r in results)}
 
@@ -305,7 +314,7 @@ def write_json(path: Path, results: Sequence[Result], env: dict[str, Any] | None
     os.replace(tmp, path)
 
 
-STATUS_STYLE = {FIXED: "green", REPRODUCED: "yellow", SKIPPED: "dim", ERROR: "bold red"}
+STATUS_STYLE = {FIXED: "green", REPRODUCED: "yellow", SKIPPED: "dim", CHANGED: "magenta", ERROR: "bold red"}
 
 
 def render_table(results: Sequence[Result]):
@@ -337,6 +346,6 @@ def summary_line(results: Sequence[Result]) -> str:
     """One line for the end of a run, e.g. '10 repros: 2 reproduced, ...; all as expected'."""
     c = counts(results)
     head = (f"{c['total']} repro{'s' if c['total'] != 1 else ''}: {c['reproduced']} reproduced, {c['fixed']} fixed, "
-            f"{c['skipped']} skipped, {c['error']} error{'s' if c['error'] != 1 else ''}")
+            f"{c['skipped']} skipped, {c['changed']} changed, {c['error']} error{'s' if c['error'] != 1 else ''}")
     bad = [r.name for r in results if not r.ok]
     return head + (f"; NOT as expected: {', '.join(bad)}" if bad else "; all as expected")

@@ -4,7 +4,8 @@ Rows are repros (title with upstream links, and the folder name), sorted by name
 Columns are runs, headed "device label / key versions" (the installed ones of torch,
 torch_tensorrt, tensorrt, executorch), sorted by device label, then versions
 (numerically), then date, then file name, so the output does not depend on the order of
-the files given. Cells: "reproduces", "fixed", "skipped (short reason)", "error", or "—"
+the files given. Cells: "reproduces", "fixed", "skipped (short reason)", "changed (short verdict)" (fails,
+but not as the reduced bug did), "error", or "—"
 where that run did not include the repro; a cell is **bold** when the run disagreed with
 the repro's manifest (the runner's ``ok`` was false).
 """
@@ -22,7 +23,8 @@ from repros.runner import JSON_FORMAT
 from repros.suite import KEY_PACKAGES, NOT_INSTALLED, version_tuple
 
 REASON_MAX = 40
-CELL_WORD = {"FIXED": "fixed", "REPRODUCED": "reproduces", "SKIPPED": "skipped", "ERROR": "error"}
+CELL_WORD = {"FIXED": "fixed", "REPRODUCED": "reproduces", "SKIPPED": "skipped", "CHANGED": "changed",
+             "ERROR": "error"}
 
 
 def load_run(path: Path | str) -> dict[str, Any]:
@@ -76,6 +78,8 @@ def cell(result: dict[str, Any] | None) -> str:
     text = CELL_WORD[status]
     if status == "SKIPPED":
         text += f" ({_short(result.get('reason') or 'no reason')})"
+    elif status == "CHANGED":  # how it fails now, from its "CHANGED: ..." line
+        text += f" ({_short((result.get('verdict') or '').split(':', 1)[-1] or 'no verdict line')})"
     text = _md(text)
     return text if result.get("ok", True) else f"**{text}**"
 

@@ -22,11 +22,12 @@ import pytest
 from rich.console import Console
 
 from oracles.errors import TrtminError
-from repros.runner import (ERROR, FIXED, REPRODUCED, SKIPPED, Result, classify, environment, exit_code, judge,
+from repros.runner import (CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, Result, classify, environment, exit_code, judge,
                            render_table, results_to_json, run_repros, summary_line, write_json)
 from repros.suite import (Condition, Manifest, add_repro, default_root, find_repros, manifest_text,
                           parse_manifest, validate_suite)
 from repros.table import merge_tables
+from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,7 +89,7 @@ def test_statuses_and_ok(suite: Path) -> None:
     assert exit_code(results) == 1
     assert exit_code([x for x in results if x.status != ERROR]) == 0
     assert exit_code([]) == 0
-    assert summary_line(results).startswith("7 repros: 1 reproduced, 1 fixed, 1 skipped, 4 errors; NOT as expected")
+    assert summary_line(results).startswith("7 repros: 1 reproduced, 1 fixed, 1 skipped, 0 changed, 4 errors; NOT as expected")
 
 
 def test_changed_status_is_not_ok(tmp_path: Path) -> None:
@@ -101,6 +102,30 @@ def test_changed_status_is_not_ok(tmp_path: Path) -> None:
     assert "regression" in results["regressed"].note
     assert exit_code(list(results.values())) == 1
     assert exit_code(run_repros(tmp_path, names=["now_fixed"], timeout=20)) == 1
+
+
+def test_exit_3_with_its_line_is_changed_not_a_broken_script(tmp_path: Path) -> None:
+    """exit 3 + "CHANGED: ..." is the repro contract's "fails differently": its own status, not
+    ok where the bug should reproduce, shown as such by `repros run` (exit 1), in the JSON and
+    in `repros table`; an exit 3 without the line is still an ERROR."""
+    suite = tmp_path / "suite"
+    make_repro(suite, "changed", exits(3, "CHANGED: fails differently now: TypeError: bad dtype"))
+    make_repro(suite, "own_exit3", "sys.exit(3)\n")
+    r = run_cli("repros", "run", "--suite", str(suite), "--json", str(tmp_path / "run.json"), "--timeout", "20")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "CHANGED" in r.stdout and "fails differently from the reduced bug" in r.stdout, r.stdout
+    assert "1 changed, 1 error" in r.stdout, r.stdout
+    data = json.loads((tmp_path / "run.json").read_text())
+    results = {x["name"]: x for x in data["results"]}
+    changed = results["changed"]
+    assert (changed["status"], changed["ok"], changed["returncode"]) == (CHANGED, False, 3)
+    assert changed["verdict"] == "CHANGED: fails differently now: TypeError: bad dtype"
+    assert "did not run to a verdict" not in changed["note"] and "reproduces is expected" in changed["note"]
+    assert (results["own_exit3"]["status"], results["own_exit3"]["reason"]) == (ERROR, "exit code 3, no output")
+    assert data["summary"]["changed"] == 1 and data["summary"]["error"] == 1
+    table = run_cli("repros", "table", str(tmp_path / "run.json"))
+    assert table.returncode == 0, table.stderr
+    assert "| **changed (fails differently now: TypeError: bad d…)** |" in table.stdout, table.stdout
 
 
 def test_names_select_and_unknown_name_is_an_error(suite: Path) -> None:
@@ -187,7 +212,7 @@ def test_json_shape(suite: Path, tmp_path: Path) -> None:
     assert data["environment"]["versions"]["torch"].startswith("2.")
     assert data["environment"]["date"] == date.today().isoformat()
     assert {"python", "platform", "gpu", "cuda", "trtmin"} <= set(data["environment"])
-    assert data["summary"] == {"total": 2, "reproduced": 1, "fixed": 0, "skipped": 1, "error": 0, "not_ok": 0}
+    assert data["summary"] == {"total": 2, "reproduced": 1, "fixed": 0, "skipped": 1, "changed": 0, "error": 0, "not_ok": 0}
     first = data["results"][0]
     assert first["name"] == "a_reproduces" and first["status"] == "REPRODUCED" and first["ok"] is True
     assert first["upstream"] == ["https://github.com/pytorch/TensorRT/pull/4964"]
