@@ -99,9 +99,9 @@ def named_failing_position(problem: ReductionProblem, cand: Candidate) -> int | 
     on, or None. Its graph is Dynamo's or AOT's, not ours (names differ), so it is matched by
     the source stack it was traced from (what torch keeps), then by target (an op the
     compiler decomposed has another); without stacks, by a target only one node has. The
-    first such node, since a guess too early costs a few
-    calls and one too late leaves nodes for later passes. A replay that only hypothesizes
-    `cand`'s verdict has no guess (None), as a run without such an error."""
+    first such node: a guess too early costs a few calls, one too late leaves nodes for
+    later passes. A replay that only hypothesizes `cand`'s verdict has no guess (None), as
+    a run without such an error."""
     if not problem.locate_from_errors:
         return None
     verdict = problem.known_verdict(cand)
