@@ -380,7 +380,10 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
                                      error_pattern=error_pattern(info.signature, info.match),
                                      timeout=info.timeout, settings=backend.build_settings)
     backend = BUILTIN[spec](spec, settings)  # no package check: writing a script needs none
-    extra = ReproInfo(**{**info.__dict__, "title": f"{info.title} [{note}]"})
+    device = info.device if info.device.split(":")[0] in backend.devices else backend.devices[0]
+    if device != info.device:  # Torch-TensorRT from a CPU reduction: its script runs where it can
+        note += f" It runs the program on {device}, where {spec} runs."
+    extra = ReproInfo(**{**info.__dict__, "device": device, "title": f"{info.title} [{note}]"})
     script, big = render_script(extra, piece.gm, {n: values[n] for n in piece.input_names},
                                 {n: values[n] for n in piece.constant_names}, backend)
     if big and not (out / INPUTS_FILE).exists():

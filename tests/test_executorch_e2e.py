@@ -75,11 +75,14 @@ def _run(script: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_emitted_scripts_for_the_tensorrt_family(reduced):
-    # Torch-TensorRT: the eager half runs, then a one-line skip where it is not installed.
+    # Torch-TensorRT: from a CPU reduction, a script for the GPU (it fed CPU tensors to
+    # Torch-TensorRT, and said CHANGED where there was no GPU); a one-line skip without one.
     r = _run(reduced / "repro_torch_tensorrt.py")
-    if importlib.util.find_spec("torch_tensorrt") is None:
-        assert r.returncode == 2 and r.stdout.strip() == "SKIPPED: torch_tensorrt is not installed", r.stdout + r.stderr
+    if importlib.util.find_spec("torch_tensorrt") is None or not torch.cuda.is_available():
+        skips = ("SKIPPED: torch_tensorrt is not installed", "SKIPPED: no CUDA GPU is visible here")
+        assert r.returncode == 2 and r.stdout.strip() in skips, r.stdout + r.stderr
     assert "torch_tensorrt.dynamo.compile" in (reduced / "repro_torch_tensorrt.py").read_text()
+    assert "DEVICE = 'cuda'" in (reduced / "repro_torch_tensorrt.py").read_text()
     # TensorRT-only: no torch in it; its ONNX file and npz are checked against onnxruntime.
     trt_script = (reduced / "repro_tensorrt.py").read_text()
     assert "import torch" not in trt_script
