@@ -9,6 +9,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,36 @@ def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
     return [{"CUDA_VISIBLE_DEVICES": ids[i % len(ids)]} if ids else {} for i in range(jobs)]
 
 
+STATE_PREFIX = "trtmin-state-"
+_STATE_NAME = re.compile(re.escape(STATE_PREFIX) + r"(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_state() -> list[Path]:
+    """The state folders of runs that were killed (kill -9, a power cut: no cleanup ran),
+    each the eager value of every node, megabytes: removed at the next run's start. Only
+    this user's, and only where the pid in the name is no longer running."""
+    removed = []
+    for p in Path(tempfile.gettempdir()).glob(STATE_PREFIX + "*"):
+        m = _STATE_NAME.match(p.name)
+        try:
+            if m and p.is_dir() and p.stat().st_uid == os.getuid() and not _alive(int(m.group(1))):
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return removed
+
+
 class Workers:
     """The started pool, and the folder where the main process leaves the program for it
     (minimize/worker_side.py: the workers wait for it). A context manager that stops
@@ -67,7 +99,8 @@ class Workers:
 
     def __init__(self, opts: Options):
         envs = gpu_env(opts.jobs, opts.device)
-        self._state = tempfile.TemporaryDirectory(prefix="trtmin-state-")
+        remove_stale_state()
+        self._state = tempfile.TemporaryDirectory(prefix=f"{STATE_PREFIX}{os.getpid()}-")
         self.state_dir = Path(self._state.name)
         cfg = WorkerConfig(
             setup="minimize.worker_side:worker_setup",

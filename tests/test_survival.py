@@ -104,3 +104,22 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "repro.py").read_bytes() == (clean_mismatch_run / "repro.py").read_bytes()
     assert summary(tmp_path) == summary(clean_mismatch_run)
+
+
+def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
+    """kill -9 leaves the state folder (the eager value of every node, megabytes) in the
+    temporary folder; the next run removes it, and only it: not a live run's."""
+    import tempfile
+
+    from minimize.workers import STATE_PREFIX, remove_stale_state
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{STATE_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{STATE_PREFIX}{os.getpid()}-def"
+    older = tmp_path / f"{STATE_PREFIX}xyz"  # named before the pid was in the name: cannot tell, kept
+    for d in (stale, live, older):
+        d.mkdir()
+        (d / "values.pt").write_bytes(b"0" * 1000)
+    assert remove_stale_state() == [stale]
+    assert not stale.exists() and live.exists() and older.exists()
