@@ -11,6 +11,7 @@ import os
 import platform
 import re
 import shutil
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -313,9 +314,11 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     reduced = out / "reduced.pt2"
     try:
         ep = torch.export.export(gm, tuple(input_values), strict=False)
-        tmp = out / ".tmp-reduced.pt2"  # torch.export.save wants the .pt2 suffix
-        torch.export.save(ep, str(tmp))
-        os.replace(tmp, reduced)
+        # torch.export.save names the archive's folder after the file: a temporary
+        # reduced.pt2 in a hidden folder, so the archive reads reduced/..., not .tmp-reduced/...
+        with tempfile.TemporaryDirectory(prefix=".reduced-", dir=out) as tmp:
+            torch.export.save(ep, str(Path(tmp) / reduced.name))
+            os.replace(Path(tmp) / reduced.name, reduced)
         written["reduced"] = reduced
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
         summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,9 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
     rr = run_repro(tmp_path)
     assert rr.returncode == 1 and rr.stdout.startswith("REPRODUCED"), rr.stdout + rr.stderr[-2000:]
     assert run_repro(tmp_path, backend="eager").returncode == 0
-    assert (tmp_path / "reduced.pt2").exists()
+    with zipfile.ZipFile(tmp_path / "reduced.pt2") as archive:  # named for itself, not a temporary file
+        assert {name.split("/")[0] for name in archive.namelist()} == {"reduced"}
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
