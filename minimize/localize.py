@@ -9,9 +9,9 @@ of answer (minimize/search.py guided_first_true). Marking outputs can change
 what a compiler fuses, so the bug may not show at all; then there is no guess and the
 search is a plain binary search, one call dearer.
 
-For a crash there is often a guess for free: a compiler that is an fx Interpreter (Inductor's
-lowering, Torch-TensorRT's converters) names in its error the node it was working on and the
-source line that node was traced from (oracles/checks.py failing_node). The prefix search
+For a crash there is often a guess for free: a compiler that is an fx Interpreter
+(Torch-TensorRT's converters) or Inductor's lowering names in its error the node it was
+working on and the source line that node was traced from (oracles/checks.py failing_node). The prefix search
 then probes the prefix that ends at that node of ours, at no extra call.
 """
 
@@ -89,9 +89,10 @@ def _stack_key(stack: str | None) -> str:
 
 def _target_name(target: Any) -> str:
     try:
-        return _get_qualified_name(target)  # as torch.fx prints it in "While executing"
+        name = _get_qualified_name(target)  # as torch.fx prints it in "While executing"
     except Exception:  # noqa: BLE001 - a target fx cannot name: match by stack only
-        return str(target)
+        name = str(target)
+    return name.removeprefix("torch.ops.")  # Inductor prints aten.sin.default
 
 
 def named_failing_position(problem: ReductionProblem, cand: Candidate) -> int | None:

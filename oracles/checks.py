@@ -53,20 +53,34 @@ def classify_exception(exc: BaseException) -> Verdict:
 #   File "model.py", line 30, in forward
 #       h = h + torch.sin(h) * 0.5
 #   Use tlparse to see full graph. ...
+# Inductor's lowering raises a LoweringException, which says it its own way:
+#   LoweringException: RuntimeError: ...
+#     target: aten.sin.default
+#     args[0]: ...
+#   Found from :
+#    File "model.py", line 30, in forward
+#       h = h + torch.sin(h) * 0.5
 _EXECUTING = re.compile(r"While executing %(\w+) : .*?\[target=(.*?)\]\(")
 _TRACEBACK = re.compile(r"\nOriginal traceback:\n(.*?)(?:\nUse tlparse|\Z)", re.S)
+_LOWERING_TARGET = re.compile(r"^\s*target: (\S+)\s*$", re.M)
+_FOUND_FROM = re.compile(r"\nFound from : \n(.*?)(?:\n\n|\Z)", re.S)
 
 
 def failing_node(message: str) -> dict[str, str] | None:
-    """The node a compiler's error says it was working on: its name in the compiler's graph,
-    its target and the source stack it was traced from (torch keeps the exported program's
-    stack traces through Dynamo and AOT), read from the whole message before it is cut."""
+    """The node a compiler's error says it was working on: its name in the compiler's graph
+    (where it says), its target and the source stack it was traced from (torch keeps the
+    exported program's stack traces through Dynamo and AOT), read from the whole message
+    before it is cut."""
     node = _EXECUTING.search(message)
-    if node is None:
-        return None
-    stack = _TRACEBACK.search(message, node.end())
+    if node is not None:
+        name, target, stack = node.group(1), node.group(2), _TRACEBACK.search(message, node.end())
+    else:
+        lowering = _LOWERING_TARGET.search(message)
+        if lowering is None:
+            return None
+        name, target, stack = "", lowering.group(1), _FOUND_FROM.search(message, lowering.end())
     trace = stack.group(1).strip() if stack else ""
-    return {"name": node.group(1), "target": node.group(2),
+    return {"name": name, "target": target.removeprefix("torch.ops."),
             "stack": "" if trace == "None" else trace[:4000]}
 
 

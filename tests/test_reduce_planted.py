@@ -148,3 +148,14 @@ def test_plugin_module_not_importable_cannot_run(host_program, tmp_path):
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stdout.strip() == "SKIPPED: cannot run: the backend cannot be loaded: ModuleNotFoundError: " \
                                "No module named 'tests'", r.stdout
+
+
+def test_real_inductors_lowering_error_names_the_node_too(host_program, tmp_path):
+    """Inductor's LoweringException says "target: aten.sin.default ... Found from: <stack>"
+    after AOT's decompositions: the search starts at the sin all the same."""
+    model, inputs = host_program
+    named = reduce_cli(model, inputs, tmp_path / "on", "crash", plugin("inductor_sin_lowering_fails"))
+    plain = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("inductor_sin_lowering_fails"), "--no-localize")
+    assert ops_in(tmp_path / "on" / "repro.py") == ops_in(tmp_path / "off" / "repro.py") == ["sin.default"]
+    assert named["diagnosis"]["named_node"].startswith("`sin`") and "LoweringException" in named["signature"]
+    assert named["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]

@@ -55,6 +55,24 @@ def converter_fails_on_sin(gm: GraphModule, example_inputs: list[torch.Tensor]) 
     return _run(gm)
 
 
+def inductor_sin_lowering_fails(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """Real Inductor (AOT, decompositions, its lowering) with one lowering broken: the error
+    is Inductor's own LoweringException, as a lowering bug raises it."""
+    from torch._inductor import config, lowering
+    from torch._inductor.compile_fx import compile_fx
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("planted: the sin lowering fails")
+
+    saved = {k: lowering.lowerings[k] for k in (aten.sin, aten.sin.default) if k in lowering.lowerings}
+    lowering.lowerings.update({k: broken for k in saved})
+    try:
+        with config.patch(fx_graph_cache=False):  # a cached graph would skip the lowering
+            return compile_fx(gm, example_inputs)
+    finally:
+        lowering.lowerings.update(saved)
+
+
 class _ExpAfterMul(Interpreter):
     def run_node(self, n: Node) -> Any:
         out = super().run_node(n)
