@@ -257,8 +257,11 @@ def repros_run(
     json_file: Annotated[Optional[Path], typer.Option("--json", help="Write the results here, for `repros table`.")] = None,
     device_label: Annotated[Optional[str], typer.Option(help="The column name for this machine (default: GPU name or cpu).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds each repro may run.")] = 600.0,
+    strict_skips: Annotated[bool, typer.Option(help="A repro that cannot run here (no GPU, a missing package) "
+                            "counts as not ok: for machines that should run everything.")] = False,
 ) -> None:
-    """Run each saved repro in its own process; exit 1 if any status differs from its manifest."""
+    """Run each saved repro in its own process; exit 1 if any status differs from its manifest.
+    TRTMIN_BACKEND=eager runs the control: every repro must then say FIXED."""
     from rich.console import Console as RichConsole
 
     from repros.runner import environment, exit_code, render_table, run_repros, summary_line, write_json
@@ -267,7 +270,10 @@ def repros_run(
         check_timeout(timeout, example=600)
         if json_file is not None and json_file.is_dir():
             raise TrtminError(f"--json {json_file} is a folder; name a file, e.g. --json {json_file / 'run.json'}")
-        results = run_repros(suite, names or None, timeout, device_label)
+        results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips)
+        if not results:
+            raise TrtminError(f"no repros in {suite or 'the shipped suite'}; save one there with "
+                              "trtmin repros add OUT --name NAME --suite ...")
     except TrtminError as e:
         _fail(e)
     console = RichConsole(width=None if sys.stdout.isatty() else 160)

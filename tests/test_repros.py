@@ -423,3 +423,25 @@ def test_a_terminated_run_leaves_no_repro_running(tmp_path: Path) -> None:
     assert proc.returncode == 130
     time.sleep(5)
     assert not finished.exists()
+
+
+def test_control_run_strict_skips_and_an_empty_suite(suite: Path, tmp_path: Path, monkeypatch) -> None:
+    """The control run (TRTMIN_BACKEND=eager) expects FIXED of every repro, not what the
+    manifests say (it had told the user to edit every manifest); --strict-skips reaches the
+    CLI; an empty suite is an error, not 'all as expected'."""
+    from tests.helpers import run_cli
+    make_repro(tmp_path / "control", "a_bug", exits(0, "FIXED: eager matches"))
+    make_repro(tmp_path / "control", "broken_script", exits(1, "REPRODUCED: even eager differs"))
+    monkeypatch.setenv("TRTMIN_BACKEND", "eager")
+    results = by_name(run_repros(tmp_path / "control", timeout=20))
+    assert results["a_bug"].ok and results["a_bug"].expected == "fixed"
+    assert "control run" in results["a_bug"].expected_because
+    assert not results["broken_script"].ok  # a script that fails under eager is unsound
+    monkeypatch.delenv("TRTMIN_BACKEND")
+    assert not by_name(run_repros(tmp_path / "control", timeout=20))["a_bug"].ok  # expects reproduces again
+    make_repro(tmp_path / "skips", "needs_gpu", exits(2, "SKIPPED: no CUDA GPU is visible here"))
+    assert run_cli("repros", "run", "--suite", str(tmp_path / "skips")).returncode == 0
+    assert run_cli("repros", "run", "--suite", str(tmp_path / "skips"), "--strict-skips").returncode == 1
+    (tmp_path / "empty").mkdir()
+    r = run_cli("repros", "run", "--suite", str(tmp_path / "empty"))
+    assert r.returncode == 2 and "no repros in" in r.stderr and "Traceback" not in r.stderr, r.stderr
