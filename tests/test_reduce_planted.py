@@ -63,6 +63,13 @@ def test_check_prints_one_verdict(host_program):
     assert r.returncode == 1 and r.stdout.count("\n") == 1 and "aten::sin" in r.stdout
     r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "nan", "--backend", plugin("crash_on_sin"))
     assert r.returncode == 0 and "does not fail the nan oracle" in r.stdout
+    # It crashes, but not with what --match asks: said so (it read as if it did not crash)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
+                "--backend", plugin("crash_on_sin"))
+    assert r.returncode == 0 and "as --match 'nope' asks: CRASH: RuntimeError" in r.stdout, r.stdout
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "nan", "--repeat", "2",
+                "--backend", plugin("crash_on_sin"))  # --repeat keeps the detail a single run gives
+    assert r.returncode == 0 and "in any of 2 runs, but 2 fail otherwise: CRASH" in r.stdout, r.stdout
 
 
 def test_same_result_for_any_jobs(host_program, tmp_path):
