@@ -115,14 +115,15 @@ def merge_tables(json_files: Sequence[Path | str]) -> str:
     runs.sort(key=lambda fr: (str(fr[1]["environment"].get("device_label", "")).lower(), _vkey(fr[1]["environment"]),
                               str(fr[1]["environment"].get("date", "")), fr[0].name, str(fr[0])))
     base = [column_header(d["environment"]) for _, d in runs]
-    # two runs of one setup: tell them apart by date, then by number
+    # two runs of one setup: tell them apart by date, then by the file each came from
     dated = [f"{h} ({d['environment'].get('date', '?')})" if base.count(h) > 1 else h
              for h, (_, d) in zip(base, runs)]
+    named = [f"{h} [{path.name}]" if dated.count(h) > 1 else h for h, (path, _) in zip(dated, runs)]
     seen: dict[str, int] = {}
     headers = []
-    for h in dated:
+    for h in named:  # the same file given twice: numbered
         seen[h] = seen.get(h, 0) + 1
-        headers.append(f"{h} #{seen[h]}" if dated.count(h) > 1 else h)
+        headers.append(f"{h} #{seen[h]}" if named.count(h) > 1 else h)
     by_run = [{r["name"]: r for r in d["results"]} for _, d in runs]
     names = sorted({n for rs in by_run for n in rs})
     # titles and links from the most recent run that has the repro

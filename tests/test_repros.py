@@ -261,7 +261,10 @@ def test_merge_tables(tmp_path: Path) -> None:
     assert merge_tables([tmp_path / "cpu.json", tmp_path / "h200.json"]) == md  # order of files does not matter
     # two runs of one setup are told apart
     twice = merge_tables([tmp_path / "cpu.json", tmp_path / "cpu.json"])
-    assert "cpu / torch 2.13.0+cpu (2026-11-30) #1 | cpu / torch 2.13.0+cpu (2026-11-30) #2" in twice
+    assert "cpu / torch 2.13.0+cpu (2026-11-30) [cpu.json] #1 | cpu / torch 2.13.0+cpu (2026-11-30) [cpu.json] #2" in twice
+    (tmp_path / "cpu_later.json").write_bytes((tmp_path / "cpu.json").read_bytes())  # by file: which column is which
+    named = merge_tables([tmp_path / "cpu.json", tmp_path / "cpu_later.json"])
+    assert "(2026-11-30) [cpu.json] | cpu / torch 2.13.0+cpu (2026-11-30) [cpu_later.json] |" in named
     (tmp_path / "bad.json").write_text('{"results": []}')
     with pytest.raises(TrtminError, match="not a trtmin repros run"):
         merge_tables([tmp_path / "bad.json"])
