@@ -92,6 +92,10 @@ def test_emitted_scripts_for_the_tensorrt_family(reduced):
     if importlib.util.find_spec("tensorrt") is None:
         r = _run(reduced / "repro_tensorrt.py")
         assert r.returncode == 2 and "SKIPPED" in r.stdout and "tensorrt" in r.stdout
-    # ExecuTorch portable: the same program runs right there (the bug is XNNPACK's).
-    r = _run(reduced / "repro_executorch_portable.py")
+    # ExecuTorch portable: the same program runs right there (the bug is XNNPACK's), and
+    # takes its .pte folder away with it (one was left per run).
+    scratch = reduced.parent / "scratch"
+    scratch.mkdir(exist_ok=True)
+    r = _run(reduced / "repro_executorch_portable.py", TMPDIR=str(scratch))
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr[-2000:]
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("repro-")]

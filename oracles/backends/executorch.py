@@ -190,9 +190,11 @@ class ExecuTorchBackend(Backend):
                      f'    print("SKIPPED: {self.spec} needs a CUDA GPU, and none is visible here")\n'
                      '    sys.exit(2)\n') if self.variant in ("cuda", "tensorrt") else ""
         body = gpu_check + textwrap.dedent(f"""\
-            import tempfile
+            import atexit, shutil, tempfile
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
-            pte = lower_to_pte({self.variant!r}, gm, runtime_inputs, tempfile.mkdtemp(prefix="repro-et-"), {options})
+            folder = tempfile.mkdtemp(prefix="repro-et-")
+            atexit.register(shutil.rmtree, folder, True)  # the .pte goes when the script ends
+            pte = lower_to_pte({self.variant!r}, gm, runtime_inputs, folder, {options})
             run_pte = load_pte({self.variant!r}, pte)
             return lambda *args: run_pte([args[i].cpu() if isinstance(args[i], torch.Tensor) else args[i] for i in positions])""")
         requires = ["executorch"] + (["torch_tensorrt", "torch_tensorrt_executorch_runtime"]

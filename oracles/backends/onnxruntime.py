@@ -161,10 +161,11 @@ class OnnxRuntimeBackend(Backend):
     def script_part(self) -> ScriptPart:
         run_options = {k: v for k, v in self.options.items() if k != "opset"}
         body = textwrap.dedent(f"""\
-            import tempfile
+            import atexit, shutil, tempfile
             import numpy as np
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             folder = tempfile.mkdtemp(prefix="repro-onnx-")
+            atexit.register(shutil.rmtree, folder, True)  # the .onnx goes when the script ends
             onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
             onnx_program.save(folder + "/model.onnx")
             session = ort_session(folder + "/model.onnx", {run_options!r})

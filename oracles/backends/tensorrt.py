@@ -243,10 +243,12 @@ class TensorRTBackend(Backend):
             if not torch.cuda.is_available():  # the program may be on the CPU; TensorRT is not
                 print("SKIPPED: TensorRT needs a CUDA GPU, and none is visible here")
                 sys.exit(2)
-            import tempfile
+            import atexit, shutil, tempfile
             import tensorrt as trt
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
-            path = tempfile.mkdtemp(prefix="repro-trt-") + "/model.onnx"
+            folder = tempfile.mkdtemp(prefix="repro-trt-")
+            atexit.register(shutil.rmtree, folder, True)  # the .onnx goes when the script ends
+            path = folder + "/model.onnx"
             onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
             onnx_program.save(path)
             names = [v.name for v in onnx_program.model.graph.inputs]
