@@ -9,7 +9,7 @@
 #   bash bench/gpu_jobs.sh check  # the GPU tests, and one of each short pair (4 minutes)
 # "slow_oracle N s" sets TRTMIN_BENCH_COMPILE_SECONDS, an engine build of that long. Each run
 # has its own cold Inductor cache and is timed as a whole process and by summary.json's
-# `seconds`. One log, $OUT/gpu_jobs_<part>.txt. (Earlier versions, and gpu_session*.sh, are
+# `seconds` (--no-verify: the reduction, as in earlier sessions' figures). One log, $OUT/gpu_jobs_<part>.txt. (Earlier versions, and gpu_session*.sh, are
 # in git history as they ran.) The device's copy of .git is not refreshed between calls, so
 # pass the commit: TRTMIN_COMMIT=$(git rev-parse --short HEAD) in the device command.
 set -u
@@ -22,7 +22,7 @@ run() {  # name [VAR=value ...] args...: the variables are set for this run only
   local name=$1; shift
   local envs=(); while [[ ${1:-} == *=* ]]; do envs+=("$1"); shift; done
   local s0=$(date +%s.%N)
-  env "${envs[@]}" TORCHINDUCTOR_CACHE_DIR=$T/cache_$name python3 -m minimize.cli reduce "$@" --out $T/$name > $T/$name.log 2>&1
+  env "${envs[@]}" TORCHINDUCTOR_CACHE_DIR=$T/cache_$name python3 -m minimize.cli reduce "$@" --no-verify --out $T/$name > $T/$name.log 2>&1
   local rc=$? s1=$(date +%s.%N)
   echo "== $name ${envs[*]} rc=$rc $(grep '^done:' $T/$name.log) (process $(python3 -c "print(round($s1 - $s0, 1))") s)" >> $L
   python3 -c "import json; s=json.load(open('$T/$name/summary.json')); t=s['timing']; print(' ', {k: t.get(k) for k in ('seconds','load_seconds','oracle_seconds','evaluations','batches','first_batch_seconds','jobs','worker_restarts','forked_workers')}, {p: v['calls'] for p, v in s['passes'].items() if v['calls']}, t.get('load'), t.get('worker_start'))" >> $L 2>&1

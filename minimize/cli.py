@@ -124,6 +124,8 @@ def reduce(
                         "the prefix search when the bug survives the extra outputs). For a crash: start where the "
                         "compiler's error says it failed (free; fx-based compilers such as Inductor and "
                         "Torch-TensorRT name the node).")] = True,
+    verify: Annotated[bool, typer.Option(help="At the end, run repro.py alone in a new process, as a maintainer "
+                      "will, and say what it printed (one compile of the reduced program).")] = True,
 ) -> None:
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
     from minimize.workers import Workers
@@ -138,7 +140,7 @@ def reduce(
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit)
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
-        opts.localize = localize
+        opts.localize, opts.verify = localize, verify
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
@@ -162,6 +164,11 @@ def reduce(
     rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
             for name, s in summary["passes"].items()]
     console.print("per pass:\n" + "\n".join(rows), highlight=False)
+    alone = summary.get("repro_alone")
+    if alone is not None:
+        from minimize.verify import report_line
+        line = report_line(alone)
+        console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
 
 

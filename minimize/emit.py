@@ -295,7 +295,10 @@ def _child_functions(info: ReproInfo) -> str:
 
 
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
-                  summary: dict[str, Any]) -> dict[str, Path]:
+                  summary: dict[str, Any],
+                  verify: Callable[[Path], dict[str, Any]] | None = None) -> dict[str, Path]:
+    """The outputs; `verify` runs the written repro.py (minimize/verify.py) before the
+    report and the summary, which say what it did."""
     out.mkdir(parents=True, exist_ok=True)
     gm = piece.gm
     inputs = {n: values[n] for n in piece.input_names}
@@ -311,6 +314,10 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         os.replace(tmp, out / name)
     atomic_write(out / "repro.py", script)
     written["repro"] = out / "repro.py"
+    if verify is not None:
+        alone = verify(out / "repro.py")
+        summary.setdefault("timing", {})["repro_alone_seconds"] = alone.pop("seconds")  # timing: varies by run
+        summary["repro_alone"] = alone
     reduced = out / "reduced.pt2"
     try:
         ep = torch.export.export(gm, tuple(input_values), strict=False)
@@ -431,6 +438,11 @@ def _beside(script: str, backend: Backend) -> str:
     return f", with {' and '.join(files)} from this folder beside it," if files else ""
 
 
+def _alone_line(summary: dict[str, Any]) -> str:
+    from minimize.verify import report_line
+    return f"\n{report_line(summary['repro_alone'])}\n" if "repro_alone" in summary else ""
+
+
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:
     from oracles.environment import collect_environment, format_environment
 
@@ -454,7 +466,7 @@ Save as `repro.py`{_beside(script, backend)} and run `python repro.py`.
 It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run,
 3 where it fails differently.
 `TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).
-
+{_alone_line(summary)}
 ```python
 {script}
 ```

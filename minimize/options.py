@@ -27,3 +27,4 @@ class Options:
     repeat: int = 1                 # runs per candidate, for flaky compilers
     min_failures: int | None = None  # of `repeat` runs; default: as many as the original
     localize: bool = True           # guess the bug's place from one run with every value an output
+    verify: bool = True             # run repro.py alone at the end, as a maintainer will (minimize/verify.py)

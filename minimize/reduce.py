@@ -23,6 +23,7 @@ from minimize.out_dir import check_out_dir, held_by_this_run
 from minimize.problem import ReductionProblem
 from minimize.scheduler import run_reduction
 from minimize.session import Options, Session
+from minimize.verify import run_alone
 from minimize.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError, first_line
@@ -40,8 +41,8 @@ def file_digest(path: Path) -> str:
 def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
-    for k in ("jobs", "emit", "model", "inputs"):  # these do not change a verdict (a timeout or a memory
-        d.pop(k, None)                            # limit can); the files are compared by contents
+    for k in ("jobs", "emit", "model", "inputs", "verify"):  # these do not change a verdict (a timeout or
+        d.pop(k, None)                                      # a memory limit can); files: by contents
     return d
 
 
@@ -120,8 +121,13 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["diagnosis"] = problem.notes
         backend = session.backend if dict(problem.settings) == opts.settings else \
             resolve(opts.backend, dict(problem.settings))  # the repro keeps only the settings the bug needs
+        def verify(script: Path) -> dict[str, Any]:
+            log("running repro.py alone, in a new process, as a maintainer will")
+            return run_alone(script, opts.timeout)
+
         try:
-            write_outputs(out, info, final, session.program.values, backend, summary)
+            write_outputs(out, info, final, session.program.values, backend, summary,
+                          verify if opts.verify else None)
             for spec in opts.emit:
                 write_extra_script(out, info, final, session.program.values, spec, dict(problem.settings))
         except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost

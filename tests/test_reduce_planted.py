@@ -45,6 +45,9 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     assert summary["oracle"] == oracle and summary["signature"].startswith(oracle)
     assert set(summary["passes"]) >= {"bisect_window", "delete_chunks"}
     assert (tmp_path / "report.md").read_text().startswith("# ")
+    # trtmin ran the script alone at the end, and says so
+    assert summary["repro_alone"]["status"] == "REPRODUCED" and summary["repro_alone"]["exit"] == 1
+    assert "Run alone after the reduction, `python repro.py` printed `REPRODUCED" in (tmp_path / "report.md").read_text()
     # The script runs alone: it imports torch and the copied plugin, not trtmin.
     assert "minimize" not in (tmp_path / "repro.py").read_text() and (tmp_path / "plugin.py").exists()
     if fn == "crash_on_linear":  # weights stay weights: buffers of Repro, not inputs
@@ -166,3 +169,17 @@ def test_real_inductors_lowering_error_names_the_node_too(host_program, tmp_path
     assert ops_in(tmp_path / "on" / "repro.py") == ops_in(tmp_path / "off" / "repro.py") == ["sin.default"]
     assert named["diagnosis"]["named_node"].startswith("`sin`") and "LoweringException" in named["signature"]
     assert named["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
+
+
+def test_a_repro_that_does_not_reproduce_alone_is_said_loudly(host_program, tmp_path):
+    """The reduction's verdicts come from warm workers; run alone, this bug's repro passes
+    (the bug needs process state, as a flaky compiler's may): trtmin says so, in the CLI's
+    output, summary.json and report.md. --no-verify skips the run."""
+    model, inputs = host_program
+    summary, r = reduce_cli_run(model, inputs, tmp_path / "on", "crash", plugin("crash_on_sin_in_trtmins_workers_only"))
+    assert summary["final_nodes"] == 1 and summary["repro_alone"]["status"] == "FIXED"
+    assert "WARNING: run alone after the reduction, `python repro.py` ended FIXED" in r.stdout + r.stderr
+    assert "--repeat" in (tmp_path / "on" / "report.md").read_text().split("WARNING")[1]
+    quiet = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("crash_on_sin_in_trtmins_workers_only"),
+                       "--no-verify")
+    assert "repro_alone" not in quiet and "WARNING" not in (tmp_path / "off" / "report.md").read_text()

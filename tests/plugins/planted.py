@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import time
 from typing import Any, Callable
 
@@ -131,6 +132,14 @@ def cuda_bad_index_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) 
     if _has(gm, aten.tanh.default):
         table = torch.zeros(4, device="cuda")
         table[torch.tensor([1 << 30], device="cuda")].sum().item()
+    return _run(gm)
+
+
+def crash_on_sin_in_trtmins_workers_only(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A bug that needs the state of the process it runs in (here: trtmin's modules loaded):
+    its repro, run alone, passes."""
+    if "minimize" in sys.modules and _has(gm, aten.sin.default):
+        raise RuntimeError("planted: fails only inside trtmin's workers")
     return _run(gm)
 
 

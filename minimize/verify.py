@@ -1,0 +1,39 @@
+"""After the reduction, repro.py is run alone, in a new process, as a maintainer will run it.
+
+Every verdict of the reduction came from a warm worker; the deliverable is a script. Running
+it once shows that it reproduces on its own (its inputs file, its copied plugin, a fresh
+interpreter and compiler), and catches what a worker hides: a compiler that fails only
+sometimes (a flaky bug passes here), a bug that needs process state, a script that cannot
+run. One compile of the reduced program: a few seconds, against the reduction's calls.
+`--no-verify` skips it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from repros.runner import REPRODUCED, classify, run_script
+
+START_UP_S = 300.0  # beside the oracle's timeout: a new interpreter, torch's import, the compile
+
+
+def run_alone(script: Path, timeout: float) -> dict[str, Any]:
+    """status (REPRODUCED, FIXED, SKIPPED, CHANGED or ERROR, as `repros run` says it), the
+    script's exit code, its verdict line (or why there is none), and seconds."""
+    limit = timeout + START_UP_S
+    rc, out, err, timed_out, seconds = run_script(script, limit)
+    status, reason, verdict = classify(rc, out, err, timed_out, limit)
+    return {"status": status, "exit": rc, "line": verdict or reason, "seconds": round(seconds, 1)}
+
+
+def report_line(alone: dict[str, Any]) -> str:
+    """What the report and the CLI say of it: a plain fact when it reproduced, else what
+    that likely means and what to do."""
+    said = f"`{alone['line']}`" if alone["line"] else "nothing"
+    if alone["status"] == REPRODUCED:
+        return f"Run alone after the reduction, `python repro.py` printed {said} (exit 1)."
+    return (f"WARNING: run alone after the reduction, `python repro.py` ended {alone['status']} (exit "
+            f"{alone['exit']}) and printed {said}. The reduction's verdicts came from trtmin's workers: if the "
+            "compiler fails only sometimes, measure it with `trtmin check --repeat 10` and reduce with "
+            "--repeat; if the script cannot run here, see its message.")
