@@ -146,6 +146,8 @@ def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -
     if not sig_ok:
         hint = (f"it fails as {v.kind} instead; try --oracle {v.kind}" if v.failed and v.kind != opts.oracle
                 else f"check --backend, --device{' and the tolerances' if opts.oracle == 'mismatch' else ''}"
+                     + (", or, if it fails only sometimes, measure it with trtmin check --repeat 10 and reduce "
+                        "with --repeat" if opts.repeat == 1 else "")
                 if not v.failed
                 else f"its error does not match --match {opts.match!r}")
         raise TrtminError(f"the original program does not fail the {opts.oracle} oracle on {opts.backend} "

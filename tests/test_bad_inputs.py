@@ -50,7 +50,7 @@ def test_oracle_never_fires(host_program, tmp_path):
     model, inputs = host_program
     out = tmp_path / "o"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager", "--out", str(out))
-    assert_one_line_error(r, "does not fail the mismatch oracle")
+    assert_one_line_error(r, "does not fail the mismatch oracle", "if it fails only sometimes, measure it with trtmin check --repeat 10")
     assert not (out / "repro.py").exists()
 
 
