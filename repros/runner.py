@@ -150,6 +150,11 @@ class Result:
         return asdict(self)
 
 
+# Signals a process gets from its own fault (the compiler's, in a repro), not from outside
+# (SIGKILL, SIGTERM: the OOM killer, a user): the bug now kills the process.
+DEATHS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1][:VERDICT_MAX] if lines else ""
@@ -173,6 +178,8 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
+        if -returncode in DEATHS:  # a script that runs its bug in-process dies with the compiler
+            return CHANGED, f"the process died of {name}{said}", f"CHANGED: the process died of {name}"
         return ERROR, f"killed by {name}{said}", verdict
     status = STATUS_BY_EXIT.get(returncode)
     if status is None:
