@@ -398,7 +398,7 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
                                 {n: values[n] for n in piece.constant_names}, backend)
     if big and not (out / INPUTS_FILE).exists():
         atomic_torch_save(big, out / INPUTS_FILE)
-    path = out / f"repro_{spec.replace(':', '_')}.py"
+    path = out / emitted_names(spec)[0]
     atomic_write(path, script)
     return path
 
@@ -438,6 +438,21 @@ def _beside(script: str, backend: Backend) -> str:
     return f", with {' and '.join(files)} from this folder beside it," if files else ""
 
 
+def emitted_names(spec: str) -> list[str]:
+    """The files `--emit spec` writes into --out."""
+    if spec == "tensorrt":
+        return ["repro_tensorrt.py", "model.onnx", "repro_tensorrt.npz"]
+    return [f"repro_{spec.replace(':', '_')}.py"]
+
+
+def _emitted_line(summary: dict[str, Any]) -> str:
+    specs = summary.get("emitted") or []
+    if not specs:
+        return ""
+    files = "; ".join(", ".join(f"`{n}`" for n in emitted_names(spec)) + f" ({spec})" for spec in specs)
+    return f"\nAlso written for other backends (generated from this program, not run by the oracle): {files}.\n"
+
+
 def _alone_line(summary: dict[str, Any]) -> str:
     from minimize.verify import report_line
     return f"\n{report_line(summary['repro_alone'])}\n" if "repro_alone" in summary else ""
@@ -466,7 +481,7 @@ Save as `repro.py`{_beside(script, backend)} and run `python repro.py`.
 It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run,
 3 where it fails differently.
 `TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).
-{_alone_line(summary)}
+{_alone_line(summary)}{_emitted_line(summary)}
 ```python
 {script}
 ```

@@ -119,6 +119,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
         summary["settings"] = {"given": opts.settings, "needed": dict(problem.settings)}
         summary["diagnosis"] = problem.notes
+        summary["emitted"] = list(opts.emit)
         backend = session.backend if dict(problem.settings) == opts.settings else \
             resolve(opts.backend, dict(problem.settings))  # the repro keeps only the settings the bug needs
         def verify(script: Path) -> dict[str, Any]:

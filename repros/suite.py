@@ -64,7 +64,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from minimize.out_dir import JOURNAL
+from minimize.out_dir import JOURNAL, OUR_PATTERN
 from oracles.errors import TrtminError
 
 SCRIPT = "repro.py"
@@ -78,6 +78,7 @@ NOT_INSTALLED = "not installed"
 
 # what `trtmin repros add` copies from a `trtmin reduce --out` folder (never journal.jsonl)
 REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")
+EMITTED_DATA = ("model.onnx", "repro_tensorrt.npz")  # --emit's scripts (repro_<backend>.py) read these
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
@@ -471,7 +472,8 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"  # hidden: find_repros skips it
     tmp.mkdir()
     try:
-        for f in REDUCE_FILES:
+        emitted = sorted(p.name for p in out_dir.iterdir() if OUR_PATTERN.fullmatch(p.name) or p.name in EMITTED_DATA)
+        for f in dict.fromkeys((*REDUCE_FILES, *emitted)):  # the --emit scripts too, for the maintainer
             if (out_dir / f).is_file():
                 shutil.copy2(out_dir / f, tmp / f)
         (tmp / MANIFEST).write_text(text, encoding="utf-8")

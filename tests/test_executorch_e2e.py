@@ -83,6 +83,8 @@ def test_emitted_scripts_for_the_tensorrt_family(reduced):
         assert r.returncode == 2 and r.stdout.strip() in skips, r.stdout + r.stderr
     assert "torch_tensorrt.dynamo.compile" in (reduced / "repro_torch_tensorrt.py").read_text()
     assert "DEVICE = 'cuda'" in (reduced / "repro_torch_tensorrt.py").read_text()
+    assert "`repro_tensorrt.py`, `model.onnx`, `repro_tensorrt.npz` (tensorrt); `repro_torch_tensorrt.py` " \
+        "(torch_tensorrt)" in (reduced / "report.md").read_text()
     # TensorRT-only: no torch in it; its ONNX file and npz are checked against onnxruntime.
     trt_script = (reduced / "repro_tensorrt.py").read_text()
     assert "import torch" not in trt_script

@@ -297,10 +297,13 @@ def _reduce_out(d: Path) -> Path:
 
 def test_add_repro(tmp_path: Path) -> None:
     out, root = _reduce_out(tmp_path / "trtmin-out"), tmp_path / "suite"
+    for emitted in ("repro_tensorrt.py", "model.onnx", "repro_tensorrt.npz"):  # --emit tensorrt's, kept too
+        (out / emitted).write_text("emitted")
     entry = add_repro(out, "relu_cast", root)
     assert entry == root / "relu_cast"
-    assert sorted(p.name for p in entry.iterdir()) == \
-        ["manifest.toml", "report.md", "repro.py", "repro_inputs.pt", "summary.json"]
+    assert sorted(p.name for p in entry.iterdir()) == ["manifest.toml", "model.onnx", "report.md", "repro.py",
+                                                       "repro_inputs.pt", "repro_tensorrt.npz", "repro_tensorrt.py",
+                                                       "summary.json"]
     m = parse_manifest(entry / "manifest.toml")
     assert m.title == 'ReLU after "cast" differs on inductor'
     assert (m.backend, m.oracle, m.device, m.expected) == ("inductor", "mismatch", "cpu", "reproduces")
