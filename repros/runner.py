@@ -271,7 +271,7 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
                       note="fix the repro folder")
     expected, because = m.expectation(facts if facts is not None else Facts())
     if os.environ.get("TRTMIN_BACKEND") == "eager":
-        expected, because = "fixed", "the control run (TRTMIN_BACKEND=eager)"
+        expected, because = "fixed", "control run: TRTMIN_BACKEND=eager"
     rc, out, err, timed_out, seconds = run_script(repro.script, timeout)
     status, reason, verdict = classify(rc, out, err, timed_out, timeout)
     ok, note = judge(status, expected, reason, strict_skips)

@@ -12,12 +12,13 @@ Oracle: nan. Eager reference on CPU, float32; row FULL_ROW of the mask is
 all False, the other rows are causal. REPRODUCED when the engine output
 has any NaN/inf. FIXED when it is finite and matches eager (atol 1e-2,
 TF32-tolerant), i.e. the masked row is 0. A finite but wrong result is a
-different problem: ERROR, exit 3.
+different problem: CHANGED, exit 3.
 
 Run:   python repro.py                       # Torch-TensorRT on CUDA
        TRTMIN_BACKEND=eager python repro.py  # the "backend" is eager PyTorch
                                              # (checks the script: must print FIXED)
-Exit:  0 FIXED, 1 REPRODUCED, 2 SKIPPED (cannot run here), 3 ERROR (script broken).
+Exit:  0 FIXED, 1 REPRODUCED, 2 SKIPPED (cannot run here), 3 CHANGED (fails, but not as this bug);
+       an "ERROR: ..." line with exit 3: the script itself broke.
 """
 import os
 import sys
@@ -105,7 +106,7 @@ def main() -> int:
     try:
         out = run_backend(make_inputs())
     except Exception as exc:
-        print(f"ERROR: backend failed (not this bug): {type(exc).__name__}: {exc}")
+        print(f"CHANGED: backend failed (not this bug): {type(exc).__name__}: {exc}")
         return 3
     bad = (~torch.isfinite(out)).sum().item()
     if bad:
@@ -116,7 +117,7 @@ def main() -> int:
         print(f"FIXED: fully masked row {FULL_ROW} is 0 and the rest matches eager (atol {ATOL})")
         return 0
     row = out[:, :, FULL_ROW].abs().max().item()
-    print(f"ERROR: output finite but differs from eager (masked row max|out| = {row:.3g}); a different bug")
+    print(f"CHANGED: output finite but differs from eager (masked row max|out| = {row:.3g}); a different bug")
     return 3
 
 

@@ -9,12 +9,13 @@ The report gives no shapes; the ones below are this script's choice.
 
 Oracle: nan (non-finite output). REPRODUCED when the engine output has any
 inf/NaN. FIXED when it is finite and matches eager (atol 1e-3, rtol 1e-3).
-A finite but wrong result is a different problem: ERROR, exit 3.
+A finite but wrong result is a different problem: CHANGED, exit 3.
 
 Run:   python repro.py                       # Torch-TensorRT on CUDA
        TRTMIN_BACKEND=eager python repro.py  # the "backend" is eager PyTorch
                                              # (checks the script: must print FIXED)
-Exit:  0 FIXED, 1 REPRODUCED, 2 SKIPPED (cannot run here), 3 ERROR (script broken).
+Exit:  0 FIXED, 1 REPRODUCED, 2 SKIPPED (cannot run here), 3 CHANGED (fails, but not as this bug);
+       an "ERROR: ..." line with exit 3: the script itself broke.
 """
 import os
 import sys
@@ -92,7 +93,7 @@ def main() -> int:
     try:
         out = run_backend(make_inputs())
     except Exception as exc:
-        print(f"ERROR: backend failed (not this bug): {type(exc).__name__}: {exc}")
+        print(f"CHANGED: backend failed (not this bug): {type(exc).__name__}: {exc}")
         return 3
     bad = (~torch.isfinite(out)).sum().item()
     if bad:
@@ -101,7 +102,7 @@ def main() -> int:
     if out.shape == ref.shape and torch.allclose(out, ref, atol=1e-3, rtol=1e-3):
         print("FIXED: softmax over a size-1 dim then matmul is finite and matches eager")
         return 0
-    print("ERROR: output is finite but differs from eager (a different bug)")
+    print("CHANGED: output is finite but differs from eager (a different bug)")
     return 3
 
 

@@ -10,14 +10,15 @@ compile under Torch-TensorRT with
 Oracle: crash. REPRODUCED when compiling or running raises an error whose
 text contains SIGNATURE. FIXED when it runs and the output equals eager
 exactly (uint8 -> float32 is exact, tolerance 0). Any other failure or a
-wrong result is a different problem: ERROR, exit 3.
+wrong result is a different problem: CHANGED, exit 3.
 pass_through_build_failures=True so a conversion error is raised instead of
 silently falling back to PyTorch.
 
 Run:   python repro.py                       # Torch-TensorRT on CUDA
        TRTMIN_BACKEND=eager python repro.py  # the "backend" is eager PyTorch
                                              # (checks the script: must print FIXED)
-Exit:  0 FIXED, 1 REPRODUCED, 2 SKIPPED (cannot run here), 3 ERROR (script broken).
+Exit:  0 FIXED, 1 REPRODUCED, 2 SKIPPED (cannot run here), 3 CHANGED (fails, but not as this bug);
+       an "ERROR: ..." line with exit 3: the script itself broke.
 """
 import os
 import sys
@@ -100,12 +101,12 @@ def main() -> int:
         if SIGNATURE in str(exc):
             print(f"REPRODUCED: compiling img.permute(2, 0, 1).float() raised {msg}")
             return 1
-        print(f"ERROR: backend failed, but not with {SIGNATURE!r}: {msg}")
+        print(f"CHANGED: backend failed, but not with {SIGNATURE!r}: {msg}")
         return 3
     if out.shape == ref.shape and out.dtype == ref.dtype and torch.equal(out, ref):
         print("FIXED: uint8 permute-then-cast compiles and matches eager exactly")
         return 0
-    print(f"ERROR: ran without {SIGNATURE!r} but the output differs from eager (a different bug)")
+    print(f"CHANGED: ran without {SIGNATURE!r} but the output differs from eager (a different bug)")
     return 3
 
 
