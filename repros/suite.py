@@ -127,6 +127,7 @@ def compare_versions(a: str, op: str, b: str) -> bool:
 
 
 _VERSION_COND = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)\s*(>=|<=|==|!=|>|<)\s*(\S+)")
+_CONDITION_VERSION = re.compile(r"v?\d+(?:\.\d+)*(?:(?:a|b|rc)\d*|\.dev\d*|\.post\d*)*(?:\+[\w.]+)?")
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,9 @@ class Condition:
                 return cls(text, kind, arg)
         m = _VERSION_COND.fullmatch(t)
         if m:
-            version_tuple(m.group(3))  # raises ValueError on a bad version
+            if not _CONDITION_VERSION.fullmatch(m.group(3)):  # "2.x" had been read as 2
+                raise ValueError(f"{text!r}: {m.group(3)!r} is not a version; write a release number like 2.16 "
+                                 "or 2.16.0 (a suffix such as rc1, .dev20250101 or +cu128 may follow)")
             return cls(text, "version", m.group(1), m.group(2), m.group(3))
         raise ValueError(f"{text!r} is not a condition (no_gpu, gpu, label:TEXT, missing:PACKAGE, "
                          f"or 'PACKAGE >= VERSION' with >=, >, <=, <, ==, !=)")

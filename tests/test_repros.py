@@ -196,7 +196,9 @@ def test_conditions() -> None:
     assert holds("missing:executorch") and not holds("missing:tensorrt")
     assert not holds("executorch >= 0") and not holds("executorch != 1")  # not installed: never holds
     assert Condition.parse("no_gpu").holds(FakeFacts())
-    for bad in ("gpu:A100", "torch >= banana", "label:", "torch ~= 2"):
+    for good in ("torch >= 2.16.0rc1", "torch_tensorrt < 2.16.0.dev20251101+cu128", "tensorrt == v10.16"):
+        Condition.parse(good)
+    for bad in ("gpu:A100", "torch >= banana", "label:", "torch ~= 2", "torch >= 2.x", "torch >= 2.16-ish"):
         with pytest.raises(ValueError):
             Condition.parse(bad)
 
