@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,9 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
     if fn == "crash_on_sin":  # the compiler's own error, not torch.compile's wrapper around it
         assert r.stdout.startswith("REPRODUCED: RuntimeError: planted converter failure: no converter for aten::sin")
+        # where torch cannot be imported, it cannot run: exit 2, not a traceback's 1 (read as REPRODUCED)
+        bare = subprocess.run([sys.executable, "-S", "repro.py"], cwd=tmp_path, capture_output=True, text=True)
+        assert bare.returncode == 2 and bare.stdout.startswith("SKIPPED: torch cannot be imported"), bare.stdout
     r = run_repro(tmp_path, backend="eager")
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr
 
