@@ -19,7 +19,6 @@ import json
 import os
 import pathlib
 import re
-import signal
 import subprocess
 import sys
 
@@ -29,7 +28,10 @@ NPZ_FILE = HERE / 'repro_tensorrt.npz'
 ORACLE = 'mismatch'
 ATOL, RTOL = 0.001, 0.001
 ERROR_PATTERN = ''  # regex the failure text must match (crash / oom oracles)
-TIMEOUT_S = 300.0
+CHILD_TIMEOUT_S = 300.0
+HANG_VERDICT = ((f"REPRODUCED: no result within {CHILD_TIMEOUT_S:g} s (hang)", 1) if ORACLE == "hang"
+                else ("CHANGED: hangs now", 3))
+DEATH_PATTERN = (ERROR_PATTERN or ".") if ORACLE == "crash" else "$^"  # how the reduced bug ended the process
 TRT_SETTINGS = {}
 ORT_SETTINGS = {}
 
@@ -204,6 +206,89 @@ def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol):
     return (True, f'output {i} differs from eager by max abs {err:.4g} ({n} values off)')
 
 
+CALL_MARK = "TRTMIN_CHILD: calling the backend"
+VERDICTS = {0: "FIXED", 1: "REPRODUCED", 2: "SKIPPED", 3: "CHANGED"}
+SETUP_TIMEOUT_S = 600  # the child's start-up, before the call: a stuck one is no verdict either
+
+
+def last_line(text):
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def how_it_ended(returncode):
+    if returncode < 0:
+        import signal
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def announce_call():
+    """In the child, just before the backend is called: from here on, how this process
+    ends is the backend's doing."""
+    if os.environ.get("TRTMIN_CHILD"):
+        print(CALL_MARK, flush=True)
+
+
+def run_in_child():
+    """The bug kills or hangs the process: run it in a child and read how it ended. The
+    clock starts at the child's mark: its start-up (torch's import, the inputs) is no hang."""
+    import tempfile
+    import threading
+
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen([sys.executable, __file__], env={**os.environ, "TRTMIN_CHILD": "1"},
+                                 stdout=subprocess.PIPE, stderr=err, text=True)
+        lines, called, done, progress = [], threading.Event(), threading.Event(), threading.Event()
+
+        def read():  # a thread, so that no output fills the pipe while the clock runs
+            for line in child.stdout:
+                if line.rstrip("\n") == CALL_MARK:
+                    called.set()
+                    progress.set()
+                else:
+                    lines.append(line)
+            done.set()
+            progress.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not progress.wait(SETUP_TIMEOUT_S):
+            child.kill()
+            print(f"SKIPPED: cannot run: the child process did not reach the backend call in {SETUP_TIMEOUT_S:g} s")
+            return 2
+        try:
+            child.wait(timeout=CHILD_TIMEOUT_S if called.is_set() else None)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            print(HANG_VERDICT[0])
+            return HANG_VERDICT[1]
+        done.wait(5)  # the rest of stdout (a grandchild may hold the pipe: not for ever)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    out = "".join(lines)
+    said = last_line(out)
+    if child.returncode in VERDICTS and said.startswith(VERDICTS[child.returncode] + ":"):
+        sys.stdout.write(out)  # the child ran to a verdict of its own
+        return child.returncode
+    ended = how_it_ended(child.returncode)
+    if not called.is_set():
+        sys.stderr.write(stderr[-3000:])
+        print(f"SKIPPED: cannot run: the child process {ended} before it called the backend: "
+              f"{last_line(stderr) or 'no error message'}")
+        return 2
+    sys.stdout.write(out)
+    if re.search(DEATH_PATTERN, ended):
+        print(f"REPRODUCED: the process {ended}")
+        return 1
+    sys.stderr.write(stderr[-3000:])
+    print(f"CHANGED: the process {ended}")
+    return 3
+
+
+
 def find_cudart():
     try:
         from cuda.bindings import runtime as cudart  # cuda-python >= 12.6
@@ -300,9 +385,14 @@ def exception_text(e):
 
 
 def run():
-    inputs, expected, meta = load_npz(NPZ_FILE)
+    try:
+        inputs, expected, meta = load_npz(NPZ_FILE)
+    except Exception as e:  # the .npz is gone or unreadable: no news about the bug
+        print(f"SKIPPED: cannot run: {type(e).__name__}: {e}")
+        return 2
     meta["output_names"] = ['getitem']
     dtypes = [item["dtype"] for item in meta["expected"]]
+    announce_call()
     try:
         if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
             actual = run_reference(inputs, meta)
@@ -350,22 +440,7 @@ def main():
         return 2
     if os.environ.get("TRTMIN_CHILD"):
         return run()
-    # TensorRT may abort, segfault or hang: run in a child and read how it ended.
-    try:
-        child = subprocess.run([sys.executable, __file__], env={**os.environ, "TRTMIN_CHILD": "1"},
-                               capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        print(f"REPRODUCED: no result within {TIMEOUT_S:g} s (hang)" if ORACLE == "hang" else "CHANGED: hangs now")
-        return 1 if ORACLE == "hang" else 3
-    if child.returncode < 0:
-        name = signal.Signals(-child.returncode).name
-        same = ORACLE == "crash" and (not ERROR_PATTERN or re.search(ERROR_PATTERN, name))
-        print(f"{'REPRODUCED' if same else 'CHANGED'}: the process was killed by {name}")
-        return 1 if same else 3
-    sys.stdout.write(child.stdout)
-    if child.returncode not in (0, 1, 2, 3):
-        sys.stdout.write(child.stderr[-2000:])
-    return child.returncode
+    return run_in_child()  # TensorRT may abort, segfault or hang
 
 
 if __name__ == "__main__":

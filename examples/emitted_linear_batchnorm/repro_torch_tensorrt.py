@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""executorch:xnnpack mismatch on cpu: batch_norm.default, linear.default [Emitted for torch_tensorrt by trtmin; the reduction was checked on cpu with another backend.]
+"""executorch:xnnpack mismatch on cpu: batch_norm.default, linear.default [Emitted for torch_tensorrt by trtmin; the reduction was checked on cpu with another backend. It runs the program on cuda, where torch_tensorrt runs.]
 
 MISMATCH: output 0 differs from eager by max abs 2.255 (max rel 13.79) (40 of 50 values off, dtype float32)
 
 Reduced by trtmin 0.1.0 from model.pt2: 12 -> 2 call nodes in 8 oracle calls.
-Reduced on: torch 2.13.0+cpu, Python 3.11.7, Linux-6.18.44-fc-v595-x86_64-with-glibc2.36, device cpu.
+Reduced on: torch 2.13.0+cpu, Python 3.11.7, Linux-6.18.44-fc-v595-x86_64-with-glibc2.36, device cuda.
 Backend: torch_tensorrt min_block_size=1. Oracle: mismatch (atol 0.001, rtol 0.001).
 
 Run:      python repro.py
-          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package),
+          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package or file),
           3 = CHANGED: it still fails, but differently (another error, a hang or a kill)
 Control:  TRTMIN_BACKEND=eager python repro.py
           runs eager PyTorch in place of the backend, so it must print FIXED
@@ -20,11 +20,15 @@ import pathlib
 import re
 import sys
 
-import torch
+try:
+    import torch
+except ImportError as exc:  # no torch here: cannot run, which is no verdict on the bug
+    print(f"SKIPPED: torch cannot be imported: {exc}")
+    sys.exit(2)
 from torch import device  # the graph below writes devices as device(type=...)
 
 inf, nan = float("inf"), float("nan")
-DEVICE = 'cpu'
+DEVICE = 'cuda'
 ATOL, RTOL = 0.001, 0.001
 REQUIRES = ['torch_tensorrt']
 
@@ -59,7 +63,11 @@ def make_inputs():
     ]
 
 
-def compile_backend(module, inputs):
+def load_backend():
+    return None
+
+
+def compile_backend(module, inputs, backend):
     import torch_tensorrt
     gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
     ep = torch.export.export(gm, tuple(runtime_inputs))
@@ -112,27 +120,53 @@ def exception_chain(e):
     return chain
 
 
-def run():
+def prepare():
+    """(module, inputs, eager's outputs): everything before the backend is called."""
     inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
-    clone = lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     module = Repro()
     with torch.no_grad():
-        expected = flatten(module(*clone()))  # the eager half runs everywhere, so a broken script shows
-        missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
-        if missing and os.environ.get("TRTMIN_BACKEND") != "eager":
-            print(f"SKIPPED: {', '.join(missing)} is not installed")
-            return 2
+        expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
+    return module, inputs, expected
+
+
+def clone(inputs):
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def first_line(e):
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+
+
+def run():
+    try:
+        module, inputs, expected = prepare()
+    except Exception as e:  # a file beside the script is gone or eager fails here: no news about the bug
+        print(f"SKIPPED: cannot run: {first_line(e)}")
+        return 2
+    eager = os.environ.get("TRTMIN_BACKEND") == "eager"
+    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    if missing and not eager:
+        print(f"SKIPPED: {', '.join(missing)} is not installed")
+        return 2
+    try:
+        backend = None if eager else load_backend()
+    except Exception as e:  # plugin.py gone from beside the script, a module not installed: not the bug
+        print(f"SKIPPED: cannot run: the backend cannot be loaded: {first_line(e)}")
+        return 2
+    with torch.no_grad():
         try:
-            compiled = module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, clone())
-            actual = flatten(compiled(*clone()))
+            compiled = module if eager else compile_backend(module, clone(inputs), backend)
+            actual = flatten(compiled(*clone(inputs)))
             if DEVICE.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception as e:  # the compiler failed: is it the same failure?
             chain = exception_chain(e)
             text = "\n".join(f"{type(x).__name__}: {x}" for x in chain)
-            root = chain[-1]  # the compiler's own error, not torch.compile's wrapper of it
-            lines = [line.strip() for line in str(root).splitlines() if line.strip()]
-            error = f"{type(root).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+            root = e  # the compiler's own error: what torch.compile's wrapper wraps, not its causes
+            while getattr(root, "inner_exception", None) is not None:
+                root = root.inner_exception
+            error = first_line(root)
             if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
                 print(f"REPRODUCED: {error}")
                 return 1

@@ -3,12 +3,13 @@
 
 MISMATCH: output 0 differs from eager by max abs 2.255 (max rel 13.79) (40 of 50 values off, dtype float32)
 
-Reduced by trtmin 0.1.0 from model.pt2: 12 -> 2 call nodes in 11 oracle calls.
+Reduced by trtmin 0.1.0 from model.pt2: 12 -> 2 call nodes in 8 oracle calls.
 Reduced on: torch 2.13.0+cpu, Python 3.11.7, Linux-6.18.44-fc-v595-x86_64-with-glibc2.36, device cpu.
 Backend: executorch:xnnpack. Oracle: mismatch (atol 0.001, rtol 0.001).
 
 Run:      python repro.py
-          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package)
+          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package or file),
+          3 = CHANGED: it still fails, but differently (another error, a hang or a kill)
 Control:  TRTMIN_BACKEND=eager python repro.py
           runs eager PyTorch in place of the backend, so it must print FIXED
 """
@@ -17,10 +18,13 @@ import importlib.util
 import os
 import pathlib
 import re
-import subprocess
 import sys
 
-import torch
+try:
+    import torch
+except ImportError as exc:  # no torch here: cannot run, which is no verdict on the bug
+    print(f"SKIPPED: torch cannot be imported: {exc}")
+    sys.exit(2)
 from torch import device  # the graph below writes devices as device(type=...)
 
 inf, nan = float("inf"), float("nan")
@@ -110,10 +114,16 @@ def make_inputs():
     ]
 
 
-def compile_backend(module, inputs):
-    import tempfile
+def load_backend():
+    return None
+
+
+def compile_backend(module, inputs, backend):
+    import atexit, shutil, tempfile
     gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
-    pte = lower_to_pte('xnnpack', gm, runtime_inputs, tempfile.mkdtemp(prefix="repro-et-"), {})
+    folder = tempfile.mkdtemp(prefix="repro-et-")
+    atexit.register(shutil.rmtree, folder, True)  # the .pte goes when the script ends
+    pte = lower_to_pte('xnnpack', gm, runtime_inputs, folder, {})
     run_pte = load_pte('xnnpack', pte)
     return lambda *args: run_pte([args[i].cpu() if isinstance(args[i], torch.Tensor) else args[i] for i in positions])
 
@@ -154,37 +164,66 @@ def outcome(expected, actual):
 ERROR_PATTERN = ''
 
 
-def exception_text(e):
-    """The exception and everything it wraps, for matching the original error."""
-    parts = []
-    while e is not None and len(parts) < 8:
-        parts.append(f"{type(e).__name__}: {e}")
+def exception_chain(e):
+    """The exception and what it wraps (torch.compile wraps a backend's error)."""
+    chain = []
+    while e is not None and len(chain) < 8:
+        chain.append(e)
         e = getattr(e, "inner_exception", None) or e.__cause__
-    return "\n".join(parts)
+    return chain
+
+
+def prepare():
+    """(module, inputs, eager's outputs): everything before the backend is called."""
+    inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
+    module = Repro()
+    with torch.no_grad():
+        expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
+    return module, inputs, expected
+
+
+def clone(inputs):
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def first_line(e):
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
 
 
 def run():
-    inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
-    clone = lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    module = Repro()
+    try:
+        module, inputs, expected = prepare()
+    except Exception as e:  # a file beside the script is gone or eager fails here: no news about the bug
+        print(f"SKIPPED: cannot run: {first_line(e)}")
+        return 2
+    eager = os.environ.get("TRTMIN_BACKEND") == "eager"
+    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    if missing and not eager:
+        print(f"SKIPPED: {', '.join(missing)} is not installed")
+        return 2
+    try:
+        backend = None if eager else load_backend()
+    except Exception as e:  # plugin.py gone from beside the script, a module not installed: not the bug
+        print(f"SKIPPED: cannot run: the backend cannot be loaded: {first_line(e)}")
+        return 2
     with torch.no_grad():
-        expected = flatten(module(*clone()))  # the eager half runs everywhere, so a broken script shows
-        missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
-        if missing and os.environ.get("TRTMIN_BACKEND") != "eager":
-            print(f"SKIPPED: {', '.join(missing)} is not installed")
-            return 2
         try:
-            compiled = module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, clone())
-            actual = flatten(compiled(*clone()))
+            compiled = module if eager else compile_backend(module, clone(inputs), backend)
+            actual = flatten(compiled(*clone(inputs)))
             if DEVICE.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception as e:  # the compiler failed: is it the same failure?
-            text = exception_text(e)
-            first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            chain = exception_chain(e)
+            text = "\n".join(f"{type(x).__name__}: {x}" for x in chain)
+            root = e  # the compiler's own error: what torch.compile's wrapper wraps, not its causes
+            while getattr(root, "inner_exception", None) is not None:
+                root = root.inner_exception
+            error = first_line(root)
             if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
-                print(f"REPRODUCED: {type(e).__name__}: {first}")
+                print(f"REPRODUCED: {error}")
                 return 1
-            print(f"CHANGED: fails differently now: {type(e).__name__}: {first}")
+            print(f"CHANGED: fails differently now: {error}")
             return 3
     reproduced, message = outcome(expected, actual)
     print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
@@ -195,22 +234,6 @@ def main():
     if DEVICE.startswith("cuda") and not torch.cuda.is_available():
         print("SKIPPED: no CUDA GPU is visible here")
         return 2
-    if False and not os.environ.get("TRTMIN_CHILD"):
-        # The bug kills or hangs the process: run it in a child and read how it ended.
-        try:
-            child = subprocess.run([sys.executable, __file__], env={**os.environ, "TRTMIN_CHILD": "1"},
-                                   capture_output=True, text=True, timeout=300.0)
-        except subprocess.TimeoutExpired:
-            print("REPRODUCED: no result within 300 s (hang)" if False else "CHANGED: hangs now")
-            return 1 if False else 3
-        if child.returncode < 0:
-            import signal
-            name = signal.Signals(-child.returncode).name
-            print(f"REPRODUCED: the process was killed by {name}" if re.search(ERROR_PATTERN or "$^", name)
-                  else f"CHANGED: the process was killed by {name}")
-            return 1 if re.search(ERROR_PATTERN or "$^", name) else 3
-        sys.stdout.write(child.stdout)
-        return child.returncode
     return run()
 
 
