@@ -9,12 +9,13 @@ last line (killed mid-write) is ignored.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from minimize.out_dir import JOURNAL, clear_earlier_run
+from minimize.out_dir import JOURNAL
 from oracles.errors import TrtminError
 from oracles.verdict import Verdict
 
@@ -34,6 +35,16 @@ def decode_kept(runs: list[list[int]]) -> tuple[int, ...]:
     return tuple(i for a, b in runs for i in range(a, b + 1))
 
 
+def header_line(header: dict[str, Any]) -> str:
+    return json.dumps({"header": header}, sort_keys=True)
+
+
+def header_digest(line: str) -> str:
+    """Names a run: summary.json keeps its journal header's digest, so a folder whose
+    outputs are an earlier run's (a later run stopped before it wrote its own) is known."""
+    return hashlib.sha256(line.strip().encode()).hexdigest()
+
+
 class Journal:
     def __init__(self, folder: Path, header: dict[str, Any], resume: bool):
         self.path = folder / JOURNAL
@@ -42,11 +53,12 @@ class Journal:
             self._load(header)
             self._cut_torn_tail()
             self._file = open(self.path, "a")
+            self.digest = header_digest(self.path.read_text().splitlines()[0])  # the run it continues
         else:
             folder.mkdir(parents=True, exist_ok=True)
-            clear_earlier_run(folder)
             self._file = open(self.path, "w")
             self._write({"header": header})
+            self.digest = header_digest(header_line(header))
 
     def _load(self, header: dict[str, Any]) -> None:
         if not self.path.exists():
@@ -88,7 +100,7 @@ class Journal:
 
     def _write(self, record: dict[str, Any]) -> None:
         try:
-            self._file.write(json.dumps(record, sort_keys=True) + "\n")
+            self._file.write(json.dumps(record, sort_keys=True) + "\n")  # a header: header_line's text
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as e:  # a full disk: say so in one line; the verdicts written so far stay

@@ -34,7 +34,8 @@ def check_out_dir(out: Path, resume: bool, force: bool) -> None:
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
     _check_writable(out)
     existing = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) if out.is_dir() else []
-    has_run = JOURNAL in existing and is_trtmin_journal(out / JOURNAL)
+    has_run = JOURNAL in existing and (is_trtmin_journal(out / JOURNAL) or (
+        never_started(out / JOURNAL) and not [n for n in existing if is_ours(n) and n != JOURNAL]))
     if resume:
         if not has_run:
             missing = "is not trtmin's" if JOURNAL in existing else "is missing"
@@ -58,23 +59,31 @@ def check_out_dir(out: Path, resume: bool, force: bool) -> None:
 HEADER_START = b'{"header": {'  # how trtmin's journal starts (json.dumps with sort_keys)
 
 
-def is_trtmin_journal(path: Path) -> bool:
-    """A journal trtmin wrote: its first line is {"header": {"model_sha256": ...}}, not just
-    its name (a user's own journal.jsonl is the user's). An empty one, or one whose header
-    a kill or a full disk cut short, is a run that never started: --force may replace it."""
+def _first_line(path: Path) -> bytes | None:
     try:
         with open(path, "rb") as f:
-            line = f.readline(1 << 20)
+            return f.readline(1 << 20)
     except OSError:
-        return False
-    torn = not line.endswith(b"\n") and (line.startswith(HEADER_START) or HEADER_START.startswith(line))
-    if torn:  # the empty file included
-        return True
+        return None
+
+
+def is_trtmin_journal(path: Path) -> bool:
+    """A journal trtmin wrote: its first line is {"header": {"model_sha256": ...}}, not just
+    its name (a user's own journal.jsonl is the user's)."""
     try:
-        first = json.loads(line)
+        first = json.loads(_first_line(path) or b"")
     except ValueError:
         return False
     return isinstance(first, dict) and isinstance(first.get("header"), dict) and "model_sha256" in first["header"]
+
+
+def never_started(path: Path) -> bool:
+    """An empty journal, or one whose header a kill or a full disk cut short: a run that
+    wrote nothing else yet (check_out_dir takes it for one only where no other file has
+    trtmin's names: a user's empty journal.jsonl beside the user's repro.py is the user's)."""
+    line = _first_line(path)
+    return line is not None and not line.endswith(b"\n") and (
+        line.startswith(HEADER_START) or HEADER_START.startswith(line))
 
 
 def _names(names: list[str]) -> str:
@@ -94,17 +103,6 @@ def _check_writable(out: Path) -> None:
     if not os.access(target, os.W_OK | os.X_OK):
         where = "" if target == out else f" (its folder {target} is not writable)"
         raise TrtminError(f"--out {out} cannot be written{where}; choose a folder you can write to")
-
-
-def clear_earlier_run(out: Path) -> None:
-    """Before a new run's journal (--force over an earlier run): remove that run's outputs,
-    so a new run killed before its own outputs does not leave the old repro beside the new
-    journal, to be taken for this run's. Only trtmin's names, and only where check_out_dir
-    found trtmin's journal; the user's files stay."""
-    if out.is_dir() and is_trtmin_journal(out / JOURNAL):
-        for p in out.iterdir():
-            if is_ours(p.name) and p.name != JOURNAL and p.is_file():
-                p.unlink()
 
 
 @contextmanager

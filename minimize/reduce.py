@@ -120,6 +120,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["settings"] = {"given": opts.settings, "needed": dict(problem.settings)}
         summary["diagnosis"] = problem.notes
         summary["emitted"] = list(opts.emit)
+        summary["journal_header_sha256"] = journal.digest  # repros add: these outputs are this journal's run
         backend = session.backend if dict(problem.settings) == opts.settings else \
             resolve(opts.backend, dict(problem.settings))  # the repro keeps only the settings the bug needs
         def verify(script: Path) -> dict[str, Any]:

@@ -409,6 +409,22 @@ def _title_from(out_dir: Path, fallback: str) -> str:
     return fallback
 
 
+def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
+    """The outputs must be the journal's run: a run started over an earlier one (--force)
+    and stopped before it wrote its own leaves the earlier run's repro beside its journal."""
+    from minimize.journal import header_digest
+    journal = out_dir / JOURNAL
+    recorded = summary.get("journal_header_sha256")
+    if recorded is None or not journal.is_file():
+        return  # outputs from before the digest was kept, or a folder without its journal
+    with open(journal, encoding="utf-8", errors="replace") as f:
+        first = f.readline()
+    if header_digest(first) != recorded:
+        raise TrtminError(f"{_shown(out_dir)}: repro.py and summary.json are an earlier run's than {JOURNAL} (a "
+                          "later run there stopped before it wrote its own); finish that run with `trtmin reduce "
+                          "... --resume`, or pass the folder of a finished run")
+
+
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
@@ -446,6 +462,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if not isinstance(summary, dict) or lacking:
         raise TrtminError(f"{_shown(out_dir / 'summary.json')} lacks {', '.join(lacking) or 'its fields'}; "
                           f"it does not look written by `trtmin reduce`: rerun the reduction")
+    _check_same_run(out_dir, summary)
     env = summary.get("environment") or {}
     first_seen = {k: str(env[k]) for k in KEY_PACKAGES if env.get(k) and env[k] != NOT_INSTALLED}
     notes = [f"Saved from {out_dir.name}/ by `trtmin repros add`."]

@@ -303,11 +303,10 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
     assert json.loads(lines[0])["header"]["torch"] == torch.__version__
 
 
-def test_journal_damage_and_an_earlier_runs_outputs(tmp_path):
+def test_journal_damage(tmp_path):
     """A torn last line is cut before the next verdict is appended (it was glued to it, and
-    lost); a line that is JSON but no verdict is named; an empty or cut-short header is a
-    run that never started, which --force replaces; a new run over an earlier one removes
-    that run's outputs first (a kill before its own left the old repro beside it)."""
+    lost); a line that is JSON but no verdict is named; an empty or cut-short header with
+    nothing else of trtmin's beside it is a run that never started, which --force replaces."""
     import json
     import re
 
@@ -336,10 +335,11 @@ def test_journal_damage_and_an_earlier_runs_outputs(tmp_path):
         check_out_dir(tmp_path, resume=False, force=True)
         with pytest.raises(TrtminError, match="is damaged; start over with --force"):
             Journal(tmp_path, header, resume=True)
-    for name in ("repro.py", "report.md", "summary.json", "repro_tensorrt.py", "notes.txt"):
-        (tmp_path / name).write_text("earlier")
-    Journal(tmp_path, header, resume=False).close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["journal.jsonl", "notes.txt"]
+    # ... but not beside files of trtmin's names: an empty journal.jsonl may be the user's
+    path.write_text("")
+    (tmp_path / "repro.py").write_text("the user's")
+    with pytest.raises(TrtminError, match="no trtmin run wrote them"):
+        check_out_dir(tmp_path, resume=False, force=True)
 
 
 def test_one_run_at_a_time_in_a_folder(host_program, tmp_path):

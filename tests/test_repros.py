@@ -457,3 +457,19 @@ def test_control_run_strict_skips_and_an_empty_suite(suite: Path, tmp_path: Path
     (tmp_path / "empty").mkdir()
     r = run_cli("repros", "run", "--suite", str(tmp_path / "empty"))
     assert r.returncode == 2 and "no repros in" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_add_refuses_an_earlier_runs_outputs_beside_a_later_journal(tmp_path: Path) -> None:
+    """A run started over an earlier one (--force) and stopped before its own outputs
+    leaves the earlier repro beside its journal: summary.json names its journal's header,
+    so repros add does not save it as the later run's."""
+    from minimize.journal import header_digest, header_line
+    out = _reduce_out(tmp_path / "out")
+    earlier = header_line({"model_sha256": "a", "options": {}})
+    summary = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").write_text(json.dumps({**summary, "journal_header_sha256": header_digest(earlier)}))
+    (out / "journal.jsonl").write_text(header_line({"model_sha256": "b", "options": {}}) + "\n")
+    with pytest.raises(TrtminError, match="an earlier run's than journal.jsonl.*--resume"):
+        add_repro(out, "stale", tmp_path / "suite")
+    (out / "journal.jsonl").write_text(earlier + "\n")
+    assert add_repro(out, "same_run", tmp_path / "suite").is_dir()
