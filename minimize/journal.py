@@ -123,6 +123,8 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
     then_opts, now_opts = then.get("options", {}), now.get("options", {})
     both = {k for k in then if k in now and k != "options"}
     opts = {k for k in then_opts if k in now_opts}
+    if "inputs_sha256" in both:
+        opts.discard("inputs")  # the contents are compared: the same inputs by another path resume
     cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731
     return cut(then, then_opts), cut(now, now_opts)
 

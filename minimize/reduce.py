@@ -41,8 +41,9 @@ def file_digest(path: Path) -> str:
 def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
-    for k in ("jobs", "emit", "model", "inputs", "verify"):  # these do not change a verdict (a timeout or
-        d.pop(k, None)                                      # a memory limit can); files: by contents
+    d["inputs"] = str(opts.inputs) if opts.inputs else None  # for journals that have no inputs digest
+    for k in ("jobs", "emit", "model", "verify"):  # these do not change a verdict (a timeout or a memory
+        d.pop(k, None)                             # limit can)
     return d
 
 

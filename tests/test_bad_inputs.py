@@ -354,3 +354,22 @@ def test_one_run_at_a_time_in_a_folder(host_program, tmp_path):
         assert list(tmp_path.iterdir()) == []
     r = run_cli("reduce", str(model), *args, "--force")
     assert r.returncode == 0 and (tmp_path / "repro.py").exists(), r.stderr[-2000:]
+
+
+def test_a_journal_without_an_inputs_digest_still_compares_the_inputs_path(tmp_path):
+    """Journals written before the inputs' digest was kept name their inputs by path: a
+    resume with other inputs is refused as it was (it had been resumed, its verdicts made
+    on the old inputs)."""
+    import json
+
+    import pytest
+
+    from minimize.journal import Journal
+    from oracles.errors import TrtminError
+    old = {"model_sha256": "ab", "options": {"oracle": "crash", "inputs": "/data/a.pt"}}
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")
+    now = {"model_sha256": "ab", "inputs_sha256": "cd", "torch": "2.13", "options": {"oracle": "crash",
+                                                                                     "inputs": "/data/b.pt"}}
+    with pytest.raises(TrtminError, match="--inputs '/data/a.pt' there, '/data/b.pt' now"):
+        Journal(tmp_path, now, resume=True)
+    Journal(tmp_path, {**now, "options": {"oracle": "crash", "inputs": "/data/a.pt"}}, resume=True).close()
