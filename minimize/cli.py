@@ -167,7 +167,7 @@ def reduce(
     alone = summary.get("repro_alone")
     if alone is not None:
         from minimize.verify import report_line
-        line = report_line(alone)
+        line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
 

@@ -459,7 +459,9 @@ def _emitted_line(summary: dict[str, Any]) -> str:
 
 def _alone_line(summary: dict[str, Any]) -> str:
     from minimize.verify import report_line
-    return f"\n{report_line(summary['repro_alone'])}\n" if "repro_alone" in summary else ""
+    if "repro_alone" not in summary:
+        return ""
+    return f"\n{report_line(summary['repro_alone'], (summary.get('flakiness') or {}).get('repeat', 1))}\n"
 
 
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ run. One compile of the reduced program: a few seconds, against the reduction's 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +21,27 @@ START_UP_S = 300.0  # beside the oracle's timeout: a new interpreter, torch's im
 
 def run_alone(script: Path, timeout: float) -> dict[str, Any]:
     """status (REPRODUCED, FIXED, SKIPPED, CHANGED or ERROR, as `repros run` says it), the
-    script's exit code, its verdict line (or why there is none), and seconds."""
+    script's exit code, its verdict line (or why there is none), and seconds. The script's
+    own switches (TRTMIN_BACKEND=eager, ...) are not passed on from this shell; the rest of
+    the environment is, PYTHONPATH included, which the report then says."""
     limit = timeout + START_UP_S
-    rc, out, err, timed_out, seconds = run_script(script, limit)
+    own = [k for k in os.environ if k.startswith("TRTMIN_")]
+    rc, out, err, timed_out, seconds = run_script(script, limit, without=own)
     status, reason, verdict = classify(rc, out, err, timed_out, limit)
-    return {"status": status, "exit": rc, "line": verdict or reason, "seconds": round(seconds, 1)}
+    return {"status": status, "exit": rc, "line": verdict or reason, "seconds": round(seconds, 1),
+            **({"pythonpath": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}
 
 
-def report_line(alone: dict[str, Any]) -> str:
+def report_line(alone: dict[str, Any], repeat: int = 1) -> str:
     """What the report and the CLI say of it: a plain fact when it reproduced, else what
     that likely means and what to do."""
     said = f"`{alone['line']}`" if alone["line"] else "nothing"
+    where = f" (with PYTHONPATH={alone['pythonpath']})" if alone.get("pythonpath") else ""
     if alone["status"] == REPRODUCED:
-        return f"Run alone after the reduction, `python repro.py` printed {said} (exit 1)."
-    return (f"WARNING: run alone after the reduction, `python repro.py` ended {alone['status']} (exit "
+        return f"Run alone after the reduction, `python repro.py`{where} printed {said} (exit 1)."
+    flaky = ("measure it with `trtmin check --repeat 10` and reduce with --repeat" if repeat == 1 else
+             f"it may fail less often than --repeat {repeat} can tell: measure it with `trtmin check --repeat "
+             f"{max(10, 4 * repeat)}`")
+    return (f"WARNING: run alone after the reduction, `python repro.py`{where} ended {alone['status']} (exit "
             f"{alone['exit']}) and printed {said}. The reduction's verdicts came from trtmin's workers: if the "
-            "compiler fails only sometimes, measure it with `trtmin check --repeat 10` and reduce with "
-            "--repeat; if the script cannot run here, see its message.")
+            f"compiler fails only sometimes, {flaky}; if the script cannot run here, see its message.")

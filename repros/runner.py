@@ -234,10 +234,12 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_script(script: Path, timeout: float) -> tuple[int | None, str, str, bool, float]:
-    """Run one script: (returncode, stdout, stderr, timed_out, seconds)."""
+def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tuple[int | None, str, str, bool, float]:
+    """Run one script: (returncode, stdout, stderr, timed_out, seconds); `without`: variables
+    of this environment the script must not see."""
     script = Path(script).resolve()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**{k: v for k, v in os.environ.items() if k not in without},
+           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -183,8 +183,19 @@ def test_a_repro_that_does_not_reproduce_alone_is_said_loudly(host_program, tmp_
     model, inputs = host_program
     summary, r = reduce_cli_run(model, inputs, tmp_path / "on", "crash", plugin("crash_on_sin_in_trtmins_workers_only"))
     assert summary["final_nodes"] == 1 and summary["repro_alone"]["status"] == "FIXED"
-    assert "WARNING: run alone after the reduction, `python repro.py` ended FIXED" in r.stdout + r.stderr
+    said = " ".join((r.stdout + r.stderr).split())
+    assert "WARNING: run alone after the reduction, `python repro.py` (with PYTHONPATH=" in said  # run_cli sets it
+    assert "ended FIXED (exit 0)" in said
     assert "--repeat" in (tmp_path / "on" / "report.md").read_text().split("WARNING")[1]
     quiet = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("crash_on_sin_in_trtmins_workers_only"),
                        "--no-verify")
     assert "repro_alone" not in quiet and "WARNING" not in (tmp_path / "off" / "report.md").read_text()
+
+
+def test_the_run_alone_does_not_pass_on_the_scripts_own_switches(host_program, tmp_path, monkeypatch):
+    """TRTMIN_BACKEND=eager in the user's shell would have run the script's control, and
+    the run alone said FIXED of a bug that reproduces."""
+    model, inputs = host_program
+    monkeypatch.setenv("TRTMIN_BACKEND", "eager")
+    summary = reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin"))
+    assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]
