@@ -113,7 +113,8 @@ def reduce(
     set_: SetOpt = None,
     repeat: RepeatOpt = 1,
     min_failures: Annotated[Optional[int], typer.Option(help="Of --repeat runs, how many must fail for a candidate "
-                            "to count (default: half as many as the original failed, rounded up).")] = None,
+                            "to count (default: all where the original failed all; else half as many as it failed, "
+                            "rounded up).")] = None,
     memory_limit: Annotated[Optional[int], typer.Option(help="MiB of address space per worker (RLIMIT_AS); "
                             "going over it is an oom verdict, not the end of trtmin.")] = None,
     emit: Annotated[Optional[list[str]], typer.Option(help="Also write the script for another backend (repeatable): "

@@ -25,6 +25,6 @@ class Options:
     memory_limit_mb: int | None = None
     emit: list[str] = field(default_factory=list)  # extra scripts for other backends
     repeat: int = 1                 # runs per candidate, for flaky compilers
-    min_failures: int | None = None  # of `repeat` runs; default: half as many as the original
+    min_failures: int | None = None  # of `repeat` runs; default: minimize/problem.py establish_original
     localize: bool = True           # guess the bug's place from one run with every value an output
     verify: bool = True             # run repro.py alone at the end, as a maintainer will (minimize/verify.py)

@@ -251,10 +251,13 @@ class ReductionProblem:
         self.first_verdict = self.last_verdict = v
         self.signature = Signature.of(v)
         self.original_failures = self.failures(self.current)
-        # Half the original's count (rounded up): the original's count is one sample, and a
-        # candidate with the bug, failing at the same rate, must pass this most of the time
-        # (at a 50% rate and --repeat 4: 85% of the time, against 61% for the whole count).
-        # A candidate without the bug fails 0 times, under any threshold.
-        self.min_failures = self.min_failures_option or max(1, (self.original_failures + 1) // 2)
+        # An original that fails every run is held to that. One that fails only some runs
+        # is a flaky bug: half its count (rounded up), since that count is one sample and a
+        # candidate with the bug, failing at the same rate, must pass most of the time (at a
+        # 50% rate and --repeat 4: 85% of the time, against 61% for the whole count). Not
+        # for an original that always fails: another, flaky bug of the same signature would
+        # then pass as easily as the one asked for.
+        n, repeat = self.original_failures, len(self.cache[key])
+        self.min_failures = self.min_failures_option or (n if n == repeat else max(1, (n + 1) // 2))
         self.check_original(v)
         return v
