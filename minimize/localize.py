@@ -17,6 +17,7 @@ then probes the prefix that ends at that node of ours, at no extra call.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from torch.fx.node import _get_qualified_name
@@ -83,6 +84,12 @@ def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None
     return cand.index(pick[0])
 
 
+# torch.fx's generated forward, where a stack trace ends when the node has no source stack:
+#   File "<eval_with_key>.2", line 14, in forward
+#       layer_norm = torch.ops.aten.layer_norm.default(add, [16], ...)
+_GENERATED_LINE = re.compile(r"^(\w+) = torch\.ops\.", re.M)
+
+
 def _stack_key(stack: str | None) -> str:
     return "\n".join(line.strip() for line in (stack or "").strip().splitlines())
 
@@ -111,12 +118,18 @@ def named_failing_position(problem: ReductionProblem, cand: Candidate) -> int | 
         return None
     nodes = problem.program.nodes
     stack = _stack_key(hint.get("stack"))
+    named = _GENERATED_LINE.findall(stack)  # a stack in the slice's own code names our node
+    by_name = [p for p, i in enumerate(cand) if named and nodes[i].name == named[-1]]
     same_line = [p for p, i in enumerate(cand) if stack and _stack_key(nodes[i].meta.get("stack_trace")) == stack]
     same_op = [p for p in (same_line or range(len(cand))) if _target_name(nodes[cand[p]].target) == hint["target"]]
-    if same_line:
+    if by_name:
+        picks = by_name
+    elif same_line:
         picks = same_op or same_line  # that line's failing op, or its first op (the compiler decomposed it)
+    elif not stack:
+        picks = same_op if len(same_op) == 1 else []  # no stack at all: the target, where only one node has it
     else:
-        picks = same_op if len(same_op) == 1 else []  # no stacks: the target, where only one node has it
+        picks = []  # a stack that names none of ours: a decomposed op's target may be another node's
     if not picks:
         return None
     node = nodes[cand[picks[0]]]

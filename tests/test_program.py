@@ -221,3 +221,31 @@ def test_the_nodes_a_wide_window_needs_take_log_calls_each(program: Program):
     stats = problem.pass_stats
     assert stats["keep_needed"].accepted == 1 and stats["delete_chunks"].accepted == 0
     assert stats["keep_needed"].calls <= 2 * (n // 2).bit_length() + 4
+
+
+def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(program: Program):
+    """The node a crash's message names (oracles/checks.py failing_node) is matched to ours:
+    by the name in torch.fx's generated line where the stack ends there (a node without a
+    source stack), by the source stack, or, with no stack at all, by a target only one node
+    has. A stack that names none of ours is no guess: a decomposed op's target (rsqrt, from
+    layer_norm's decomposition) would name an unrelated node."""
+    from minimize.localize import named_failing_position
+    problem = ReductionProblem(program, lambda keys: [])
+    problem.locate_from_errors = True
+    cand = problem.current
+    names = [program.nodes[i].name for i in cand]
+
+    def guess(target: str, stack: str) -> str | None:
+        hint = {"name": "", "target": target, "stack": stack}
+        problem.cache[problem.key(cand)] = [Verdict("crash", "E", "m", extra={"failing_node": hint})]
+        pos = named_failing_position(problem, cand)
+        return None if pos is None else names[pos]
+
+    generated = 'File "<eval_with_key>.2", line 14, in forward\n    layer_norm = torch.ops.aten.layer_norm.default(add)'
+    assert guess("aten.rsqrt.default", generated) == "layer_norm"
+    source = program.nodes[cand[names.index("sin")]].meta["stack_trace"]
+    assert guess("aten.sin.default", source) == "sin"
+    assert guess("aten.rsqrt.default", "") == "rsqrt"  # no stack: the only rsqrt
+    assert guess("aten.rsqrt.default", 'File "lib.py", line 3, in f\n    return g(x)') is None
+    problem.locate_from_errors = False
+    assert guess("aten.sin.default", source) is None
