@@ -49,7 +49,9 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     assert (tmp_path / "report.md").read_text().startswith("# ")
     # trtmin ran the script alone at the end, and says so
     assert summary["repro_alone"]["status"] == "REPRODUCED" and summary["repro_alone"]["exit"] == 1
-    assert "Run alone after the reduction, `python repro.py` printed `REPRODUCED" in (tmp_path / "report.md").read_text()
+    report = " ".join((tmp_path / "report.md").read_text().split())
+    assert "Run alone after the reduction, `python repro.py` (with PYTHONPATH=" in report  # the tests set it
+    assert "printed `REPRODUCED" in report
     # The script runs alone: it imports torch and the copied plugin, not trtmin.
     assert "minimize" not in (tmp_path / "repro.py").read_text() and (tmp_path / "plugin.py").exists()
     if fn == "crash_on_linear":  # weights stay weights: buffers of Repro, not inputs
