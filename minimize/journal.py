@@ -50,20 +50,22 @@ class Journal:
         self.path = folder / JOURNAL
         self.cache: dict[tuple[tuple[int, ...], tuple[tuple[str, str], ...]], list[Verdict]] = {}
         if resume:
-            self._load(header)
-            self._cut_torn_tail()
+            data = self._load(header)
+            self._cut_torn_tail(data)
             self._file = open(self.path, "a")
-            self.digest = header_digest(self.path.read_text().splitlines()[0])  # the run it continues
+            self.digest = header_digest(data.decode(errors="replace").splitlines()[0])  # the run it continues
         else:
             folder.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "w")
             self._write({"header": header})
             self.digest = header_digest(header_line(header))
 
-    def _load(self, header: dict[str, Any]) -> None:
+    def _load(self, header: dict[str, Any]) -> bytes:
+        """Check the header against this run's and read the verdicts; returns the file as read."""
         if not self.path.exists():
             raise TrtminError(f"--resume: {self.path.parent} has no {JOURNAL} to resume from; run without --resume")
-        lines = self.path.read_text().splitlines()
+        data = self.path.read_bytes()
+        lines = data.decode(errors="replace").splitlines()
         try:
             first = json.loads(lines[0])["header"]
         except (IndexError, KeyError, json.JSONDecodeError):
@@ -88,11 +90,11 @@ class Journal:
             except (AttributeError, KeyError, TypeError, ValueError):
                 raise TrtminError(f"--resume: {self.path} is damaged (line {number} is not a verdict); "
                                   "start over with --force") from None
+        return data
 
-    def _cut_torn_tail(self) -> None:
+    def _cut_torn_tail(self, data: bytes) -> None:
         """Drop what a kill mid-write left after the last whole line, so the next verdict
         starts a line of its own instead of being glued to the fragment (and lost)."""
-        data = self.path.read_bytes()
         whole = data.rfind(b"\n") + 1
         if whole < len(data):
             with open(self.path, "r+b") as f:

@@ -46,8 +46,8 @@ def classify_exception(exc: BaseException) -> Verdict:
                    extra={"failing_node": located} if located else {})
 
 
-# torch.fx.Interpreter appends to the error of the node it was running (Inductor's lowering,
-# Torch-TensorRT's converters and most plugins are such interpreters):
+# torch.fx.Interpreter appends to the error of the node it was running (Torch-TensorRT's
+# converters and most plugins are such interpreters):
 #   While executing %sin : [num_users=1] = call_function[target=torch.ops.aten.sin.default](...)
 #   Original traceback:
 #   File "model.py", line 30, in forward

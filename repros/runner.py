@@ -6,7 +6,10 @@ Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a
 - exit 2 with a last stdout line ``SKIPPED: <reason>`` -> SKIPPED (reason = the text after it),
 - exit 3 with a last stdout line ``CHANGED: <how>`` -> CHANGED: the script ran, and the
   backend fails, but not as the reduced bug did (another error, a hang or a kill),
-- anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), death by a signal, the timeout
+- death by SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL -> CHANGED: a script that runs its bug
+  in-process now dies of the compiler,
+- anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), a
+  kill from outside (SIGKILL, SIGTERM), the timeout
   (the whole process group is killed), exit 2 without a ``SKIPPED:`` line (Python itself
   exits 2 when it cannot open the script), a verdict line that contradicts the exit code
   (exit 1 but "FIXED: ..."), or exit 1 with a Python traceback on stderr and no
