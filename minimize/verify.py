@@ -16,17 +16,18 @@ from typing import Any
 
 from repros.runner import REPRODUCED, classify, run_script
 
+SCRIPT_SWITCHES = ("TRTMIN_BACKEND", "TRTMIN_CHILD")  # what repro.py itself reads (the control, its child)
 START_UP_S = 300.0  # beside the oracle's timeout: a new interpreter, torch's import, the compile
 
 
 def run_alone(script: Path, timeout: float) -> dict[str, Any]:
     """status (REPRODUCED, FIXED, SKIPPED, CHANGED or ERROR, as `repros run` says it), the
     script's exit code, its verdict line (or why there is none), and seconds. The script's
-    own switches (TRTMIN_BACKEND=eager, ...) are not passed on from this shell; the rest of
-    the environment is, PYTHONPATH included, which the report then says."""
+    own switches (TRTMIN_BACKEND=eager, TRTMIN_CHILD) are not passed on from this shell; the
+    rest of the environment is, a plugin's own TRTMIN_-named settings and PYTHONPATH included
+    (the report then names PYTHONPATH)."""
     limit = timeout + START_UP_S
-    own = [k for k in os.environ if k.startswith("TRTMIN_")]
-    rc, out, err, timed_out, seconds = run_script(script, limit, without=own)
+    rc, out, err, timed_out, seconds = run_script(script, limit, without=SCRIPT_SWITCHES)
     status, reason, verdict = classify(rc, out, err, timed_out, limit)
     return {"status": status, "exit": rc, "line": verdict or reason, "seconds": round(seconds, 1),
             **({"pythonpath": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}

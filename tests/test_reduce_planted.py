@@ -196,8 +196,11 @@ def test_a_repro_that_does_not_reproduce_alone_is_said_loudly(host_program, tmp_
 
 def test_the_run_alone_does_not_pass_on_the_scripts_own_switches(host_program, tmp_path, monkeypatch):
     """TRTMIN_BACKEND=eager in the user's shell would have run the script's control, and
-    the run alone said FIXED of a bug that reproduces."""
+    the run alone said FIXED of a bug that reproduces. A plugin's own setting is passed on,
+    even under a TRTMIN_ name: without it, this bug's repro passes."""
     model, inputs = host_program
     monkeypatch.setenv("TRTMIN_BACKEND", "eager")
-    summary = reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin"))
+    monkeypatch.setenv("TRTMIN_PLANTED_CRASH", "sin")
+    summary = reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin_when_configured"))
+    assert summary["final_nodes"] == 1
     assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]

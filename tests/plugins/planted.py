@@ -143,6 +143,14 @@ def crash_on_sin_in_trtmins_workers_only(gm: GraphModule, example_inputs: list[t
     return _run(gm)
 
 
+def crash_on_sin_when_configured(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A plugin configured from the environment, under a name that starts like trtmin's own
+    (as the benchmark's TRTMIN_BENCH_COMPILE_SECONDS): without it, the sin passes."""
+    if os.environ.get("TRTMIN_PLANTED_CRASH") == "sin" and _has(gm, aten.sin.default):
+        raise RuntimeError("planted: sin is not supported (configured)")
+    return _run(gm)
+
+
 def crash_on_linear(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     """A failing converter for a node with weights: the repro must carry them."""
     if _has(gm, aten.linear.default):
