@@ -7,6 +7,7 @@ IPC, no re-export or re-serialization per candidate).
 
 from __future__ import annotations
 
+import importlib
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -19,6 +20,7 @@ from minimize.localize import off_values
 from minimize.program import Program
 from minimize.steps import StepClock
 from oracles.backends import resolve
+from oracles.backends.base import reset_dynamo
 from oracles.checks import Tolerance
 from oracles.evaluate import evaluate, evaluate_each
 
@@ -76,20 +78,21 @@ def _backend(spec: str, settings: dict[str, Any]) -> Any:
 def _warm_up_dynamo() -> None:
     """Backends are called through torch.compile after torch._dynamo.reset(); the first use
     of each costs seconds of imports and set-up, paid here while the main process is still
-    loading. Where CUDA is available, reset() imports Inductor's compile_fx (191 modules,
-    0.7 s on the H200), which each worker's first job used to pay."""
+    loading. (reset_dynamo() leaves out the import of Inductor's CUDA graph trees that
+    torch's reset() does where CUDA is available; a backend that uses them lists them in
+    its warm_imports, which the zygote imports.)"""
     global _dynamo_warm
     if not _dynamo_warm:
-        torch._dynamo.reset()
+        reset_dynamo()
         torch.compile(lambda x: x + 1, backend="eager")(torch.zeros(1))
         _dynamo_warm = True
 
 
 def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float]:
     """In the zygote (oracles/zygote.py), before it forks workers: what every worker then
-    has, and nothing that starts CUDA, which a fork cannot use. Measured on the H200: a
-    fork after the compiler's import and reset() (which imports Inductor's CUDA graph trees
-    where CUDA is available) starts CUDA and its first compile in 0.5 s; after Dynamo's
+    has, and nothing that starts CUDA, which a fork cannot use: the backend's warm_imports
+    and Dynamo's. Measured on the H200: a fork after the compiler's import and reset()
+    starts CUDA and its first compile in 0.5 s; after Dynamo's
     first compile it cannot start CUDA at all (that compile saves the CUDA RNG state, and
     starts the driver even with is_available hidden). So only without CUDA is the warm-up
     done here; with it, each worker does it after starting CUDA. (That compile can be run
@@ -98,10 +101,11 @@ def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float
     crash reduction took 18.2-19.0 s against 12.2-13.0 s, and slow_oracle at --jobs 4
     8.4-13.0 s against 7.0-8.0 s. bench/probes/probe_warm.py has the patches.)"""
     clock = StepClock()
-    _backend(backend, settings)
+    for module in _backend(backend, settings).warm_imports:
+        importlib.import_module(module)
     clock.step("import_backend")
     if torch.cuda.is_available():  # the zygote asks NVML, which starts no CUDA
-        torch._dynamo.reset()  # its imports only; the compile is each worker's
+        reset_dynamo()  # its imports only; the compile is each worker's
         clock.step("dynamo_reset")  # named apart: timing.worker_start adds steps up by name
     else:
         _warm_up_dynamo()  # reset() and a first compile
@@ -130,7 +134,8 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         return _backend(backend, overrides)
 
     clock = StepClock()  # start-up seconds by step, for summary.json timing.worker_start
-    backend_for(settings)  # imports the compiler while the main process is still loading
+    for module in backend_for(settings).warm_imports:  # the compiler's imports (a zygote's fork has them),
+        importlib.import_module(module)                 # while the main process is still loading
     clock.step("import_backend")
     if device.startswith("cuda") and torch.cuda.is_available():
         torch.cuda.init()  # and creates the CUDA context (seconds) meanwhile

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.base import CUDAGRAPH_TREES, Backend, ScriptPart, reset_dynamo
 from oracles.errors import TrtminError
 
 COMPILE_KEYS = ("mode", "dynamic", "fullgraph")  # torch.compile's own arguments
@@ -22,13 +22,14 @@ COMPILE_KEYS = ("mode", "dynamic", "fullgraph")  # torch.compile's own arguments
 
 class InductorBackend(Backend):
     name = "inductor"
+    warm_imports = ("torch._inductor.compile_fx", CUDAGRAPH_TREES)  # 0.7 s on the H200
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
         self.compile_kwargs, self.config = parse_inductor_settings(self.settings, spec)
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        torch._dynamo.reset()  # a fresh compile per candidate: no cache shared between them
+        reset_dynamo()  # a fresh compile per candidate: no cache shared between them
         return torch.compile(gm, backend="inductor", **self._options())
 
     def _options(self) -> dict[str, Any]:

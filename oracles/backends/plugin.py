@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.base import Backend, ScriptPart, reset_dynamo
 from oracles.errors import TrtminError
 
 
@@ -109,7 +109,7 @@ class PluginBackend(Backend):
         # Through torch.compile, as a torch.compile backend is used: the plugin gets the
         # dynamo graph of the candidate, exactly as repro.py will hand it over.
         fn = getattr(self.module, self.fn_name)
-        torch._dynamo.reset()
+        reset_dynamo()
         return torch.compile(gm, backend=functools.partial(fn, **self.kwargs) if self.kwargs else fn)
 
     def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:
