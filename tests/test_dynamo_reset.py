@@ -44,12 +44,13 @@ def test_once_the_trees_are_imported_they_are_reset():
 
 def test_the_zygote_imports_what_inductors_first_compile_needs_and_no_more_for_a_plugin():
     """worker_side.preload, in the zygote: Inductor's warm_imports (its compile_fx and the
-    trees), which its workers' first compile would import each; a plugin's workers, none."""
+    trees), which its workers' first compile would import each; a plugin's workers, none.
+    Either way, what Dynamo's first compile imports (functorch.compile, aot_autograd)."""
     code = ("import sys, json\n"
             "from minimize.worker_side import preload\n"
             "torch.cuda.is_available = lambda: True\n"
             "preload({backend!r}, {{}})\n"
             "print(json.dumps([m in sys.modules for m in ('torch._inductor.compile_fx', "
-            "'torch._inductor.cudagraph_trees')]))")
-    assert run(code.format(backend="inductor")) == [True, True]
-    assert run(code.format(backend="tests/plugins/planted.py:crash_on_sin")) == [False, False]
+            "'torch._inductor.cudagraph_trees', 'functorch.compile')]))")
+    assert run(code.format(backend="inductor")) == [True, True, True]
+    assert run(code.format(backend="tests/plugins/planted.py:crash_on_sin")) == [False, False, True]
