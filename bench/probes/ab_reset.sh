@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B on the GPU machine: this tree against an older one (a `git archive` copy in $1), alternating,
 # slow_oracle (a plugin, 1 s a call) at --jobs 1 and 4, and the Inductor example at --jobs 4.
-# Prints summary.json's seconds, first batch and worker start-up steps. Used for 65630ee
+# ROUNDS (2) rounds. Prints summary.json's seconds, first batch and worker start-up steps. Used for 65630ee
 # (reset_dynamo) against 9af50bc. Run after bench/gpu_jobs.sh (it exports the case to $T).
 set -u
 OLD=$(cd $1 && pwd); NEW=$PWD; T=/tmp/trtmin-gpu-jobs; O=${OUT:-/tmp/gpu-out}; L=$O/ab_reset.txt
@@ -14,7 +14,7 @@ one() {  # tree name args...
   python3 -c "import json; s=json.load(open('$T/ab_$name/summary.json')); t=s['timing']; print('$name', s['oracle_calls'], t['seconds'], 'first', t.get('first_batch_seconds'), t.get('load_seconds'), t.get('worker_start'))" >> $L 2>&1 || echo "$name failed: $(tail -2 $T/ab_$name.log)" >> $L
 }
 : > $L
-for i in 1 2; do
+for i in $(seq ${ROUNDS:-2}); do
   for j in 1 4; do one $NEW new_j${j}_$i $S --jobs $j; one $OLD old_j${j}_$i $S --jobs $j; done
   one $NEW new_fore_$i $E --jobs 4; one $OLD old_fore_$i $E --jobs 4
 done
