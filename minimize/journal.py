@@ -94,10 +94,17 @@ class Journal:
 
     def _cut_torn_tail(self, data: bytes) -> None:
         """Drop what a kill mid-write left after the last whole line, so the next verdict
-        starts a line of its own instead of being glued to the fragment (and lost)."""
+        starts a line of its own instead of being glued to the fragment (and lost). A
+        tail that is a whole record, killed before its newline, is kept and ended."""
         whole = data.rfind(b"\n") + 1
-        if whole < len(data):
-            with open(self.path, "r+b") as f:
+        if whole == len(data):
+            return
+        with open(self.path, "r+b") as f:
+            try:
+                json.loads(data[whole:])
+                f.seek(len(data))
+                f.write(b"\n")
+            except ValueError:  # JSON's errors, and bytes that are not text
                 f.truncate(whole)
 
     def _write(self, record: dict[str, Any]) -> None:

@@ -305,7 +305,7 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
 
 def test_journal_damage(tmp_path):
     """A torn last line is cut before the next verdict is appended (it was glued to it, and
-    lost); a line that is JSON but no verdict is named; an empty or cut-short header with
+    lost), and a whole one that lacks only its newline is kept; a line that is JSON but no verdict is named; an empty or cut-short header with
     nothing else of trtmin's beside it is a run that never started, which --force replaces."""
     import json
     import re
@@ -325,6 +325,10 @@ def test_journal_damage(tmp_path):
     j.record(((0, 2), ()), [Verdict("crash", "E", "m")])
     j.close()
     assert set(Journal(tmp_path, header, resume=True).cache) == {((0, 1), ()), ((0, 2), ())}
+    whole_line = path.read_bytes().splitlines(keepends=True)[-1]
+    path.write_bytes(path.read_bytes()[:-1])  # killed after the record, before its newline
+    Journal(tmp_path, header, resume=True).close()
+    assert path.read_bytes().endswith(whole_line)  # kept, and ended for the next one
     for bad in ("{}", "[]", '{"kept": [[0, 7]], "runs": [], "settings": []}'):
         path.write_text(path.read_text() + bad + "\n")
         with pytest.raises(TrtminError, match=re.escape("is damaged (line 4 is not a verdict)")):
