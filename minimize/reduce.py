@@ -72,6 +72,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         held.enter_context(held_by_this_run(out))  # before the journal: one run at a time in a folder
+        check_out_dir(out, resume, force)  # again: another run may have written there while this one loaded
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts")

@@ -377,3 +377,29 @@ def test_a_journal_without_an_inputs_digest_still_compares_the_inputs_path(tmp_p
     with pytest.raises(TrtminError, match="--inputs '/data/a.pt' there, '/data/b.pt' now"):
         Journal(tmp_path, now, resume=True)
     Journal(tmp_path, {**now, "options": {"oracle": "crash", "inputs": "/data/a.pt"}}, resume=True).close()
+
+
+def test_a_run_that_wrote_the_folder_while_this_one_loaded_is_not_written_over(host_program, tmp_path):
+    """The folder is checked before the model loads and locked after: a run started at the
+    same moment may have written its journal in between (and ended). The check is made
+    again under the lock."""
+    import json
+
+    import pytest
+
+    from minimize.options import Options
+    from minimize.reduce import reduce
+    from oracles.errors import TrtminError
+    model, inputs = host_program
+    out = tmp_path / "out"
+    theirs = json.dumps({"header": {"model_sha256": "theirs"}}) + "\n"
+
+    def log(line: str) -> None:
+        if line.startswith("loaded"):  # the other run writes now
+            out.mkdir(exist_ok=True)
+            (out / "journal.jsonl").write_text(theirs)
+
+    opts = Options(model=model, inputs=inputs, oracle="crash", backend=plugin("crash_on_sin"), verify=False)
+    with pytest.raises(TrtminError, match="holds another run; pass --resume"):
+        reduce(opts, out, log=log)
+    assert [p.name for p in out.iterdir()] == ["journal.jsonl"] and (out / "journal.jsonl").read_text() == theirs
