@@ -5,7 +5,7 @@
 #                                 # forked and with spawned workers; slow_oracle at 1 s a call,
 #                                 # --jobs 1 and 4, twice, and once with spawned workers; the
 #                                 # Inductor example on CUDA at --jobs 1 and 4
-#   bash bench/gpu_jobs.sh long   # slow_oracle at 10 s and 30 s a call, --jobs 1 and 4
+#   bash bench/gpu_jobs.sh long   # slow_oracle at 10 s and 30 s a call (LONG_SECONDS="30": one), --jobs 1 and 4
 #   bash bench/gpu_jobs.sh check  # the GPU tests, and one of each short pair (4 minutes)
 # "slow_oracle N s" sets TRTMIN_BENCH_COMPILE_SECONDS, an engine build of that long. Each run
 # has its own cold Inductor cache and is timed as a whole process and by summary.json's
@@ -65,7 +65,7 @@ elif [ "$PART" = short ]; then
   run fore_j4 $E --jobs 4
   same "segv_fork segv_spawn" "cudaerr_fork cudaerr_spawn" "slow_j1_1 slow_j4_1" "slow_j1_1 slow_j4_spawn" "fore_j1 fore_j4"
 else
-  for secs in 10 30; do
+  for secs in ${LONG_SECONDS:-10 30}; do
     run slow${secs}_j1 TRTMIN_BENCH_COMPILE_SECONDS=$secs $S --jobs 1
     run slow${secs}_j4 TRTMIN_BENCH_COMPILE_SECONDS=$secs $S --jobs 4
     same "slow${secs}_j1 slow${secs}_j4"
