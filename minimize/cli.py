@@ -39,8 +39,10 @@ class Oracle(str, Enum):
 BACKEND_HELP = ("eager, inductor, onnxruntime, executorch:xnnpack, executorch:portable, executorch:cuda, "
                 "executorch:tensorrt, torch_tensorrt, tensorrt (ONNX -> TensorRT), "
                 "or a plugin [bold]path/to/file.py:fn[/] / [bold]pkg.module:fn[/] with the "
-                "torch.compile backend signature fn(gm, example_inputs) -> callable. "
-                "[yellow]A plugin runs your code[/] (in isolated worker processes).")
+                "torch.compile backend signature fn(gm, example_inputs) -> callable, "
+                "or an external command [bold]'cmd:python run.py {model} {inputs} {outputs}'[/] run on each "
+                "candidate (exported to {model}; a non-zero exit is a crash; outputs written to {outputs} "
+                "are compared). [yellow]A plugin or command runs your code[/] (in isolated worker processes).")
 
 ModelArg = Annotated[Path, typer.Argument(help="The exported program, written by torch.export.save.")]
 OracleOpt = Annotated[Oracle, typer.Option(help="What counts as the bug.")]

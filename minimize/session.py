@@ -45,6 +45,9 @@ class Session:
         if kind not in self.backend.devices:
             raise TrtminError(f"backend {opts.backend} runs with --device {' or '.join(self.backend.devices)}, "
                               f"not {opts.device}; pass --device {self.backend.devices[0]}")
+        problem = self.backend.oracle_problem(opts.oracle)
+        if problem:
+            raise TrtminError(problem)
         if isinstance(self.backend, PluginBackend):
             self.backend.validate()  # a missing file or function is a one-line error, here
         self.workers = self.workers or Workers(opts)  # their start overlaps loading the model (they wait for the state)

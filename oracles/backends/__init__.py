@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.command import PREFIX as COMMAND_PREFIX
+from oracles.backends.command import CommandBackend
 from oracles.backends.eager import EagerBackend
 from oracles.backends.executorch import VARIANTS as EXECUTORCH_VARIANTS
 from oracles.backends.executorch import ExecuTorchBackend
@@ -44,7 +46,10 @@ def resolve(spec: str, settings: dict[str, Any] | None = None) -> Backend:
     if spec.startswith("executorch:"):
         raise TrtminError(f"unknown backend {spec!r}; ExecuTorch backends are "
                           + ", ".join(f"executorch:{v}" for v in EXECUTORCH_VARIANTS))
+    if spec.startswith(COMMAND_PREFIX):  # before plugins: a command line may hold a ':'
+        return CommandBackend(spec, settings)
     if is_plugin_spec(spec):
         return PluginBackend(spec, settings)
     names = ", ".join(sorted(BUILTIN))
-    raise TrtminError(f"unknown backend {spec!r}; use one of {names}, or a plugin path/to/file.py:function")
+    raise TrtminError(f"unknown backend {spec!r}; use one of {names}, a plugin path/to/file.py:function, or "
+                      "an external command 'cmd:... {model} ...'")

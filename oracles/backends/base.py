@@ -74,6 +74,10 @@ class Backend:
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         raise NotImplementedError
 
+    def oracle_problem(self, oracle: str) -> str | None:
+        """Why this backend cannot serve `oracle` (what to do instead), or None."""
+        return None
+
     def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:
         """Node names of each engine the backend would build for gm, in order."""
         return []

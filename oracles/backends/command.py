@@ -1,0 +1,158 @@
+"""An external command as the compiler, `--backend 'cmd:python run_on_board.py {model} {inputs} {outputs}'`.
+
+For a compiler that runs outside this Python: TensorRT in another environment, `trtexec`,
+an ExecuTorch runner on a board over adb, another torch release. Each candidate is exported
+(torch.export.save) to {model} with its inputs (torch.save of a tuple) in {inputs}, and the
+command runs on them, once per oracle call:
+
+- it fails the candidate by exiting non-zero: a crash verdict, `CommandFailed: exit 1:
+  <its last line>` (stderr's, else stdout's), so the same bug is the same last line (numbers
+  made generic); `--match` narrows it. A command killed by a signal says which.
+- where it has an {outputs} argument, it writes the program's outputs there (torch.save of
+  a tuple or list) and the mismatch and nan oracles compare them with eager PyTorch.
+
+The command is split like a shell line (shlex), not run by a shell. An argument naming a
+file or folder relative to the working directory is made absolute, so workers and repro.py
+(run from its own folder) find it. repro.py runs the same command: the maintainer needs it,
+and the report names it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+import tempfile
+import textwrap
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx as fx
+
+from oracles.backends.base import Backend, ScriptPart
+from oracles.errors import TrtminError
+
+PREFIX = "cmd:"
+PLACES = ("model", "inputs", "outputs")
+# Run before the command in a worker: it dies with the worker (PR_SET_PDEATHSIG), so a
+# command that hangs past --timeout goes with the worker that is killed for it.
+DIE_WITH_WORKER = [sys.executable, "-S", "-c",
+                   "import ctypes, os, sys\n"
+                   "try: ctypes.CDLL(None).prctl(1, 9)\n"
+                   "except (OSError, AttributeError): pass\n"
+                   "if os.getppid() != int(sys.argv[1]): os._exit(137)\n"
+                   "os.execvp(sys.argv[2], sys.argv[2:])"]
+
+
+class CommandFailed(RuntimeError):
+    """The command exited non-zero: its exit and last line, then the tail of what it said."""
+
+
+def run_command(command, module, inputs, folder, launcher=()):
+    """Export `module` with `inputs` into `folder`, run `command` (its {model}, {inputs} and
+    {outputs} replaced by the files' paths) and return what it wrote to {outputs} (None
+    where it has no {outputs}). Raises CommandFailed where it exits non-zero. Shared, by
+    source, with repro.py."""
+    import pathlib
+    import signal
+    import subprocess
+
+    folder = pathlib.Path(folder)
+    paths = {name: str(folder / file) for name, file in
+             (("model", "model.pt2"), ("inputs", "inputs.pt"), ("outputs", "outputs.pt"))}
+    torch.export.save(torch.export.export(module, tuple(inputs), strict=False), paths["model"])
+    torch.save(tuple(inputs), paths["inputs"])
+    if os.path.exists(paths["outputs"]):
+        os.remove(paths["outputs"])  # a file from an earlier call is not this one's answer
+    args = list(command)
+    for name, path in paths.items():
+        args = [a.replace("{" + name + "}", path) for a in args]
+    done = subprocess.run(list(launcher) + args, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          errors="replace")
+    if done.returncode != 0:
+        said = [ln for ln in done.stderr.splitlines() if ln.strip()] or \
+               [ln for ln in done.stdout.splitlines() if ln.strip()]
+        how = f"exit {done.returncode}" if done.returncode > 0 else \
+            f"killed by {signal.Signals(-done.returncode).name}"
+        tail = "\n".join(said[-30:])
+        raise CommandFailed(f"{how}: {said[-1].strip() if said else '(it printed nothing)'}\n{tail}")
+    if not any("{outputs}" in a for a in command):
+        return None
+    if not os.path.exists(paths["outputs"]):
+        raise CommandFailed("exit 0 without writing {outputs}: save the program's outputs there with "
+                            "torch.save(tuple(outputs), path)")
+    outputs = torch.load(paths["outputs"], weights_only=True)
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+
+def parse_command(spec: str) -> list[str]:
+    """The command's arguments; relative paths to what exists here made absolute."""
+    line = spec[len(PREFIX):]
+    try:
+        args = shlex.split(line)
+    except ValueError as e:
+        raise TrtminError(f"--backend {spec!r}: the command cannot be split like a shell line ({e}); "
+                          "check its quotes") from None
+    if not args:
+        raise TrtminError("--backend cmd: names no command; write it after cmd:, e.g. "
+                          "'cmd:python run.py {model} {inputs} {outputs}'")
+    if not any("{model}" in a for a in args):
+        raise TrtminError(f"--backend {spec!r}: the command must take the candidate program as {{model}} "
+                          "(a .pt2 written by torch.export.save), e.g. 'cmd:python run.py {model} {inputs}'")
+    # abspath, not resolve(): a venv's bin/python is a link to the system's, without the venv
+    return [os.path.abspath(a) if "{" not in a and not a.startswith("-") and os.path.exists(a) else a for a in args]
+
+
+class CommandBackend(Backend):
+    name = "command"
+
+    def __init__(self, spec: str, settings: dict[str, Any] | None = None):
+        super().__init__(spec, settings)
+        if self.settings:
+            raise TrtminError(f"--set {next(iter(self.settings))}: backend cmd: takes no settings; "
+                              "pass them to your command instead")
+        self.command = parse_command(spec)
+        self.writes_outputs = any("{outputs}" in a for a in self.command)
+
+    def oracle_problem(self, oracle: str) -> str | None:
+        if oracle in ("mismatch", "nan") and not self.writes_outputs:
+            return (f"--oracle {oracle} compares the program's outputs, and the command has no {{outputs}} to "
+                    "write them to; add {outputs} to it (torch.save(tuple(outputs), path)), or use --oracle "
+                    "crash")
+        return None
+
+    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        folder = tempfile.TemporaryDirectory(prefix="trtmin-cmd-")  # removed when `run` is dropped
+        launcher = DIE_WITH_WORKER + [str(os.getpid())]
+
+        def run(*args: Any) -> Any:
+            outputs = run_command(self.command, gm, args, folder.name, launcher)
+            return gm(*args) if outputs is None else outputs
+
+        return run
+
+    def script_part(self) -> ScriptPart:
+        from oracles.backends.onnx_export import script_source
+        from oracles.backends.torch_tensorrt import _indent_body
+
+        body = textwrap.dedent(f"""\
+            import atexit, shutil, tempfile
+            folder = tempfile.mkdtemp(prefix="repro-cmd-")
+            atexit.register(shutil.rmtree, folder, True)  # the exported files go when the script ends
+            command = {self.command!r}
+
+            def run(*args):
+                outputs = run_command(command, module, args, folder)
+                return module(*args) if outputs is None else outputs
+            return run""")
+        load = textwrap.dedent(f"""\
+            import shutil
+            if shutil.which({self.command[0]!r}) is None:
+                raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
+            return None""")
+        return ScriptPart(imports=[script_source(CommandFailed, run_command)],
+                          compile_body=_indent_body(body), load_body=_indent_body(load))
+
+    def describe(self) -> str:
+        return PREFIX + " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a) for a in self.command)

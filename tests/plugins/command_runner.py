@@ -1,0 +1,38 @@
+"""A compiler outside trtmin's Python, for --backend 'cmd:python command_runner.py MODE {model} {inputs} [{outputs}]'.
+
+It loads the exported candidate and its inputs as any runner would, and has one planted
+bug, chosen by MODE, on aten.sin:
+  crash_on_sin   exits 1 with "RuntimeError: sin is not supported by this runtime"
+  off_on_sin     runs, with sin's values doubled (written to {outputs})
+  hang_on_sin    writes its pid to $TRTMIN_TEST_STATE/hung.pid and sleeps
+"""
+
+import os
+import sys
+import time
+
+import torch
+from torch.fx import Interpreter
+
+mode, model, inputs = sys.argv[1:4]
+ep = torch.export.load(model)
+args = torch.load(inputs, weights_only=True)
+has_sin = any(n.target == torch.ops.aten.sin.default for n in ep.graph.nodes)
+if has_sin and mode == "crash_on_sin":
+    raise RuntimeError("sin is not supported by this runtime")
+if has_sin and mode == "hang_on_sin":
+    with open(os.path.join(os.environ["TRTMIN_TEST_STATE"], "hung.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(600)
+
+
+class OffOnSin(Interpreter):
+    def call_function(self, target, a, kw):
+        out = super().call_function(target, a, kw)
+        return out * 2 if target == torch.ops.aten.sin.default and mode == "off_on_sin" else out
+
+
+module = ep.module()
+outputs = OffOnSin(module.graph_module if hasattr(module, "graph_module") else module).run(*args)
+if len(sys.argv) > 4:
+    torch.save(tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,), sys.argv[4])

@@ -1,0 +1,90 @@
+"""--backend 'cmd:...': an external command as the compiler, run on each candidate exported
+to {model} (tests/plugins/command_runner.py plays a runtime outside trtmin's Python)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from tests.helpers import ROOT, run_cli, run_repro
+
+RUNNER = ROOT / "tests" / "plugins" / "command_runner.py"
+
+
+def command(mode: str, outputs: bool = False) -> str:
+    return f"cmd:{sys.executable} {RUNNER} {mode} {{model}} {{inputs}}" + (" {outputs}" if outputs else "")
+
+
+def reduce(model: Path, inputs: Path, out: Path, oracle: str, backend: str, *extra: str) -> dict:
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", oracle, "--backend", backend,
+                "--out", str(out), *extra)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads((out / "summary.json").read_text())
+
+
+def ops_in(script: Path) -> list[str]:
+    body = script.read_text().split("class Repro")[1].split("def make_inputs")[0]
+    return [line.split("torch.ops.aten.")[1].split("(")[0] for line in body.splitlines() if "torch.ops.aten." in line]
+
+
+def test_a_command_that_exits_non_zero_is_reduced_to_the_node_it_fails_on(host_program, tmp_path):
+    model, inputs = host_program
+    summary = reduce(model, inputs, tmp_path, "crash", command("crash_on_sin"))
+    assert ops_in(tmp_path / "repro.py") == ["sin.default"]
+    assert summary["signature"] == "crash: CommandFailed: exit <n>: RuntimeError: sin is not supported by this runtime"
+    assert summary["repro_alone"]["status"] == "REPRODUCED"
+    r = run_repro(tmp_path)  # the script runs the same command, from its own folder
+    assert r.returncode == 1 and "REPRODUCED: CommandFailed: exit 1: RuntimeError: sin is not" in r.stdout, r.stdout
+    r = run_repro(tmp_path, backend="eager")
+    assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout
+
+
+def test_a_commands_outputs_are_compared_with_eager(host_program, tmp_path):
+    """{outputs}: the mismatch oracle, its localization run included (every value an output)."""
+    model, inputs = host_program
+    summary = reduce(model, inputs, tmp_path, "mismatch", command("off_on_sin", outputs=True))
+    assert ops_in(tmp_path / "repro.py") == ["sin.default"] and summary["repro_alone"]["status"] == "REPRODUCED"
+    assert summary["diagnosis"]["first_off_value"].startswith("`sin`"), summary["diagnosis"]
+
+
+def test_a_command_that_hangs_dies_with_the_worker_killed_for_it(host_program, tmp_path):
+    model, inputs = host_program
+    os.environ["TRTMIN_TEST_STATE"] = str(tmp_path)
+    try:
+        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--timeout", "5",
+                    "--backend", command("hang_on_sin"))
+    finally:
+        del os.environ["TRTMIN_TEST_STATE"]
+    assert r.returncode == 1 and "HANG" in r.stdout, r.stdout + r.stderr
+    pid = int((tmp_path / "hung.pid").read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.2)
+    assert not _alive(pid), f"the command {pid} outlived its worker"
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (dead, waiting for a reaper that may be no parent of ours)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_bad_commands_are_one_line_errors(host_program, tmp_path):
+    model, inputs = host_program
+    cases = {
+        command("off_on_sin"): "--oracle mismatch compares the program's outputs, and the command has no {outputs}",
+        f"cmd:{sys.executable} {RUNNER} crash_on_sin": "the command must take the candidate program as {model}",
+        "cmd:python 'run.py {model}": "cannot be split like a shell line",
+        "cmd:": "names no command",
+    }
+    for backend, said in cases.items():
+        r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend,
+                    "--out", str(tmp_path / "out"))
+        assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (backend, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / "out" / "journal.jsonl").exists()
