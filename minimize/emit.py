@@ -298,6 +298,18 @@ def _child_functions(info: ReproInfo) -> str:
             f"DEATH_PATTERN = ERROR_PATTERN or \"$^\"  # how the reduced bug ended the process\n{CHILD_SOURCE}")
 
 
+def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any]) -> Path:
+    """reduced.pt2: the reduced program, exported and saved with torch.export.save."""
+    reduced = out / "reduced.pt2"
+    ep = torch.export.export(gm, tuple(inputs), strict=False)
+    # torch.export.save names the archive's folder after the file: a temporary
+    # reduced.pt2 in a hidden folder, so the archive reads reduced/..., not .tmp-reduced/...
+    with tempfile.TemporaryDirectory(prefix=".reduced-", dir=out) as tmp:
+        torch.export.save(ep, str(Path(tmp) / reduced.name))
+        os.replace(Path(tmp) / reduced.name, reduced)
+    return reduced
+
+
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
                   summary: dict[str, Any],
                   verify: Callable[[Path], dict[str, Any]] | None = None) -> dict[str, Path]:
@@ -322,15 +334,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         alone = verify(out / "repro.py")
         summary.setdefault("timing", {})["repro_alone_seconds"] = alone.pop("seconds")  # timing: varies by run
         summary["repro_alone"] = alone
-    reduced = out / "reduced.pt2"
     try:
-        ep = torch.export.export(gm, tuple(input_values), strict=False)
-        # torch.export.save names the archive's folder after the file: a temporary
-        # reduced.pt2 in a hidden folder, so the archive reads reduced/..., not .tmp-reduced/...
-        with tempfile.TemporaryDirectory(prefix=".reduced-", dir=out) as tmp:
-            torch.export.save(ep, str(Path(tmp) / reduced.name))
-            os.replace(Path(tmp) / reduced.name, reduced)
-        written["reduced"] = reduced
+        written["reduced"] = write_reduced(out, gm, input_values)
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
         summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     atomic_write(out / "report.md", render_report(info, script, backend, summary))
