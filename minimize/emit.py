@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import torch
 import torch.fx as fx
+from torch.fx.traceback import NodeSource
 
 import minimize
 from minimize.program import Slice
@@ -298,10 +299,33 @@ def _child_functions(info: ReproInfo) -> str:
             f"DEATH_PATTERN = ERROR_PATTERN or \"$^\"  # how the reduced bug ended the process\n{CHILD_SOURCE}")
 
 
+def _number_graph_ids(ep: torch.export.ExportedProgram) -> None:
+    """Each node's provenance (meta["from_node"]) names its source graphs by id(graph), a
+    memory address that differs from run to run: two identical runs wrote different
+    reduced.pt2 files (model.json, and .data/serialization_id, which hashes every record).
+    The graphs are numbered in order of first appearance instead, so one graph keeps one
+    number throughout the file; -1 (no source node) stays. The lists are replaced, not
+    edited: they may be shared with the reduction's graph."""
+    numbers: dict[int, int] = {}
+
+    def renumber(d: dict[str, Any]) -> dict[str, Any]:
+        old = d["graph_id"]
+        new = old if old == -1 else numbers.setdefault(old, len(numbers))
+        return {**d, "graph_id": new, "from_node": [renumber(f) for f in d["from_node"]]}
+
+    graphs = [m.graph for m in ep.graph_module.modules() if isinstance(m, fx.GraphModule)]  # subgraphs too
+    for node in (n for g in graphs for n in g.nodes):
+        if sources := node.meta.get("from_node"):
+            # to_dict is what the file holds, _from_dict how torch.export.load reads it back
+            node.meta["from_node"] = [NodeSource._from_dict(renumber(s.to_dict()))
+                                      for s in sources if isinstance(s, NodeSource)]
+
+
 def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any]) -> Path:
     """reduced.pt2: the reduced program, exported and saved with torch.export.save."""
     reduced = out / "reduced.pt2"
     ep = torch.export.export(gm, tuple(inputs), strict=False)
+    _number_graph_ids(ep)
     # torch.export.save names the archive's folder after the file: a temporary
     # reduced.pt2 in a hidden folder, so the archive reads reduced/..., not .tmp-reduced/...
     with tempfile.TemporaryDirectory(prefix=".reduced-", dir=out) as tmp:
