@@ -81,6 +81,7 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         f"cmd:{sys.executable} {RUNNER} crash_on_sin": "the command must take the candidate program as {model}",
         "cmd:python 'run.py {model}": "cannot be split like a shell line",
         "cmd:": "names no command",
+        "cmd:pyhton run.py {model}": "pyhton, the command's program, is not found",
     }
     for backend, said in cases.items():
         r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -97,6 +98,9 @@ def parse_command(spec: str) -> list[str]:
     if not args:
         raise TrtminError("--backend cmd: names no command; write it after cmd:, e.g. "
                           "'cmd:python run.py {model} {inputs} {outputs}'")
+    if shutil.which(args[0]) is None:  # else each call "fails", with exec's error: a bug of nothing
+        raise TrtminError(f"--backend {spec!r}: {args[0]}, the command's program, is not found; check its "
+                          "spelling, or give its path")
     if not any("{model}" in a for a in args):
         raise TrtminError(f"--backend {spec!r}: the command must take the candidate program as {{model}} "
                           "(a .pt2 written by torch.export.save), e.g. 'cmd:python run.py {model} {inputs}'")
