@@ -318,3 +318,31 @@ def test_environment_has_the_template_fields() -> None:
         assert env["Torch-TensorRT Version"] == "not installed"
     text = format_environment(env)
     assert text.splitlines()[0].startswith(" - Torch-TensorRT Version: ")
+
+
+@needs_ort
+def test_onnx_export_failure_reproduces_alone(tmp_path: Path) -> None:
+    """An exporter failure (no ONNX conversion for linalg.inv) reduced with --oracle crash:
+    the workers word it `OnnxExportError: torch.onnx.export failed (ConversionError): ...`,
+    and repro.py, which calls torch.onnx.export itself, must word it the same way, or its
+    ERROR_PATTERN never matches and it says CHANGED where the bug is there."""
+    import json
+
+    from tests.conftest import save_program
+    from tests.helpers import run_cli, run_repro
+
+    class Inv(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.linalg.inv(x @ x.T + torch.eye(4)).relu()
+
+    torch.manual_seed(0)
+    model, inputs = save_program(Inv(), (torch.randn(4, 4),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "onnxruntime", "--oracle", "crash",
+                "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["final_verdict"].startswith("CRASH: OnnxExportError: torch.onnx.export failed")
+    alone = run_repro(out)
+    assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: OnnxExportError"), alone.stdout
+    assert run_repro(out, backend="eager").returncode == 0

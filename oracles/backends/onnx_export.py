@@ -35,6 +35,14 @@ class OnnxExportError(RuntimeError):
     """torch.onnx.export failed on the candidate: the exporter's bug, not the runtime's."""
 
 
+def export_error(e: BaseException) -> OnnxExportError:
+    """The exporter's failure (it raises many types) as an OnnxExportError that names it.
+    Repro scripts word it the same way (script_source), so their ERROR_PATTERN, made from
+    the workers' message, matches what the script sees."""
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return OnnxExportError(f"torch.onnx.export failed ({type(e).__name__}): " + (lines[0][:300] if lines else "no message"))
+
+
 class _DropAnnotations(ast.NodeTransformer):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         node.returns = None
@@ -105,9 +113,7 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
     try:
         program = _quiet_export(module, tuple(runtime_inputs), opset)
     except Exception as e:  # the exporter raises many types
-        lines = [ln for ln in str(e).splitlines() if ln.strip()]
-        raise OnnxExportError(f"torch.onnx.export failed ({type(e).__name__}): "
-                              + (lines[0][:300] if lines else "no message")) from e
+        raise export_error(e) from e
     finally:
         _set_training(module, was_training)
     runtime_names = [placeholders[i] for i in positions]

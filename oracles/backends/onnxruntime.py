@@ -23,7 +23,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import export_onnx, script_source
+from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.errors import MissingPackageError, TrtminError
 
 SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
@@ -166,7 +166,10 @@ class OnnxRuntimeBackend(Backend):
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             folder = tempfile.mkdtemp(prefix="repro-onnx-")
             atexit.register(shutil.rmtree, folder, True)  # the .onnx goes when the script ends
-            onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
+            try:
+                onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
+            except Exception as e:  # worded as trtmin's workers word it, so ERROR_PATTERN matches
+                raise export_error(e) from e
             onnx_program.save(folder + "/model.onnx")
             session = ort_session(folder + "/model.onnx", {run_options!r})
             names = [v.name for v in onnx_program.model.graph.inputs]
@@ -188,7 +191,7 @@ class OnnxRuntimeBackend(Backend):
             return run""")
         from oracles.backends.torch_tensorrt import _indent_body
 
-        return ScriptPart(imports=[script_source(ort_session, run_onnxruntime)],
+        return ScriptPart(imports=[script_source(OnnxExportError, export_error, ort_session, run_onnxruntime)],
                           requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
 
     def describe(self) -> str:

@@ -34,7 +34,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.onnx_export import export_onnx, script_source
+from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, TrtminError
 
@@ -249,7 +249,10 @@ class TensorRTBackend(Backend):
             folder = tempfile.mkdtemp(prefix="repro-trt-")
             atexit.register(shutil.rmtree, folder, True)  # the .onnx goes when the script ends
             path = folder + "/model.onnx"
-            onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
+            try:
+                onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
+            except Exception as e:  # worded as trtmin's workers word it, so ERROR_PATTERN matches
+                raise export_error(e) from e
             onnx_program.save(path)
             names = [v.name for v in onnx_program.model.graph.inputs]
             out_names = [v.name for v in onnx_program.model.graph.outputs]
@@ -263,7 +266,7 @@ class TensorRTBackend(Backend):
             return run""")
         from oracles.backends.torch_tensorrt import _indent_body
 
-        shared = script_source(TensorRTError, build_engine, engine_io)
+        shared = script_source(TensorRTError, OnnxExportError, export_error, build_engine, engine_io)
         runner = f"TRT_TO_TORCH = {{{', '.join(f'{k!r}: {v}' for k, v in TRT_TO_TORCH.items())}}}\n\n\n" + \
             script_source(run_engine_torch)
         return ScriptPart(imports=[shared, runner], requires=["tensorrt", "onnxscript", "onnx"],
