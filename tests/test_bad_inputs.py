@@ -403,3 +403,16 @@ def test_a_run_that_wrote_the_folder_while_this_one_loaded_is_not_written_over(h
     with pytest.raises(TrtminError, match="holds another run; pass --resume"):
         reduce(opts, out, log=log)
     assert [p.name for p in out.iterdir()] == ["journal.jsonl"] and (out / "journal.jsonl").read_text() == theirs
+
+
+def test_a_setting_the_plugin_function_does_not_take_is_refused(host_program, tmp_path):
+    """--set reaches a plugin as a keyword argument: one the function lacks made every
+    compile a TypeError, which --oracle crash reduced as if it were the bug."""
+    model, inputs = host_program
+    out = tmp_path / "o"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"), "--oracle",
+                "crash", "--set", "min_block_size=1", "--out", str(out))
+    assert_one_line_error(r, "--set min_block_size", "crash_on_sin", "no keyword argument 'min_block_size'")
+    assert not (out / "repro.py").exists()
+    assert_one_line_error(run_cli("check", str(model), "--backend", plugin("crash_on_sin"), "--set", "x=1"),
+                          "no keyword argument 'x'")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import inspect
 import sys
 from types import ModuleType
 from pathlib import Path
@@ -104,6 +105,26 @@ class PluginBackend(Backend):
         module = self.module
         self.reports_partitions = callable(getattr(module, "partitions", None))
         self.op_fallback_setting = getattr(module, "OP_FALLBACK_SETTING", None)
+        self._check_settings_taken(getattr(module, self.fn_name))
+
+    def _check_settings_taken(self, fn: Callable[..., Any]) -> None:
+        """--set KEY=VALUE reaches fn as a keyword argument: one it does not take would make
+        every compile a TypeError, which the crash oracle would take for the bug."""
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            return  # a builtin or a callable without a signature: let it say so itself
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return
+        positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                       inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        named = [p.name for p in positional[2:] if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD] + \
+            [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]  # after gm, example_inputs
+        unknown = [k for k in self.kwargs if k not in named]
+        if unknown:
+            takes = f"it takes {', '.join(named)}" if named else "it takes no settings"
+            raise TrtminError(f"--set {unknown[0]}=...: plugin {self.target}:{self.fn_name} has no keyword argument "
+                              f"{unknown[0]!r} ({takes}); drop the --set, or add {unknown[0]}=... to the function")
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         # Through torch.compile, as a torch.compile backend is used: the plugin gets the
