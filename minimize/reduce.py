@@ -19,7 +19,7 @@ import torch
 from minimize.emit import ReproInfo, check_emit, environment, write_extra_script, write_outputs
 from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
-from minimize.out_dir import check_out_dir, held_by_this_run
+from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run
 from minimize.problem import ReductionProblem
 from minimize.scheduler import run_reduction
 from minimize.session import Options, Session
@@ -66,6 +66,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     check_out_dir(out, resume, force)
     check_emit(opts.emit)
     t0 = time.monotonic()
+    made_out, had_journal = not out.exists(), (out / JOURNAL).exists()
+    nothing_to_reduce = False
     match = re.compile(opts.match) if opts.match else None
     with ExitStack() as held, Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
         header = _header(opts)
@@ -78,7 +80,12 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts")
 
         def check(v: Verdict) -> None:
-            _require_failure(opts, v, match)
+            nonlocal nothing_to_reduce
+            try:
+                _require_failure(opts, v, match)
+            except TrtminError:
+                nothing_to_reduce = True
+                raise
             if opts.repeat > 1:
                 log(f"the original fails {problem.original_failures} of {opts.repeat} runs; a candidate "
                     f"must fail {problem.min_failures} of {opts.repeat}")
@@ -95,6 +102,11 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         original_nodes = len(problem.current)  # each kept node is one call node of its slice
         try:
             run_reduction(problem)
+        except TrtminError:
+            if nothing_to_reduce and not had_journal:  # no run to resume: the folder stays free for the next
+                journal.close()
+                _forget_run(out, made_out)
+            raise
         finally:
             journal.close()
         original = problem.first_verdict
@@ -138,6 +150,17 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                               "rerun with --resume (it replays the journal, no oracle call)") from None
         return summary
+
+
+def _forget_run(out: Path, made_out: bool) -> None:
+    """The journal of a run whose original program does not fail: there is nothing to
+    resume, and left there it would make the corrected command's folder 'hold another run'."""
+    (out / JOURNAL).unlink(missing_ok=True)
+    if made_out:
+        try:
+            out.rmdir()  # only where this run made it and nothing else is in it
+        except OSError:
+            pass
 
 
 def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -> None:

@@ -416,3 +416,17 @@ def test_a_setting_the_plugin_function_does_not_take_is_refused(host_program, tm
     assert not (out / "repro.py").exists()
     assert_one_line_error(run_cli("check", str(model), "--backend", plugin("crash_on_sin"), "--set", "x=1"),
                           "no keyword argument 'x'")
+
+
+def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_path):
+    """The original does not fail the oracle: the corrected command, into the same --out,
+    must not be refused as 'holds another run' (its journal held one verdict, a pass)."""
+    model, inputs = host_program
+    args = ("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"))
+    out = tmp_path / "o"
+    assert_one_line_error(run_cli(*args, "--oracle", "mismatch", "--out", str(out)), "try --oracle crash")
+    assert not out.exists()  # this run made it: nothing of it is left
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    assert_one_line_error(run_cli(*args, "--oracle", "nan", "--out", str(mine)), "does not fail the nan oracle")
+    assert mine.is_dir() and not list(mine.iterdir())  # the user's folder stays, empty as it was
