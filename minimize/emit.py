@@ -58,8 +58,16 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
 
 
 def environment() -> dict[str, str]:
+    """What a run records of where it ran (summary.json): with the versions of the installed
+    compilers, which `repros add` keeps as the manifest's first_seen."""
+    from repros.runner import package_version
+    from repros.suite import KEY_PACKAGES, NOT_INSTALLED
     env = {"trtmin": minimize.__version__, "torch": torch.__version__, "python": platform.python_version(),
            "os": platform.platform(), "cuda": str(torch.version.cuda or "none")}
+    for package in KEY_PACKAGES:
+        version = env.get(package) or package_version(package)
+        if version != NOT_INSTALLED:
+            env[package] = version
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
     return env

@@ -64,8 +64,9 @@ JSON_FORMAT = "trtmin-repros-run/1"
 VERDICT_MAX = 500
 ENV_SKIP = re.compile(r"\b(gpus?|cuda|device|missing)\b|not installed|not importable|cannot be imported"
                       r"|no module named", re.IGNORECASE)
-# distributions that provide the `tensorrt` module, in the order we ask for them
-DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11")}
+# distributions that provide a module, in the order we ask for them (else the module's own name)
+DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11"),
+                 "torch_tensorrt": ("torch-tensorrt", "torch_tensorrt"), "onnxruntime": ("onnxruntime", "onnxruntime-gpu")}
 
 
 # ---------------------------------------------------------------- the machine

@@ -71,7 +71,7 @@ SCRIPT = "repro.py"
 MANIFEST = "manifest.toml"
 EXPECTED = ("reproduces", "fixed")
 EXPECTED_WHEN = ("reproduces", "fixed", "skipped")
-KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "executorch")
+KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "executorch", "onnxruntime")
 REQUIRED = ("title", "backend", "oracle", "device", "added", "expected")
 OPTIONAL = ("upstream", "first_seen", "expected_when", "notes")
 NOT_INSTALLED = "not installed"
@@ -425,6 +425,22 @@ def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
                           "... --resume`, or pass the folder of a finished run")
 
 
+def packages_of(backend: str) -> tuple[str, ...]:
+    """The packages whose versions say where a backend's bug was seen (first_seen); a
+    plugin may use any of them."""
+    if backend in ("eager", "inductor"):
+        return ("torch",)
+    if backend in ("torch_tensorrt", "executorch:tensorrt"):
+        return ("torch", "torch_tensorrt", "tensorrt") + (("executorch",) if backend.startswith("executorch") else ())
+    if backend == "tensorrt":
+        return ("torch", "tensorrt")
+    if backend.startswith("executorch:"):
+        return ("torch", "executorch")
+    if backend == "onnxruntime":
+        return ("torch", "onnxruntime")
+    return KEY_PACKAGES
+
+
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
@@ -464,7 +480,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                           f"it does not look written by `trtmin reduce`: rerun the reduction")
     _check_same_run(out_dir, summary)
     env = summary.get("environment") or {}
-    first_seen = {k: str(env[k]) for k in KEY_PACKAGES if env.get(k) and env[k] != NOT_INSTALLED}
+    first_seen = {k: str(env[k]) for k in packages_of(summary["backend"]) if env.get(k) and env[k] != NOT_INSTALLED}
     notes = [f"Saved from {out_dir.name}/ by `trtmin repros add`."]
     if "original_nodes" in summary:
         notes.append(f"Reduced from {summary.get('model', '?')}: {summary.get('original_nodes')} -> "

@@ -2,7 +2,7 @@
 
 Rows are repros (title with upstream links, and the folder name), sorted by name.
 Columns are runs, headed "device label / key versions" (the installed ones of torch,
-torch_tensorrt, tensorrt, executorch), sorted by device label, then versions
+torch_tensorrt, tensorrt, executorch, onnxruntime), sorted by device label, then versions
 (numerically), then date, then file name, so the output does not depend on the order of
 the files given. Cells: "reproduces", "fixed", "skipped (short reason)", "changed (short verdict)" (fails,
 but not as the reduced bug did), "error", or "—"

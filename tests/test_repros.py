@@ -210,7 +210,7 @@ def test_json_shape(suite: Path, tmp_path: Path) -> None:
     assert data["format"] == "trtmin-repros-run/1"
     assert set(data) == {"format", "environment", "summary", "results"}
     assert data["environment"]["device_label"] == "test-box"
-    assert set(data["environment"]["versions"]) == {"torch", "torch_tensorrt", "tensorrt", "executorch"}
+    assert set(data["environment"]["versions"]) == {"torch", "torch_tensorrt", "tensorrt", "executorch", "onnxruntime"}
     assert data["environment"]["versions"]["torch"].startswith("2.")
     assert data["environment"]["date"] == date.today().isoformat()
     assert {"python", "platform", "gpu", "cuda", "trtmin"} <= set(data["environment"])
@@ -473,3 +473,25 @@ def test_add_refuses_an_earlier_runs_outputs_beside_a_later_journal(tmp_path: Pa
         add_repro(out, "stale", tmp_path / "suite")
     (out / "journal.jsonl").write_text(earlier + "\n")
     assert add_repro(out, "same_run", tmp_path / "suite").is_dir()
+
+
+def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_path: Path) -> None:
+    """summary.json's environment had only torch's version, so the manifest of an ExecuTorch
+    or ONNX Runtime bug never said which release it was seen in (add_repro looks for them)."""
+    import importlib.metadata as md
+
+    from minimize.emit import environment
+
+    env = environment()
+    for package in ("executorch", "onnxruntime"):
+        try:
+            assert env[package] == md.version(package)
+        except md.PackageNotFoundError:
+            assert package not in env
+    out = _reduce_out(tmp_path / "o")
+    summary = json.loads((out / "summary.json").read_text())
+    summary["backend"] = "executorch:xnnpack"
+    summary["environment"].update({"executorch": "1.4.1", "onnxruntime": "1.32.0"})
+    (out / "summary.json").write_text(json.dumps(summary))
+    m = parse_manifest(add_repro(out, "xnn", tmp_path / "suite") / "manifest.toml")
+    assert m.first_seen == {"torch": "2.13.0+cpu", "executorch": "1.4.1"}  # not onnxruntime: not its compiler
