@@ -60,6 +60,8 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     """A torch.save'd tuple/list of inputs, checked against the program's signature."""
     if not path.exists():
         raise TrtminError(f"inputs file {path} does not exist; pass a file written by torch.save(tuple_of_inputs, path)")
+    if path.is_dir():
+        raise TrtminError(f"--inputs {path} is a folder; pass the file written by torch.save(tuple_of_inputs, path)")
     try:
         loaded = torch.load(str(path), weights_only=True, map_location="cpu")
     except Exception as e:  # noqa: BLE001  (a file that is not torch's raises KeyError, IndexError, ...)

@@ -93,6 +93,13 @@ def test_inputs_file_mismatches(host_program, tmp_path):
     assert_one_line_error(run_cli("check", str(model), "--inputs", str(f)), "shape")
 
 
+def test_a_folder_given_as_inputs_is_named_as_one(host_program, tmp_path):
+    """It was 'cannot be loaded with weights_only=True (IsADirectoryError ...)': the fix it
+    pointed at (weights_only, a plain tuple) was not the problem."""
+    model, _ = host_program
+    assert_one_line_error(run_cli("check", str(model), "--inputs", str(tmp_path)), "is a folder", "torch.save")
+
+
 def test_out_folder_with_other_files_is_not_overwritten(host_program, tmp_path):
     model, inputs = host_program
     (tmp_path / "mine.txt").write_text("keep me")
