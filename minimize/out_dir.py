@@ -30,6 +30,18 @@ def is_ours(name: str) -> bool:
 def check_out_dir(out: Path, resume: bool, force: bool) -> None:
     """Refuse, in one line that says what to do, to write over another run or the user's
     files, into a folder that cannot be written, or to resume what has no journal."""
+    try:
+        _check_out_dir(out, resume, force)
+    except OSError as e:  # a name too long, a folder that cannot be listed: no traceback
+        raise TrtminError(f"--out {_short(out)} cannot be used ({e.strerror or e}); choose another folder") from None
+
+
+def _short(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 120 else text[:60] + "..." + text[-40:]
+
+
+def _check_out_dir(out: Path, resume: bool, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
     _check_writable(out)
@@ -110,7 +122,10 @@ def held_by_this_run(out: Path) -> Iterator[None]:
     """One run at a time in a folder: a second run (--force or --resume beside a live one)
     would interleave its verdicts with the first's in one journal. A lock on the folder
     itself (flock), so no file is added and a killed run holds nothing."""
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # what access(2) could not foresee (a read-only /proc, a quota)
+        raise TrtminError(f"--out {_short(out)} cannot be made ({e.strerror or e}); choose another folder") from None
     fd = os.open(out, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -437,3 +437,36 @@ def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_p
     mine.mkdir()
     assert_one_line_error(run_cli(*args, "--oracle", "nan", "--out", str(mine)), "does not fail the nan oracle")
     assert mine.is_dir() and not list(mine.iterdir())  # the user's folder stays, empty as it was
+
+
+
+
+def test_force_leaves_none_of_the_earlier_runs_files_beside_the_new_ones(host_program, tmp_path):
+    """--force over a run with a plugin file and --emit: the new run writes neither, and the
+    old plugin.py and repro_executorch_portable.py (another bug's script, reading the new
+    repro_inputs.pt) stayed beside its repro.py, and `repros add` saved them with it."""
+    from repros.suite import add_repro
+
+    model, inputs = host_program
+    out = tmp_path / "o"
+    args = ["reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--out", str(out), "--no-verify"]
+    r = run_cli(*args, "--backend", plugin("crash_on_sin"), "--emit", "executorch:portable")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (out / "plugin.py").is_file() and (out / "repro_executorch_portable.py").is_file()
+    (out / "notes.txt").write_text("mine")
+    r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--force")  # a module: no plugin.py
+    assert r.returncode == 0, r.stderr[-2000:]
+    names = sorted(p.name for p in out.iterdir())
+    assert "plugin.py" not in names and "repro_executorch_portable.py" not in names, names
+    assert (out / "notes.txt").read_text() == "mine" and (out / "repro.py").is_file()
+    saved = {p.name for p in add_repro(out, "sin", tmp_path / "suite").iterdir()}
+    assert "plugin.py" not in saved and "repro_executorch_portable.py" not in saved, saved
+
+
+def test_an_out_name_the_file_system_refuses_is_one_line(host_program, tmp_path):
+    """A name over the file system's 255 bytes made pathlib's exists() raise: a traceback."""
+    model, inputs = host_program
+    out = tmp_path / ("o" * 300)
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"), "--oracle",
+                "crash", "--out", str(out))
+    assert_one_line_error(r, "cannot be used", "File name too long", "choose another folder")
