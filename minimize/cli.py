@@ -18,7 +18,7 @@ from rich.console import Console
 
 from minimize import interrupts
 from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
-from minimize.out_dir import JOURNAL, check_out_dir
+from minimize.out_dir import JOURNAL, check_out_dir, earlier_runs_files
 from oracles import bytecode
 from oracles.errors import TrtminError, first_line
 from oracles.worker import exit_now
@@ -173,6 +173,11 @@ def reduce(
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
+    earlier = earlier_runs_files(out, summary.get("files", []))
+    if earlier:
+        console.print(f"[yellow]note[/]: {', '.join(earlier)} in {out} are from an earlier run, not this one "
+                      "(--force replaces trtmin's files, it deletes none); `repros add` leaves them out",
+                      highlight=False)
 
 
 @app.command()

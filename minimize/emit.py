@@ -356,7 +356,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     if big:
         atomic_torch_save(big, out / INPUTS_FILE)
         written["inputs"] = out / INPUTS_FILE
-    for name, src in backend.script_part().files.items():
+    copied = backend.script_part().files
+    for name, src in copied.items():
         tmp = out / f".{name}.tmp"
         shutil.copyfile(src, tmp)
         os.replace(tmp, out / name)
@@ -370,6 +371,10 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         written["reduced"] = write_reduced(out, gm, input_values)
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
         summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    # What this run writes (the --emit scripts come next): `repros add` saves these and no
+    # other, as an earlier run's files may be beside them (--force replaces, never deletes)
+    summary["files"] = sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"}
+                              | {n for spec in summary.get("emitted", []) for n in emitted_names(spec)})
     atomic_write(out / "report.md", render_report(info, script, backend, summary))
     written["report"] = out / "report.md"
     atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")

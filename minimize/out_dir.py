@@ -27,6 +27,11 @@ def is_ours(name: str) -> bool:
     return name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))
 
 
+def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
+    """Files with trtmin's names in `out` that this run did not write (nor its journal)."""
+    return sorted(p.name for p in out.iterdir() if is_ours(p.name) and p.name not in written and p.name != JOURNAL)
+
+
 def check_out_dir(out: Path, resume: bool, force: bool) -> None:
     """Refuse, in one line that says what to do, to write over another run or the user's
     files, into a folder that cannot be written, or to resume what has no journal."""

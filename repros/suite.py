@@ -441,6 +441,17 @@ def packages_of(backend: str) -> tuple[str, ...]:
     return KEY_PACKAGES
 
 
+def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
+    """The files the run wrote, as its summary.json lists them (an earlier run's, which
+    --force leaves in place, stay out of the suite); for a summary from before that list,
+    trtmin's names found there. Never the journal, nor reduced.pt2 (the suite keeps scripts)."""
+    listed = summary.get("files")
+    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+        return [n for n in listed if n in REDUCE_FILES or OUR_PATTERN.fullmatch(n) or n in EMITTED_DATA]
+    emitted = sorted(p.name for p in out_dir.iterdir() if OUR_PATTERN.fullmatch(p.name) or p.name in EMITTED_DATA)
+    return list(dict.fromkeys((*REDUCE_FILES, *emitted)))  # the --emit scripts too, for the maintainer
+
+
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
@@ -508,8 +519,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"  # hidden: find_repros skips it
     tmp.mkdir()
     try:
-        emitted = sorted(p.name for p in out_dir.iterdir() if OUR_PATTERN.fullmatch(p.name) or p.name in EMITTED_DATA)
-        for f in dict.fromkeys((*REDUCE_FILES, *emitted)):  # the --emit scripts too, for the maintainer
+        for f in files_of_the_run(out_dir, summary):
             if (out_dir / f).is_file():
                 shutil.copy2(out_dir / f, tmp / f)
         (tmp / MANIFEST).write_text(text, encoding="utf-8")

@@ -441,10 +441,12 @@ def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_p
 
 
 
-def test_force_leaves_none_of_the_earlier_runs_files_beside_the_new_ones(host_program, tmp_path):
-    """--force over a run with a plugin file and --emit: the new run writes neither, and the
-    old plugin.py and repro_executorch_portable.py (another bug's script, reading the new
-    repro_inputs.pt) stayed beside its repro.py, and `repros add` saved them with it."""
+def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_program, tmp_path):
+    """--force over a run with a plugin file and --emit: the new run writes neither. The old
+    plugin.py and repro_executorch_portable.py (another bug's script, reading the new
+    repro_inputs.pt) stay, as --force deletes nothing (an earlier fix that deleted them
+    also deleted a user's edited plugin.py that was being run); the CLI names them, and
+    `repros add` saves only what the new run wrote (summary.json's files)."""
     from repros.suite import add_repro
 
     model, inputs = host_program
@@ -452,15 +454,18 @@ def test_force_leaves_none_of_the_earlier_runs_files_beside_the_new_ones(host_pr
     args = ["reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--out", str(out), "--no-verify"]
     r = run_cli(*args, "--backend", plugin("crash_on_sin"), "--emit", "executorch:portable")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (out / "plugin.py").is_file() and (out / "repro_executorch_portable.py").is_file()
+    first = json.loads((out / "summary.json").read_text())["files"]
+    assert "plugin.py" in first and "repro_executorch_portable.py" in first and "journal.jsonl" not in first
     (out / "notes.txt").write_text("mine")
     r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--force")  # a module: no plugin.py
     assert r.returncode == 0, r.stderr[-2000:]
-    names = sorted(p.name for p in out.iterdir())
-    assert "plugin.py" not in names and "repro_executorch_portable.py" not in names, names
-    assert (out / "notes.txt").read_text() == "mine" and (out / "repro.py").is_file()
+    said = " ".join((r.stdout + r.stderr).split())
+    assert "note: plugin.py, repro_executorch_portable.py in " in said and "are from an earlier run" in said, said
+    files = json.loads((out / "summary.json").read_text())["files"]
+    assert "plugin.py" not in files and "repro_executorch_portable.py" not in files and "repro.py" in files
+    assert (out / "notes.txt").read_text() == "mine" and (out / "plugin.py").is_file()  # nothing deleted
     saved = {p.name for p in add_repro(out, "sin", tmp_path / "suite").iterdir()}
-    assert "plugin.py" not in saved and "repro_executorch_portable.py" not in saved, saved
+    assert "plugin.py" not in saved and "repro_executorch_portable.py" not in saved and "repro.py" in saved, saved
 
 
 def test_an_out_name_the_file_system_refuses_is_one_line(host_program, tmp_path):
