@@ -66,6 +66,52 @@ def test_a_command_that_hangs_dies_with_the_worker_killed_for_it(host_program, t
     assert not _alive(pid), f"the command {pid} outlived its worker"
 
 
+def _through_a_shell(tmp_path: Path) -> str:
+    """A shell script that runs the runner as its child (not exec'd): a command with children."""
+    script = tmp_path / "run it.sh"
+    script.write_text(f'#!/bin/sh\n"{sys.executable}" "{RUNNER}" "$@"\nexit $?\n')
+    script.chmod(0o755)
+    return f"cmd:'{script}' hang_on_sin {{model}} {{inputs}}"
+
+
+def _gone(state: Path) -> None:
+    """The hung command is dead (not left running under init) and its exported files removed."""
+    pid = int((state / "hung.pid").read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.2)
+    assert not _alive(pid), f"the command's child {pid} outlived the process that ran the command"
+    assert not Path((state / "hung.model").read_text()).parent.exists(), "the exported files were left behind"
+
+
+def test_a_hung_commands_children_die_with_the_worker(host_program, tmp_path):
+    model, inputs = host_program
+    os.environ["TRTMIN_TEST_STATE"] = str(tmp_path)
+    try:
+        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--timeout", "5",
+                    "--backend", _through_a_shell(tmp_path))
+    finally:
+        del os.environ["TRTMIN_TEST_STATE"]
+    assert r.returncode == 1 and "HANG" in r.stdout, r.stdout + r.stderr
+    _gone(tmp_path)
+
+
+def test_a_hang_repros_command_dies_with_its_child(host_program, tmp_path):
+    """repro.py runs a hang in a child it kills at the timeout: the command goes with it."""
+    model, inputs = host_program
+    os.environ["TRTMIN_TEST_STATE"] = str(tmp_path)
+    try:
+        reduce(model, inputs, tmp_path / "out", "hang", _through_a_shell(tmp_path), "--timeout", "3")
+        (tmp_path / "hung.pid").unlink()
+        script = tmp_path / "out" / "repro.py"  # time for the command to start (torch's import) and say its pid
+        script.write_text(script.read_text().replace("CHILD_TIMEOUT_S = 3.0", "CHILD_TIMEOUT_S = 15.0"))
+        r = run_repro(tmp_path / "out")
+    finally:
+        del os.environ["TRTMIN_TEST_STATE"]
+    assert r.returncode == 1 and "REPRODUCED" in r.stdout, r.stdout + r.stderr
+    _gone(tmp_path)
+
+
 def _alive(pid: int) -> bool:
     """Running, not a zombie (dead, waiting for a reaper that may be no parent of ours)."""
     try:

@@ -36,14 +36,50 @@ from oracles.errors import TrtminError
 
 PREFIX = "cmd:"
 PLACES = ("model", "inputs", "outputs")
-# Run before the command in a worker: it dies with the worker (PR_SET_PDEATHSIG), so a
-# command that hangs past --timeout goes with the worker that is killed for it.
-DIE_WITH_WORKER = [sys.executable, "-S", "-c",
-                   "import ctypes, os, sys\n"
-                   "try: ctypes.CDLL(None).prctl(1, 9)\n"
-                   "except (OSError, AttributeError): pass\n"
-                   "if os.getppid() != int(sys.argv[1]): os._exit(137)\n"
-                   "os.execvp(sys.argv[2], sys.argv[2:])"]
+# Runs the command (in a worker, and in repro.py): the command gets a process group of its
+# own, and this launcher waits for it. When the process that started it dies (a worker
+# killed for --timeout, repro.py's child killed for a hang), PR_SET_PDEATHSIG wakes the
+# launcher, which kills the whole group (a shell script's own children too, which a
+# PDEATHSIG on the command alone left running) and removes the folder of exported files.
+# Its exit status is the command's. Arguments: the parent's pid, the folder, the command.
+SUPERVISE_SOURCE = """\
+import ctypes, os, shutil, signal, sys
+parent, folder, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+pid = 0
+def parent_died(*_):
+    if pid:
+        try: os.killpg(pid, signal.SIGKILL)
+        except OSError: pass
+    shutil.rmtree(folder, True)
+    os._exit(137)
+signal.signal(signal.SIGTERM, parent_died)
+try: ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+except (OSError, AttributeError): pass
+if os.getppid() != parent: parent_died()
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    try: os.execvp(argv[0], argv)
+    except OSError as e:
+        print(f"{argv[0]}: {e.strerror}", file=sys.stderr)
+        os._exit(127)
+try: os.setpgid(pid, pid)
+except OSError: pass
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+status = os.waitpid(pid, 0)[1]
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(128 + os.WTERMSIG(status))
+os._exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def supervised(folder: str) -> list[str]:
+    """The launcher for run_command: the command dies, with its children, when this process does."""
+    return [sys.executable, "-S", "-c", SUPERVISE_SOURCE, str(os.getpid()), folder]
 
 
 class CommandFailed(RuntimeError):
@@ -128,10 +164,9 @@ class CommandBackend(Backend):
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         folder = tempfile.TemporaryDirectory(prefix="trtmin-cmd-")  # removed when `run` is dropped
-        launcher = DIE_WITH_WORKER + [str(os.getpid())]
 
         def run(*args: Any) -> Any:
-            outputs = run_command(self.command, gm, args, folder.name, launcher)
+            outputs = run_command(self.command, gm, args, folder.name, supervised(folder.name))
             return gm(*args) if outputs is None else outputs
 
         return run
@@ -147,7 +182,7 @@ class CommandBackend(Backend):
             command = {self.command!r}
 
             def run(*args):
-                outputs = run_command(command, module, args, folder)
+                outputs = run_command(command, module, args, folder, supervised(folder))
                 return module(*args) if outputs is None else outputs
             return run""")
         load = textwrap.dedent(f"""\
@@ -155,7 +190,8 @@ class CommandBackend(Backend):
             if shutil.which({self.command[0]!r}) is None:
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             return None""")
-        return ScriptPart(imports=[script_source(CommandFailed, run_command)],
+        supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
+        return ScriptPart(imports=[script_source(CommandFailed, run_command), supervise],
                           compile_body=_indent_body(body), load_body=_indent_body(load))
 
     def describe(self) -> str:

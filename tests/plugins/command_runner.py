@@ -4,7 +4,7 @@ It loads the exported candidate and its inputs as any runner would, and has one 
 bug, chosen by MODE, on aten.sin:
   crash_on_sin   exits 1 with "RuntimeError: sin is not supported by this runtime"
   off_on_sin     runs, with sin's values doubled (written to {outputs})
-  hang_on_sin    writes its pid to $TRTMIN_TEST_STATE/hung.pid and sleeps
+  hang_on_sin    writes its pid to $TRTMIN_TEST_STATE/hung.pid (and {model}'s path to hung.model) and sleeps
 """
 
 import os
@@ -23,6 +23,8 @@ if has_sin and mode == "crash_on_sin":
 if has_sin and mode == "hang_on_sin":
     with open(os.path.join(os.environ["TRTMIN_TEST_STATE"], "hung.pid"), "w") as f:
         f.write(str(os.getpid()))
+    with open(os.path.join(os.environ["TRTMIN_TEST_STATE"], "hung.model"), "w") as f:
+        f.write(model)
     time.sleep(600)
 
 
