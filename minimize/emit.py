@@ -276,10 +276,10 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
     tol = f" (atol {info.atol:g}, rtol {info.rtol:g})" if info.oracle in ("mismatch",) else ""
     script = SCRIPT.format(
-        title=info.title, verdict_line=info.verdict.describe(), trtmin=env["trtmin"],
-        source=info.source_model, original=info.original_nodes, final=info.final_nodes, calls=info.oracle_calls,
+        title=_docstring_text(info.title), verdict_line=_docstring_text(info.verdict.describe()), trtmin=env["trtmin"],
+        source=_docstring_text(info.source_model), original=info.original_nodes, final=info.final_nodes, calls=info.oracle_calls,
         torch=env["torch"], python=env["python"], os=env["os"], device=info.device,
-        gpu=f" ({env['gpu']})" if "gpu" in env else "", backend=backend.describe(), oracle=info.oracle,
+        gpu=f" ({env['gpu']})" if "gpu" in env else "", backend=_docstring_text(backend.describe()), oracle=info.oracle,
         tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
         imports="\n".join(part.imports) + ("\n" if part.imports else ""),
         init=init_src, forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
@@ -290,6 +290,12 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         announce_call=ANNOUNCE_CALL if info.needs_subprocess else "",
     )
     return script, big
+
+
+def _docstring_text(text: str) -> str:
+    """Text for the script's docstring: an error message or a command may hold backslashes
+    (a Windows path, a regex: '\\x' then no hex digits is a SyntaxError) or three quotes."""
+    return text.replace("\\", "\\\\").replace('"""', '\\"""')
 
 
 def _child_block(info: ReproInfo) -> str:

@@ -42,6 +42,17 @@ def test_a_command_that_exits_non_zero_is_reduced_to_the_node_it_fails_on(host_p
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout
 
 
+def test_an_error_with_quotes_and_backslashes_makes_a_script_that_runs(host_program, tmp_path):
+    """The verdict line is in repro.py's docstring: three quotes ended it, and '\\x' without
+    hex digits was a SyntaxError (a script that exits 1 with no verdict)."""
+    model, inputs = host_program
+    reduce(model, inputs, tmp_path, "crash", command("crash_on_sin_odd_text"))
+    r = run_repro(tmp_path)
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed: exit 1: RuntimeError: sin is not"), \
+        r.stdout + r.stderr
+    assert r'"""sin""" at C:\xla\new\N' in (tmp_path / "report.md").read_text()
+
+
 def test_a_commands_outputs_are_compared_with_eager(host_program, tmp_path):
     """{outputs}: the mismatch oracle, its localization run included (every value an output)."""
     model, inputs = host_program

@@ -3,6 +3,7 @@
 It loads the exported candidate and its inputs as any runner would, and has one planted
 bug, chosen by MODE, on aten.sin:
   crash_on_sin   exits 1 with "RuntimeError: sin is not supported by this runtime"
+  crash_on_sin_odd_text  exits 1 with an error that holds three quotes and backslashes
   off_on_sin     runs, with sin's values doubled (written to {outputs})
   hang_on_sin    writes its pid to $TRTMIN_TEST_STATE/hung.pid (and {model}'s path to hung.model) and sleeps
 """
@@ -20,6 +21,8 @@ args = torch.load(inputs, weights_only=True)
 has_sin = any(n.target == torch.ops.aten.sin.default for n in ep.graph.nodes)
 if has_sin and mode == "crash_on_sin":
     raise RuntimeError("sin is not supported by this runtime")
+if has_sin and mode == "crash_on_sin_odd_text":
+    raise RuntimeError(r'sin is not supported: """sin""" at C:\xla\new\N')
 if has_sin and mode == "hang_on_sin":
     with open(os.path.join(os.environ["TRTMIN_TEST_STATE"], "hung.pid"), "w") as f:
         f.write(str(os.getpid()))
