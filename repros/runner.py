@@ -159,6 +159,10 @@ class Result:
 DEATHS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
 
 
+# A script Python cannot compile exits 1 with no traceback header, only this last line
+SYNTAX_ERROR = re.compile(r"(SyntaxError|IndentationError|TabError)\b")
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1][:VERDICT_MAX] if lines else ""
@@ -197,7 +201,8 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
         return SKIPPED, verdict.split(":", 1)[1].strip() if ":" in verdict else "no reason given", verdict
     if prefix in (FIXED, REPRODUCED, SKIPPED, CHANGED) and prefix != status:
         return ERROR, f"exit code {returncode} ({status}) but the verdict line says {prefix}: {verdict}", verdict
-    if status == REPRODUCED and prefix != REPRODUCED and "Traceback (most recent call last)" in stderr:
+    if status == REPRODUCED and prefix != REPRODUCED and ("Traceback (most recent call last)" in stderr
+                                                          or SYNTAX_ERROR.match(err_last)):
         return ERROR, f"the script raised and exited 1 without a REPRODUCED line: {err_last}", verdict
     return status, "", verdict
 

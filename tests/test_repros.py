@@ -390,6 +390,10 @@ def test_classify_signals() -> None:
                                              "CHANGED: the process died of SIGSEGV")
     assert classify(-9, "REPRODUCED: ?", "")[:2] == (ERROR, "killed by SIGKILL: REPRODUCED: ?")
     assert classify(0, "", "") == (FIXED, "", "")
+    # a script Python cannot compile: exit 1, and no "Traceback" line before the error
+    said = '  File "repro.py", line 4\n    CRASH: x """ y\n             ^\nSyntaxError: invalid syntax\n'
+    assert classify(1, "", said)[:2] == (ERROR, "the script raised and exited 1 without a REPRODUCED line: "
+                                                "SyntaxError: invalid syntax")
     assert classify(2, "SKIPPED:   no GPU  \n\n", "") == (SKIPPED, "no GPU", "SKIPPED:   no GPU")
 
 
