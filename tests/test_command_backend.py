@@ -42,6 +42,20 @@ def test_a_command_that_exits_non_zero_is_reduced_to_the_node_it_fails_on(host_p
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout
 
 
+def test_a_repro_whose_command_file_is_gone_is_skipped(host_program, tmp_path):
+    """The runner script the command names is the repro's to run, as plugin.py is: gone, the
+    script cannot run here (SKIPPED), which is no news of the bug (it said CHANGED)."""
+    model, inputs = host_program
+    runner = tmp_path / "my runner.py"
+    runner.write_bytes(RUNNER.read_bytes())
+    reduce(model, inputs, tmp_path / "out", "crash",
+           f"cmd:{sys.executable} '{runner}' crash_on_sin {{model}} {{inputs}}")
+    runner.unlink()
+    r = run_repro(tmp_path / "out")
+    assert r.returncode == 2 and r.stdout.startswith("SKIPPED: cannot run: the backend cannot be loaded: "
+                                                     "FileNotFoundError: ") and "my runner.py" in r.stdout, r.stdout
+
+
 def test_an_error_with_quotes_and_backslashes_makes_a_script_that_runs(host_program, tmp_path):
     """The verdict line is in repro.py's docstring: three quotes ended it, and '\\x' without
     hex digits was a SyntaxError (a script that exits 1 with no verdict)."""

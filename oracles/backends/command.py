@@ -185,10 +185,16 @@ class CommandBackend(Backend):
                 outputs = run_command(command, module, args, folder, supervised(folder))
                 return module(*args) if outputs is None else outputs
             return run""")
+        # the files the command names (a runner script): gone, the script cannot run here,
+        # which is no news of the bug (else the command's "can't open file" was CHANGED)
+        files = [a for a in self.command[1:] if os.path.isabs(a) and os.path.exists(a)]
         load = textwrap.dedent(f"""\
             import shutil
             if shutil.which({self.command[0]!r}) is None:
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
+            for path in {files!r}:
+                if not os.path.exists(path):
+                    raise FileNotFoundError(path + ", a file the backend's command names, is not found here")
             return None""")
         supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
         return ScriptPart(imports=[script_source(CommandFailed, run_command), supervise],
