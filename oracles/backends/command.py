@@ -119,8 +119,17 @@ def run_command(command, module, inputs, folder, launcher=()):
     if not os.path.exists(paths["outputs"]):
         raise CommandFailed("exit 0 without writing {outputs}: save the program's outputs there with "
                             "torch.save(tuple(outputs), path)")
-    outputs = torch.load(paths["outputs"], weights_only=True)
-    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    save = "save the program's outputs there with torch.save(tuple(outputs), path)"
+    try:
+        outputs = torch.load(paths["outputs"], weights_only=True)
+    except Exception as e:  # noqa: BLE001  (not torch's format raises KeyError, UnpicklingError, ...)
+        said = next((ln for ln in str(e).splitlines() if ln.strip()), "")[:200]
+        raise CommandFailed(f"exit 0, but torch.load cannot read {{outputs}} ({type(e).__name__}: {said}); {save}") from None
+    if isinstance(outputs, (torch.Tensor, int, float, bool)):
+        return [outputs]
+    if not isinstance(outputs, (tuple, list)):
+        raise CommandFailed(f"exit 0, but {{outputs}} holds a {type(outputs).__name__}, not the outputs in order; {save}")
+    return list(outputs)
 
 
 def parse_command(spec: str) -> list[str]:

@@ -4,6 +4,8 @@ It loads the exported candidate and its inputs as any runner would, and has one 
 bug, chosen by MODE, on aten.sin:
   crash_on_sin   exits 1 with "RuntimeError: sin is not supported by this runtime"
   crash_on_sin_odd_text  exits 1 with an error that holds three quotes and backslashes
+  dict_on_sin    runs, and saves {outputs} as a dict (not the outputs in order)
+  garbage_on_sin writes {outputs} that torch.load cannot read
   off_on_sin     runs, with sin's values doubled (written to {outputs})
   hang_on_sin    writes its pid to $TRTMIN_TEST_STATE/hung.pid (and {model}'s path to hung.model) and sleeps
 """
@@ -39,5 +41,12 @@ class OffOnSin(Interpreter):
 
 module = ep.module()
 outputs = OffOnSin(module.graph_module if hasattr(module, "graph_module") else module).run(*args)
+if has_sin and mode == "dict_on_sin":
+    torch.save({"out": outputs}, sys.argv[4])
+    sys.exit(0)
+if has_sin and mode == "garbage_on_sin":
+    with open(sys.argv[4], "w") as f:
+        f.write("not torch.save's")
+    sys.exit(0)
 if len(sys.argv) > 4:
     torch.save(tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,), sys.argv[4])
