@@ -82,6 +82,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         def check(v: Verdict) -> None:
             nonlocal nothing_to_reduce
             try:
+                mistake = session.backend.setup_problem(v.message) if v.kind == "crash" else None
+                if mistake:
+                    raise TrtminError(f"{mistake} (the original program, on {session.backend.describe()})")
                 _require_failure(opts, v, match)
             except TrtminError:
                 nothing_to_reduce = True

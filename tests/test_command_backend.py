@@ -173,3 +173,15 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (backend, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / "out" / "journal.jsonl").exists()
+
+
+def test_a_command_that_writes_no_outputs_is_no_bug_to_reduce(host_program, tmp_path):
+    """Exit 0 without {outputs} failed every call: under --oracle crash the reduction took
+    the runner's mistake for the bug."""
+    model, inputs = host_program
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                command("no_outputs", outputs=True), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "the command exits 0 (it ran), but without writing {outputs}" in r.stderr, r.stderr
+    assert not (tmp_path / "out" / "repro.py").exists()
+

@@ -78,6 +78,11 @@ class Backend:
         """Why this backend cannot serve `oracle` (what to do instead), or None."""
         return None
 
+    def setup_problem(self, message: str) -> str | None:
+        """Why the original program's failure (its error message) is the set-up's mistake,
+        not the compiler's bug (what to fix), or None: nothing to reduce then."""
+        return None
+
     def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:
         """Node names of each engine the backend would build for gm, in order."""
         return []

@@ -35,6 +35,7 @@ from oracles.backends.base import Backend, ScriptPart
 from oracles.errors import TrtminError
 
 PREFIX = "cmd:"
+RUNNER_MISTAKE = "exit 0"  # how run_command's errors about {outputs} start
 PLACES = ("model", "inputs", "outputs")
 # Runs the command (in a worker, and in repro.py): the command gets a process group of its
 # own, and this launcher waits for it. When the process that started it dies (a worker
@@ -170,6 +171,12 @@ class CommandBackend(Backend):
                     "write them to; add {outputs} to it (torch.save(tuple(outputs), path)), or use --oracle "
                     "crash")
         return None
+
+    def setup_problem(self, message: str) -> str | None:
+        if not message.startswith(RUNNER_MISTAKE):  # the command ran to its end, and its {outputs} are not right
+            return None
+        said = message.splitlines()[0].removeprefix(RUNNER_MISTAKE).removeprefix(", but").strip()
+        return f"the command exits 0 (it ran), but {said}: that is the command's mistake, no compiler's bug; fix it"
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         folder = tempfile.TemporaryDirectory(prefix="trtmin-cmd-")  # removed when `run` is dropped
