@@ -438,6 +438,8 @@ def packages_of(backend: str) -> tuple[str, ...]:
         return ("torch", "executorch")
     if backend == "onnxruntime":
         return ("torch", "onnxruntime")
+    if backend.startswith("cmd:"):  # the compiler is outside this Python: only the export is torch's
+        return ("torch",)
     return KEY_PACKAGES
 
 

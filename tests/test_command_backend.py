@@ -185,3 +185,17 @@ def test_a_command_that_writes_no_outputs_is_no_bug_to_reduce(host_program, tmp_
     assert "the command exits 0 (it ran), but without writing {outputs}" in r.stderr, r.stderr
     assert not (tmp_path / "out" / "repro.py").exists()
 
+
+def test_the_command_runs_from_the_folder_of_its_files_as_in_repro_py(host_program):
+    """Workers ran the command from trtmin's folder, repro.py from its own: a runner that
+    reads relative paths passed in one and failed in the other."""
+    model, inputs = host_program
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", command("elsewhere"))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_command_repros_first_seen_is_torch_only():
+    """The compiler is outside this Python: its versions are not this Python's executorch's."""
+    from repros.suite import packages_of
+    assert packages_of(command("crash_on_sin")) == ("torch",)
+

@@ -11,9 +11,9 @@ command runs on them, once per oracle call:
 - where it has an {outputs} argument, it writes the program's outputs there (torch.save of
   a tuple or list) and the mismatch and nan oracles compare them with eager PyTorch.
 
-The command is split like a shell line (shlex), not run by a shell. An argument naming a
-file or folder relative to the working directory is made absolute, so workers and repro.py
-(run from its own folder) find it. repro.py runs the same command: the maintainer needs it,
+The command is split like a shell line (shlex), not run by a shell, and runs from the folder
+of the exported files, in the workers and in repro.py alike. An argument naming a file or
+folder relative to trtmin's working directory is made absolute, so both find it. repro.py runs the same command: the maintainer needs it,
 and the report names it.
 """
 
@@ -106,7 +106,8 @@ def run_command(command, module, inputs, folder, launcher=()):
     args = list(command)
     for name, path in paths.items():
         args = [a.replace("{" + name + "}", path) for a in args]
-    done = subprocess.run(list(launcher) + args, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+    # From the files' folder, in the workers and in repro.py alike (which start elsewhere)
+    done = subprocess.run(list(launcher) + args, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           errors="replace")
     if done.returncode != 0:
         said = [ln for ln in done.stderr.splitlines() if ln.strip()] or \

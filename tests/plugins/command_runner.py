@@ -8,6 +8,7 @@ bug, chosen by MODE, on aten.sin:
   garbage_on_sin writes {outputs} that torch.load cannot read
   off_on_sin     runs, with sin's values doubled (written to {outputs})
   no_outputs     runs, and writes no {outputs} (a runner's mistake, no compiler's bug)
+  elsewhere      exits 1 unless it runs from the folder of {model}, as repro.py runs it
   hang_on_sin    writes its pid to $TRTMIN_TEST_STATE/hung.pid (and {model}'s path to hung.model) and sleeps
 """
 
@@ -19,6 +20,8 @@ import torch
 from torch.fx import Interpreter
 
 mode, model, inputs = sys.argv[1:4]
+if mode == "elsewhere" and os.getcwd() != os.path.dirname(os.path.abspath(model)):
+    raise RuntimeError(f"run from {os.getcwd()}, not from the folder of the files")
 ep = torch.export.load(model)
 args = torch.load(inputs, weights_only=True)
 has_sin = any(n.target == torch.ops.aten.sin.default for n in ep.graph.nodes)
