@@ -284,8 +284,10 @@ def parse_manifest(path: Path) -> Manifest:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise TrtminError(f"{_shown(path)}: not found; every repro folder needs a manifest.toml "
-                          f"(see repros/suite.py for the fields)") from None
+        fix = (f"it is a `trtmin reduce` output: save it into the suite with `trtmin repros add "
+               f"{_shown(path.parent)} --name NAME`" if (path.parent / "summary.json").is_file() else
+               "see repros/suite.py for the fields")
+        raise TrtminError(f"{_shown(path)}: not found; every repro folder needs a manifest.toml ({fix})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise TrtminError(f"{_shown(path)}: not valid TOML ({e})") from None
     manifest, problems = manifest_from_dict(data)

@@ -365,6 +365,16 @@ def test_bad_manifest(tmp_path: Path, text: str, message: str) -> None:
     assert "\n" not in str(e.value)  # one line per bad manifest
 
 
+def test_a_reduce_output_without_a_manifest_is_pointed_to_repros_add(tmp_path: Path) -> None:
+    (tmp_path / "summary.json").write_text("{}")
+    with pytest.raises(TrtminError, match="it is a `trtmin reduce` output: save it into the suite with `trtmin "
+                                          "repros add "):
+        parse_manifest(tmp_path / "manifest.toml")
+    (tmp_path / "summary.json").unlink()
+    with pytest.raises(TrtminError, match="see repros/suite.py for the fields"):
+        parse_manifest(tmp_path / "manifest.toml")
+
+
 def test_bad_entries_do_not_stop_the_others(tmp_path: Path) -> None:
     make_repro(tmp_path, "good", exits(1, "REPRODUCED: x"))
     make_repro(tmp_path, "bad", exits(1, "REPRODUCED: x"), expected="maybe")
