@@ -502,7 +502,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                      f"{summary.get('final_nodes')} call nodes in {summary.get('oracle_calls')} oracle calls.")
     if summary.get("final_verdict"):
         notes.append(f"Verdict: {summary['final_verdict']}")
-    where = ", ".join(f"{k} {env[k]}" for k in ("gpu", "cuda", "python") if env.get(k))
+    where = ", ".join(f"{k} {env[k]}" for k in ("gpu", "cuda", "python") if env.get(k) not in (None, "", "none"))
     if where:
         notes.append(f"Reduced on: {where}.")
     manifest = Manifest(title=(title or _title_from(out_dir, name)).splitlines()[0].strip() or name,

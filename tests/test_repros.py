@@ -311,6 +311,7 @@ def test_add_repro(tmp_path: Path) -> None:
     assert (m.backend, m.oracle, m.device, m.expected) == ("inductor", "mismatch", "cpu", "reproduces")
     assert m.added == date.today().isoformat() and m.first_seen == {"torch": "2.13.0+cpu"} and m.upstream == ()
     assert "40 -> 2 call nodes" in m.notes
+    assert "Reduced on: python 3.11.7." in m.notes and "none" not in m.notes  # not "cuda none"
     with pytest.raises(TrtminError, match="already exists.*--force"):
         add_repro(out, "relu_cast", root)
     (out / "report.md").write_text("# A better title\n")
