@@ -36,7 +36,6 @@ from oracles.errors import TrtminError
 
 PREFIX = "cmd:"
 RUNNER_MISTAKE = "exit 0"  # how run_command's errors about {outputs} start
-PLACES = ("model", "inputs", "outputs")
 # Runs the command (in a worker, and in repro.py): the command gets a process group of its
 # own, and this launcher waits for it. When the process that started it dies (a worker
 # killed for --timeout, repro.py's child killed for a hang), PR_SET_PDEATHSIG wakes the
@@ -174,7 +173,8 @@ class CommandBackend(Backend):
         return None
 
     def setup_problem(self, message: str) -> str | None:
-        if not message.startswith(RUNNER_MISTAKE):  # the command ran to its end, and its {outputs} are not right
+        # "exit 0 ...": the command ran to its end, and its {outputs} are missing or not outputs
+        if not message.startswith(RUNNER_MISTAKE):
             return None
         said = message.splitlines()[0].removeprefix(RUNNER_MISTAKE).removeprefix(", but").strip()
         return f"the command exits 0 (it ran), but {said}: that is the command's mistake, no compiler's bug; fix it"
