@@ -60,8 +60,7 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
 def environment() -> dict[str, str]:
     """What a run records of where it ran (summary.json): with the versions of the installed
     compilers, which `repros add` keeps as the manifest's first_seen."""
-    from repros.runner import package_version
-    from repros.suite import KEY_PACKAGES, NOT_INSTALLED
+    from oracles.environment import KEY_PACKAGES, NOT_INSTALLED, package_version
     env = {"trtmin": minimize.__version__, "torch": torch.__version__, "python": platform.python_version(),
            "os": platform.platform(), "cuda": str(torch.version.cuda or "none")}
     for package in KEY_PACKAGES:

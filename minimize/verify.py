@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from repros.runner import REPRODUCED, classify, run_script
+from oracles.script_run import REPRODUCED, classify, run_script
 
 SCRIPT_SWITCHES = ("TRTMIN_BACKEND", "TRTMIN_CHILD")  # what repro.py itself reads (the control, its child)
 START_UP_S = 300.0  # beside the oracle's timeout: a new interpreter, torch's import, the compile

@@ -29,6 +29,14 @@ DISTRIBUTIONS = {
 }
 
 
+# The compilers a repro's verdict depends on: recorded with every run, kept as first_seen.
+KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "executorch", "onnxruntime")
+# Distributions that provide a module, in the order we ask for them (else the module's own name).
+MODULE_DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11"),
+                        "torch_tensorrt": ("torch-tensorrt", "torch_tensorrt"),
+                        "onnxruntime": ("onnxruntime", "onnxruntime-gpu")}
+
+
 def first_installed_version(names: tuple[str, ...]) -> str:
     """The version of the first of these distributions that is installed (metadata only)."""
     for name in names:
@@ -37,6 +45,11 @@ def first_installed_version(names: tuple[str, ...]) -> str:
         except md.PackageNotFoundError:
             continue
     return NOT_INSTALLED
+
+
+def package_version(package: str) -> str:
+    """The installed version of the module ``package`` (metadata only), or "not installed"."""
+    return first_installed_version(MODULE_DISTRIBUTIONS.get(package, (package,)))
 
 
 def how_installed(dist: str = "torch") -> str:

@@ -1,21 +1,6 @@
 """Run saved repros, each in its own subprocess, and judge them against their manifests.
 
-Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a timeout):
-
-- exit 0 -> FIXED, exit 1 -> REPRODUCED,
-- exit 2 with a last stdout line ``SKIPPED: <reason>`` -> SKIPPED (reason = the text after it),
-- exit 3 with a last stdout line ``CHANGED: <how>`` -> CHANGED: the script ran, and the
-  backend fails, but not as the reduced bug did (another error, a hang or a kill),
-- death by SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL -> CHANGED: a script that runs its bug
-  in-process now dies of the compiler,
-- anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), a
-  kill from outside (SIGKILL, SIGTERM), the timeout
-  (the whole process group is killed), exit 2 without a ``SKIPPED:`` line (Python itself
-  exits 2 when it cannot open the script), a verdict line that contradicts the exit code
-  (exit 1 but "FIXED: ..."), or exit 1 with a Python traceback on stderr and no
-  "REPRODUCED" line (an uncaught exception also exits 1: a broken script, not the bug).
-
-The verdict line is the last non-empty line of stdout.
+How one run gets its status (FIXED, REPRODUCED, SKIPPED, CHANGED or ERROR): oracles/script_run.py.
 
 ok (does this run agree with the manifest?):
 
@@ -44,37 +29,23 @@ import json
 import os
 import platform
 import re
-import signal
-import subprocess
-import sys
-import time
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from oracles.environment import first_installed_version
-from repros.suite import KEY_PACKAGES, Repro, find_repros
+from oracles.environment import KEY_PACKAGES, package_version
+from oracles.script_run import CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, classify, run_script
+from repros.suite import Repro, find_repros
 
-FIXED, REPRODUCED, SKIPPED, CHANGED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "CHANGED", "ERROR"
-STATUS_BY_EXIT = {0: FIXED, 1: REPRODUCED, 2: SKIPPED, 3: CHANGED}
 EXPECTATION_OF = {FIXED: "fixed", REPRODUCED: "reproduces", SKIPPED: "skipped", ERROR: "error"}
 DEFAULT_TIMEOUT = 600.0
 JSON_FORMAT = "trtmin-repros-run/1"
-VERDICT_MAX = 500
 ENV_SKIP = re.compile(r"\b(gpus?|cuda|device|missing)\b|not installed|not importable|cannot be imported"
                       r"|no module named", re.IGNORECASE)
-# distributions that provide a module, in the order we ask for them (else the module's own name)
-DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11"),
-                 "torch_tensorrt": ("torch-tensorrt", "torch_tensorrt"), "onnxruntime": ("onnxruntime", "onnxruntime-gpu")}
 
 
 # ---------------------------------------------------------------- the machine
-
-def package_version(package: str) -> str:
-    """The installed version of ``package`` (importlib.metadata), or "not installed"."""
-    return first_installed_version(DISTRIBUTIONS.get(package, (package,)))
-
 
 def _torch_cuda() -> tuple[str | None, str]:
     """(name of GPU 0 or None, torch's CUDA version or "none")."""
@@ -154,59 +125,6 @@ class Result:
         return asdict(self)
 
 
-# Signals a process gets from its own fault (the compiler's, in a repro), not from outside
-# (SIGKILL, SIGTERM: the OOM killer, a user): the bug now kills the process.
-DEATHS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
-
-
-# A script Python cannot compile exits 1 with no traceback header, only this last line
-SYNTAX_ERROR = re.compile(r"(SyntaxError|IndentationError|TabError)\b")
-
-
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1][:VERDICT_MAX] if lines else ""
-
-
-def _prefix(verdict: str) -> str:
-    return re.split(r"[:\s]", verdict, maxsplit=1)[0].upper() if verdict else ""
-
-
-def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool = False,
-             timeout: float | None = None) -> tuple[str, str, str]:
-    """(status, reason, verdict line) of one finished (or killed) script run."""
-    verdict = _last_line(stdout)
-    err_last = _last_line(stderr)
-    said = f": {verdict}" if verdict else (f" (stderr: {err_last})" if err_last else ", no output")
-    if timed_out:
-        return ERROR, f"timed out after {timeout:g} s{said}", verdict
-    assert returncode is not None
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        if -returncode in DEATHS:  # a script that runs its bug in-process dies with the compiler
-            return CHANGED, f"the process died of {name}{said}", f"CHANGED: the process died of {name}"
-        return ERROR, f"killed by {name}{said}", verdict
-    status = STATUS_BY_EXIT.get(returncode)
-    if status is None:
-        return ERROR, f"exit code {returncode}{said}", verdict
-    prefix = _prefix(verdict)
-    if status == CHANGED and prefix != CHANGED:  # a 3 of the script's own making (sys.exit(3)) is no verdict
-        return ERROR, f"exit code 3{said}", verdict
-    if status == SKIPPED:
-        if prefix != SKIPPED:
-            return ERROR, f"exit code 2 without a 'SKIPPED: <reason>' line{said}", verdict
-        return SKIPPED, verdict.split(":", 1)[1].strip() if ":" in verdict else "no reason given", verdict
-    if prefix in (FIXED, REPRODUCED, SKIPPED, CHANGED) and prefix != status:
-        return ERROR, f"exit code {returncode} ({status}) but the verdict line says {prefix}: {verdict}", verdict
-    if status == REPRODUCED and prefix != REPRODUCED and ("Traceback (most recent call last)" in stderr
-                                                          or SYNTAX_ERROR.match(err_last)):
-        return ERROR, f"the script raised and exited 1 without a REPRODUCED line: {err_last}", verdict
-    return status, "", verdict
-
-
 def judge(status: str, expected: str, reason: str = "", strict_skips: bool = False) -> tuple[bool, str]:
     """(ok, note) of a status against the expected one; the rules are in the module docstring."""
     if status == ERROR:
@@ -231,44 +149,6 @@ def judge(status: str, expected: str, reason: str = "", strict_skips: bool = Fal
     if expected == "fixed" and status == REPRODUCED:
         return False, "regression: the bug is back where it should be fixed"
     return False, f"{status} where {expected} is expected"
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)  # the script and anything it started
-        else:
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tuple[int | None, str, str, bool, float]:
-    """Run one script: (returncode, stdout, stderr, timed_out, seconds); `without`: variables
-    of this environment the script must not see."""
-    script = Path(script).resolve()
-    env = {**{k: v for k, v in os.environ.items() if k not in without},
-           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, encoding="utf-8", errors="replace",
-                            start_new_session=(os.name == "posix"))
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err, False, time.monotonic() - start
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a grandchild in another session holds the pipes
-            proc.kill()
-            out, err = "", ""
-        return None, out or "", err or "", True, time.monotonic() - start
-    except BaseException:  # KeyboardInterrupt: leave nothing running
-        _kill_group(proc)
-        proc.wait()
-        raise
 
 
 def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None = None,

@@ -65,16 +65,15 @@ from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
 from minimize.out_dir import JOURNAL, OUR_PATTERN
+from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 
 SCRIPT = "repro.py"
 MANIFEST = "manifest.toml"
 EXPECTED = ("reproduces", "fixed")
 EXPECTED_WHEN = ("reproduces", "fixed", "skipped")
-KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "executorch", "onnxruntime")
 REQUIRED = ("title", "backend", "oracle", "device", "added", "expected")
 OPTIONAL = ("upstream", "first_seen", "expected_when", "notes")
-NOT_INSTALLED = "not installed"
 
 # what `trtmin repros add` copies from a `trtmin reduce --out` folder (never journal.jsonl)
 REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")

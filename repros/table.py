@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlparse
 
+from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 from repros.runner import JSON_FORMAT
-from repros.suite import KEY_PACKAGES, NOT_INSTALLED, version_tuple
+from repros.suite import version_tuple
 
 REASON_MAX = 40
 CELL_WORD = {"FIXED": "fixed", "REPRODUCED": "reproduces", "SKIPPED": "skipped", "CHANGED": "changed",

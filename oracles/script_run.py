@@ -1,0 +1,126 @@
+"""Run a generated script (repro.py) in a fresh process and say what its exit means: the
+saved-repro runner and the check after a reduction read a script the same way.
+
+Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a timeout):
+
+- exit 0 -> FIXED, exit 1 -> REPRODUCED,
+- exit 2 with a last stdout line ``SKIPPED: <reason>`` -> SKIPPED (reason = the text after it),
+- exit 3 with a last stdout line ``CHANGED: <how>`` -> CHANGED: the script ran, and the
+  backend fails, but not as the reduced bug did (another error, a hang or a kill),
+- death by SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL -> CHANGED: a script that runs its bug
+  in-process now dies of the compiler,
+- anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), a
+  kill from outside (SIGKILL, SIGTERM), the timeout
+  (the whole process group is killed), exit 2 without a ``SKIPPED:`` line (Python itself
+  exits 2 when it cannot open the script), a verdict line that contradicts the exit code
+  (exit 1 but "FIXED: ..."), or exit 1 with a Python traceback on stderr and no
+  "REPRODUCED" line (an uncaught exception also exits 1: a broken script, not the bug).
+
+The verdict line is the last non-empty line of stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+FIXED, REPRODUCED, SKIPPED, CHANGED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "CHANGED", "ERROR"
+STATUS_BY_EXIT = {0: FIXED, 1: REPRODUCED, 2: SKIPPED, 3: CHANGED}
+VERDICT_MAX = 500
+
+
+# Signals a process gets from its own fault (the compiler's, in a repro), not from outside
+# (SIGKILL, SIGTERM: the OOM killer, a user): the bug now kills the process.
+DEATHS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
+
+
+# A script Python cannot compile exits 1 with no traceback header, only this last line
+SYNTAX_ERROR = re.compile(r"(SyntaxError|IndentationError|TabError)\b")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:VERDICT_MAX] if lines else ""
+
+
+def _prefix(verdict: str) -> str:
+    return re.split(r"[:\s]", verdict, maxsplit=1)[0].upper() if verdict else ""
+
+
+def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool = False,
+             timeout: float | None = None) -> tuple[str, str, str]:
+    """(status, reason, verdict line) of one finished (or killed) script run."""
+    verdict = _last_line(stdout)
+    err_last = _last_line(stderr)
+    said = f": {verdict}" if verdict else (f" (stderr: {err_last})" if err_last else ", no output")
+    if timed_out:
+        return ERROR, f"timed out after {timeout:g} s{said}", verdict
+    assert returncode is not None
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        if -returncode in DEATHS:  # a script that runs its bug in-process dies with the compiler
+            return CHANGED, f"the process died of {name}{said}", f"CHANGED: the process died of {name}"
+        return ERROR, f"killed by {name}{said}", verdict
+    status = STATUS_BY_EXIT.get(returncode)
+    if status is None:
+        return ERROR, f"exit code {returncode}{said}", verdict
+    prefix = _prefix(verdict)
+    if status == CHANGED and prefix != CHANGED:  # a 3 of the script's own making (sys.exit(3)) is no verdict
+        return ERROR, f"exit code 3{said}", verdict
+    if status == SKIPPED:
+        if prefix != SKIPPED:
+            return ERROR, f"exit code 2 without a 'SKIPPED: <reason>' line{said}", verdict
+        return SKIPPED, verdict.split(":", 1)[1].strip() if ":" in verdict else "no reason given", verdict
+    if prefix in (FIXED, REPRODUCED, SKIPPED, CHANGED) and prefix != status:
+        return ERROR, f"exit code {returncode} ({status}) but the verdict line says {prefix}: {verdict}", verdict
+    if status == REPRODUCED and prefix != REPRODUCED and ("Traceback (most recent call last)" in stderr
+                                                          or SYNTAX_ERROR.match(err_last)):
+        return ERROR, f"the script raised and exited 1 without a REPRODUCED line: {err_last}", verdict
+    return status, "", verdict
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)  # the script and anything it started
+        else:
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tuple[int | None, str, str, bool, float]:
+    """Run one script: (returncode, stdout, stderr, timed_out, seconds); `without`: variables
+    of this environment the script must not see."""
+    script = Path(script).resolve()
+    env = {**{k: v for k, v in os.environ.items() if k not in without},
+           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8", errors="replace",
+                            start_new_session=(os.name == "posix"))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err, False, time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a grandchild in another session holds the pipes
+            proc.kill()
+            out, err = "", ""
+        return None, out or "", err or "", True, time.monotonic() - start
+    except BaseException:  # KeyboardInterrupt: leave nothing running
+        _kill_group(proc)
+        proc.wait()
+        raise

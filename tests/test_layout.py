@@ -1,0 +1,67 @@
+"""The package layout DESIGN.md sets: imports go one way, towards oracles/.
+
+oracles/ (backends, checks, workers, running a script) is what both sides share: it imports
+neither minimize/ nor repros/. minimize/ does not import repros/, except its CLI, which wires
+every command. repros/ reads a reduction's output folder through minimize/out_dir.py and
+minimize/journal.py (the folder's layout is minimize's), and nothing else of minimize/.
+Only minimize/cli.py imports typer.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPROS_MAY_READ = {"minimize.out_dir", "minimize.journal"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at top level or inside functions."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def package_files(package: str) -> list[Path]:
+    """The package's own modules (not the saved repros' scripts under repros/suite/)."""
+    return [p for p in sorted((ROOT / package).rglob("*.py")) if "suite" not in p.relative_to(ROOT).parts[1:-1]]
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_oracles_import_neither_minimize_nor_repros() -> None:
+    wrong = {str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if _top(m) in ("minimize", "repros"))
+             for p in package_files("oracles")}
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_minimize_imports_repros_only_in_its_cli() -> None:
+    wrong = {str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p) if _top(m) == "repros")
+             for p in package_files("minimize") if p.name != "cli.py"}
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_repros_read_only_the_output_folder_of_minimize() -> None:
+    wrong = {str(p.relative_to(ROOT)): sorted(m for m in imported_modules(p)
+                                              if _top(m) == "minimize" and m not in REPROS_MAY_READ)
+             for p in package_files("repros")}
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_only_the_cli_imports_typer() -> None:
+    users = [str(p.relative_to(ROOT)) for pkg in ("minimize", "oracles", "repros") for p in package_files(pkg)
+             if "typer" in {_top(m) for m in imported_modules(p)}]
+    assert users == ["minimize/cli.py"]
+
+
+def test_the_scan_sees_imports_inside_functions(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os\n\ndef f():\n    from repros.runner import run_script\n    from . import x\n")
+    assert imported_modules(sample) == {"os", "repros.runner"}
