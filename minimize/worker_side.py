@@ -20,7 +20,7 @@ from minimize.localize import off_values
 from minimize.program import Program
 from minimize.steps import StepClock
 from oracles.backends import resolve
-from oracles.backends.base import reset_dynamo
+from oracles.backends.base import reset_dynamo, use_scratch_root
 from oracles.checks import Tolerance
 from oracles.evaluate import evaluate, evaluate_each
 
@@ -141,8 +141,9 @@ def before_fork(state: str, device: str, **_: Any) -> None:
 
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
-                 device: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+                 device: str, scratch: str | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
     tol = Tolerance(atol, rtol)
+    use_scratch_root(scratch)
 
     def backend_for(overrides: dict[str, str]) -> Any:
         return _backend(backend, overrides)

@@ -63,6 +63,7 @@ def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
 
 
 STATE_PREFIX = "trtmin-state-"
+SCRATCH = "scratch"  # in the state folder: where backends in the workers write their files
 _STATE_NAME = re.compile(re.escape(STATE_PREFIX) + r"(\d+)-")
 
 
@@ -102,11 +103,13 @@ class Workers:
         remove_stale_state()
         self._state = tempfile.TemporaryDirectory(prefix=f"{STATE_PREFIX}{os.getpid()}-")
         self.state_dir = Path(self._state.name)
+        scratch = self.state_dir / SCRATCH  # backends' files: go with the state, even from a killed worker
+        scratch.mkdir()
         cfg = WorkerConfig(
             setup="minimize.worker_side:worker_setup",
             preload="minimize.worker_side:preload",
             prefork="minimize.worker_side:before_fork",
-            setup_kwargs={"state": self._state.name, "backend": opts.backend, "settings": opts.settings,
+            setup_kwargs={"state": self._state.name, "scratch": str(scratch), "backend": opts.backend, "settings": opts.settings,
                           "atol": opts.atol, "rtol": opts.rtol, "device": opts.device},
             timeout_s=opts.timeout,
             memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,

@@ -102,6 +102,11 @@ def test_a_command_that_hangs_dies_with_the_worker_killed_for_it(host_program, t
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.2)
     assert not _alive(pid), f"the command {pid} outlived its worker"
+    # exported into the run's own scratch folder, which goes with the run even where a
+    # worker is killed before it can clean up (in the middle of an export, of an ONNX build)
+    scratch = Path((tmp_path / "hung.model").read_text()).parent.parent
+    assert scratch.name == "scratch" and scratch.parent.name.startswith("trtmin-state-"), scratch
+    assert not scratch.parent.exists()
 
 
 def _through_a_shell(tmp_path: Path) -> str:

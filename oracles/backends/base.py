@@ -7,6 +7,7 @@ standalone script (DESIGN.md key idea 7), so what is emitted is what was checked
 from __future__ import annotations
 
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -15,6 +16,21 @@ import torch
 import torch.fx as fx
 
 CUDAGRAPH_TREES = "torch._inductor.cudagraph_trees"
+_scratch_root: str | None = None  # set in a worker by use_scratch_root; None: the system's temp folder
+
+
+def use_scratch_root(folder: str | None) -> None:
+    """Backends' files (exported models, ONNX, .pte) go under `folder`, which the run
+    removes when it ends and the next run removes after a kill -9. A worker killed in the
+    middle of a compile (--timeout on a hang) runs no cleanup of its own; at a 3B-parameter
+    model each such kill would otherwise leave gigabytes in /tmp."""
+    global _scratch_root
+    _scratch_root = folder
+
+
+def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory:
+    """A temporary folder for one compile's files: removed when dropped, and with the run."""
+    return tempfile.TemporaryDirectory(prefix=prefix, dir=_scratch_root)
 
 
 def reset_dynamo() -> None:

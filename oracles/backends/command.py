@@ -24,14 +24,13 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 import textwrap
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.errors import TrtminError
 
 PREFIX = "cmd:"
@@ -180,7 +179,7 @@ class CommandBackend(Backend):
         return f"the command exits 0 (it ran), but {said}: that is the command's mistake, no compiler's bug; fix it"
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        folder = tempfile.TemporaryDirectory(prefix="trtmin-cmd-")  # removed when `run` is dropped
+        folder = scratch_folder("trtmin-cmd-")  # removed when `run` is dropped
 
         def run(*args: Any) -> Any:
             outputs = run_command(self.command, gm, args, folder.name, supervised(folder.name))

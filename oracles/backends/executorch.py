@@ -22,14 +22,13 @@ Nothing imports executorch at module import time.
 from __future__ import annotations
 
 import importlib.util
-import tempfile
 import textwrap
 from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.errors import MissingPackageError, TrtminError
 
 VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")
@@ -170,7 +169,7 @@ class ExecuTorchBackend(Backend):
         plain = [v.detach() if isinstance(v, torch.Tensor) else v for v in example_inputs]
         module, inputs, positions = gm, plain, list(range(len(plain)))  # weights are already get_attr
         options = {k: materialize(v) for k, v in self.options.items()}
-        folder = tempfile.TemporaryDirectory(prefix="trtmin-et-")  # removed when `run` is dropped
+        folder = scratch_folder("trtmin-et-")  # removed when `run` is dropped
         pte = lower_to_pte(self.variant, module, inputs, folder.name, options)
         run_pte = load_pte(self.variant, pte)
 

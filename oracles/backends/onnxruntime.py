@@ -13,7 +13,6 @@ intra_op_num_threads=N, opset=N (the ONNX opset of the export).
 from __future__ import annotations
 
 import importlib.util
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -22,7 +21,7 @@ import numpy as np
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.errors import MissingPackageError, TrtminError
 
@@ -142,7 +141,7 @@ class OnnxRuntimeBackend(Backend):
         check_onnx_export(spec)
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        with tempfile.TemporaryDirectory(prefix="trtmin-onnx-") as tmp:
+        with scratch_folder("trtmin-onnx-") as tmp:
             export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.options.get("opset"))
             session = ort_session(export.path, self.options)
 

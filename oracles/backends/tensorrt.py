@@ -25,7 +25,6 @@ Not run here: no GPU and no TensorRT on this machine.
 from __future__ import annotations
 
 import importlib.util
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -33,7 +32,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart
+from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, TrtminError
@@ -227,7 +226,7 @@ class TensorRTBackend(Backend):
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         import tensorrt as trt
 
-        with tempfile.TemporaryDirectory(prefix="trtmin-trt-") as tmp:
+        with scratch_folder("trtmin-trt-") as tmp:
             export = export_onnx(gm, example_inputs, Path(tmp) / ONNX_NAME, opset=self.options.get("opset"))
             built = build_engine(trt, export.path, self.build_settings)
 
