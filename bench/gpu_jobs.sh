@@ -50,9 +50,11 @@ if [ "$PART" = check ]; then
   crash_pair
   run slow_j1 $S --jobs 1
   run slow_j4 $S --jobs 4
+  run slow_j1_kept $S --jobs 1 --no-generate-values  # the reduction alone, as in the figures before the tenth session
+  run slow_j4_kept $S --jobs 4 --no-generate-values
   E="examples/forecaster.pt2 --inputs examples/forecaster_inputs.pt --backend inductor --oracle mismatch --device cuda"
   run fore_j4 $E --jobs 4
-  same "segv_fork segv_spawn" "slow_j1 slow_j4"
+  same "segv_fork segv_spawn" "slow_j1 slow_j4" "slow_j1_kept slow_j4_kept"
 elif [ "$PART" = short ]; then
   crash_pair
   run cudaerr_fork $H --backend tests/plugins/planted.py:cuda_bad_index_on_tanh

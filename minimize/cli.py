@@ -127,6 +127,10 @@ def reduce(
                         "the prefix search when the bug survives the extra outputs). For a crash: start where the "
                         "compiler's error says it failed (free; fx-based compilers such as Inductor and "
                         "Torch-TensorRT name the node).")] = True,
+    generate_values: Annotated[bool, typer.Option(help="Once the graph is minimal, try seeded random tensors of the "
+                               "same shape, dtype and scale for its large inputs and weights, and keep those the "
+                               "bug does not need: the script makes them, and repro_inputs.pt shrinks or goes "
+                               "(1 to 4 oracle calls).")] = True,
     verify: Annotated[bool, typer.Option(help="At the end, run repro.py alone in a new process, as a maintainer "
                       "will, and say what it printed (one compile of the reduced program).")] = True,
 ) -> None:
@@ -143,7 +147,7 @@ def reduce(
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit)
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
-        opts.localize, opts.verify = localize, verify
+        opts.localize, opts.verify, opts.generate_values = localize, verify, generate_values
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)

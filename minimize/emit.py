@@ -22,13 +22,13 @@ import torch.fx as fx
 from torch.fx.traceback import NodeSource
 
 import minimize
+from minimize.passes.values import INLINE_MAX_ELEMENTS
 from minimize.program import Slice
 from oracles.backends.base import Backend
 from oracles.script_checks import check_source
 from oracles.script_child import CHILD_SOURCE
 from oracles.verdict import Signature, Verdict
 
-INLINE_MAX_ELEMENTS = 16
 INPUTS_FILE = "repro_inputs.pt"
 
 
@@ -108,13 +108,17 @@ def _literal(v: Any) -> str:
     return repr(v)
 
 
-def tensors_source(inputs: dict[str, Any], constants: dict[str, Any]) -> tuple[str, str, dict[str, torch.Tensor]]:
+def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
+                   generated: dict[str, str] | None = None) -> tuple[str, str, dict[str, torch.Tensor]]:
     """Source of Repro.__init__ (the weights) and make_inputs(): small tensors inline,
-    larger ones from one file beside the script."""
+    generated ones as the expression that makes them (minimize/passes/values.py), the
+    other large ones from one file beside the script."""
     big: dict[str, torch.Tensor] = {}
     load = f"torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)"
 
     def value(name: str, v: Any) -> str:
+        if name in (generated or {}):
+            return (generated or {})[name]
         if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex()):
             big[name] = v.detach().cpu().contiguous()
             return f"tensors[{name!r}]"
@@ -191,7 +195,7 @@ def exception_chain(e):
 def prepare():
     """(module, inputs, eager's outputs): everything before the backend is called."""
     inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
-    module = Repro()
+    module = Repro().to(DEVICE)  # its weights too: written (or loaded) on the CPU
     with torch.no_grad():
         expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
     return module, inputs, expected
@@ -266,10 +270,10 @@ CHILD_BLOCK = '''    if not os.environ.get("TRTMIN_CHILD"):
 '''
 
 def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
-                  backend: Backend) -> tuple[str, dict[str, torch.Tensor]]:
+                  backend: Backend, generated: dict[str, str] | None = None) -> tuple[str, dict[str, torch.Tensor]]:
     env = environment()
     part = backend.script_part()
-    init_src, inputs_src, big = tensors_source(inputs, constants)
+    init_src, inputs_src, big = tensors_source(inputs, constants, generated)
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
@@ -348,15 +352,16 @@ def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any]) -> Path:
 
 
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
-                  summary: dict[str, Any],
-                  verify: Callable[[Path], dict[str, Any]] | None = None) -> dict[str, Path]:
+                  summary: dict[str, Any], verify: Callable[[Path], dict[str, Any]] | None = None,
+                  generated: dict[str, str] | None = None) -> dict[str, Path]:
     """The outputs; `verify` runs the written repro.py (minimize/verify.py) before the
-    report and the summary, which say what it did."""
+    report and the summary, which say what it did. `values` holds the generated tensors
+    in place of the originals, and `generated` the expressions the script makes them with."""
     out.mkdir(parents=True, exist_ok=True)
     gm = piece.gm
     inputs = {n: values[n] for n in piece.input_names}
     input_values = list(inputs.values())
-    script, big = render_script(info, gm, inputs, {n: values[n] for n in piece.constant_names}, backend)
+    script, big = render_script(info, gm, inputs, {n: values[n] for n in piece.constant_names}, backend, generated)
     written: dict[str, Path] = {}
     if big:
         atomic_torch_save(big, out / INPUTS_FILE)
@@ -412,7 +417,7 @@ def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
-                       settings: dict[str, Any]) -> Path:
+                       settings: dict[str, Any], generated: dict[str, str] | None = None) -> Path:
     """A script for another backend than the one reduced with (--emit).
 
     `tensorrt` writes the TensorRT-only script (tensorrt + numpy, an .onnx and an .npz);
@@ -446,7 +451,7 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
         note += f" It runs the program on {device}, where {spec} runs."
     extra = ReproInfo(**{**info.__dict__, "device": device, "title": f"{info.title} [{note}]"})
     script, big = render_script(extra, piece.gm, {n: values[n] for n in piece.input_names},
-                                {n: values[n] for n in piece.constant_names}, backend)
+                                {n: values[n] for n in piece.constant_names}, backend, generated)
     if big and not (out / INPUTS_FILE).exists():
         atomic_torch_save(big, out / INPUTS_FILE)
     path = out / emitted_names(spec)[0]
@@ -478,6 +483,10 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         needed = ", ".join(f"`{k}={v}`" for k, v in notes["settings_needed"].items()) or "none"
         lines.append(f"- Settings the bug needs: {needed}; dropped as irrelevant: "
                      f"{', '.join(f'`{k}`' for k in notes.get('settings_dropped', [])) or 'none'}.")
+    if summary.get("generated_values"):
+        names = ", ".join(f"`{n}`" for n in summary["generated_values"])
+        lines.append(f"- The bug does not need the original values of {names}: the script makes them "
+                     "(seeded, of the same shape, dtype and scale).")
     return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
 
 

@@ -27,4 +27,5 @@ class Options:
     repeat: int = 1                 # runs per candidate, for flaky compilers
     min_failures: int | None = None  # of `repeat` runs; default: minimize/problem.py establish_original
     localize: bool = True           # guess the bug's place from one run with every value an output
+    generate_values: bool = True    # try seeded random tensors for the large inputs and weights (minimize/passes/values.py)
     verify: bool = True             # run repro.py alone at the end, as a maintainer will (minimize/verify.py)

@@ -14,7 +14,7 @@ import operator
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 import torch.fx as fx
@@ -150,9 +150,11 @@ class Program:
                 if not any(u in keep for u in self._users[self.nodes[i].name])
                 or self.nodes[i].name in self.user_outputs]
 
-    def materialize(self, kept: Sequence[int], mark_all: bool = False) -> Slice:
+    def materialize(self, kept: Sequence[int], mark_all: bool = False,
+                    replaced: Mapping[str, Any] | None = None) -> Slice:
         """The runnable slice of `kept`. mark_all: every kept node with a tensor value
-        is an output too, in topological order (for localization, minimize/localize.py)."""
+        is an output too, in topological order (for localization, minimize/localize.py).
+        replaced: weights to use in place of the program's (minimize/passes/values.py)."""
         kept = self.normalize(kept)
         if not kept:
             raise ValueError("empty candidate")
@@ -182,7 +184,7 @@ class Program:
         graph.output(tuple(env[o] for o in outs))
         root = torch.nn.Module()
         for name in constants:
-            root.register_buffer(name, self.values[name])
+            root.register_buffer(name, (replaced or {}).get(name, self.values[name]))
         gm = fx.GraphModule(root, graph)
         return Slice(gm, inputs, outs, constants)
 
@@ -191,8 +193,8 @@ class Program:
         values (a node may return several tensors), in the order outputs are compared."""
         return [self.index[name] for name in output_names for _ in flatten_outputs(self.values[name])]
 
-    def inputs_for(self, s: Slice) -> list[Any]:
-        return [self.values[name] for name in s.input_names]
+    def inputs_for(self, s: Slice, replaced: Mapping[str, Any] | None = None) -> list[Any]:
+        return [(replaced or {}).get(name, self.values[name]) for name in s.input_names]
 
     def module_path(self, i: int) -> tuple[str, ...]:
         """The nn.Module nesting of node i (outermost first), for coarse passes."""

@@ -20,6 +20,7 @@ from minimize.emit import ReproInfo, check_emit, environment, write_extra_script
 from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
 from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run
+from minimize.passes.values import make, split_generated
 from minimize.problem import ReductionProblem
 from minimize.scheduler import run_reduction
 from minimize.session import Options, Session
@@ -101,6 +102,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         problem.op_fallback_setting = session.backend.op_fallback_setting
         problem.localize = opts.localize and opts.oracle in LOCALIZABLE
         problem.locate_from_errors = opts.localize
+        problem.generate_values = opts.generate_values
         problem.preload(journal.cache)
         original_nodes = len(problem.current)  # each kept node is one call node of its slice
         try:
@@ -114,7 +116,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             journal.close()
         original = problem.first_verdict
         assert original is not None
-        final = session.program.materialize(problem.current)
+        needed_settings, generated = split_generated(problem.settings)
+        replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
+        values = {**session.program.values, **replaced}  # what the final verdict ran on
+        final = session.program.materialize(problem.current, replaced=replaced)
         final_verdict = problem.verdict(problem.current)
         seconds = time.monotonic() - t0
         summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
@@ -134,21 +139,21 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
             device=opts.device, timeout=opts.timeout,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
-        summary["settings"] = {"given": opts.settings, "needed": dict(problem.settings)}
+        summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
+        summary["generated_values"] = generated
         summary["diagnosis"] = problem.notes
         summary["emitted"] = list(opts.emit)
         summary["journal_header_sha256"] = journal.digest  # repros add: these outputs are this journal's run
-        backend = session.backend if dict(problem.settings) == opts.settings else \
-            resolve(opts.backend, dict(problem.settings))  # the repro keeps only the settings the bug needs
+        backend = session.backend if dict(needed_settings) == opts.settings else \
+            resolve(opts.backend, dict(needed_settings))  # the repro keeps only the settings the bug needs
         def verify(script: Path) -> dict[str, Any]:
             log("running repro.py alone, in a new process, as a maintainer will")
             return run_alone(script, opts.timeout)
 
         try:
-            write_outputs(out, info, final, session.program.values, backend, summary,
-                          verify if opts.verify else None)
+            write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated)
             for spec in opts.emit:
-                write_extra_script(out, info, final, session.program.values, spec, dict(problem.settings))
+                write_extra_script(out, info, final, values, spec, dict(needed_settings), generated)
         except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
             raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                               "rerun with --resume (it replays the journal, no oracle call)") from None

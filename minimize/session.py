@@ -11,6 +11,7 @@ from minimize import interrupts
 from minimize.heap import collect_parked, gc_paused
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
 from minimize.localize import split_mark_all
+from minimize.passes.values import split_generated
 from minimize.options import Options
 from minimize.program import Program, load_exported
 from minimize.steps import StepClock
@@ -75,7 +76,9 @@ class Session:
         jobs = []
         for c, s in keys:
             real, mark_all = split_mark_all(s)
-            jobs += [{"kept": list(c), "settings": dict(real), **({"mark_all": True} if mark_all else {})}] * n
+            real, generated = split_generated(real)
+            jobs += [{"kept": list(c), "settings": dict(real), **({"mark_all": True} if mark_all else {}),
+                      **({"generated": generated} if generated else {})}] * n
         results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(keys))]
@@ -85,7 +88,9 @@ class Session:
         when the backend does not report them."""
         if not self.backend.reports_partitions:
             return []
-        result = self.pool.run([{"kept": list(key[0]), "settings": dict(key[1]), "partitions": True}])[0]
+        real, generated = split_generated(split_mark_all(key[1])[0])
+        result = self.pool.run([{"kept": list(key[0]), "settings": dict(real), "partitions": True,
+                                 **({"generated": generated} if generated else {})}])[0]
         return result.get("partitions", []) if isinstance(result, dict) else []
 
     def close(self) -> None:

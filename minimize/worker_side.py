@@ -17,6 +17,7 @@ import torch
 from minimize import graph_io
 from minimize.heap import freeze_heap, gc_paused
 from minimize.localize import off_values
+from minimize.passes.values import make
 from minimize.program import Program
 from minimize.steps import StepClock
 from oracles.backends import resolve
@@ -163,22 +164,32 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     freeze_heap()
     clock.step("load_state")
 
+    generated: dict[str, Any] = {}  # expression -> tensor, made once per worker
+
+    def made(exprs: dict[str, str]) -> dict[str, Any]:
+        for expr in exprs.values():
+            if expr not in generated:
+                generated[expr] = make(expr).to(device)
+        return {name: generated[expr] for name, expr in exprs.items()}
+
     def run(job: dict[str, Any]) -> dict[str, Any]:
-        piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False))
+        replaced = made(job.get("generated", {}))
+        piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced)
+        inputs = program.inputs_for(piece, replaced)
         be = backend_for(job.get("settings", settings))
         if job.get("partitions"):
             try:
-                return {"partitions": be.partitions(piece.gm, program.inputs_for(piece)) or []}
+                return {"partitions": be.partitions(piece.gm, inputs) or []}
             except Exception as e:  # a backend that cannot say: no partition pass
                 return {"partitions": [], "error": f"{type(e).__name__}: {e}"}
-        verdict = _localize(piece, be) if job.get("mark_all") else \
-            evaluate(piece.gm, program.inputs_for(piece), be, tol, device).to_dict()
+        verdict = _localize(piece, inputs, be) if job.get("mark_all") else \
+            evaluate(piece.gm, inputs, be, tol, device).to_dict()
         if "CUDA error" in verdict.get("message", "") or "CUDA error" in verdict.get("detail", ""):
             verdict["restart"] = True  # the CUDA context may be unusable now
         return verdict
 
-    def _localize(piece: Any, be: Any) -> dict[str, Any]:
-        verdict, each = evaluate_each(piece.gm, program.inputs_for(piece), be, tol, device)
+    def _localize(piece: Any, inputs: list[Any], be: Any) -> dict[str, Any]:
+        verdict, each = evaluate_each(piece.gm, inputs, be, tol, device)
         out = verdict.to_dict()
         out["extra"] = {**out["extra"], "deviating": off_values(program.leaf_nodes(piece.output_names), each)}
         return out

@@ -93,9 +93,11 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     assert strip(one) == strip(three)
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
     # Idle workers take the runs the reduction asks next, across passes: the original with
-    # the localization run, the localized prefix with its two suffixes, the last deletion.
-    assert (one["oracle_calls"], one["timing"]["batches"]) == (6, 6)
-    assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (3, 6)
+    # the localization run, the localized prefix with its two suffixes, the last deletion;
+    # then the generated values (minimize/passes/values.py), which need the final graph.
+    assert (one["oracle_calls"], one["timing"]["batches"]) == (7, 7)
+    assert one["passes"]["generate_values"]["calls"] == 1
+    assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (4, 9), three["timing"]
 
 
 def test_localization_is_only_a_guess(host_program, tmp_path):
@@ -146,7 +148,7 @@ def test_plugin_file_gone_cannot_run(host_program, tmp_path):
     no new failure of the compiler (it was exit 3, CHANGED: FileNotFoundError); the report says
     that it must sit beside repro.py."""
     model, inputs = host_program
-    reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin"))
+    reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin"), "--no-generate-values")
     reproduce = (tmp_path / "report.md").read_text().split("## Reproduce")[1].split("```")[0]
     assert "`plugin.py`" in reproduce and "`repro_inputs.pt`" in reproduce, reproduce
     (tmp_path / "plugin.py").unlink()

@@ -1,0 +1,116 @@
+"""Generated values: the script makes its tensors instead of loading them from a file.
+
+Once the graph is minimal, its inputs and weights still carry the user's values, and those
+too large to write inline go to repro_inputs.pt beside the script: at a 3B-parameter
+model, a kept linear layer alone is 64 MB, more than an issue tracker takes. Most bugs do
+not need those exact values. This pass tries seeded random tensors of the same shape,
+dtype and scale (floats: the mean and standard deviation; integers: the range; booleans:
+the share of True), all of them at once, then the largest few one at a time, and keeps
+what still fails the same way. The script then makes them with one line each
+(`torch.randn(...)`), and the file shrinks or goes.
+
+The expressions are the candidate's state: they ride in the settings as a pseudo-setting
+(like localization's mark_all), so they are cached, journaled and speculated as any run
+is, and the worker evaluates the same text that repro.py holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import torch
+
+from minimize.problem import ReductionProblem, Settings
+
+GENERATED = "trtmin.generated"  # pseudo-setting: JSON {value name: expression}
+INLINE_MAX_ELEMENTS = 16  # smaller tensors are written into the script as literals (minimize/emit.py)
+ONE_AT_A_TIME = 3  # where all at once loses the bug: the largest tensors, each alone
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _number(x: float) -> str:
+    return repr(float(f"{x:.4g}"))
+
+
+def expression(value: Any, seed: int) -> str | None:
+    """Python source that makes a tensor like `value` on the CPU (needs only torch), or
+    None where a tensor is small enough to write out, or none can stand in for it."""
+    if not isinstance(value, torch.Tensor) or value.numel() <= INLINE_MAX_ELEMENTS or value.is_sparse:
+        return None
+    shape, dtype = tuple(value.shape), str(value.dtype)
+    gen = f"generator=torch.Generator().manual_seed({seed})"
+    v = value.detach()
+    if value.dtype in _FLOATS:
+        v64 = v.double()
+        if not bool(torch.isfinite(v64).all()):
+            return None  # an inf or a NaN in the input may be the bug's trigger
+        mean, std = float(v64.mean()), float(v64.std()) if v.numel() > 1 else 0.0
+        if std == 0.0 or math.isnan(std):
+            return f"torch.full({shape!r}, {_number(mean)}, dtype={dtype})"
+        cast = "" if value.dtype == torch.float32 else f".to({dtype})"
+        return f"torch.randn({shape!r}, {gen}).mul({_number(std)}).add({_number(mean)}){cast}"
+    if value.dtype == torch.bool:
+        share = float(v.double().mean())
+        if share in (0.0, 1.0):
+            return f"torch.full({shape!r}, {share == 1.0}, dtype=torch.bool)"
+        return f"torch.rand({shape!r}, {gen}) < {_number(share)}"
+    if not value.dtype.is_floating_point and not value.dtype.is_complex:
+        low, high = int(v.min()), int(v.max())
+        if max(abs(low), abs(high)) >= 2**62:
+            return None  # randint's bound would overflow
+        if low == high:
+            return f"torch.full({shape!r}, {low}, dtype={dtype})"
+        return f"torch.randint({low}, {high + 1}, {shape!r}, {gen}, dtype={dtype})"
+    return None  # complex, float8: left as they are
+
+
+def make(expr: str) -> torch.Tensor:
+    """The tensor an expression of `expression` makes: the same text repro.py runs."""
+    return eval(expr, {"torch": torch, "__builtins__": {}})  # noqa: S307  (our own text, never the user's)
+
+
+def generated_of(settings: Settings) -> dict[str, str]:
+    """The expressions a run's settings carry ({} for none)."""
+    return next((json.loads(v) for k, v in settings if k == GENERATED), {})
+
+
+def split_generated(settings: Settings) -> tuple[Settings, dict[str, str]]:
+    """The other settings, and the expressions."""
+    return tuple(kv for kv in settings if kv[0] != GENERATED), generated_of(settings)
+
+
+def with_generated(settings: Settings, exprs: dict[str, str]) -> Settings:
+    rest = tuple(kv for kv in settings if kv[0] != GENERATED)
+    return tuple(sorted(rest + ((GENERATED, json.dumps(exprs, sort_keys=True)),))) if exprs else rest
+
+
+def generate_values(problem: ReductionProblem) -> None:
+    """Replace the minimal graph's large inputs and weights with generated ones where the
+    bug survives it: all at once; else the floating-point ones together (masks and indices
+    are often the bug's structure, activations and weights rarely); else the largest of
+    those one at a time. 1 call, at most 2 + ONE_AT_A_TIME; none when nothing is large."""
+    if not problem.generate_values:
+        return
+    prog = problem.program
+    piece = prog.materialize(problem.current)
+    names = piece.input_names + piece.constant_names
+    exprs = {n: e for seed, n in enumerate(names) if (e := expression(prog.values[n], seed)) is not None}
+    floats = {n: e for n, e in exprs.items() if prog.values[n].dtype in _FLOATS}
+
+    def keeps_failing(more: dict[str, str]) -> bool:
+        trial = with_generated(problem.settings, {**generated_of(problem.settings), **more})
+        if not problem.is_interesting(problem.current, trial):
+            return False
+        problem.settings = trial
+        problem.counters.accepted += 1
+        return True
+
+    if not exprs or keeps_failing(exprs):
+        return
+    if 0 < len(floats) < len(exprs) and keeps_failing(floats):
+        return
+    if len(floats) > 1:
+        for name in sorted(floats, key=lambda n: (-prog.values[n].numel(), names.index(n)))[:ONE_AT_A_TIME]:
+            keeps_failing({name: floats[name]})

@@ -1,0 +1,128 @@
+"""Generated values (minimize/passes/values.py): the script makes the tensors the bug does
+not need the exact values of, and loads only the rest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from minimize.passes.values import expression, generate_values, generated_of, make
+from minimize.problem import ReductionProblem
+from minimize.program import Program
+from minimize.scheduler import run_reduction
+from oracles.verdict import Verdict
+from tests.conftest import plugin
+from tests.helpers import run_cli, run_repro
+
+
+def test_a_float_tensor_is_made_again_with_its_shape_dtype_and_scale() -> None:
+    g = torch.Generator().manual_seed(7)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        value = (torch.randn(40, 50, generator=g) * 3.0 + 5.0).to(dtype)
+        made = make(expression(value, seed=1))
+        assert made.shape == value.shape and made.dtype == dtype
+        assert abs(float(made.double().mean()) - 5.0) < 0.3 and abs(float(made.double().std()) - 3.0) < 0.3
+        assert torch.equal(made, make(expression(value, seed=1)))  # the same text makes the same tensor
+        assert not torch.equal(made, make(expression(value, seed=2)))
+
+
+def test_integers_keep_their_range_and_booleans_their_share() -> None:
+    pixels = torch.randint(10, 200, (32, 48, 3), dtype=torch.uint8)
+    made = make(expression(pixels, 0))
+    assert made.dtype == torch.uint8 and made.shape == pixels.shape
+    assert int(made.min()) >= 10 and int(made.max()) <= int(pixels.max())
+    index = torch.arange(100).reshape(4, 25)
+    made = make(expression(index, 0))
+    assert made.dtype == torch.int64 and 0 <= int(made.min()) and int(made.max()) <= 99
+    mask = torch.rand(50, 50, generator=torch.Generator().manual_seed(0)) < 0.25
+    made = make(expression(mask, 0))
+    assert made.dtype == torch.bool and 0.15 < float(made.double().mean()) < 0.35
+
+
+def test_constant_tensors_become_full_and_some_tensors_are_left_alone() -> None:
+    assert expression(torch.full((8, 8), 2.5), 0) == "torch.full((8, 8), 2.5, dtype=torch.float32)"
+    assert expression(torch.ones(5, 5, dtype=torch.bool), 0) == "torch.full((5, 5), True, dtype=torch.bool)"
+    assert expression(torch.randn(4), 0) is None  # small: written inline, as it is
+    with_inf = torch.randn(10, 10)
+    with_inf[3, 3] = float("inf")
+    assert expression(with_inf, 0) is None  # an inf may be what triggers the bug
+    assert expression(torch.randn(10, 10, dtype=torch.complex64), 0) is None
+    assert expression(3.0, 0) is None
+
+
+class _Masked(torch.nn.Module):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        y = torch.sin(x) * 2
+        return y.masked_fill(mask, 0.0).exp()
+
+
+def _program() -> Program:
+    g = torch.Generator().manual_seed(0)
+    inputs = (torch.randn(4, 8, generator=g), torch.rand(4, 8, generator=g) < 0.5)
+    return Program(torch.export.export(_Masked(), inputs), inputs)
+
+
+def _reduce(needs: set[str], jobs: int) -> ReductionProblem:
+    """A planted bug on masked_fill that survives generated values except for the inputs
+    in `needs` (named by what they hold: 'mask' or 'mul')."""
+    program = _program()
+    fill = next(i for i, n in enumerate(program.nodes) if "masked_fill" in str(n.target))
+
+    def verdict(kept: tuple[int, ...], settings) -> Verdict:
+        generated = generated_of(settings)
+        if fill not in kept or any(name in generated for name in needs):
+            return Verdict("pass")
+        return Verdict("crash", "E", "planted")
+
+    problem = ReductionProblem(program, lambda keys: [verdict(k, s) for k, s in keys], jobs=jobs)
+    problem.generate_values = True
+    run_reduction(problem)
+    return problem
+
+
+def test_what_the_bug_does_not_need_is_generated_in_few_calls() -> None:
+    free = _reduce(set(), jobs=1)
+    assert sorted(generated_of(free.settings)) == ["mask", "mul"]
+    assert free.pass_stats["generate_values"].calls == 1  # all at once
+    needs_mask = _reduce({"mask"}, jobs=1)
+    assert sorted(generated_of(needs_mask.settings)) == ["mul"]  # then the floats together
+    assert needs_mask.pass_stats["generate_values"].calls == 2
+    needs_all = _reduce({"mask", "mul"}, jobs=1)
+    assert generated_of(needs_all.settings) == {}
+    assert needs_all.pass_stats["generate_values"].calls == 2  # one float: nothing to try alone
+    # speculation changes nothing of the result
+    assert _reduce({"mask"}, jobs=4).settings == needs_mask.settings
+
+
+def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(host_program, tmp_path: Path) -> None:
+    model, inputs = host_program
+    args = ["reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_linear")]
+    made = run_cli(*args, "--out", str(tmp_path / "made"))
+    assert made.returncode == 0, made.stderr[-3000:]
+    summary = json.loads((tmp_path / "made" / "summary.json").read_text())
+    assert "p_l1_weight" in summary["generated_values"] and summary["passes"]["generate_values"]["calls"] == 1
+    script = (tmp_path / "made" / "repro.py").read_text()
+    assert "self.register_buffer('p_l1_weight', torch.randn((16, 8), generator=torch.Generator().manual_seed(" in script
+    assert not (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" not in summary["files"]
+    assert summary["repro_alone"]["status"] == "REPRODUCED"
+    assert "the script makes them" in (tmp_path / "made" / "report.md").read_text()
+    r = run_repro(tmp_path / "made")
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
+    # asked not to, it keeps the originals, in the file
+    kept = run_cli(*args, "--out", str(tmp_path / "kept"), "--no-generate-values", "--no-verify")
+    assert kept.returncode == 0, kept.stderr[-3000:]
+    summary = json.loads((tmp_path / "kept" / "summary.json").read_text())
+    assert summary["generated_values"] == {} and summary["passes"]["generate_values"]["calls"] == 0
+    assert (tmp_path / "kept" / "repro_inputs.pt").exists()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_the_expression_needs_nothing_but_torch(dtype: torch.dtype) -> None:
+    value = torch.arange(64).reshape(8, 8).to(dtype)
+    text = expression(value, 3)
+    assert text is not None and text.startswith("torch.")
+    with pytest.raises(NameError):
+        eval(text, {"__builtins__": {}})  # noqa: S307  (without torch it cannot run: it uses nothing else)
