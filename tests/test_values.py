@@ -126,3 +126,13 @@ def test_the_expression_needs_nothing_but_torch(dtype: torch.dtype) -> None:
     assert text is not None and text.startswith("torch.")
     with pytest.raises(NameError):
         eval(text, {"__builtins__": {}})  # noqa: S307  (without torch it cannot run: it uses nothing else)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_wide_unsigned_integers_are_made_again(dtype: torch.dtype) -> None:
+    """min and max are not implemented for these: the pass raised, at the end of a reduction."""
+    value = torch.arange(100, 164).reshape(8, 8).to(dtype)
+    made = make(expression(value, 0))
+    assert made.dtype == dtype and made.shape == value.shape
+    assert 100 <= int(made.to(torch.int64).min()) and int(made.to(torch.int64).max()) <= 163
+    assert expression(torch.tensor([0, 2**64 - 1] * 10, dtype=torch.uint64), 0) is None  # beyond randint

@@ -37,7 +37,8 @@ def _number(x: float) -> str:
 def expression(value: Any, seed: int) -> str | None:
     """Python source that makes a tensor like `value` on the CPU (needs only torch), or
     None where a tensor is small enough to write out, or none can stand in for it."""
-    if not isinstance(value, torch.Tensor) or value.numel() <= INLINE_MAX_ELEMENTS or value.is_sparse:
+    if not isinstance(value, torch.Tensor) or value.numel() <= INLINE_MAX_ELEMENTS or value.is_sparse \
+            or value.is_quantized:
         return None
     shape, dtype = tuple(value.shape), str(value.dtype)
     gen = f"generator=torch.Generator().manual_seed({seed})"
@@ -57,9 +58,10 @@ def expression(value: Any, seed: int) -> str | None:
             return f"torch.full({shape!r}, {share == 1.0}, dtype=torch.bool)"
         return f"torch.rand({shape!r}, {gen}) < {_number(share)}"
     if not value.dtype.is_floating_point and not value.dtype.is_complex:
-        low, high = int(v.min()), int(v.max())
-        if max(abs(low), abs(high)) >= 2**62:
-            return None  # randint's bound would overflow
+        wide = v.to(torch.int64)  # min and max are not implemented for uint16, uint32 and uint64
+        low, high = int(wide.min()), int(wide.max())
+        if max(abs(low), abs(high)) >= 2**62 or (low < 0 and not value.dtype.is_signed):
+            return None  # randint's bound would overflow (a uint64 above int64's range reads negative)
         if low == high:
             return f"torch.full({shape!r}, {low}, dtype={dtype})"
         return f"torch.randint({low}, {high + 1}, {shape!r}, {gen}, dtype={dtype})"
