@@ -136,3 +136,13 @@ def test_wide_unsigned_integers_are_made_again(dtype: torch.dtype) -> None:
     assert made.dtype == dtype and made.shape == value.shape
     assert 100 <= int(made.to(torch.int64).min()) and int(made.to(torch.int64).max()) <= 163
     assert expression(torch.tensor([0, 2**64 - 1] * 10, dtype=torch.uint64), 0) is None  # beyond randint
+
+
+def test_float64_too_large_for_a_finite_scale_is_left_alone() -> None:
+    """The variance of 1e300 overflows, and 1.7976e308 rounds to 1.798e308: the text said
+    `inf`, which make() (and a worker) cannot evaluate."""
+    for big in (1e300, 1.7976e308):
+        value = torch.tensor([big, -big] * 10, dtype=torch.float64)
+        text = expression(value, 0)
+        assert text is None or torch.isfinite(make(text)).all()
+    assert expression(torch.full((20,), 1.7976e308, dtype=torch.float64), 0) is None

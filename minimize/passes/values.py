@@ -48,7 +48,9 @@ def expression(value: Any, seed: int) -> str | None:
         if not bool(torch.isfinite(v64).all()):
             return None  # an inf or a NaN in the input may be the bug's trigger
         mean, std = float(v64.mean()), float(v64.std()) if v.numel() > 1 else 0.0
-        if std == 0.0 or math.isnan(std):
+        if not all(math.isfinite(float(_number(x))) for x in (mean, std)):
+            return None  # float64 beyond 1e154 overflows the variance, near 1.8e308 the rounding: "inf"
+        if std == 0.0:
             return f"torch.full({shape!r}, {_number(mean)}, dtype={dtype})"
         cast = "" if value.dtype == torch.float32 else f".to({dtype})"
         return f"torch.randn({shape!r}, {gen}).mul({_number(std)}).add({_number(mean)}){cast}"
