@@ -146,3 +146,17 @@ def test_float64_too_large_for_a_finite_scale_is_left_alone() -> None:
         text = expression(value, 0)
         assert text is None or torch.isfinite(make(text)).all()
     assert expression(torch.full((20,), 1.7976e308, dtype=torch.float64), 0) is None
+
+
+def test_constants_and_masks_are_made_in_a_fresh_process() -> None:
+    """A Python float as a fill value or an operand makes torch's C code import through the
+    frame's builtins: with none, make() raised KeyError '__import__' in a process that had
+    not called torch.full before, e.g. at the end of a reduction, which it lost."""
+    import subprocess
+    import sys
+    code = ("from minimize.passes.values import make\n"
+            "print(make('torch.full((32,), 1.0, dtype=torch.float32)').sum().item(),\n"
+            "      make('torch.rand((20,), generator=torch.Generator().manual_seed(3)) < 0.25').dtype)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parent.parent)
+    assert r.returncode == 0 and r.stdout.split() == ["32.0", "torch.bool"], r.stderr[-2000:]

@@ -72,7 +72,9 @@ def expression(value: Any, seed: int) -> str | None:
 
 def make(expr: str) -> torch.Tensor:
     """The tensor an expression of `expression` makes: the same text repro.py runs."""
-    return eval(expr, {"torch": torch, "__builtins__": {}})  # noqa: S307  (our own text, never the user's)
+    # With the builtins: torch's C code imports through the calling frame's __import__ (a
+    # Python float as a fill value or an operand: torch.full, `< 0.5`), KeyError without them.
+    return eval(expr, {"torch": torch})  # noqa: S307  (our own text, never the user's)
 
 
 def generated_of(settings: Settings) -> dict[str, str]:
