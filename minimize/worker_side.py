@@ -164,13 +164,16 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
     freeze_heap()
     clock.step("load_state")
 
-    generated: dict[str, Any] = {}  # expression -> tensor, made once per worker
+    # (name, expression) -> tensor, made once per worker. Not by the text alone: two weights of
+    # ones have one text, and one tensor for both is a graph with aliased weights (Dynamo
+    # folds them into one input), where repro.py has two.
+    generated: dict[tuple[str, str], Any] = {}
 
     def made(exprs: dict[str, str]) -> dict[str, Any]:
-        for expr in exprs.values():
-            if expr not in generated:
-                generated[expr] = make(expr).to(device)
-        return {name: generated[expr] for name, expr in exprs.items()}
+        for name, expr in exprs.items():
+            if (name, expr) not in generated:
+                generated[(name, expr)] = make(expr).to(device)
+        return {name: generated[(name, expr)] for name, expr in exprs.items()}
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
         replaced = made(job.get("generated", {}))

@@ -160,3 +160,42 @@ def test_constants_and_masks_are_made_in_a_fresh_process() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parent.parent)
     assert r.returncode == 0 and r.stdout.split() == ["32.0", "torch.bool"], r.stderr[-2000:]
+
+
+
+class _TwoOnes(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("a", torch.ones(32))
+        self.register_buffer("b", torch.ones(32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.a + self.b
+
+
+COUNTING_PLUGIN = '''
+def count_inputs(gm, example_inputs):
+    raise RuntimeError(f"{len(example_inputs)} inputs")
+'''
+
+
+def test_a_worker_makes_each_generated_value_apart_even_where_two_texts_are_the_same(tmp_path: Path) -> None:
+    """Two weights of ones have one expression; the worker made it once and gave both names
+    that one tensor, where repro.py (and the state the workers load) has two: Dynamo folds
+    aliased weights into one graph input, so the compiler was given another graph."""
+    import gc
+
+    from minimize.worker_side import save_state, worker_setup
+    inputs = (torch.randn(32),)
+    program = Program(torch.export.export(_TwoOnes(), inputs), inputs)
+    exprs = {n: expression(program.values[n], seed) for seed, n in enumerate(sorted(program.constants))}
+    assert len(exprs) == 2 and len(set(exprs.values())) == 1
+    save_state(program, tmp_path)
+    (tmp_path / "counting.py").write_text(COUNTING_PLUGIN)
+    try:
+        run = worker_setup(str(tmp_path), f"{tmp_path / 'counting.py'}:count_inputs", {}, 1e-3, 1e-3, "cpu")
+    finally:
+        gc.unfreeze()
+    original = run({"kept": list(program.all_kept()), "settings": {}})
+    generated = run({"kept": list(program.all_kept()), "settings": {}, "generated": exprs})
+    assert original["message"] == "3 inputs" and generated["message"] == original["message"], generated
