@@ -30,8 +30,8 @@ ONE_AT_A_TIME = 3  # where all at once loses the bug: the largest tensors, each 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def _number(x: float) -> str:
-    return repr(float(f"{x:.4g}"))
+def _number(x: float, digits: int = 4) -> str:
+    return repr(float(f"{x:.{digits}g}"))
 
 
 def expression(value: Any, seed: int) -> str | None:
@@ -50,10 +50,16 @@ def expression(value: Any, seed: int) -> str | None:
         mean, std = float(v64.mean()), float(v64.std()) if v.numel() > 1 else 0.0
         if not all(math.isfinite(float(_number(x))) for x in (mean, std)):
             return None  # float64 beyond 1e154 overflows the variance, near 1.8e308 the rounding: "inf"
-        if std == 0.0:
-            return f"torch.full({shape!r}, {_number(mean)}, dtype={dtype})"
+        if std == 0.0:  # its one value, exactly (a scale of 1/sqrt(128) is not 0.08839)
+            return f"torch.full({shape!r}, {float(v64.reshape(-1)[0])!r}, dtype={dtype})"
+        # The mean to a thousandth of the spread, not to 4 digits of itself: 1000.15 ± 0.03
+        # is not 1000.0 ± 0.03. float64 made as float64: in float32, 1.7e9 ± 100 is in steps of 128.
+        digits = min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
+        scaled = f".mul({_number(std)}).add({_number(mean, digits)})"
+        if value.dtype == torch.float64:
+            return f"torch.randn({shape!r}, {gen}, dtype=torch.float64){scaled}"
         cast = "" if value.dtype == torch.float32 else f".to({dtype})"
-        return f"torch.randn({shape!r}, {gen}).mul({_number(std)}).add({_number(mean)}){cast}"
+        return f"torch.randn({shape!r}, {gen}){scaled}{cast}"
     if value.dtype == torch.bool:
         share = float(v.double().mean())
         if share in (0.0, 1.0):
