@@ -56,6 +56,9 @@ def expression(value: Any, seed: int) -> str | None:
         # is not 1000.0 ± 0.03. float64 made as float64: in float32, 1.7e9 ± 100 is in steps of 128.
         digits = min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
         scaled = f".mul({_number(std)}).add({_number(mean, digits)})"
+        top = torch.finfo(value.dtype).max
+        if abs(mean) + 10 * std > top:  # randn's tails past the dtype's range: an inf the original has not
+            scaled += f".clamp({-top!r}, {top!r})"
         if value.dtype == torch.float64:
             return f"torch.randn({shape!r}, {gen}, dtype=torch.float64){scaled}"
         cast = "" if value.dtype == torch.float32 else f".to({dtype})"
