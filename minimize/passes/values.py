@@ -53,16 +53,17 @@ def expression(value: Any, seed: int) -> str | None:
         if std == 0.0:  # its one value, exactly (a scale of 1/sqrt(128) is not 0.08839)
             return f"torch.full({shape!r}, {float(v64.reshape(-1)[0])!r}, dtype={dtype})"
         # The mean to a thousandth of the spread, not to 4 digits of itself: 1000.15 ± 0.03
-        # is not 1000.0 ± 0.03. float64 made as float64: in float32, 1.7e9 ± 100 is in steps of 128.
+        # is not 1000.0 ± 0.03.
         digits = min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
         scaled = f".mul({_number(std)}).add({_number(mean, digits)})"
         top = torch.finfo(value.dtype).max
         if abs(mean) + 10 * std > top:  # randn's tails past the dtype's range: an inf the original has not
             scaled += f".clamp({-top!r}, {top!r})"
-        if value.dtype == torch.float64:
-            return f"torch.randn({shape!r}, {gen}, dtype=torch.float64){scaled}"
-        cast = "" if value.dtype == torch.float32 else f".to({dtype})"
-        return f"torch.randn({shape!r}, {gen}){scaled}{cast}"
+        # Made in float64, then cast: float32's randn differs by CPU (x86's AVX2 kernel against
+        # the default one, ARM's: 4 values in 10, in the last bits), float64's does not; and
+        # in float32, 1.7e9 ± 100 would be in steps of 128.
+        made = f"torch.randn({shape!r}, {gen}, dtype=torch.float64){scaled}"
+        return made if value.dtype == torch.float64 else f"{made}.to({dtype})"
     if value.dtype == torch.bool:
         share = float(v.double().mean())
         if share in (0.0, 1.0):
