@@ -243,3 +243,19 @@ def test_the_same_text_makes_the_same_floats_on_every_cpu_kernel() -> None:
         assert r.returncode == 0, r.stderr[-2000:]
         digests.add(r.stdout.strip())
     assert len(digests) == 1
+
+
+def test_tensor_subclasses_are_left_alone() -> None:
+    """torchao's quantized weights stay subclasses in an exported program (read through
+    access_subclass_inner_tensor): the expression raised NotImplementedError on them (aten.abs),
+    after the reduction's last oracle call, and a plain tensor could not stand in anyway."""
+
+    class Tagged(torch.Tensor):
+        pass
+
+    assert expression(torch.randn(8, 8).as_subclass(Tagged), 0) is None
+    assert expression(torch.nn.Parameter(torch.randn(8, 8)), 0) is not None
+    quantization = pytest.importorskip("torchao.quantization")
+    linear = torch.nn.Sequential(torch.nn.Linear(32, 32))
+    quantization.quantize_(linear, quantization.Int8WeightOnlyConfig())
+    assert expression(linear[0].weight, 0) is None

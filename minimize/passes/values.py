@@ -37,8 +37,9 @@ def _number(x: float, digits: int = 4) -> str:
 def expression(value: Any, seed: int) -> str | None:
     """Python source that makes a tensor like `value` on the CPU (needs only torch), or
     None where a tensor is small enough to write out, or none can stand in for it."""
-    if not isinstance(value, torch.Tensor) or value.numel() <= INLINE_MAX_ELEMENTS or value.is_sparse \
-            or value.is_quantized:
+    if type(value) not in (torch.Tensor, torch.nn.Parameter):
+        return None  # not a tensor, or a subclass (torchao's quantized weights): randn makes no such thing
+    if value.numel() <= INLINE_MAX_ELEMENTS or value.is_sparse or value.is_quantized:
         return None
     shape, dtype = tuple(value.shape), str(value.dtype)
     gen = f"generator=torch.Generator().manual_seed({seed})"
