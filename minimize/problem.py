@@ -76,6 +76,7 @@ class ReductionProblem:
         self.localize = False  # may bisect_window guess from a run with every value an output (minimize/localize.py)
         self.locate_from_errors = False  # ... or from the node a compiler's error names (free)
         self.generate_values = False  # may the last pass try generated values (minimize/passes/values.py)
+        self.value_expressions: dict[tuple[str, int], str | None] = {}  # its texts, shared with replays
         # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
         # least `min_failures` of them fail the same way (default: half as many as the original).
         self.min_failures_option = min_failures

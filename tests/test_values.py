@@ -259,3 +259,26 @@ def test_tensor_subclasses_are_left_alone() -> None:
     linear = torch.nn.Sequential(torch.nn.Linear(32, 32))
     quantization.quantize_(linear, quantization.Int8WeightOnlyConfig())
     assert expression(linear[0].weight, 0) is None
+
+
+def test_a_mask_almost_all_true_is_not_made_all_true() -> None:
+    mask = torch.ones(100_000, dtype=torch.bool)
+    mask[7] = False
+    text = expression(mask, 0)
+    assert text is not None and not text.endswith("< 1.0") and float(text.rsplit("<", 1)[1]) < 1.0
+
+
+def test_a_value_no_expression_can_be_made_for_is_kept_not_the_end_of_the_reduction(monkeypatch) -> None:
+    """The pass is an optional last step: a value it cannot make stays as it is."""
+    import minimize.passes.values as values
+    real = values.expression
+
+    def fails_on_masks(value, seed):
+        if value.dtype == torch.bool:
+            raise NotImplementedError("a layout nobody foresaw")
+        return real(value, seed)
+
+    monkeypatch.setattr(values, "expression", fails_on_masks)
+    problem = _reduce(set(), jobs=1)
+    assert sorted(generated_of(problem.settings)) == ["mul"]
+    assert problem.pass_stats["generate_values"].calls == 1

@@ -69,7 +69,10 @@ def expression(value: Any, seed: int) -> str | None:
         share = float(v.double().mean())
         if share in (0.0, 1.0):
             return f"torch.full({shape!r}, {share == 1.0}, dtype=torch.bool)"
-        return f"torch.rand({shape!r}, {gen}) < {_number(share)}"
+        rounded = _number(share)
+        if float(rounded) in (0.0, 1.0):  # 0.99996 to 4 digits is 1.0: every value True
+            rounded = repr(share)
+        return f"torch.rand({shape!r}, {gen}) < {rounded}"
     if not value.dtype.is_floating_point and not value.dtype.is_complex:
         wide = v.to(torch.int64)  # min and max are not implemented for uint16, uint32 and uint64
         low, high = int(wide.min()), int(wide.max())
@@ -103,6 +106,21 @@ def with_generated(settings: Settings, exprs: dict[str, str]) -> Settings:
     return tuple(sorted(rest + ((GENERATED, json.dumps(exprs, sort_keys=True)),))) if exprs else rest
 
 
+def _expression_of(problem: ReductionProblem, name: str, seed: int) -> str | None:
+    """expression() of a value, once per run (speculation replays the pass), and None where
+    it fails: an optional last step must not end a reduction whose every call is made."""
+    key = (name, seed)
+    if key not in problem.value_expressions:
+        try:
+            expr = expression(problem.program.values[name], seed)
+            if expr is not None:
+                make(expr)  # the text must run where the workers and repro.py run it
+        except Exception:  # noqa: BLE001 - a dtype or layout nobody foresaw: keep its values
+            expr = None
+        problem.value_expressions[key] = expr
+    return problem.value_expressions[key]
+
+
 def generate_values(problem: ReductionProblem) -> None:
     """Replace the minimal graph's large inputs and weights with generated ones where the
     bug survives it: all at once; else the floating-point ones together (masks and indices
@@ -113,7 +131,7 @@ def generate_values(problem: ReductionProblem) -> None:
     prog = problem.program
     piece = prog.materialize(problem.current)
     names = piece.input_names + piece.constant_names
-    exprs = {n: e for seed, n in enumerate(names) if (e := expression(prog.values[n], seed)) is not None}
+    exprs = {n: e for seed, n in enumerate(names) if (e := _expression_of(problem, n, seed)) is not None}
     floats = {n: e for n, e in exprs.items() if prog.values[n].dtype in _FLOATS}
 
     def keeps_failing(more: dict[str, str]) -> bool:
