@@ -43,8 +43,10 @@ def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
     d["inputs"] = str(opts.inputs) if opts.inputs else None  # for journals that have no inputs digest
-    for k in ("jobs", "emit", "model", "verify"):  # these do not change a verdict (a timeout or a memory
-        d.pop(k, None)                             # limit can)
+    # These do not change a verdict (a timeout or a memory limit can). generate_values only adds
+    # runs, each journaled under its own key: a resume may turn it off or on.
+    for k in ("jobs", "emit", "model", "verify", "generate_values"):
+        d.pop(k, None)
     return d
 
 

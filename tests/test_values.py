@@ -112,12 +112,14 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     assert "the script makes them" in (tmp_path / "made" / "report.md").read_text()
     r = run_repro(tmp_path / "made")
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
-    # asked not to, it keeps the originals, in the file
-    kept = run_cli(*args, "--out", str(tmp_path / "kept"), "--no-generate-values", "--no-verify")
+    # asked not to, it keeps the originals, in the file; the journal's verdicts still hold,
+    # so the run resumes with the pass turned off (and makes no oracle call)
+    kept = run_cli(*args, "--out", str(tmp_path / "made"), "--no-generate-values", "--no-verify", "--resume")
     assert kept.returncode == 0, kept.stderr[-3000:]
-    summary = json.loads((tmp_path / "kept" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "made" / "summary.json").read_text())
     assert summary["generated_values"] == {} and summary["passes"]["generate_values"]["calls"] == 0
-    assert (tmp_path / "kept" / "repro_inputs.pt").exists()
+    assert summary["timing"]["evaluations"] == 0
+    assert (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" in summary["files"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
