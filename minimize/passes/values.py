@@ -28,6 +28,7 @@ GENERATED = "trtmin.generated"  # pseudo-setting: JSON {value name: expression}
 INLINE_MAX_ELEMENTS = 16  # smaller tensors are written into the script as literals (minimize/emit.py)
 ONE_AT_A_TIME = 3  # where all at once loses the bug: the largest tensors, each alone
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_COMPLEX = (torch.complex64, torch.complex128)
 
 
 def _number(x: float, digits: int = 4) -> str:
@@ -39,7 +40,9 @@ def expression(value: Any, seed: int) -> str | None:
     None where a tensor is small enough to write out, or none can stand in for it."""
     if type(value) not in (torch.Tensor, torch.nn.Parameter):
         return None  # not a tensor, or a subclass (torchao's quantized weights): randn makes no such thing
-    if value.numel() <= INLINE_MAX_ELEMENTS or value.is_sparse or value.is_quantized:
+    # complex tensors of any size: the script cannot write them inline, they go to the file
+    inline = value.numel() <= INLINE_MAX_ELEMENTS and not value.is_complex()
+    if inline or value.numel() == 0 or value.is_sparse or value.is_quantized:
         return None
     shape, dtype = tuple(value.shape), str(value.dtype)
     gen = f"generator=torch.Generator().manual_seed({seed})"
@@ -65,6 +68,8 @@ def expression(value: Any, seed: int) -> str | None:
         # in float32, 1.7e9 ± 100 would be in steps of 128.
         made = f"torch.randn({shape!r}, {gen}, dtype=torch.float64){scaled}"
         return made if value.dtype == torch.float64 else f"{made}.to({dtype})"
+    if value.dtype in _COMPLEX:
+        return _complex_expression(v, shape, dtype, gen)
     if value.dtype == torch.bool:
         share = float(v.double().mean())
         if share in (0.0, 1.0):
@@ -82,6 +87,24 @@ def expression(value: Any, seed: int) -> str | None:
             return f"torch.full({shape!r}, {low}, dtype={dtype})"
         return f"torch.randint({low}, {high + 1}, {shape!r}, {gen}, dtype={dtype})"
     return None  # complex, float8: left as they are
+
+
+def _complex_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str) -> str | None:
+    """A complex tensor (RoPE's rotations) of the same mean and spread; made in complex128,
+    whose randn is the same on every CPU kernel, then cast."""
+    c = v.to(torch.complex128)
+    if not bool(torch.isfinite(c).all()):
+        return None
+    mean, std = complex(c.mean()), float(c.std()) if c.numel() > 1 else 0.0
+    parts = (mean.real, mean.imag, std)
+    if not all(math.isfinite(float(_number(x, 17))) for x in parts):
+        return None
+    if std == 0.0:
+        return f"torch.full({shape!r}, complex({mean.real!r}, {mean.imag!r}), dtype={dtype})"
+    digits = min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
+    made = (f"torch.randn({shape!r}, {gen}, dtype=torch.complex128).mul({_number(std)})"
+            f".add(complex({_number(mean.real, digits)}, {_number(mean.imag, digits)}))")
+    return made if dtype == "torch.complex128" else f"{made}.to({dtype})"
 
 
 def make(expr: str) -> torch.Tensor:
