@@ -4,9 +4,9 @@ Once the graph is minimal, its inputs and weights still carry the user's values,
 too large to write inline go to repro_inputs.pt beside the script: at a 3B-parameter
 model, a kept linear layer alone is 64 MB, more than an issue tracker takes. Most bugs do
 not need those exact values. This pass tries seeded random tensors of the same shape,
-dtype and scale (floats: the mean and standard deviation; integers: the range; booleans:
-the share of True), all of them at once, then the largest few one at a time, and keeps
-what still fails the same way. The script then makes them with one line each
+dtype and scale (floats and complex numbers: the mean and standard deviation; integers:
+the range; booleans: the share of True): all of them at once, then the floating-point
+ones together, then the largest few one at a time, and keeps what still fails the same way. The script then makes them with one line each
 (`torch.randn(...)`), and the file shrinks or goes.
 
 The expressions are the candidate's state: they ride in the settings as a pseudo-setting
@@ -44,49 +44,43 @@ def expression(value: Any, seed: int) -> str | None:
     inline = value.numel() <= INLINE_MAX_ELEMENTS and not value.is_complex()
     if inline or value.numel() == 0 or value.is_sparse or value.is_quantized:
         return None
-    shape, dtype = tuple(value.shape), str(value.dtype)
+    v, shape, dtype = value.detach(), tuple(value.shape), str(value.dtype)
     gen = f"generator=torch.Generator().manual_seed({seed})"
-    v = value.detach()
     if value.dtype in _FLOATS:
-        v64 = v.double()
-        if not bool(torch.isfinite(v64).all()):
-            return None  # an inf or a NaN in the input may be the bug's trigger
-        mean, std = float(v64.mean()), float(v64.std()) if v.numel() > 1 else 0.0
-        if not all(math.isfinite(float(_number(x))) for x in (mean, std)):
-            return None  # float64 beyond 1e154 overflows the variance, near 1.8e308 the rounding: "inf"
-        if std == 0.0:  # its one value, exactly (a scale of 1/sqrt(128) is not 0.08839)
-            return f"torch.full({shape!r}, {float(v64.reshape(-1)[0])!r}, dtype={dtype})"
-        # The mean to a thousandth of the spread, not to 4 digits of itself: 1000.15 ± 0.03
-        # is not 1000.0 ± 0.03.
-        digits = min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
-        scaled = f".mul({_number(std)}).add({_number(mean, digits)})"
-        top = torch.finfo(value.dtype).max
-        if abs(mean) + 10 * std > top:  # randn's tails past the dtype's range: an inf the original has not
-            scaled += f".clamp({-top!r}, {top!r})"
-        # Made in float64, then cast: float32's randn differs by CPU (x86's AVX2 kernel against
-        # the default one, ARM's: 4 values in 10, in the last bits), float64's does not; and
-        # in float32, 1.7e9 ± 100 would be in steps of 128.
-        made = f"torch.randn({shape!r}, {gen}, dtype=torch.float64){scaled}"
-        return made if value.dtype == torch.float64 else f"{made}.to({dtype})"
+        return _float_expression(v, shape, dtype, gen)
     if value.dtype in _COMPLEX:
         return _complex_expression(v, shape, dtype, gen)
     if value.dtype == torch.bool:
-        share = float(v.double().mean())
-        if share in (0.0, 1.0):
-            return f"torch.full({shape!r}, {share == 1.0}, dtype=torch.bool)"
-        rounded = _number(share)
-        if float(rounded) in (0.0, 1.0):  # 0.99996 to 4 digits is 1.0: every value True
-            rounded = repr(share)
-        return f"torch.rand({shape!r}, {gen}) < {rounded}"
-    if not value.dtype.is_floating_point and not value.dtype.is_complex:
-        wide = v.to(torch.int64)  # min and max are not implemented for uint16, uint32 and uint64
-        low, high = int(wide.min()), int(wide.max())
-        if max(abs(low), abs(high)) >= 2**62 or (low < 0 and not value.dtype.is_signed):
-            return None  # randint's bound would overflow (a uint64 above int64's range reads negative)
-        if low == high:
-            return f"torch.full({shape!r}, {low}, dtype={dtype})"
-        return f"torch.randint({low}, {high + 1}, {shape!r}, {gen}, dtype={dtype})"
-    return None  # complex, float8: left as they are
+        return _bool_expression(v, shape, gen)
+    if not value.dtype.is_floating_point:
+        return _integer_expression(v, shape, dtype, gen)
+    return None  # float8: left as it is
+
+
+def _mean_digits(mean: complex, std: float) -> int:
+    """The mean to a thousandth of the spread, not to 4 digits of itself: 1000.15 ± 0.03 is
+    not 1000.0 ± 0.03."""
+    return min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
+
+
+def _float_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str) -> str | None:
+    v64 = v.double()
+    if not bool(torch.isfinite(v64).all()):
+        return None  # an inf or a NaN in the input may be the bug's trigger
+    mean, std = float(v64.mean()), float(v64.std()) if v.numel() > 1 else 0.0
+    if not all(math.isfinite(float(_number(x))) for x in (mean, std)):
+        return None  # float64 beyond 1e154 overflows the variance, near 1.8e308 the rounding: "inf"
+    if std == 0.0:  # its one value, exactly (a scale of 1/sqrt(128) is not 0.08839)
+        return f"torch.full({shape!r}, {float(v64.reshape(-1)[0])!r}, dtype={dtype})"
+    scaled = f".mul({_number(std)}).add({_number(mean, _mean_digits(mean, std))})"
+    top = torch.finfo(v.dtype).max
+    if abs(mean) + 10 * std > top:  # randn's tails past the dtype's range: an inf the original has not
+        scaled += f".clamp({-top!r}, {top!r})"
+    # Made in float64, then cast: float32's randn differs by CPU (x86's AVX2 kernel against
+    # the default one, ARM's: 4 values in 10, in the last bits), float64's does not; and
+    # in float32, 1.7e9 ± 100 would be in steps of 128.
+    made = f"torch.randn({shape!r}, {gen}, dtype=torch.float64){scaled}"
+    return made if v.dtype == torch.float64 else f"{made}.to({dtype})"
 
 
 def _complex_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str) -> str | None:
@@ -96,15 +90,34 @@ def _complex_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen
     if not bool(torch.isfinite(c).all()):
         return None
     mean, std = complex(c.mean()), float(c.std()) if c.numel() > 1 else 0.0
-    parts = (mean.real, mean.imag, std)
-    if not all(math.isfinite(float(_number(x, 17))) for x in parts):
+    if not all(math.isfinite(float(_number(x, 17))) for x in (mean.real, mean.imag, std)):
         return None
     if std == 0.0:
         return f"torch.full({shape!r}, complex({mean.real!r}, {mean.imag!r}), dtype={dtype})"
-    digits = min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
+    digits = _mean_digits(mean, std)
     made = (f"torch.randn({shape!r}, {gen}, dtype=torch.complex128).mul({_number(std)})"
             f".add(complex({_number(mean.real, digits)}, {_number(mean.imag, digits)}))")
     return made if dtype == "torch.complex128" else f"{made}.to({dtype})"
+
+
+def _bool_expression(v: torch.Tensor, shape: tuple[int, ...], gen: str) -> str:
+    share = float(v.double().mean())
+    if share in (0.0, 1.0):
+        return f"torch.full({shape!r}, {share == 1.0}, dtype=torch.bool)"
+    rounded = _number(share)
+    if float(rounded) in (0.0, 1.0):  # 0.99996 to 4 digits is 1.0: every value True
+        rounded = repr(share)
+    return f"torch.rand({shape!r}, {gen}) < {rounded}"
+
+
+def _integer_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str) -> str | None:
+    wide = v.to(torch.int64)  # min and max are not implemented for uint16, uint32 and uint64
+    low, high = int(wide.min()), int(wide.max())
+    if max(abs(low), abs(high)) >= 2**62 or (low < 0 and not v.dtype.is_signed):
+        return None  # randint's bound would overflow (a uint64 above int64's range reads negative)
+    if low == high:
+        return f"torch.full({shape!r}, {low}, dtype={dtype})"
+    return f"torch.randint({low}, {high + 1}, {shape!r}, {gen}, dtype={dtype})"
 
 
 def make(expr: str) -> torch.Tensor:
