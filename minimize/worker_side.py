@@ -65,12 +65,12 @@ def load_state(folder: Path, device: str) -> Program:
         return Program.restore(graph, set(state["user_outputs"]), set(state["constants"]), state["values"], device)
 
 
-_backends: dict[tuple[tuple[str, str], ...], Any] = {}  # kept across the zygote's fork
+_backends: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}  # kept across the zygote's fork
 _dynamo_warm = False
 
 
 def _backend(spec: str, settings: dict[str, Any]) -> Any:
-    key = tuple(sorted(settings.items()))
+    key = (spec, tuple(sorted(settings.items())))  # one spec per worker; a test runs several in one process
     if key not in _backends:
         _backends[key] = resolve(spec, settings)  # settings bisection varies them per job
     return _backends[key]

@@ -280,7 +280,8 @@ def test_the_zygote_loads_a_cpu_program_once_written_for_the_workers_forked_afte
     monkeypatch.setattr(worker_side, "load_state", lambda *a: pytest.fail("a forked worker read the state again"))
     run = worker_side.worker_setup(state=str(state), backend="eager", settings={}, atol=1e-3, rtol=1e-3,
                                    device="cpu")
-    assert run({"kept": list(range(len(shared.nodes)))})["kind"] == "pass"
+    result = run({"kept": list(range(len(shared.nodes)))})
+    assert result["kind"] == "pass", result
 
 
 CUDA_FORK_SCRIPT = """
