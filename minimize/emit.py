@@ -115,10 +115,11 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
     other large ones from one file beside the script."""
     big: dict[str, torch.Tensor] = {}
     load = f"torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)"
+    made = generated or {}
 
     def value(name: str, v: Any) -> str:
-        if name in (generated or {}):
-            return (generated or {})[name]
+        if name in made:
+            return made[name]
         if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex()):
             big[name] = v.detach().cpu().contiguous()
             return f"tensors[{name!r}]"

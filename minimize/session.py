@@ -73,12 +73,7 @@ class Session:
         """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""
         interrupts.check()
         n = self.opts.repeat
-        jobs = []
-        for c, s in keys:
-            real, mark_all = split_mark_all(s)
-            real, generated = split_generated(real)
-            jobs += [{"kept": list(c), "settings": dict(real), **({"mark_all": True} if mark_all else {}),
-                      **({"generated": generated} if generated else {})}] * n
+        jobs = [job for key in keys for job in [_job(key)] * n]
         results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(keys))]
@@ -88,9 +83,8 @@ class Session:
         when the backend does not report them."""
         if not self.backend.reports_partitions:
             return []
-        real, generated = split_generated(split_mark_all(key[1])[0])
-        result = self.pool.run([{"kept": list(key[0]), "settings": dict(real), "partitions": True,
-                                 **({"generated": generated} if generated else {})}])[0]
+        job = {k: v for k, v in _job(key).items() if k != "mark_all"}
+        result = self.pool.run([{**job, "partitions": True}])[0]
         return result.get("partitions", []) if isinstance(result, dict) else []
 
     def close(self) -> None:
@@ -101,3 +95,12 @@ class Session:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _job(key: tuple[tuple[int, ...], tuple[tuple[str, str], ...]]) -> dict[str, Any]:
+    """What a worker is sent for a (candidate, settings) key: the backend's own settings,
+    with the pseudo-settings (localization's mark_all, generated values) as fields of their own."""
+    real, mark_all = split_mark_all(key[1])
+    real, generated = split_generated(real)
+    return {"kept": list(key[0]), "settings": dict(real), **({"mark_all": True} if mark_all else {}),
+            **({"generated": generated} if generated else {})}
