@@ -18,23 +18,21 @@ from pathlib import Path
 
 NOT_INSTALLED = "not installed"
 
-# Distribution names each package is published under, first found wins.
-DISTRIBUTIONS = {
-    "Torch-TensorRT Version": ("torch-tensorrt", "torch_tensorrt"),
-    "PyTorch Version": ("torch",),
-    "TensorRT Version": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11", "tensorrt-cu13-libs",
-                         "tensorrt-cu12-libs", "tensorrt-rtx"),
-    "ExecuTorch Version": ("executorch",),
-    "ONNX Runtime Version": ("onnxruntime", "onnxruntime-gpu"),
-}
-
-
 # The compilers a repro's verdict depends on: recorded with every run, kept as first_seen.
 KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "executorch", "onnxruntime")
 # Distributions that provide a module, in the order we ask for them (else the module's own name).
 MODULE_DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11"),
                         "torch_tensorrt": ("torch-tensorrt", "torch_tensorrt"),
                         "onnxruntime": ("onnxruntime", "onnxruntime-gpu")}
+# The bug template's lines, first found wins; for TensorRT also its library-only wheels,
+# which say what the engine was built with even without the Python module.
+DISTRIBUTIONS = {
+    "Torch-TensorRT Version": MODULE_DISTRIBUTIONS["torch_tensorrt"],
+    "PyTorch Version": ("torch",),
+    "TensorRT Version": MODULE_DISTRIBUTIONS["tensorrt"] + ("tensorrt-cu13-libs", "tensorrt-cu12-libs", "tensorrt-rtx"),
+    "ExecuTorch Version": ("executorch",),
+    "ONNX Runtime Version": MODULE_DISTRIBUTIONS["onnxruntime"],
+}
 
 
 def first_installed_version(names: tuple[str, ...]) -> str:
