@@ -124,7 +124,7 @@ def reduce(
                     "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
     localize: Annotated[bool, typer.Option(help="For mismatch and nan: first compile the program with every value "
                         "an output and start the search at the first value that is off (one call; saves most of "
-                        "the prefix search when the bug survives the extra outputs). For a crash: start where the "
+                        "the bisection when the bug survives the extra outputs). For a crash: start where the "
                         "compiler's error says it failed (free; fx-based compilers such as Inductor and "
                         "Torch-TensorRT name the node).")] = True,
     generate_values: Annotated[bool, typer.Option(help="Once the graph is minimal, try seeded random tensors of the "

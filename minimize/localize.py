@@ -3,16 +3,16 @@
 For a mismatch or a NaN, the first node whose value is off when every kept node is an
 output of the compiled graph (what Polygraphy users do by hand with `--trt-outputs mark
 all`) usually ends the shortest failing prefix. trtmin takes it as a guess only: the
-prefix search probes that prefix, so a right guess costs 1 + 1 calls where a binary
-search costs log2(n), and a wrong one costs a few calls more, never a different kind
-of answer (minimize/search.py guided_first_true). Marking outputs can change
-what a compiler fuses, so the bug may not show at all; then there is no guess and the
-search is a plain binary search, one call dearer.
+window search tries that node's shortest suffixes first, so a right guess costs the
+localization run and 1 or 2 calls where bisection costs 2*log2(n), and a wrong one a
+few calls more, never a different kind of answer (minimize/passes/bisect_window.py).
+Marking outputs can change what a compiler fuses, so the bug may not show at all;
+then there is no guess and the search is a plain binary search, one call dearer.
 
 For a crash there is often a guess for free: a compiler that is an fx Interpreter
 (Torch-TensorRT's converters) or Inductor's lowering names in its error the node it was
-working on and the source line that node was traced from (oracles/checks.py failing_node). The prefix search
-then probes the prefix that ends at that node of ours, at no extra call.
+working on and the source line that node was traced from (oracles/checks.py failing_node). The window
+search then starts at that node of ours, at no extra call.
 """
 
 from __future__ import annotations

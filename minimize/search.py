@@ -84,7 +84,7 @@ def gallop_first_true(lo: int, hi: int, max_steps: int = 4) -> Search:
     return (yield from binary_first_true(below + 1, hi))
 
 
-LOCALIZED_P = 0.95  # a prefix ending where localization saw the first value off fails
+LOCALIZED_P = 0.95  # a prefix (or cone) ending where localization saw the first value off fails
 
 
 def guided_first_true(lo: int, hi: int, guess: int | None) -> Search:

@@ -184,18 +184,33 @@ def test_a_localization_that_hides_the_bug_costs_one_call_and_says_so(chain: Pro
     assert "bisected instead" in hidden.notes["localization"] and "first_off_value" not in hidden.notes
 
 
+def test_a_guess_whose_cone_passes_falls_back_to_the_prefix_search(chain: Program):
+    """Localization naming node 10, before the planted core {30, 31}: every suffix of 10's
+    cone passes, the whole cone too, and the prefix search then finds the same core as
+    a right guess, for 3 calls lost (suffixes [10], [9, 10], the whole cone) and the
+    prefix search from there."""
+    core = {30, 31}
+    right = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
+    wrong = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True, first_off=10)
+    assert set(wrong.current) == set(right.current) == core
+    probed = [kept for kept, settings in wrong.evaluated if not split_mark_all(settings)[1]]
+    # after the original: node 10 alone, 9 and 10, then the whole cone, all passing
+    assert probed[1:4] == [(10,), (9, 10), tuple(range(11))]
+    assert wrong.counters.oracle_calls <= right.counters.oracle_calls + 14
+
+
 def test_speculation_spans_passes(chain: Program):
-    """With 4 workers, the round that tries the localized prefix also tries its suffixes
-    and the deletion delta debugging asks next of the expected window: two rounds in
-    all (the original with the localization run, then everything else), where the
-    sequential reduction makes 6 calls and per-pass speculation needed 3 rounds."""
+    """With 4 workers, the round that tries the localized node's suffixes also tries
+    the deletion delta debugging asks next of the expected window: two rounds in all
+    (the original with the localization run, then everything else), where the
+    sequential reduction makes 5 calls and per-pass speculation needed 3 rounds."""
     core = {30, 31}
     one = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
     four = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True)
     assert set(one.current) == set(four.current) == core
-    # original, localization, the prefix ending at 31, suffixes [31] and [30, 31], then [30]
-    assert one.counters.oracle_calls == four.counters.oracle_calls == 6
-    assert one.counters.batches == 6
+    # original, localization, suffixes [31] and [30, 31] of 31's cone (no prefix confirmed first), then [30]
+    assert one.counters.oracle_calls == four.counters.oracle_calls == 5
+    assert one.counters.batches == 5
     assert four.counters.batches == 2
     assert four.counters.evaluations <= 2 * 4
 

@@ -93,11 +93,11 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     assert strip(one) == strip(three)
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
     # Idle workers take the runs the reduction asks next, across passes: the original with
-    # the localization run, the localized prefix with its two suffixes, the last deletion;
+    # the localization run, the localized node's two shortest suffixes, the last deletion;
     # then the generated values (minimize/passes/values.py), which need the final graph.
-    assert (one["oracle_calls"], one["timing"]["batches"]) == (7, 7)
+    assert (one["oracle_calls"], one["timing"]["batches"]) == (6, 6)
     assert one["passes"]["generate_values"]["calls"] == 1
-    assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (4, 9), three["timing"]
+    assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (3, 8), three["timing"]
 
 
 def test_localization_is_only_a_guess(host_program, tmp_path):

@@ -1,41 +1,67 @@
 """Block bisection: the minimal contiguous failing window, in O(log n) oracle calls.
 
-One search over candidates, in three steps:
+With a guess of where the bug is (localization's first value off, or the node the
+compiler's error names: minimize/localize.py), the window is searched where the bug
+shows, with no prefix confirmed first:
+1. The guessed node's cone (what it depends on, up to it), cut to inputs on its left:
+   its last node, its last 2, then the whole cone, and when that fails its shortest
+   failing suffix (a gallop, then a binary search). A bug core of 1 or 2 nodes costs
+   1 or 2 calls; confirming the prefix first, as this search did before, cost one more,
+   and the off output's cone another.
+2. When even the whole cone passes (the guess was wrong, or the bug needs more than
+   what the value depends on), 3 calls are lost, and the search below runs from the
+   prefix.
+Without a guess, one search over candidates, in three steps:
 1. The shortest failing prefix [0, h) (cut nodes feed the rest as inputs): a binary
-   search, or, when localization names the first value that is off, or the compiler's
-   error the node it failed on (minimize/localize.py), one probe of the prefix that ends
-   there.
+   search, or with a guess the one probe of the prefix that ends there.
 2. When the prefix's verdict names the output that is off (mismatch, NaN), that
-   output's cone, if it alone still fails: on the Inductor example the prefix ends at
-   node 98 and the cone is 4 nodes (arange * 1e9 and two more).
+   output's cone, if it alone still fails.
 3. The shortest failing suffix of what is left: its last w nodes, w = 1, 2, 4, 8, then
    a binary search. Bug cores are a few nodes, so this costs about 2*log2(w) calls.
-With --jobs, while the prefix is being confirmed, idle workers already try the
-suffixes of the expected prefix, and what the next passes ask of the expected window
-(minimize/speculate.py). Searching the suffix of the whole program at the same time
-would parallelize better, but costs more calls at --jobs 1, and oracle calls are the
-currency. Borrowed in spirit from torch.fx net_min_base's block
-traverse and Polygraphy's `debug reduce`.
+With --jobs, idle workers already try the suffixes that follow the answers expected,
+and what the next passes ask of the expected window (minimize/speculate.py). Searching
+the suffix of the whole program at the same time would parallelize better, but costs
+more calls at --jobs 1, and oracle calls are the currency. Borrowed in spirit from
+torch.fx net_min_base's block traverse and Polygraphy's `debug reduce`.
 """
 
 from __future__ import annotations
 
 from minimize.localize import first_off_position, named_failing_position
-from minimize.passes.outputs import failing_output_cone
+from minimize.passes.outputs import cone, failing_output_cone
 from minimize.problem import Candidate, ReductionProblem
-from minimize.search import Search, gallop_first_true, guided_first_true, mapped
+from minimize.search import LOCALIZED_P, Expect, Search, gallop_first_true, guided_first_true, mapped
 
 MIN_LEN = 4  # below this, delta debugging is as cheap
 
 
-def _window_search(problem: ReductionProblem, cur: Candidate, guess: int | None) -> Search:
-    """The minimal failing window of `cur`; guess: the prefix length localization expects."""
+def _guessed_window(problem: ReductionProblem, cur: Candidate, off: int) -> Search:
+    """The shortest failing suffix of the cone of cur[off] (the node the guess names)
+    within cur[:off + 1], or None when the whole cone passes."""
     norm = problem.program.normalize
-    h = yield from mapped(guided_first_true(1, len(cur), guess), lambda h: norm(cur[:h]))
+    nodes = cone(problem, cur[off], cur[:off + 1])
+    suffix = lambda w: norm(nodes[-w:])  # noqa: E731
+    short = [w for w in (1, 2) if w < len(nodes)]
+    for w in short:  # shortest first: each is minimal when it fails
+        if (yield suffix(w)):
+            return suffix(w)
+    if not (yield Expect(nodes, True, LOCALIZED_P)):
+        return None  # a wrong guess has cost 3 calls
+    return suffix((yield from mapped(gallop_first_true(len(short) + 1, len(nodes)), suffix)))
+
+
+def _window_search(problem: ReductionProblem, cur: Candidate, off: int | None) -> Search:
+    """The minimal failing window of `cur`; off: the position localization names."""
+    norm = problem.program.normalize
+    if off is not None:
+        window = yield from _guessed_window(problem, cur, off)
+        if window is not None:
+            return window
+    h = yield from mapped(guided_first_true(1, len(cur), None if off is None else off + 1), lambda h: norm(cur[:h]))
     region = norm(cur[:h])
-    cone = failing_output_cone(problem, region)
-    if cone and cone != region and (yield cone):
-        region = cone
+    cone_of_off = failing_output_cone(problem, region)
+    if cone_of_off and cone_of_off != region and (yield cone_of_off):
+        region = cone_of_off
     w = yield from mapped(gallop_first_true(1, len(region)), lambda w: norm(region[-w:]))
     return norm(region[-w:])
 
@@ -47,6 +73,6 @@ def bisect_window(problem: ReductionProblem) -> None:
     off = first_off_position(problem, cur)
     if off is None:
         off = named_failing_position(problem, cur)
-    window = problem.run_search(lambda: _window_search(problem, cur, None if off is None else off + 1))
+    window = problem.run_search(lambda: _window_search(problem, cur, off))
     if window and window != cur and problem.is_interesting(window):
         problem.accept(window)
