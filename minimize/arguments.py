@@ -61,12 +61,19 @@ def jobs_note(jobs: int, device: str) -> str | None:
 
 def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path], match: Optional[str],
              atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
-             settings: Optional[list[str]] = None, emit: Optional[list[str]] = None) -> Options:
+             settings: Optional[list[str]] = None, emit: Optional[list[str]] = None,
+             reference: str = "eager") -> Options:
     if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
         raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
     if match is not None and oracle not in ERROR_ORACLES:
         raise TrtminError(f"--match applies to the error of a crash or an oom; a {oracle} has no error "
                           "message to match: drop --match")
+    if reference != "eager" and oracle != "mismatch":
+        raise TrtminError(f"--reference {reference} judges a mismatch against eager's own error; a {oracle} is judged "
+                          "without one: drop --reference")
+    if reference != "eager" and any(spec.partition(":")[0] == "tensorrt" for spec in emit or []):
+        raise TrtminError(f"--emit tensorrt writes a script that compares with eager's saved outputs only, not with "
+                          f"a float64 run: drop --emit tensorrt, or --reference {reference}")
     if match is not None:
         try:
             re.compile(match)
@@ -78,4 +85,4 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
         raise TrtminError("--jobs must be at least 1")
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
-                   settings=parse_settings(settings), emit=list(emit or []))
+                   settings=parse_settings(settings), emit=list(emit or []), reference=reference)

@@ -36,6 +36,11 @@ class Oracle(str, Enum):
     hang = "hang"
 
 
+class Reference(str, Enum):
+    eager = "eager"
+    float64 = "float64"
+
+
 BACKEND_HELP = ("eager, inductor, onnxruntime, executorch:xnnpack, executorch:portable, executorch:cuda, "
                 "executorch:tensorrt, torch_tensorrt, tensorrt (ONNX -> TensorRT), "
                 "or a plugin [bold]path/to/file.py:fn[/] / [bold]pkg.module:fn[/] with the "
@@ -52,6 +57,9 @@ InputsOpt = Annotated[Optional[Path], typer.Option(help="A torch.save'd tuple of
 MatchOpt = Annotated[Optional[str], typer.Option(help="Regex on 'ExceptionType: message' that the failure must match.")]
 AtolOpt = Annotated[float, typer.Option(help="Absolute tolerance of the mismatch oracle.")]
 RtolOpt = Annotated[float, typer.Option(help="Relative tolerance of the mismatch oracle.")]
+ReferenceOpt = Annotated[Reference, typer.Option(help="For a mismatch: [bold]float64[/] also runs the program in float64 "
+                         "and counts a difference from eager only where the backend is more than twice as far from "
+                         "that run as eager is (for bf16 and fp16 programs, whose rounding alone exceeds any atol).")]
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may take before it counts as a hang.")]
 DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
 RepeatOpt = Annotated[int, typer.Option(help="Run each candidate this many times (flaky compilers); "
@@ -105,6 +113,7 @@ def reduce(
     any_failure: Annotated[bool, typer.Option("--any-failure", help="Accept any failure, not only the original one.")] = False,
     atol: AtolOpt = 1e-3,
     rtol: RtolOpt = 1e-3,
+    reference: ReferenceOpt = Reference.eager,
     timeout: TimeoutOpt = 300.0,
     device: DeviceOpt = "cpu",
     out: Annotated[Path, typer.Option(help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
@@ -145,7 +154,7 @@ def reduce(
             raise TrtminError(f"--min-failures {min_failures} must be between 1 and --repeat ({repeat})")
         check_out_dir(out, resume, force)  # before any worker starts or the model loads
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
-                        set_, emit)
+                        set_, emit, reference.value)
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
         opts.localize, opts.verify, opts.generate_values = localize, verify, generate_values
         note = jobs_note(opts.jobs, opts.device)
@@ -193,6 +202,7 @@ def check(
     match: MatchOpt = None,
     atol: AtolOpt = 1e-3,
     rtol: RtolOpt = 1e-3,
+    reference: ReferenceOpt = Reference.eager,
     timeout: TimeoutOpt = 300.0,
     device: DeviceOpt = "cpu",
     set_: SetOpt = None,
@@ -202,7 +212,8 @@ def check(
     from minimize.workers import Workers
     try:
         check_numbers(atol, rtol, timeout, repeat)
-        opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, settings=set_)
+        opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, settings=set_,
+                             reference=reference.value)
         opts.repeat = repeat
         with Workers(opts) as workers:  # before torch is imported (see reduce)
             from minimize.session import Session
@@ -225,6 +236,8 @@ def check(
         print(f"does not fail the {oracle.value} oracle {where} as --match {match!r} asks: {v.describe()}")
     elif v.failed:
         print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}")
+    elif v.detail:  # a difference within eager's own error (--reference float64)
+        print(f"does not fail the {oracle.value} oracle {where}: {v.detail}; the bug does not reproduce here")
     else:
         tolerance = f" (atol {atol:g}, rtol {rtol:g})" if oracle is Oracle.mismatch else ""
         print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch"

@@ -25,6 +25,7 @@ import minimize
 from minimize.passes.values import INLINE_MAX_ELEMENTS
 from minimize.program import Slice
 from oracles.backends.base import Backend
+from oracles.reference import ERROR_RATIO
 from oracles.script_checks import check_source
 from oracles.script_child import CHILD_SOURCE
 from oracles.verdict import Signature, Verdict
@@ -88,6 +89,7 @@ class ReproInfo:
     device: str
     needs_subprocess: bool  # signal deaths and hangs must be caught from a parent process
     timeout: float
+    reference: str = "eager"  # "float64": a mismatch is judged against eager's own error (oracles/reference.py)
 
 
 def forward_source(gm: fx.GraphModule) -> str:
@@ -166,6 +168,7 @@ from torch import device  # the graph below writes devices as device(type=...)
 inf, nan = float("inf"), float("nan")
 DEVICE = {device!r}
 ATOL, RTOL = {atol!r}, {rtol!r}
+REFERENCE = {reference!r}  # float64: a difference counts only beyond ERROR_RATIO x eager's own error from a float64 run
 REQUIRES = {requires!r}
 {imports}
 
@@ -194,12 +197,16 @@ def exception_chain(e):
 
 
 def prepare():
-    """(module, inputs, eager's outputs): everything before the backend is called."""
+    """(module, inputs, eager's outputs, the float64 run's or None): everything before the
+    backend is called."""
     inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
     module = Repro().to(DEVICE)  # its weights too: written (or loaded) on the CPU
     with torch.no_grad():
         expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
-    return module, inputs, expected
+        if REFERENCE != "float64":
+            return module, inputs, expected, None
+        with Float64():
+            return module, inputs, expected, flatten(module(*clone(inputs)))
 
 
 def clone(inputs):
@@ -213,7 +220,7 @@ def first_line(e):
 
 def run():
     try:
-        module, inputs, expected = prepare()
+        module, inputs, expected, exact = prepare()
     except Exception as e:  # a file beside the script is gone or eager fails here: no news about the bug
         print(f"SKIPPED: cannot run: {{first_line(e)}}")
         return 2
@@ -245,7 +252,7 @@ def run():
                 return 1
             print(f"CHANGED: fails differently now: {{error}}")
             return 3
-    reproduced, message = outcome(expected, actual)
+    reproduced, message = outcome(expected, actual, exact)
     print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
     return 1 if reproduced else 0
 
@@ -278,7 +285,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
-    tol = f" (atol {info.atol:g}, rtol {info.rtol:g})" if info.oracle in ("mismatch",) else ""
+    tol = f" (atol {info.atol:g}, rtol {info.rtol:g}{_reference_words(info)})" if info.oracle in ("mismatch",) else ""
     script = SCRIPT.format(
         title=_docstring_text(info.title), verdict_line=_docstring_text(info.verdict.describe()), trtmin=env["trtmin"],
         source=_docstring_text(info.source_model), original=info.original_nodes, final=info.final_nodes, calls=info.oracle_calls,
@@ -287,13 +294,19 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
         imports="\n".join(part.imports) + ("\n" if part.imports else ""),
         init=init_src, forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
-        compile_body=part.compile_body, load_body=part.load_body, checks=check_source(info.signature, match),
+        compile_body=part.compile_body, load_body=part.load_body,
+        checks=check_source(info.signature, match, info.reference == "float64"), reference=info.reference,
         std_imports="\n".join(f"import {m}" for m in ["importlib.util", "os", *(["pathlib"] if big else []), "re",
                                                          *(["subprocess"] if info.needs_subprocess else []), "sys"]),
         child_block=_child_block(info), child_functions=_child_functions(info),
         announce_call=ANNOUNCE_CALL if info.needs_subprocess else "",
     )
     return script, big
+
+
+def _reference_words(info: ReproInfo) -> str:
+    return (f"; only beyond {ERROR_RATIO:g}x eager's own error from a float64 run"
+            if info.reference == "float64" else "")
 
 
 def _docstring_text(text: str) -> str:
@@ -468,6 +481,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "named_node" in notes:
         lines.append(f"- The compiler's error names the node it failed on: {notes['named_node']} (the search "
                      "started there).")
+    if "precision" in notes:
+        lines.append(f"- Precision: {notes['precision']}.")
     if "first_off_value" in notes:
         lines.append(f"- First value off when the {notes.get('localized_nodes', '?')}-node program is compiled "
                      f"with every value an output: {notes['first_off_value']}.")
@@ -533,7 +548,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`. The program below is what
+Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{_reference_words(info)}. The program below is what
 is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin cut it down to
 {info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
 in as an input computed by eager PyTorch, so the failure is not upstream drift.

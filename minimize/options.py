@@ -18,6 +18,7 @@ class Options:
     any_failure: bool = False
     atol: float = 1e-3
     rtol: float = 1e-3
+    reference: str = "eager"        # "float64": a mismatch is judged against eager's own error (oracles/reference.py)
     timeout: float = 300.0
     device: str = "cpu"
     jobs: int = 1

@@ -95,6 +95,12 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             if opts.repeat > 1:
                 log(f"the original fails {problem.original_failures} of {opts.repeat} runs; a candidate "
                     f"must fail {problem.min_failures} of {opts.repeat}")
+            low = re.search(r"dtype (bfloat16|float16)\b", v.detail) if v.kind == "mismatch" else None
+            if low and opts.reference == "eager":  # rounding alone is a mismatch there, and a reduction may end at it
+                problem.notes["precision"] = (f"the mismatch is in a {low.group(1)} output, where rounding alone differs "
+                                              "from eager: `--reference float64` counts only errors beyond twice "
+                                              "eager's own")
+                log(f"note: {problem.notes['precision']}")
 
         problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
                                    any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
@@ -139,7 +145,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
             oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
-            device=opts.device, timeout=opts.timeout,
+            reference=opts.reference, device=opts.device, timeout=opts.timeout,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
         summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
         summary["generated_values"] = generated

@@ -142,8 +142,8 @@ def before_fork(state: str, device: str, **_: Any) -> None:
 
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
-                 device: str, scratch: str | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    tol = Tolerance(atol, rtol)
+                 device: str, scratch: str | None = None, reference: str = "eager") -> Callable[[dict[str, Any]], dict[str, Any]]:
+    tol = Tolerance(atol, rtol, reference)
     use_scratch_root(scratch)
 
     def backend_for(overrides: dict[str, str]) -> Any:

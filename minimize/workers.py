@@ -110,7 +110,7 @@ class Workers:
             preload="minimize.worker_side:preload",
             prefork="minimize.worker_side:before_fork",
             setup_kwargs={"state": self._state.name, "scratch": str(scratch), "backend": opts.backend, "settings": opts.settings,
-                          "atol": opts.atol, "rtol": opts.rtol, "device": opts.device},
+                          "atol": opts.atol, "rtol": opts.rtol, "reference": opts.reference, "device": opts.device},
             timeout_s=opts.timeout,
             memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
         )

@@ -13,6 +13,7 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend
 from oracles.checks import Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs, summarize
+from oracles.reference import float64_outputs
 from oracles.verdict import Verdict
 
 
@@ -27,33 +28,41 @@ def _sync(device: str) -> None:
 
 def evaluate(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: Tolerance,
              device: str = "cpu") -> Verdict:
-    ran = _run_both(gm, inputs, backend, device)
-    return ran if isinstance(ran, Verdict) else compare_outputs(*ran, tol)
+    ran = _run_both(gm, inputs, backend, device, tol.reference == "float64")
+    return ran if isinstance(ran, Verdict) else compare_outputs(ran[0], ran[1], tol, ran[2])
 
 
 def evaluate_each(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, tol: Tolerance,
                   device: str = "cpu") -> tuple[Verdict, list[Verdict]]:
     """The verdict, and one verdict per output (empty when it did not run to the end or
     the backend returned another number of outputs: they could not be paired)."""
-    ran = _run_both(gm, inputs, backend, device)
+    ran = _run_both(gm, inputs, backend, device, tol.reference == "float64")
     if isinstance(ran, Verdict):
         return ran, []
-    expected, actual = ran
+    expected, actual, exact = ran
     if len(expected) != len(actual):
         return compare_outputs(expected, actual, tol), []
-    each = compare_each(expected, actual, tol)
+    each = compare_each(expected, actual, tol, exact)
     return summarize(each), each
 
 
-def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend,
-              device: str) -> tuple[list[Any], list[Any]] | Verdict:
-    """Eager's and the backend's flattened outputs, or the verdict that stopped them."""
+def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, device: str,
+              float64: bool = False) -> tuple[list[Any], list[Any], list[Any] | None] | Verdict:
+    """Eager's and the backend's flattened outputs, and with `float64` those of the float64
+    run (oracles/reference.py); or the verdict that stopped them."""
+    exact = None
     with torch.no_grad():
         try:
             expected = flatten_outputs(gm(*_clone(inputs)))
             _sync(device)
         except Exception as e:  # the candidate is broken, not the compiler
             return Verdict("invalid", exc_type=type(e).__name__, message=str(e)[:500])
+        if float64:
+            try:
+                exact = flatten_outputs(float64_outputs(gm, _clone(inputs)))
+                _sync(device)
+            except Exception as e:  # an op with no float64 kernel: this program cannot be judged so
+                return Verdict("invalid", exc_type=type(e).__name__, message=f"the float64 run: {str(e)[:480]}")
         try:
             compiled = backend.compile(gm, _clone(inputs))
             actual = flatten_outputs(compiled(*_clone(inputs)))
@@ -62,4 +71,4 @@ def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend,
             if isinstance(e, KeyboardInterrupt):
                 raise
             return classify_exception(e)
-    return expected, actual
+    return expected, actual, exact

@@ -10,6 +10,9 @@ under cut-to-input is known exactly:
 - segfault_on_tanh:    aten.tanh -> a null-pointer read (SIGSEGV)     core: {tanh}
 - abort_on_tanh:       aten.tanh -> os.abort() (SIGABRT)              core: {tanh}
 - hang_on_tanh:        aten.tanh -> sleeps forever                    core: {tanh}
+- float32_inside:      bf16/fp16 kept in float32, rounded at the outputs: off eager's
+                       per-op rounding everywhere, but no further from float64 than eager
+- float32_inside_mul_exp: the same, and mismatch_mul_exp's x1.5       core: {mul, exp}
 """
 
 from __future__ import annotations
@@ -91,6 +94,41 @@ class _NanRsqrt(Interpreter):
     def run_node(self, n: Node) -> Any:
         out = super().run_node(n)
         return torch.full_like(out, float("nan")) if n.target is aten.rsqrt.default else out
+
+
+class _Float32(torch.overrides.TorchFunctionMode):
+    """bf16 and fp16 tensors read and dtypes asked for become float32."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        low = (torch.bfloat16, torch.float16)
+
+        def widen(x: Any) -> Any:
+            if isinstance(x, torch.Tensor) and x.dtype in low:
+                return x.float()
+            if isinstance(x, torch.dtype) and x in low:
+                return torch.float32
+            return type(x)(widen(v) for v in x) if type(x) in (list, tuple) else x
+        return func(*widen(args), **{k: widen(v) for k, v in (kwargs or {}).items()})
+
+
+def _float32_inside(gm: GraphModule, interp: type[Interpreter]) -> Callable[..., Any]:
+    """Runs in float32 and rounds only the outputs, to the dtypes eager returns: what a fused
+    kernel with float32 accumulation does to a bf16 program."""
+    def run(*args: Any) -> Any:
+        with torch.no_grad():
+            dtypes = [o.dtype if isinstance(o, torch.Tensor) else None for o in Interpreter(gm).run(*args)]
+            with _Float32():
+                outs = interp(gm).run(*args)
+        return tuple(o.to(d) if d is not None else o for o, d in zip(outs, dtypes))
+    return run
+
+
+def float32_inside(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _float32_inside(gm, Interpreter)
+
+
+def float32_inside_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _float32_inside(gm, _ExpAfterMul)
 
 
 def nan_on_rsqrt(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:

@@ -1,0 +1,68 @@
+"""A float64 run of the same program: how far eager PyTorch itself is from the exact answer.
+
+A bf16 or fp16 program rounds at every op, so a backend that rounds elsewhere (fused
+kernels, float32 accumulation) differs from eager by more than any fixed atol while being
+no worse. Our users measure such programs as multiples of eager's own error ("0.7x to 1.8x
+eager's own spread"). With `--reference float64` a mismatch counts only where the backend
+is further from a float64 run of the same program than eager is, by more than ERROR_RATIO
+(root mean square over the finite values). PyTorch's accuracy minifier judges against an
+fp64 reference the same way (torch._dynamo.utils.same, fp64_ref, multiplier 2).
+
+The float64 run casts, under a TorchFunctionMode, every floating-point tensor an op reads
+to float64 (complex: complex128) and every floating dtype an op is asked for, so the
+program's own casts (autocast's, a `.to(torch.bfloat16)`) do not round it. The class is
+written into repro.py as it is here (inspect.getsource): the script judges as trtmin did.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+import torch
+
+ERROR_RATIO = 2.0  # how many times eager's own error a backend may be off before it is a bug
+CHOICES = ("eager", "float64")
+
+
+class Float64(torch.overrides.TorchFunctionMode):
+    """Every torch call inside runs in float64 (complex128): the floating-point tensors it
+    reads and the floating dtypes it is asked for are widened; integers are left alone."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - torch's protocol
+        def widen(x):  # noqa: ANN001, ANN202
+            if isinstance(x, torch.Tensor):
+                return x.to(torch.complex128) if x.is_complex() else x.to(torch.float64) if x.is_floating_point() else x
+            if isinstance(x, torch.dtype):
+                return torch.complex128 if x.is_complex else torch.float64 if x.is_floating_point else x
+            if type(x) in (list, tuple):
+                return type(x)(widen(v) for v in x)
+            if type(x) is dict:
+                return {k: widen(v) for k, v in x.items()}
+            return x
+        return func(*widen(args), **widen(kwargs or {}))
+
+
+def float64_outputs(module: Callable[..., Any], inputs: Sequence[Any]) -> Any:
+    """What `module` returns on `inputs` when run in float64."""
+    with torch.no_grad(), Float64():
+        return module(*inputs)
+
+
+def float64_source() -> str:
+    """The class's source, for repro.py."""
+    return inspect.getsource(Float64)
+
+
+def error_ratio(e64: torch.Tensor, a64: torch.Tensor, r64: torch.Tensor) -> float | None:
+    """The backend's error from the float64 run over eager's (root mean square over the
+    values finite in all three); inf where eager is exact and the backend is not, None where
+    no value is finite in all three."""
+    finite = torch.isfinite(e64) & torch.isfinite(a64) & torch.isfinite(r64)
+    if not bool(finite.any()):
+        return None
+    eager = float((e64 - r64)[finite].abs().pow(2).mean().sqrt())
+    backend = float((a64 - r64)[finite].abs().pow(2).mean().sqrt())
+    if eager == 0.0:
+        return 0.0 if backend == 0.0 else float("inf")
+    return backend / eager
