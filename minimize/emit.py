@@ -25,7 +25,7 @@ import minimize
 from minimize.passes.values import INLINE_MAX_ELEMENTS
 from minimize.program import Slice
 from oracles.backends.base import Backend
-from oracles.reference import ERROR_RATIO
+from oracles.reference import ERROR_RATIO, float64_outputs
 from oracles.script_checks import check_source
 from oracles.script_child import CHILD_SOURCE
 from oracles.verdict import Signature, Verdict
@@ -454,11 +454,12 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
         backend = TensorRTBackend(spec, settings)
         with torch.no_grad():
             expected = flatten_outputs(piece.gm(*inputs))
+        exact = flatten_outputs(float64_outputs(piece.gm, inputs)) if info.reference == "float64" else None
         onnx = export_onnx(piece.gm, inputs, out / "model.onnx", opset=backend.options.get("opset"))
         return write_tensorrt_script(out, onnx.path, inputs, expected, info.oracle, info.atol, info.rtol,
                                      header=f"{info.title}\n\n{info.verdict.describe()}\n{note}",
                                      error_pattern=error_pattern(info.signature, info.match),
-                                     timeout=info.timeout, settings=backend.build_settings)
+                                     timeout=info.timeout, settings=backend.build_settings, exact=exact)
     backend = BUILTIN[spec](spec, settings)  # no package check: writing a script needs none
     device = info.device if info.device.split(":")[0] in backend.devices else backend.devices[0]
     if device != info.device:  # Torch-TensorRT from a CPU reduction: its script runs where it can

@@ -81,8 +81,11 @@ def test_a_bf16_reduction_keeps_the_bug_not_the_rounding(bf16_host, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "note: the mismatch is in a bfloat16 output" in r.stderr + r.stdout
     assert "Precision:" in (tmp_path / "eager" / "report.md").read_text()
-    r = run_cli(*base, "--out", str(tmp_path / "f64"), "--reference", "float64")
+    r = run_cli(*base, "--out", str(tmp_path / "f64"), "--reference", "float64", "--emit", "tensorrt")
     assert r.returncode == 0, r.stdout + r.stderr
+    from oracles.backends.tensorrt_script import load_npz
+    meta = load_npz(tmp_path / "f64" / "repro_tensorrt.npz")[2]  # the TensorRT-only script judges alike
+    assert meta["exact"] == 1 and meta["exact_arrays"][0].dtype.name == "float64"
     assert sorted(ops_in(tmp_path / "f64" / "repro.py")) == ["exp.default", "mul.Tensor"]
     assert "exp.default" not in ops_in(tmp_path / "eager" / "repro.py")  # the trap this option is for
     summary = json.loads((tmp_path / "f64" / "summary.json").read_text())
@@ -109,8 +112,30 @@ def test_reference_is_refused_where_it_means_nothing(bf16_host, tmp_path):
     r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"),
                 "--reference", "float64")
     assert r.returncode == 2 and "drop --reference" in r.stderr and "Traceback" not in r.stderr, r.stderr
-    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
-                plugin("float32_inside_mul_exp"), "--reference", "float64", "--emit", "tensorrt",
-                "--out", str(tmp_path / "o"))
-    assert r.returncode == 2 and "drop --emit tensorrt" in r.stderr, r.stderr
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "nan", "--backend", plugin("nan_on_rsqrt"),
+                "--reference", "float64", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "a nan is judged without one: drop --reference" in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_tensorrt_only_script_judges_against_the_saved_float64_run(tmp_path):
+    """repro_tensorrt.py (numpy only) gets the float64 run's outputs in its .npz and judges
+    as the oracle did."""
+    import numpy as np
+
+    from oracles.backends.tensorrt_script import compare_outputs_np, load_npz, save_npz
+    exact = torch.linspace(-3, 3, 64, dtype=torch.float64).exp()
+    signs = torch.tensor([1.0, -1.0], dtype=torch.float64).repeat(32)
+    eager = (exact * (1 + signs * 2 ** -7)).to(torch.bfloat16)
+    once = exact.to(torch.bfloat16)
+    save_npz(tmp_path / "d.npz", {"x": torch.ones(2)}, [eager], [exact])
+    _, expected, meta = load_npz(tmp_path / "d.npz")
+    bits = lambda t: t.view(torch.int16).numpy().view(np.uint16)  # noqa: E731 - as TensorRT's bf16 comes back
+    args = (["bfloat16"], "mismatch", 1e-3, 1e-3)
+    assert compare_outputs_np(expected, [bits(once)], *args)[0]  # against eager alone: rounding is a mismatch
+    reproduced, message = compare_outputs_np(expected, [bits(once)], *args, meta["exact_arrays"])
+    assert not reproduced and "eager's own error from float64" in message, message
+    reproduced, message = compare_outputs_np(expected, [bits(once * 1.5)], *args, meta["exact_arrays"])
+    assert reproduced and "x eager's own error from float64" in message, message
+    save_npz(tmp_path / "e.npz", {"x": torch.ones(2)}, [eager])
+    assert load_npz(tmp_path / "e.npz")[2]["exact_arrays"] is None  # without --reference float64
