@@ -20,7 +20,7 @@ from minimize import interrupts
 from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
 from minimize.out_dir import JOURNAL, check_out_dir, earlier_runs_files
 from oracles import bytecode
-from oracles.errors import TrtminError, first_line
+from oracles.errors import TrtminError, unjudgeable
 from oracles.worker import exit_now
 
 app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
@@ -226,7 +226,7 @@ def check(
         return _print_flakiness(runs, oracle, match)
     v = runs[0]
     if v.kind == "invalid":
-        _fail(TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {first_line(v.message)})"))
+        _fail(unjudgeable(v.exc_type, v.message))
     fails = v.kind == oracle.value and (match is None or re.search(match, f"{v.exc_type}: {v.message}"))
     where = f"{backend} on {device}"
     if fails:

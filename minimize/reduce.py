@@ -27,7 +27,7 @@ from minimize.session import Options, Session
 from minimize.verify import run_alone
 from minimize.workers import Workers
 from oracles.backends import resolve
-from oracles.errors import TrtminError, first_line
+from oracles.errors import TrtminError, unjudgeable
 from oracles.verdict import Verdict
 
 
@@ -181,8 +181,7 @@ def _forget_run(out: Path, made_out: bool) -> None:
 
 def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -> None:
     if v.kind == "invalid":
-        raise TrtminError(f"eager PyTorch fails on this program ({v.exc_type}: {first_line(v.message)}); "
-                          "trtmin needs a program that runs in eager mode")
+        raise unjudgeable(v.exc_type, v.message)
     sig_ok = v.kind == opts.oracle and (match is None or match.search(f"{v.exc_type}: {v.message}"))
     if opts.any_failure and v.failed:
         return

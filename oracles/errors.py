@@ -20,3 +20,16 @@ def first_line(error: BaseException | str, limit: int = 200) -> str:
         return line
     cut = line[:limit].rsplit(" ", 1)[0]
     return (cut if len(cut) > limit // 2 else line[:limit]) + "..."
+
+
+FLOAT64_FAILED = "the float64 run: "  # an invalid verdict's message prefix: eager ran, its float64 run did not
+
+
+def unjudgeable(exc_type: str, message: str) -> TrtminError:
+    """The error for an original program that cannot be judged: eager PyTorch fails on it,
+    or its float64 run does (--reference float64: an op with no float64 kernel)."""
+    if message.startswith(FLOAT64_FAILED):
+        return TrtminError(f"the float64 run of this program fails ({exc_type}: "
+                           f"{first_line(message.removeprefix(FLOAT64_FAILED))}); drop --reference float64")
+    return TrtminError(f"eager PyTorch fails on this program ({exc_type}: {first_line(message)}); "
+                       "trtmin needs a program that runs in eager mode")

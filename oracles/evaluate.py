@@ -13,6 +13,7 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend
 from oracles.checks import Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs, summarize
+from oracles.errors import FLOAT64_FAILED
 from oracles.reference import float64_outputs
 from oracles.verdict import Verdict
 
@@ -62,7 +63,7 @@ def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, devic
                 exact = flatten_outputs(float64_outputs(gm, _clone(inputs)))
                 _sync(device)
             except Exception as e:  # an op with no float64 kernel: this program cannot be judged so
-                return Verdict("invalid", exc_type=type(e).__name__, message=f"the float64 run: {str(e)[:480]}")
+                return Verdict("invalid", exc_type=type(e).__name__, message=f"{FLOAT64_FAILED}{str(e)[:480]}")
         try:
             compiled = backend.compile(gm, _clone(inputs))
             actual = flatten_outputs(compiled(*_clone(inputs)))

@@ -139,3 +139,25 @@ def test_the_tensorrt_only_script_judges_against_the_saved_float64_run(tmp_path)
     assert reproduced and "x eager's own error from float64" in message, message
     save_npz(tmp_path / "e.npz", {"x": torch.ones(2)}, [eager])
     assert load_npz(tmp_path / "e.npz")[2]["exact_arrays"] is None  # without --reference float64
+
+
+class NoFloat64Kernel(torch.nn.Module):
+    """Stands for an op with no float64 kernel (bf16-only grouped GEMMs, say)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float64:
+            raise RuntimeError("no kernel for Double")
+        return x * 2
+
+
+def test_a_program_whose_float64_run_fails_cannot_be_judged_and_says_why():
+    from oracles.backends import resolve
+    from oracles.errors import unjudgeable
+    from oracles.evaluate import evaluate
+    x = torch.randn(3, dtype=torch.bfloat16)
+    assert evaluate(NoFloat64Kernel(), [x], resolve("eager"), Tolerance()).kind == "pass"
+    v = evaluate(NoFloat64Kernel(), [x], resolve("eager"), Tolerance(reference="float64"))
+    assert v.kind == "invalid" and v.exc_type == "RuntimeError", v
+    said = str(unjudgeable(v.exc_type, v.message))
+    assert said == "the float64 run of this program fails (RuntimeError: no kernel for Double); drop --reference float64"
+    assert str(unjudgeable("KeyError", "x")).startswith("eager PyTorch fails on this program (KeyError: x)")
