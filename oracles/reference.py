@@ -56,13 +56,22 @@ def float64_source() -> str:
 
 def error_ratio(e64: torch.Tensor, a64: torch.Tensor, r64: torch.Tensor) -> float | None:
     """The backend's error from the float64 run over eager's (root mean square over the
-    values finite in all three); inf where eager is exact and the backend is not, None where
-    no value is finite in all three."""
-    finite = torch.isfinite(e64) & torch.isfinite(a64) & torch.isfinite(r64)
-    if not bool(finite.any()):
+    values where eager's error is finite); inf where eager is exact and the backend is not,
+    or where the backend is infinitely off (a non-finite value the float64 run does not
+    have, or a finite one where it has inf or NaN) and eager is not; None where eager is
+    infinitely off everywhere."""
+    def off(x):  # noqa: ANN001, ANN202 - |x - r64|: 0 where both are the same inf or both NaN, inf where one is finite
+        same = (x == r64) | (x.isnan() & r64.isnan())
+        d = (x - r64).abs().nan_to_num(float("inf"), float("inf"), float("inf"))
+        return torch.where(same, torch.zeros_like(d), d)
+    eager_off, backend_off = off(e64), off(a64)
+    judged = torch.isfinite(eager_off)  # where eager overflowed and float64 did not, the backend cannot be worse
+    if bool((~torch.isfinite(backend_off) & judged).any()):
+        return float("inf")
+    if not bool(judged.any()):
         return None
-    eager = float((e64 - r64)[finite].abs().pow(2).mean().sqrt())
-    backend = float((a64 - r64)[finite].abs().pow(2).mean().sqrt())
+    eager = float(eager_off[judged].pow(2).mean().sqrt())
+    backend = float(backend_off[judged].pow(2).mean().sqrt())
     if eager == 0.0:
         return 0.0 if backend == 0.0 else float("inf")
     return backend / eager

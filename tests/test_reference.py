@@ -161,3 +161,19 @@ def test_a_program_whose_float64_run_fails_cannot_be_judged_and_says_why():
     said = str(unjudgeable(v.exc_type, v.message))
     assert said == "the float64 run of this program fails (RuntimeError: no kernel for Double); drop --reference float64"
     assert str(unjudgeable("KeyError", "x")).startswith("eager PyTorch fails on this program (KeyError: x)")
+
+
+def test_a_backend_that_loses_an_inf_or_nan_the_float64_run_has_is_off():
+    """Values non-finite in eager and the float64 run alike (a -inf mask) are where a backend
+    that returns a finite number is infinitely off: they are not left out of the judgement."""
+    inf, nan = float("inf"), float("nan")
+    tol = Tolerance(1e-3, 1e-3, "float64")
+    for lost in (-inf, nan):
+        e = torch.tensor([lost, 1.0, 2.0], dtype=torch.bfloat16)
+        r = torch.tensor([lost, 1.0, 2.0], dtype=torch.float64)
+        v = compare_outputs([e], [torch.tensor([-1e4, 1.0, 2.0], dtype=torch.bfloat16)], tol, [r])
+        assert v.kind == "mismatch" and "where eager matches the float64 run" in v.detail, v
+    # where eager overflows and the float64 run does not, a finite backend is no worse
+    e = torch.tensor([inf, 1.0], dtype=torch.bfloat16)
+    r = torch.tensor([3.5e38, 1.0], dtype=torch.float64)
+    assert compare_outputs([e], [torch.tensor([3.4e38, 1.0])], tol, [r]).kind == "pass"
