@@ -34,6 +34,30 @@ def test_the_float64_run_widens_what_the_program_rounds():
     assert ep.module()(x).dtype == torch.bfloat16  # the program itself is left as it was
 
 
+class Bits(torch.nn.Module):
+    """Clears a bf16 input's low mantissa bits by reinterpreting them (aten.view.dtype)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.view(torch.int16) & -4).view(torch.bfloat16) * 3 + x.exp()
+
+
+class WidenedBits(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x * 2).view(torch.int16) & -4).view(torch.bfloat16)
+
+
+def test_the_float64_run_reinterprets_only_the_programs_own_bits():
+    """A bitcast of an input reads the bits eager reads; one of a value the float64 run has
+    widened would read a float64's (four times as many int16s): that run refuses it rather
+    than judge against garbage."""
+    x = torch.randn(4, 8, dtype=torch.bfloat16)
+    got = float64_outputs(torch.export.export(Bits(), (x,)).module(), [x])
+    want = (x.view(torch.int16) & -4).view(torch.bfloat16).double() * 3 + x.double().exp()
+    assert torch.allclose(got, want, rtol=1e-12, atol=0)
+    with pytest.raises(NotImplementedError, match="cannot reinterpret the bits of a widened value"):
+        float64_outputs(torch.export.export(WidenedBits(), (x,)).module(), [x])
+
+
 def test_a_difference_within_eagers_own_error_passes_and_says_so():
     exact = torch.linspace(-3, 3, 64, dtype=torch.float64).exp()
     signs = torch.tensor([1.0, -1.0], dtype=torch.float64).repeat(32)
