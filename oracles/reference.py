@@ -27,7 +27,18 @@ CHOICES = ("eager", "float64")
 
 class Float64(torch.overrides.TorchFunctionMode):
     """Every torch call inside runs in float64 (complex128): the floating-point tensors it
-    reads and the floating dtypes it is asked for are widened; integers are left alone."""
+    reads and the floating dtypes it is asked for are widened; integers are left alone. A
+    tensor made without a dtype (torch.full(..., 0.1), an integer's true division) is float64
+    too: the default dtype is float64 inside."""
+
+    def __enter__(self):  # noqa: ANN204
+        self.default_dtype = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        return super().__enter__()
+
+    def __exit__(self, *exc):  # noqa: ANN002, ANN204
+        torch.set_default_dtype(self.default_dtype)
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - torch's protocol
         def widen(x):  # noqa: ANN001, ANN202

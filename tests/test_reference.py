@@ -34,6 +34,21 @@ def test_the_float64_run_widens_what_the_program_rounds():
     assert ep.module()(x).dtype == torch.bfloat16  # the program itself is left as it was
 
 
+class MakesFloats(torch.nn.Module):
+    """Makes floats without a dtype: torch's default (float32) in eager."""
+
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        return x * torch.full((4,), 0.1) + i / 3 + torch.arange(0.0, 0.4, 0.1)
+
+
+def test_the_float64_run_makes_floats_in_float64():
+    x, i = torch.randn(4, dtype=torch.bfloat16), torch.arange(4)
+    got = float64_outputs(torch.export.export(MakesFloats(), (x, i)).module(), [x, i])
+    want = x.double() * 0.1 + i.double() / 3 + torch.arange(0.0, 0.4, 0.1, dtype=torch.float64)
+    assert torch.allclose(got, want, rtol=1e-14, atol=0), (got - want).abs().max()
+    assert torch.get_default_dtype() == torch.float32  # as it was before the run
+
+
 class Bits(torch.nn.Module):
     """Clears a bf16 input's low mantissa bits by reinterpreting them (aten.view.dtype)."""
 
