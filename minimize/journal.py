@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, Sequence
 
+from minimize.options import Options
 from minimize.out_dir import JOURNAL
 from oracles.errors import TrtminError
 from oracles.verdict import Verdict
@@ -128,10 +130,16 @@ class Journal:
 
 def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The two headers, each cut to what both record: a journal from before an option or a
-    digest was recorded says nothing of it, and that is not a difference."""
+    digest was recorded says nothing of it, and that is not a difference, unless the option
+    is now off its default (what that journal's run had: --reference float64 does not
+    replay verdicts judged against eager alone)."""
     then_opts, now_opts = then.get("options", {}), now.get("options", {})
     both = {k for k in then if k in now and k != "options"}
     opts = {k for k in then_opts if k in now_opts}
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+                for f in fields(Options) if f.default is not MISSING or f.default_factory is not MISSING}
+    new = {k: defaults[k] for k in now_opts if k not in then_opts and k in defaults and now_opts[k] != defaults[k]}
+    then_opts, opts = {**then_opts, **new}, opts | set(new)
     if "inputs_sha256" in both:
         opts.discard("inputs")  # the contents are compared: the same inputs by another path resume
     cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731

@@ -216,3 +216,29 @@ def test_a_backend_that_loses_an_inf_or_nan_the_float64_run_has_is_off():
     e = torch.tensor([inf, 1.0], dtype=torch.bfloat16)
     r = torch.tensor([3.5e38, 1.0], dtype=torch.float64)
     assert compare_outputs([e], [torch.tensor([3.4e38, 1.0])], tol, [r]).kind == "pass"
+
+
+
+
+
+def test_a_program_the_float64_run_cannot_run_is_refused_as_such(tmp_path):
+    """Not as 'eager PyTorch fails on this program': eager runs it; the float64 run does not."""
+    torch.manual_seed(0)
+    model, inputs = save_program(WidenedBits(), (torch.randn(4, 8, dtype=torch.bfloat16),), tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager",
+                "--reference", "float64")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "the float64 run of --reference float64 fails on this program" in r.stderr, r.stderr
+    assert "eager PyTorch fails" not in r.stderr and "drop --reference" in r.stderr, r.stderr
+
+
+def test_a_journal_from_before_reference_does_not_resume_with_float64(tmp_path):
+    """Such a journal's verdicts were judged against eager alone: replayed under
+    --reference float64 they kept a rounding-only repro that its script calls float64's."""
+    from minimize.journal import Journal
+    from oracles.errors import TrtminError
+    old = {"model_sha256": "ab", "options": {"oracle": "mismatch", "atol": 0.001}}
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")
+    Journal(tmp_path, {**old, "options": {**old["options"], "reference": "eager"}}, resume=True).close()
+    with pytest.raises(TrtminError, match="--reference 'eager' there, 'float64' now"):
+        Journal(tmp_path, {**old, "options": {**old["options"], "reference": "float64"}}, resume=True)
