@@ -242,3 +242,18 @@ def test_a_journal_from_before_reference_does_not_resume_with_float64(tmp_path):
     Journal(tmp_path, {**old, "options": {**old["options"], "reference": "eager"}}, resume=True).close()
     with pytest.raises(TrtminError, match="--reference 'eager' there, 'float64' now"):
         Journal(tmp_path, {**old, "options": {**old["options"], "reference": "float64"}}, resume=True)
+
+
+def test_the_script_judges_a_float64_output_of_another_shape_as_the_oracle_does():
+    """A data-dependent shape (x[x > t]) may differ in the float64 run: the oracle then
+    judges against eager alone, and so does repro.py, rather than broadcast it (a FIXED)."""
+    from oracles.script_checks import check_source
+    from oracles.verdict import Signature
+    ns = {"torch": torch, "ATOL": 1e-4, "RTOL": 1e-4}
+    exec(check_source(Signature("mismatch", decade=-1), None, True), ns)  # noqa: S102 - the script's own source
+    r = torch.randn(64, dtype=torch.float64)
+    e, a = r.float(), (r * 1.1).float()
+    tol = Tolerance(1e-4, 1e-4, "float64")
+    for exact in ([r], [r[:1]], [r[:3]]):
+        assert compare_outputs([e], [a], tol, exact).kind == "mismatch"
+        assert ns["outcome"]([e], [a], exact)[0], exact[0].shape
