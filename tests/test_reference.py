@@ -257,3 +257,31 @@ def test_the_script_judges_a_float64_output_of_another_shape_as_the_oracle_does(
     for exact in ([r], [r[:1]], [r[:3]]):
         assert compare_outputs([e], [a], tol, exact).kind == "mismatch"
         assert ns["outcome"]([e], [a], exact)[0], exact[0].shape
+
+
+def test_a_program_the_float64_run_cannot_run_is_refused_as_such(tmp_path):
+    """Not as 'eager PyTorch fails on this program': eager runs it; the float64 run does not."""
+    torch.manual_seed(0)
+    model, inputs = save_program(WidenedBits(), (torch.randn(4, 8, dtype=torch.bfloat16),), tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager",
+                "--reference", "float64")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "the float64 run of this program fails (NotImplementedError: the float64 run cannot reinterpret" in r.stderr
+    assert "eager PyTorch fails" not in r.stderr and "drop --reference float64" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("e, a, r", [
+    ([1.0, 2.0, 3.0], [1.5, 2.5, 3.0], [1.01, 2.0, 3.02]),              # plainly off
+    ([1.0, 2.0, 3.0], [1.001, 2.002, 3.0], [1.002, 2.001, 3.001]),      # within eager's own error
+    ([float("-inf"), 1.0, 2.0], [-1e4, 1.0, 2.0], [float("-inf"), 1.0, 2.0]),  # a lost -inf
+    ([float("inf"), 1.0], [3.0e38, 1.0], [3.5e38, 1.0]),                # eager overflowed, float64 did not
+    ([1.0, 2.0], [1.0, 2.0], [1.0, 2.0]),                               # all exact
+])
+def test_the_numpy_judgement_is_the_oracles(e, a, r):
+    """repro_tensorrt.py's error_ratio_np gives what oracles/reference.py's error_ratio does."""
+    import numpy as np
+
+    from oracles.backends.tensorrt_script import error_ratio_np
+    from oracles.reference import error_ratio
+    t = lambda x: torch.tensor(x, dtype=torch.float64)  # noqa: E731
+    assert error_ratio_np(np.array(e), np.array(a), np.array(r)) == error_ratio(t(e), t(a), t(r))
