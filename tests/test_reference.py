@@ -285,3 +285,16 @@ def test_the_numpy_judgement_is_the_oracles(e, a, r):
     from oracles.reference import error_ratio
     t = lambda x: torch.tensor(x, dtype=torch.float64)  # noqa: E731
     assert error_ratio_np(np.array(e), np.array(a), np.array(r)) == error_ratio(t(e), t(a), t(r))
+
+
+def test_a_bug_in_a_few_values_of_a_large_output_is_off():
+    """By root mean square alone, one value off by 1.0 in a 512 x 512 bf16 output passes
+    (it moves the mean by little); by the worst value it is 100s of times eager's error."""
+    torch.manual_seed(0)
+    exact = torch.randn(512, 512, dtype=torch.float64)
+    eager = exact.to(torch.bfloat16)
+    backend = eager.clone()
+    backend[7, 7] += 1.0
+    v = compare_outputs([eager], [backend], Tolerance(1e-3, 1e-3, "float64"), [exact])
+    assert v.kind == "mismatch", v
+    assert compare_outputs([eager], [eager.clone()], Tolerance(1e-3, 1e-3, "float64"), [exact]).kind == "pass"
