@@ -253,6 +253,9 @@ def run():
             print(f"CHANGED: fails differently now: {{error}}")
             return 3
     reproduced, message = outcome(expected, actual, exact)
+    if reproduced is None:
+        print(f"CHANGED: fails differently now: {{message}}")
+        return 3
     print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
     return 1 if reproduced else 0
 

@@ -46,6 +46,16 @@ def max_error(expected, actual, exact=None):
         if bad.any() and (worst is None or float(diff.max()) > worst[1]):
             worst = (i, float(diff.max()), int(bad.sum()), note)
     return worst
+
+
+def non_finite(expected, actual):
+    """The first output with non-finite values where eager is finite, as a message, or None."""
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor) and e.shape == a.shape:
+            bad = torch.isfinite(e.cpu()) & ~torch.isfinite(a.cpu())
+            if bad.any():
+                return f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
+    return None
 '''
 
 
@@ -56,11 +66,16 @@ def _reference_source() -> str:
 
 
 def check_source(sig: Signature, match: str | None, float64: bool = False) -> str:
-    """Source of `outcome(expected, actual, exact) -> (reproduced, message)` and helpers;
+    """Source of `outcome(expected, actual, exact) -> (reproduced, message)` and helpers
+    (reproduced None: it fails another way, CHANGED);
     float64: the script judges a mismatch against a float64 run (oracles/reference.py)."""
     if sig.kind == "mismatch":
         body = '''
 def outcome(expected, actual, exact=None):
+    """(True, why) reproduced, (False, why) fixed, (None, why) failing another way."""
+    lost = non_finite(expected, actual)  # trtmin's checks call that a nan, not this mismatch
+    if lost:
+        return None, lost
     worst = max_error(expected, actual, exact)
     if worst is None:
         within = f" (or is off it by at most {ERROR_RATIO:g}x eager's own error from float64)" if exact is not None else ""
@@ -71,12 +86,8 @@ def outcome(expected, actual, exact=None):
     elif sig.kind == "nan":
         body = '''
 def outcome(expected, actual, exact=None):
-    for i, (e, a) in enumerate(zip(expected, actual)):
-        if isinstance(e, torch.Tensor):
-            bad = torch.isfinite(e.cpu()) & ~torch.isfinite(a.cpu())
-            if bad.any():
-                return True, f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
-    return False, "no non-finite values where eager is finite"
+    lost = non_finite(expected, actual)
+    return (True, lost) if lost else (False, "no non-finite values where eager is finite")
 '''
     else:  # crash, oom, hang: the run itself decides; reaching outputs means it ran
         body = '''

@@ -206,3 +206,17 @@ def test_the_run_alone_does_not_pass_on_the_scripts_own_switches(host_program, t
     summary = reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin_when_configured"))
     assert summary["final_nodes"] == 1
     assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]
+
+
+def test_a_mismatch_repro_whose_backend_now_returns_nan_says_changed(host_program, tmp_path):
+    """trtmin calls a NaN where eager is finite a `nan`, not the mismatch it reduced: the
+    script says CHANGED (exit 3), not FIXED (its difference read NaN as 0) nor REPRODUCED."""
+    model, inputs = host_program
+    reduce_cli(model, inputs, tmp_path, "mismatch", plugin("mismatch_mul_exp"), "--no-verify")
+    assert run_repro(tmp_path).returncode == 1
+    (tmp_path / "plugin.py").write_text(
+        "import torch\n\n\ndef mismatch_mul_exp(gm, example_inputs):\n"
+        "    return lambda *a: tuple(torch.full_like(o, float('nan')) for o in gm(*a))\n")
+    r = run_repro(tmp_path)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stdout.startswith("CHANGED: fails differently now: output 0 has ") and "where eager is finite" in r.stdout

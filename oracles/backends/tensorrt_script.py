@@ -132,7 +132,8 @@ def error_ratio_np(e64, a64, r64):
 
 
 def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol, exact=None, error_ratio=ERROR_RATIO):
-    """(reproduced, message) for one run, as trtmin's mismatch / nan checks decide it. exact:
+    """(reproduced, message) for one run, as trtmin's mismatch / nan checks decide it
+    (reproduced None: a mismatch bug that now fails as a nan, CHANGED). exact:
     the float64 run's outputs (--reference float64): then an output no further from them
     than error_ratio x eager's own error (error_ratio_np) is no error."""
     import numpy as np
@@ -147,10 +148,11 @@ def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol, exact=None,
                 return True, f"output {i} has shape {a64.shape}, eager {e64.shape}"
             continue
         e_finite, a_finite = np.isfinite(e64), np.isfinite(a64)
+        lost = e_finite & ~a_finite
+        if lost.any() and oracle in ("nan", "mismatch"):  # a nan to trtmin: for a mismatch, another failure
+            return (True if oracle == "nan" else None,
+                    f"output {i} has {int(lost.sum())} non-finite values where eager is finite")
         if oracle == "nan":
-            bad = e_finite & ~a_finite
-            if bad.any():
-                return True, f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
             continue
         with np.errstate(invalid="ignore", over="ignore"):
             diff = np.abs(e64 - a64)
@@ -339,6 +341,9 @@ def run():
         return 3
     reproduced, message = compare_outputs_np(expected, actual, dtypes, ORACLE, ATOL, RTOL, meta["exact_arrays"],
                                              ERROR_RATIO)
+    if reproduced is None:
+        print(f"CHANGED: fails differently now: {{message}}")
+        return 3
     print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
     return 1 if reproduced else 0
 
