@@ -28,7 +28,7 @@ from minimize.verify import run_alone
 from minimize.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
-from oracles.verdict import Verdict
+from oracles.verdict import Verdict, low_precision_dtype
 
 
 def file_digest(path: Path) -> str:
@@ -95,9 +95,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             if opts.repeat > 1:
                 log(f"the original fails {problem.original_failures} of {opts.repeat} runs; a candidate "
                     f"must fail {problem.min_failures} of {opts.repeat}")
-            low = re.search(r"dtype (bfloat16|float16)\b", v.detail) if v.kind == "mismatch" else None
+            low = low_precision_dtype(v)
             if low and opts.reference == "eager":  # rounding alone is a mismatch there, and a reduction may end at it
-                problem.notes["precision"] = (f"the mismatch is in a {low.group(1)} output, where rounding alone differs "
+                problem.notes["precision"] = (f"the mismatch is in a {low} output, where rounding alone differs "
                                               "from eager: `--reference float64` counts only errors beyond twice "
                                               "eager's own")
                 log(f"note: {problem.notes['precision']}")

@@ -135,3 +135,10 @@ class Signature:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def low_precision_dtype(v: Verdict) -> str | None:
+    """"bfloat16" or "float16" where a mismatch verdict is in such an output: there rounding
+    alone differs from eager, which --reference float64 tells from a bug."""
+    found = re.search(r"dtype (bfloat16|float16)\b", v.detail) if v.kind == "mismatch" else None
+    return found.group(1) if found else None

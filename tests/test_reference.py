@@ -104,6 +104,7 @@ def test_check_counts_rounding_only_against_eager(bf16_host):
     base = ["check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", plugin("float32_inside")]
     r = run_cli(*base)
     assert r.returncode == 1 and "dtype bfloat16" in r.stdout, r.stdout + r.stderr
+    assert "note: a bfloat16 output, where rounding alone differs from eager" in r.stderr
     r = run_cli(*base, "--reference", "float64")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "its error from the float64 run is" in r.stdout and "eager's own (a bug above 2x)" in r.stdout, r.stdout
@@ -216,20 +217,6 @@ def test_a_backend_that_loses_an_inf_or_nan_the_float64_run_has_is_off():
     e = torch.tensor([inf, 1.0], dtype=torch.bfloat16)
     r = torch.tensor([3.5e38, 1.0], dtype=torch.float64)
     assert compare_outputs([e], [torch.tensor([3.4e38, 1.0])], tol, [r]).kind == "pass"
-
-
-
-
-
-def test_a_program_the_float64_run_cannot_run_is_refused_as_such(tmp_path):
-    """Not as 'eager PyTorch fails on this program': eager runs it; the float64 run does not."""
-    torch.manual_seed(0)
-    model, inputs = save_program(WidenedBits(), (torch.randn(4, 8, dtype=torch.bfloat16),), tmp_path)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager",
-                "--reference", "float64")
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
-    assert "the float64 run of --reference float64 fails on this program" in r.stderr, r.stderr
-    assert "eager PyTorch fails" not in r.stderr and "drop --reference" in r.stderr, r.stderr
 
 
 def test_a_journal_from_before_reference_does_not_resume_with_float64(tmp_path):
