@@ -23,7 +23,6 @@ from typing import Any, Callable, Sequence
 import torch
 
 ERROR_RATIO = 2.0  # how many times eager's own error a backend may be off before it is a bug
-CHOICES = ("eager", "float64")
 
 
 class Float64(torch.overrides.TorchFunctionMode):
@@ -76,11 +75,10 @@ def float64_source() -> str:
 
 def error_ratio(e64: torch.Tensor, a64: torch.Tensor, r64: torch.Tensor) -> float | None:
     """The backend's error from the float64 run over eager's, by root mean square and by the
-    worst value, whichever is larger (over the values where eager's error is finite); inf
-    where eager is exact and the backend is not,
-    or where the backend is infinitely off (a non-finite value the float64 run does not
-    have, or a finite one where it has inf or NaN) and eager is not; None where eager is
-    infinitely off everywhere."""
+    worst value, whichever is larger (over the values where eager's error is finite). inf
+    where eager is exact and the backend is not, or where the backend is infinitely off (a
+    non-finite value the float64 run does not have, or a finite one where it has inf or NaN)
+    and eager is not; None where eager is infinitely off everywhere."""
     def off(x):  # noqa: ANN001, ANN202 - |x - r64|: 0 where both are the same inf or both NaN, inf where one is finite
         same = (x == r64) | (x.isnan() & r64.isnan())
         d = (x - r64).abs().nan_to_num(float("inf"), float("inf"), float("inf"))
