@@ -231,11 +231,10 @@ def check(
     where = f"{backend} on {device}"
     if fails:
         print(f"FAILS ({oracle.value}) {where}: {v.describe()}")
-        from oracles.verdict import low_precision_dtype
-        low = low_precision_dtype(v)
-        if low and reference is Reference.eager:  # the note reduce gives too (minimize/reduce.py)
-            print(f"note: a {low} output, where rounding alone differs from eager: --reference float64 "
-                  "counts only errors beyond twice eager's own", file=sys.stderr)
+        from oracles.verdict import low_precision_note
+        precision = low_precision_note(v) if reference is Reference.eager else None
+        if precision:  # the note reduce gives too (minimize/reduce.py)
+            print(f"note: {precision}", file=sys.stderr)
         raise typer.Exit(1)
     if v.kind == oracle.value:  # it fails as asked, but --match does not take its message
         print(f"does not fail the {oracle.value} oracle {where} as --match {match!r} asks: {v.describe()}")

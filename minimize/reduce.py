@@ -28,7 +28,7 @@ from minimize.verify import run_alone
 from minimize.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
-from oracles.verdict import Verdict, low_precision_dtype
+from oracles.verdict import Verdict, low_precision_note
 
 
 def file_digest(path: Path) -> str:
@@ -95,12 +95,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             if opts.repeat > 1:
                 log(f"the original fails {problem.original_failures} of {opts.repeat} runs; a candidate "
                     f"must fail {problem.min_failures} of {opts.repeat}")
-            low = low_precision_dtype(v)
-            if low and opts.reference == "eager":  # rounding alone is a mismatch there, and a reduction may end at it
-                problem.notes["precision"] = (f"the mismatch is in a {low} output, where rounding alone differs "
-                                              "from eager: `--reference float64` counts only errors beyond twice "
-                                              "eager's own")
-                log(f"note: {problem.notes['precision']}")
+            precision = low_precision_note(v) if opts.reference == "eager" else None
+            if precision:  # rounding alone is a mismatch there, and a reduction may end at it
+                problem.notes["precision"] = precision
+                log(f"note: {precision}")
 
         problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
                                    any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,

@@ -137,8 +137,9 @@ class Signature:
         return asdict(self)
 
 
-def low_precision_dtype(v: Verdict) -> str | None:
-    """"bfloat16" or "float16" where a mismatch verdict is in such an output: there rounding
-    alone differs from eager, which --reference float64 tells from a bug."""
+def low_precision_note(v: Verdict) -> str | None:
+    """What to say of a mismatch in a bfloat16 or float16 output judged against eager alone:
+    there rounding alone differs from eager, which --reference float64 tells from a bug."""
     found = re.search(r"dtype (bfloat16|float16)\b", v.detail) if v.kind == "mismatch" else None
-    return found.group(1) if found else None
+    return (f"the mismatch is in a {found.group(1)} output, where rounding alone differs from eager: "
+            "`--reference float64` counts only errors beyond twice eager's own") if found else None

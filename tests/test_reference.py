@@ -104,7 +104,7 @@ def test_check_counts_rounding_only_against_eager(bf16_host):
     base = ["check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", plugin("float32_inside")]
     r = run_cli(*base)
     assert r.returncode == 1 and "dtype bfloat16" in r.stdout, r.stdout + r.stderr
-    assert "note: a bfloat16 output, where rounding alone differs from eager" in r.stderr
+    assert "note: the mismatch is in a bfloat16 output, where rounding alone differs from eager" in r.stderr
     r = run_cli(*base, "--reference", "float64")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "its error from the float64 run is" in r.stdout and "eager's own (a bug above 2x)" in r.stdout, r.stdout
