@@ -139,7 +139,8 @@ def reduce(
     generate_values: Annotated[bool, typer.Option(help="Once the graph is minimal, try seeded random tensors of the "
                                "same shape, dtype and scale for its large inputs and weights, and keep those the "
                                "bug does not need: the script makes them, and repro_inputs.pt shrinks or goes "
-                               "(1 to 5 oracle calls).")] = True,
+                               "(1 to 5 oracle calls); then shrink their sizes the bug does not need to 2 "
+                               "(0 to 5 calls). Off: every original value and shape is kept.")] = True,
     verify: Annotated[bool, typer.Option(help="At the end, run repro.py alone in a new process, as a maintainer "
                       "will, and say what it printed (one compile of the reduced program).")] = True,
 ) -> None:

@@ -505,8 +505,12 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
                      f"{', '.join(f'`{k}`' for k in notes.get('settings_dropped', [])) or 'none'}.")
     if summary.get("generated_values"):
         names = ", ".join(f"`{n}`" for n in summary["generated_values"])
+        shrunk = summary.get("shrunk_shapes") or {}
         lines.append(f"- The bug does not need the original values of {names}: the script makes them "
-                     "(seeded, of the same shape, dtype and scale).")
+                     f"(seeded, of the same {'dtype' if shrunk else 'shape, dtype'} and scale).")
+        if shrunk:
+            changes = ", ".join(f"`{n}` {tuple(old)} → {tuple(new)}" for n, (old, new) in shrunk.items())
+            lines.append(f"- Nor their sizes: the script makes them smaller, {changes}.")
     return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
 
 

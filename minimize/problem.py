@@ -77,6 +77,7 @@ class ReductionProblem:
         self.locate_from_errors = False  # ... or from the node a compiler's error names (free)
         self.generate_values = False  # may the last pass try generated values (minimize/passes/values.py)
         self.value_expressions: dict[tuple[str, int], str | None] = {}  # its texts, shared with replays
+        self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (minimize/passes/shapes.py), likewise
         # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
         # least `min_failures` of them fail the same way (default: half as many as the original).
         self.min_failures_option = min_failures

@@ -147,6 +147,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
         summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
         summary["generated_values"] = generated
+        summary["shrunk_shapes"] = {n: [list(session.program.values[n].shape), list(t.shape)]
+                                    for n, t in replaced.items() if t.shape != session.program.values[n].shape}
         summary["diagnosis"] = problem.notes
         summary["emitted"] = list(opts.emit)
         summary["journal_header_sha256"] = journal.digest  # repros add: these outputs are this journal's run

@@ -64,7 +64,9 @@ def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
     assert "linear" in script and "batch_norm" in script
     assert "self.register_buffer('p_proj_weight'" in script  # weights stay weights: the bug needs it
     # not their values: the script makes them (and its input), and ships no tensor file
-    assert "p_proj_weight" in s["generated_values"] and "torch.randn((5, 8)" in script
+    assert "p_proj_weight" in s["generated_values"] and "torch.randn((5, 2)" in script
+    # nor their sizes but one: the 5 features that BatchNorm's inline statistics hold stay
+    assert s["shrunk_shapes"]["p_proj_weight"] == [[5, 8], [5, 2]], s["shrunk_shapes"]
     assert not (reduced / "repro_inputs.pt").exists()
     r = run_repro(reduced)
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr[-2000:]

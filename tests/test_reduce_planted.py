@@ -94,10 +94,14 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
     # Idle workers take the runs the reduction asks next, across passes: the original with
     # the localization run, the localized node's two shortest suffixes, the last deletion;
-    # then the generated values (minimize/passes/values.py), which need the final graph.
-    assert (one["oracle_calls"], one["timing"]["batches"]) == (6, 6)
-    assert one["passes"]["generate_values"]["calls"] == 1
-    assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (3, 8), three["timing"]
+    # then the generated values (minimize/passes/values.py), which need the final graph,
+    # and their smaller shapes (minimize/passes/shapes.py), which need those.
+    assert (one["oracle_calls"], one["timing"]["batches"]) == (7, 7)
+    assert one["passes"]["generate_values"]["calls"] == 1 and one["passes"]["shrink_shapes"]["calls"] == 1
+    # At --jobs 3: the original with the localization run; the node alone, alone with generated
+    # values, and with the node before it; the deletion of the last node, with generated values
+    # and that pair with them; then the smaller shapes, all at once and each size alone.
+    assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (4, 11), three["timing"]
 
 
 def test_localization_is_only_a_guess(host_program, tmp_path):

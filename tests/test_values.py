@@ -105,10 +105,14 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     summary = json.loads((tmp_path / "made" / "summary.json").read_text())
     assert "p_l1_weight" in summary["generated_values"] and summary["passes"]["generate_values"]["calls"] == 1
     script = (tmp_path / "made" / "repro.py").read_text()
-    assert "self.register_buffer('p_l1_weight', torch.randn((16, 8), generator=torch.Generator().manual_seed(" in script
+    # and the sizes it does not need shrink (minimize/passes/shapes.py): the bias's 16 stays
+    assert "self.register_buffer('p_l1_weight', torch.randn((16, 2), generator=torch.Generator().manual_seed(" in script
+    assert summary["shrunk_shapes"] == {"p_l1_weight": [[16, 8], [16, 2]], "x": [[4, 8], [2, 2]]}
+    assert summary["passes"]["shrink_shapes"]["calls"] == 1
     assert not (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" not in summary["files"]
     assert summary["repro_alone"]["status"] == "REPRODUCED"
-    assert "the script makes them" in (tmp_path / "made" / "report.md").read_text()
+    report = (tmp_path / "made" / "report.md").read_text()
+    assert "the script makes them" in report and "`x` (4, 8) → (2, 2)" in report
     r = run_repro(tmp_path / "made")
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
     # asked not to, it keeps the originals, in the file; the journal's verdicts still hold,
@@ -117,6 +121,7 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     assert kept.returncode == 0, kept.stderr[-3000:]
     summary = json.loads((tmp_path / "made" / "summary.json").read_text())
     assert summary["generated_values"] == {} and summary["passes"]["generate_values"]["calls"] == 0
+    assert summary["shrunk_shapes"] == {} and summary["passes"]["shrink_shapes"]["calls"] == 0
     assert summary["timing"]["evaluations"] == 0
     assert (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" in summary["files"]
 

@@ -127,6 +127,15 @@ def make(expr: str) -> torch.Tensor:
     return eval(expr, {"torch": torch})  # noqa: S307  (our own text, never the user's)
 
 
+def reshaped(expr: str, old: tuple[int, ...], new: tuple[int, ...]) -> str:
+    """An expression of `expression` that makes a tensor of shape `new` in place of `old`
+    (minimize/passes/shapes.py): each form holds its shape once, as the first tuple that
+    repr writes (randint's bounds before it are two numbers, not a tuple)."""
+    if repr(old) not in expr:
+        raise ValueError(f"no shape {old!r} in {expr!r}")
+    return expr.replace(repr(old), repr(new), 1)
+
+
 def generated_of(settings: Settings) -> dict[str, str]:
     """The expressions a run's settings carry ({} for none)."""
     return next((json.loads(v) for k, v in settings if k == GENERATED), {})
