@@ -516,7 +516,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
 
 def _beside(script: str, backend: Backend) -> str:
     """The files repro.py reads from its own folder, for the report's "Reproduce" section."""
-    files = [f"`{name}` (the plugin backend)" for name in backend.script_part().files]
+    files = [f"`{name}` ({'the plugin backend' if name == 'plugin.py' else 'a copy of what the command runs'})"
+             for name in backend.script_part().files]
     if INPUTS_FILE in script:
         files.append(f"`{INPUTS_FILE}` (the larger tensors)")
     return f", with {' and '.join(files)} from this folder beside it," if files else ""

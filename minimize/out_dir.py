@@ -20,7 +20,9 @@ from oracles.errors import TrtminError
 JOURNAL = "journal.jsonl"  # minimize/journal.py writes it first, so every run's folder has one
 OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
              "model.onnx", "repro_tensorrt.npz"}
-OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py")  # --emit's scripts: repro_tensorrt.py, repro_torch_tensorrt.py
+# --emit's scripts (repro_tensorrt.py, repro_torch_tensorrt.py) and the copies of the files a
+# cmd: backend's command names (repro_cmd_run.py, repro_cmd_run.sh)
+OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py|repro_cmd_[\w.-]+")
 
 
 def is_ours(name: str) -> bool:

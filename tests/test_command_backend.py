@@ -42,15 +42,27 @@ def test_a_command_that_exits_non_zero_is_reduced_to_the_node_it_fails_on(host_p
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout
 
 
-def test_a_repro_whose_command_file_is_gone_is_skipped(host_program, tmp_path):
-    """The runner script the command names is the repro's to run, as plugin.py is: gone, the
-    script cannot run here (SKIPPED), which is no news of the bug (it said CHANGED)."""
+def test_a_repro_runs_the_copy_of_its_command_file_where_the_file_is_gone(host_program, tmp_path):
+    """The runner script the command names is the repro's to run, as plugin.py is: it is
+    copied beside repro.py (and into the suite with it), and run from there where the
+    original is gone (a maintainer's machine). Gone from both, the script cannot run here
+    (SKIPPED), which is no news of the bug (it said CHANGED)."""
     model, inputs = host_program
     runner = tmp_path / "my runner.py"
     runner.write_bytes(RUNNER.read_bytes())
-    reduce(model, inputs, tmp_path / "out", "crash",
-           f"cmd:{sys.executable} '{runner}' crash_on_sin {{model}} {{inputs}}")
+    summary = reduce(model, inputs, tmp_path / "out", "crash",
+                     f"cmd:{sys.executable} '{runner}' crash_on_sin {{model}} {{inputs}}")
+    copy = tmp_path / "out" / "repro_cmd_my_runner.py"
+    assert copy.read_bytes() == RUNNER.read_bytes() and copy.name in summary["files"]
+    assert "`repro_cmd_my_runner.py` (a copy of what the command runs)" in (tmp_path / "out" / "report.md").read_text()
     runner.unlink()
+    r = run_repro(tmp_path / "out")
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed"), r.stdout + r.stderr[-2000:]
+    suite = tmp_path / "suite"
+    added = run_cli("repros", "add", str(tmp_path / "out"), "--name", "sin_runtime", "--suite", str(suite))
+    assert added.returncode == 0, added.stderr
+    assert (suite / "sin_runtime" / copy.name).read_bytes() == RUNNER.read_bytes()
+    copy.unlink()
     r = run_repro(tmp_path / "out")
     assert r.returncode == 2 and r.stdout.startswith("SKIPPED: cannot run: the backend cannot be loaded: "
                                                      "FileNotFoundError: ") and "my runner.py" in r.stdout, r.stdout

@@ -13,8 +13,9 @@ command runs on them, once per oracle call:
 
 The command is split like a shell line (shlex), not run by a shell, and runs from the folder
 of the exported files, in the workers and in repro.py alike. An argument naming a file or
-folder relative to trtmin's working directory is made absolute, so both find it. repro.py runs the same command: the maintainer needs it,
-and the report names it.
+folder relative to trtmin's working directory is made absolute, so both find it. repro.py runs
+the same command: the maintainer needs it, and the report names it. The files it names (a
+runner script) are copied beside repro.py, which runs the copies where the originals are gone.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import shlex
 import shutil
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
@@ -153,6 +155,9 @@ def parse_command(spec: str) -> list[str]:
     return [os.path.abspath(a) if "{" not in a and not a.startswith("-") and os.path.exists(a) else a for a in args]
 
 
+COPY_MAX_BYTES = 1 << 20  # a runner script is copied beside repro.py; a larger file is data
+
+
 class CommandBackend(Backend):
     name = "command"
 
@@ -191,30 +196,55 @@ class CommandBackend(Backend):
         from oracles.backends.onnx_export import script_source
         from oracles.backends.torch_tensorrt import _indent_body
 
-        body = textwrap.dedent(f"""\
+        body = textwrap.dedent("""\
             import atexit, shutil, tempfile
             folder = tempfile.mkdtemp(prefix="repro-cmd-")
             atexit.register(shutil.rmtree, folder, True)  # the exported files go when the script ends
-            command = {self.command!r}
+            command = backend
 
             def run(*args):
                 outputs = run_command(command, module, args, folder, supervised(folder))
                 return module(*args) if outputs is None else outputs
             return run""")
-        # the files the command names (a runner script): gone, the script cannot run here,
-        # which is no news of the bug (else the command's "can't open file" was CHANGED)
+        # The files the command names (a runner script): where the user ran it, the script
+        # runs them there; elsewhere (a maintainer, the suite on another machine) the copies
+        # beside it. Gone from both, it cannot run here, which is no news of the bug (else the
+        # command's "can't open file" was CHANGED).
+        copies = {str(src): name for name, src in self.copied_files().items()}
         files = [a for a in self.command[1:] if os.path.isabs(a) and os.path.exists(a)]
         load = textwrap.dedent(f"""\
-            import shutil
+            import pathlib, shutil
             if shutil.which({self.command[0]!r}) is None:
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
-            for path in {files!r}:
-                if not os.path.exists(path):
-                    raise FileNotFoundError(path + ", a file the backend's command names, is not found here")
-            return None""")
+            copies = {copies!r}  # a file the command names -> its copy beside this script
+            command = []
+            for arg in {self.command!r}:
+                copy = pathlib.Path(__file__).with_name(copies[arg]) if arg in copies else None
+                if copy is not None and not os.path.exists(arg) and copy.exists():
+                    arg = str(copy)
+                if arg in {files!r} and not os.path.exists(arg):
+                    raise FileNotFoundError(arg + ", a file the backend's command names, is not found here")
+                command.append(arg)
+            return command""")
         supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
         return ScriptPart(imports=[script_source(CommandFailed, run_command), supervise],
-                          compile_body=_indent_body(body), load_body=_indent_body(load))
+                          compile_body=_indent_body(body), load_body=_indent_body(load),
+                          files=self.copied_files())
+
+    def copied_files(self) -> dict[str, Path]:
+        """The files the command names, up to COPY_MAX_BYTES each, to copy beside repro.py
+        as `repro_cmd_<name>`: a repro saved into the suite, or sent upstream, needs its
+        runner as it needs plugin.py. Larger ones (an engine, a dataset) stay where they are."""
+        copies: dict[str, Path] = {}
+        for arg in self.command[1:]:
+            if os.path.isabs(arg) and os.path.isfile(arg) and os.path.getsize(arg) <= COPY_MAX_BYTES \
+                    and Path(arg) not in copies.values():
+                base = re.sub(r"[^\w.-]", "_", os.path.basename(arg))
+                name = f"repro_cmd_{base}"
+                if name in copies:  # two runners of one name, from two folders
+                    name = f"repro_cmd_{len(copies)}_{base}"
+                copies[name] = Path(arg)
+        return copies
 
     def describe(self) -> str:
         return PREFIX + " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a) for a in self.command)
