@@ -98,3 +98,13 @@ def test_a_size_the_graph_fixes_costs_no_oracle_call() -> None:
 def test_no_generated_values_no_smaller_shapes() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set(), on=False)
     assert generated_of(problem.settings) == {} and problem.pass_stats["shrink_shapes"].calls == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_shapes_are_checked_on_fake_cuda_tensors() -> None:
+    """A CUDA program's values live on the GPU: the fake run makes its tensors there too."""
+    inputs = tuple(t.cuda() for t in _attention_inputs())
+    problem, _ = _reduce(_Attention(), inputs, needs=set())
+    assert _shapes(problem) == {"q": (2, 2), "k": (2, 2), "v": (2, 2)}
+    problem, asked = _reduce(_Viewed(), (torch.randn(120, device="cuda"),), needs=set())
+    assert problem.pass_stats["shrink_shapes"].calls == 0
