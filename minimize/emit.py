@@ -511,6 +511,9 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         if shrunk:
             changes = ", ".join(f"`{n}` {tuple(old)} → {tuple(new)}" for n, (old, new) in shrunk.items())
             lines.append(f"- Nor their sizes: the script makes them smaller, {changes}.")
+    if summary.get("shrunk_sizes"):
+        sizes = ", ".join(f"{old} → {new}" for old, new in summary["shrunk_sizes"].items())
+        lines.append(f"- The graph's size arguments (view, reshape, layer_norm's shape) shrank with them: {sizes}.")
     return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
 
 

@@ -151,10 +151,12 @@ class Program:
                 or self.nodes[i].name in self.user_outputs]
 
     def materialize(self, kept: Sequence[int], mark_all: bool = False,
-                    replaced: Mapping[str, Any] | None = None) -> Slice:
+                    replaced: Mapping[str, Any] | None = None, sizes: Mapping[int, int] | None = None) -> Slice:
         """The runnable slice of `kept`. mark_all: every kept node with a tensor value
         is an output too, in topological order (for localization, minimize/localize.py).
-        replaced: weights to use in place of the program's (minimize/passes/values.py)."""
+        replaced: weights to use in place of the program's (minimize/passes/values.py).
+        sizes: numbers to write in place of others in the nodes' size arguments
+        (minimize/passes/shapes.py)."""
         kept = self.normalize(kept)
         if not kept:
             raise ValueError("empty candidate")
@@ -178,6 +180,8 @@ class Program:
         for i in kept:
             n = self.nodes[i]
             env[n.name] = graph.node_copy(n, lambda a: env[a.name])
+            if sizes:
+                env[n.name].args, env[n.name].kwargs = resized_arguments(env[n.name], sizes)
         sinks = set(self.outputs_of(kept))
         outs = [self.nodes[i].name for i in kept
                 if i in sinks or (mark_all and isinstance(self.values.get(self.nodes[i].name), torch.Tensor))]
@@ -200,6 +204,40 @@ class Program:
         """The nn.Module nesting of node i (outermost first), for coarse passes."""
         stack = self.nodes[i].meta.get("nn_module_stack") or {}
         return tuple(path for path, _ in stack.values() if path)
+
+
+# The arguments that hold a tensor's size, by their name in the op's schema: view's and
+# expand's size, reshape's shape, layer_norm's normalized_shape, full's and zeros' size. Not
+# every int list: permute's and sum's dims are positions, not sizes.
+SIZE_ARGUMENTS = frozenset({"size", "shape", "normalized_shape"})
+
+
+def size_arguments(node: fx.Node) -> list[tuple[int | str, list[Any]]]:
+    """The node's size arguments, as (position or keyword, value)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return []
+    found: list[tuple[int | str, list[Any]]] = []
+    for i, arg in enumerate(schema.arguments):
+        if arg.name not in SIZE_ARGUMENTS or str(arg.type) not in ("List[int]", "List[SymInt]"):
+            continue
+        if not arg.kwarg_only and i < len(node.args) and isinstance(node.args[i], (list, tuple)):
+            found.append((i, list(node.args[i])))
+        elif isinstance(node.kwargs.get(arg.name), (list, tuple)):
+            found.append((arg.name, list(node.kwargs[arg.name])))
+    return found
+
+
+def resized_arguments(node: fx.Node, sizes: Mapping[int, int]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The node's args and kwargs with each number of its size arguments in `sizes` replaced."""
+    args, kwargs = list(node.args), dict(node.kwargs)
+    for where, value in size_arguments(node):
+        new = [sizes.get(x, x) if type(x) is int else x for x in value]
+        if isinstance(where, int):
+            args[where] = new
+        else:
+            kwargs[where] = new
+    return tuple(args), kwargs
 
 
 def lifted_args(ep: ExportedProgram, user_inputs: Sequence[Any]) -> list[Any]:

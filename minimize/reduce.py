@@ -20,6 +20,7 @@ from minimize.emit import ReproInfo, check_emit, environment, write_extra_script
 from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
 from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run
+from minimize.passes.shapes import split_sizes
 from minimize.passes.values import make, split_generated
 from minimize.problem import ReductionProblem
 from minimize.scheduler import run_reduction
@@ -123,9 +124,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         original = problem.first_verdict
         assert original is not None
         needed_settings, generated = split_generated(problem.settings)
+        needed_settings, sizes = split_sizes(needed_settings)
         replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
         values = {**session.program.values, **replaced}  # what the final verdict ran on
-        final = session.program.materialize(problem.current, replaced=replaced)
+        final = session.program.materialize(problem.current, replaced=replaced, sizes=sizes)
         final_verdict = problem.verdict(problem.current)
         seconds = time.monotonic() - t0
         summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
@@ -149,6 +151,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["generated_values"] = generated
         summary["shrunk_shapes"] = {n: [list(session.program.values[n].shape), list(t.shape)]
                                     for n, t in replaced.items() if t.shape != session.program.values[n].shape}
+        summary["shrunk_sizes"] = {str(k): v for k, v in sizes.items()}  # in the graph's size arguments
         summary["diagnosis"] = problem.notes
         summary["emitted"] = list(opts.emit)
         summary["journal_header_sha256"] = journal.digest  # repros add: these outputs are this journal's run

@@ -177,7 +177,8 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
         replaced = made(job.get("generated", {}))
-        piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced)
+        sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
+        piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)
         inputs = program.inputs_for(piece, replaced)
         be = backend_for(job.get("settings", settings))
         if job.get("partitions"):

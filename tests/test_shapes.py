@@ -4,14 +4,20 @@ never sent to the oracle."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
+from minimize.passes.shapes import sizes_of
 from minimize.passes.values import expression, generated_of, make, reshaped
 from minimize.problem import ReductionProblem
-from minimize.program import Program
+from minimize.program import Program, size_arguments
 from minimize.scheduler import run_reduction
 from oracles.verdict import Verdict
+from tests.conftest import plugin, save_program
+from tests.helpers import run_cli, run_repro
 
 
 @pytest.mark.parametrize("value", [
@@ -37,6 +43,13 @@ class _Attention(torch.nn.Module):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return torch.softmax(q @ k.transpose(0, 1), dim=-1) @ v
+
+
+class _Normed(torch.nn.Module):
+    """layer_norm holds its last size in the graph, as normalized_shape."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.layer_norm(x, (32,)).exp()
 
 
 class _Viewed(torch.nn.Module):
@@ -88,6 +101,27 @@ def test_a_size_the_bug_needs_stays_and_the_others_shrink_one_at_a_time() -> Non
     assert _reduce(_Attention(), _attention_inputs(), needs={10}, jobs=4)[0].settings == problem.settings
 
 
+def test_a_size_in_the_graphs_size_arguments_shrinks_with_the_tensors() -> None:
+    problem, _ = _reduce(_Normed(), (torch.randn(6, 32),), needs=set())
+    assert _shapes(problem) == {"x": (2, 2)} and sizes_of(problem.settings) == {32: 2}
+    assert problem.pass_stats["shrink_shapes"].calls == 1
+    piece = problem.program.materialize(problem.current, sizes=sizes_of(problem.settings))
+    norm = next(n for n in piece.gm.graph.nodes if "layer_norm" in str(n.target))
+    assert list(norm.args[1]) == [2]
+    assert [list(v) for _, v in size_arguments(problem.program.nodes[problem.current[0]])] == [[32]]  # untouched
+
+
+def test_positions_are_not_sizes() -> None:
+    """permute's dims and sum's dim are int lists too, but positions: never rewritten."""
+    class Permuted(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.permute(3, 0, 2, 1).sum([3]).reshape(5, 3, 6)
+
+    program = Program(torch.export.export(Permuted(), (torch.randn(3, 4, 5, 6),)), (torch.randn(3, 4, 5, 6),))
+    held = {str(n.target): [list(v) for _, v in size_arguments(n)] for n in program.nodes}
+    assert held == {"aten.permute.default": [], "aten.sum.dim_IntList": [], "aten.reshape.default": [[5, 3, 6]]}, held
+
+
 def test_a_size_the_graph_fixes_costs_no_oracle_call() -> None:
     problem, asked = _reduce(_Viewed(), (torch.randn(120),), needs=set())
     assert _shapes(problem) == {"x": (120,)}  # view(12, 10) needs 120 elements
@@ -108,3 +142,34 @@ def test_shapes_are_checked_on_fake_cuda_tensors() -> None:
     assert _shapes(problem) == {"q": (2, 2), "k": (2, 2), "v": (2, 2)}
     problem, asked = _reduce(_Viewed(), (torch.randn(120, device="cuda"),), needs=set())
     assert problem.pass_stats["shrink_shapes"].calls == 0
+
+
+class _NormHead(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.norm(torch.relu(x) + 1.0)) * 2
+
+
+def test_a_reduction_shrinks_the_graphs_sizes_and_its_script_still_reproduces(tmp_path: Path) -> None:
+    """Through the workers, the script and the run alone: layer_norm over 32 features, its
+    weight and bias (32 values each, made by the script) and the (4, 32) input all shrink."""
+    torch.manual_seed(0)
+    model = _NormHead().eval()
+    with torch.no_grad():
+        model.norm.weight.uniform_(0.5, 1.5)  # not all ones: made as randn, not torch.full
+    pt2, inputs = save_program(model, (torch.randn(4, 32),), tmp_path)
+    r = run_cli("reduce", str(pt2), "--inputs", str(inputs), "--oracle", "crash",
+                "--backend", plugin("crash_on_wide_layer_norm"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["shrunk_sizes"] == {"32": 2} and summary["shrunk_shapes"]["p_norm_weight"] == [[32], [2]]
+    script = (tmp_path / "out" / "repro.py").read_text()
+    assert "torch.ops.aten.layer_norm.default(" in script and ", [2], " in script and "[32]" not in script
+    assert "shrank with them: 32 → 2" in (tmp_path / "out" / "report.md").read_text()
+    assert summary["repro_alone"]["status"] == "REPRODUCED"
+    alone = run_repro(tmp_path / "out")
+    assert alone.returncode == 1 and "planted: layer_norm is not supported" in alone.stdout, alone.stdout
+    assert run_repro(tmp_path / "out", backend="eager").returncode == 0

@@ -196,6 +196,13 @@ def crash_on_linear(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Call
     return _run(gm)
 
 
+def crash_on_wide_layer_norm(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A converter that fails on layer_norm at any width but 1: its shape is in the graph."""
+    if any(n.target == aten.layer_norm.default and list(n.args[1]) != [1] for n in gm.graph.nodes):
+        raise NotImplementedError("planted: layer_norm is not supported")
+    return _run(gm)
+
+
 def _state_file(name: str) -> str:
     return os.path.join(os.environ["TRTMIN_TEST_STATE"], name)
 
