@@ -153,9 +153,11 @@ def reduce(
         check_numbers(atol, rtol, timeout, repeat, memory_limit)
         if min_failures is not None and not 1 <= min_failures <= repeat:
             raise TrtminError(f"--min-failures {min_failures} must be between 1 and --repeat ({repeat})")
-        check_out_dir(out, resume, force)  # before any worker starts or the model loads
+        # the options' own mistakes first (a --device typo), then --out: the fix for --out
+        # (--force, --resume) must not lead to a rerun that fails on the next flag
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
                         set_, emit, reference.value)
+        check_out_dir(out, resume, force)  # before any worker starts or the model loads
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
         opts.localize, opts.verify, opts.generate_values = localize, verify, generate_values
         note = jobs_note(opts.jobs, opts.device)

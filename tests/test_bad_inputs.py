@@ -109,6 +109,17 @@ def test_out_folder_with_other_files_is_not_overwritten(host_program, tmp_path):
     assert (tmp_path / "mine.txt").read_text() == "keep me" and not (tmp_path / "repro.py").exists()
 
 
+def test_an_options_mistake_is_named_before_the_out_folders(host_program, tmp_path):
+    """Both are one-line errors; the flag's comes first, so that --force is not the fix that
+    leads to the next error."""
+    model, inputs = host_program
+    (tmp_path / "mine.txt").write_text("keep me")
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("crash_on_sin"), "--device", "gpu", "--out", str(tmp_path))
+    assert_one_line_error(r, "--device 'gpu'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
+
+
 def test_missing_backend_package_is_one_line_and_help_still_works(host_program):
     import importlib.util
     model, _ = host_program
