@@ -129,6 +129,18 @@ def test_a_size_the_graph_fixes_costs_no_oracle_call() -> None:
     assert all(make(e).shape == (120,) for g in asked for e in g.values())
 
 
+class _Masked(torch.nn.Module):
+    """x[x > 0]: an output size that depends on the data, which fake tensors cannot know."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x[x > 0]).sum() + torch.relu(x)
+
+
+def test_a_data_dependent_size_does_not_stop_the_fake_run() -> None:
+    problem, _ = _reduce(_Masked(), (torch.randn(6, 8),), needs=set())
+    assert _shapes(problem) == {"x": (2, 2)} and problem.pass_stats["shrink_shapes"].calls == 1
+
+
 def test_no_generated_values_no_smaller_shapes() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set(), on=False)
     assert generated_of(problem.settings) == {} and problem.pass_stats["shrink_shapes"].calls == 0

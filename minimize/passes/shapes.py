@@ -28,6 +28,7 @@ from typing import Mapping
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from minimize.passes.values import generated_of, reshaped, with_generated
 from minimize.problem import ReductionProblem, Settings
@@ -61,7 +62,9 @@ def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: 
     if key not in problem.shape_checks:
         prog = problem.program
         try:
-            with FakeTensorMode(allow_non_fake_inputs=True):
+            # a ShapeEnv: an op whose output size is data-dependent (nonzero, x[mask]) gets
+            # an unbacked size there, where without one every candidate would fail
+            with FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv()):
                 fakes = {n: torch.empty(s, dtype=prog.values[n].dtype, device=prog.values[n].device)
                          for n, s in shapes.items()}
                 piece = prog.materialize(problem.current, replaced=fakes, sizes=sizes)
