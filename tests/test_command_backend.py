@@ -216,3 +216,15 @@ def test_a_command_repros_first_seen_is_torch_only():
     from repros.suite import packages_of
     assert packages_of(command("crash_on_sin")) == ("torch",)
 
+
+
+def test_each_file_the_command_names_gets_a_copy_of_its_own(tmp_path, monkeypatch):
+    """Two runners named run.py, and one named 2_run.py: the second run.py's fallback name
+    was the other one's, and that one was never copied."""
+    from oracles.backends.command import CommandBackend
+    for sub, name in (("a", "run.py"), ("c", "2_run.py"), ("b", "run.py")):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / name).write_text(f"# {sub}\n")
+    monkeypatch.chdir(tmp_path)
+    copies = CommandBackend(f"cmd:{sys.executable} a/run.py c/2_run.py b/run.py {{model}}").copied_files()
+    assert sorted(p.parent.name for p in copies.values()) == ["a", "b", "c"], copies

@@ -240,9 +240,10 @@ class CommandBackend(Backend):
             if os.path.isabs(arg) and os.path.isfile(arg) and os.path.getsize(arg) <= COPY_MAX_BYTES \
                     and Path(arg) not in copies.values():
                 base = re.sub(r"[^\w.-]", "_", os.path.basename(arg))
-                name = f"repro_cmd_{base}"
-                if name in copies:  # two runners of one name, from two folders
-                    name = f"repro_cmd_{len(copies)}_{base}"
+                name, n = f"repro_cmd_{base}", 0
+                while name in copies:  # two runners of one name, from two folders (never a third's name)
+                    n += 1
+                    name = f"repro_cmd_{n}_{base}"
                 copies[name] = Path(arg)
         return copies
 
