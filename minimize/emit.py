@@ -387,6 +387,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     for name, src in copied.items():
         tmp = out / f".{name}.tmp"
         shutil.copyfile(src, tmp)
+        shutil.copymode(src, tmp)  # a runner script the command runs as its program stays executable
         os.replace(tmp, out / name)
     atomic_write(out / "repro.py", script)
     written["repro"] = out / "repro.py"

@@ -228,3 +228,21 @@ def test_each_file_the_command_names_gets_a_copy_of_its_own(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     copies = CommandBackend(f"cmd:{sys.executable} a/run.py c/2_run.py b/run.py {{model}}").copied_files()
     assert sorted(p.parent.name for p in copies.values()) == ["a", "b", "c"], copies
+
+
+def test_a_runner_script_that_is_the_commands_program_is_copied_too(host_program, tmp_path):
+    """`cmd:./run.sh {model} ...`: the script is the command's program, not an argument; it
+    was never copied, and the repro was SKIPPED once it was gone (a system program such as
+    /usr/bin/env, no script, is not copied)."""
+    model, inputs = host_program
+    runner = tmp_path / "run.sh"
+    runner.write_text(f'#!/bin/sh\nexec {sys.executable} {RUNNER} crash_on_sin "$@"\n')
+    runner.chmod(0o755)
+    summary = reduce(model, inputs, tmp_path / "out", "crash", f"cmd:{runner} {{model}} {{inputs}}")
+    copy = tmp_path / "out" / "repro_cmd_run.sh"
+    assert copy.name in summary["files"] and os.access(copy, os.X_OK)
+    runner.unlink()
+    r = run_repro(tmp_path / "out")
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed"), r.stdout + r.stderr[-2000:]
+    from oracles.backends.command import CommandBackend
+    assert CommandBackend("cmd:/usr/bin/env python3 {model}").copied_files() == {}

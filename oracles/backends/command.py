@@ -158,6 +158,13 @@ def parse_command(spec: str) -> list[str]:
 COPY_MAX_BYTES = 1 << 20  # a runner script is copied beside repro.py; a larger file is data
 
 
+def _is_script(path: str) -> bool:
+    """Whether the command's program is a script of the user's (`cmd:./run.sh ...`), to copy
+    as its arguments are, rather than a program of the system (/usr/bin/env)."""
+    with open(path, "rb") as f:
+        return f.read(2) == b"#!"
+
+
 class CommandBackend(Backend):
     name = "command"
 
@@ -214,8 +221,6 @@ class CommandBackend(Backend):
         files = [a for a in self.command[1:] if os.path.isabs(a) and os.path.exists(a)]
         load = textwrap.dedent(f"""\
             import pathlib, shutil
-            if shutil.which({self.command[0]!r}) is None:
-                raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             copies = {copies!r}  # a file the command names -> its copy beside this script
             command = []
             for arg in {self.command!r}:
@@ -225,6 +230,8 @@ class CommandBackend(Backend):
                 if arg in {files!r} and not os.path.exists(arg):
                     raise FileNotFoundError(arg + ", a file the backend's command names, is not found here")
                 command.append(arg)
+            if shutil.which(command[0]) is None:
+                raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             return command""")
         supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
         return ScriptPart(imports=[script_source(CommandFailed, run_command), supervise],
@@ -236,9 +243,9 @@ class CommandBackend(Backend):
         as `repro_cmd_<name>`: a repro saved into the suite, or sent upstream, needs its
         runner as it needs plugin.py. Larger ones (an engine, a dataset) stay where they are."""
         copies: dict[str, Path] = {}
-        for arg in self.command[1:]:
+        for i, arg in enumerate(self.command):
             if os.path.isabs(arg) and os.path.isfile(arg) and os.path.getsize(arg) <= COPY_MAX_BYTES \
-                    and Path(arg) not in copies.values():
+                    and Path(arg) not in copies.values() and (i > 0 or _is_script(arg)):
                 base = re.sub(r"[^\w.-]", "_", os.path.basename(arg))
                 name, n = f"repro_cmd_{base}", 0
                 while name in copies:  # two runners of one name, from two folders (never a third's name)
