@@ -141,6 +141,19 @@ def test_a_data_dependent_size_does_not_stop_the_fake_run() -> None:
     assert _shapes(problem) == {"x": (2, 2)} and problem.pass_stats["shrink_shapes"].calls == 1
 
 
+class _ViewedAndOther(torch.nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.exp(x.view(12, 10) * 2).sum() + torch.tanh(w)
+
+
+def test_a_size_the_graph_fixes_does_not_keep_the_others() -> None:
+    """x's 120 (and the view's 12 and 10) cannot shrink: all of w's sizes still do, at once,
+    where 120, 12 and 10 failed "all at once" and took three of the four turns, w (6, 2)."""
+    problem, _ = _reduce(_ViewedAndOther(), (torch.randn(120), torch.randn(6, 7)), needs=set())
+    assert _shapes(problem) == {"x": (120,), "w": (2, 2)}
+    assert problem.pass_stats["shrink_shapes"].calls == 1
+
+
 def test_no_generated_values_no_smaller_shapes() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set(), on=False)
     assert generated_of(problem.settings) == {} and problem.pass_stats["shrink_shapes"].calls == 0
