@@ -514,7 +514,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
             lines.append(f"- Nor their sizes: the script makes them smaller, {changes}.")
     if summary.get("shrunk_sizes"):
         sizes = ", ".join(f"{old} → {new}" for old, new in summary["shrunk_sizes"].items())
-        lines.append(f"- Nor the graph's sizes: its size arguments (view, reshape, layer_norm's shape) shrank, {sizes}.")
+        lines.append(f"- The graph's size arguments (view, reshape, layer_norm's shape) shrank where the bug does not "
+                     f"need them: {sizes}.")
     return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
 
 

@@ -217,7 +217,8 @@ class CommandBackend(Backend):
         # runs them there; elsewhere (a maintainer, the suite on another machine) the copies
         # beside it. Gone from both, it cannot run here, which is no news of the bug (else the
         # command's "can't open file" was CHANGED).
-        copies = {str(src): name for name, src in self.copied_files().items()}
+        copied = self.copied_files()
+        copies = {str(src): name for name, src in copied.items()}
         files = [a for a in self.command[1:] if os.path.isabs(a) and os.path.exists(a)]
         load = textwrap.dedent(f"""\
             import pathlib, shutil
@@ -236,7 +237,7 @@ class CommandBackend(Backend):
         supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
         return ScriptPart(imports=[script_source(CommandFailed, run_command), supervise],
                           compile_body=_indent_body(body), load_body=_indent_body(load),
-                          files=self.copied_files())
+                          files=copied)
 
     def copied_files(self) -> dict[str, Path]:
         """The files the command names, up to COPY_MAX_BYTES each, to copy beside repro.py
