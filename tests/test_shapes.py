@@ -154,6 +154,44 @@ def test_a_size_the_graph_fixes_does_not_keep_the_others() -> None:
     assert problem.pass_stats["shrink_shapes"].calls == 1
 
 
+class _Lookup(torch.nn.Module):
+    """An embedding: ids below 50 index a table of 50 rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(50, 16))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.embedding(ids, self.table).tanh()
+
+
+def test_made_indices_stay_inside_the_table_they_index() -> None:
+    """The oracle here runs the candidate in eager PyTorch, as a worker does first: ids left
+    below 50 in a table shrunk to 2 rows would be refused there (an invalid candidate)."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50, (4, 6))
+    ids[0, 0] = 0  # made from 0 up
+    program = Program(torch.export.export(_Lookup(), (ids,)), (ids,))
+
+    def verdict(kept: tuple[int, ...], settings) -> Verdict:
+        made = {n: make(e) for n, e in generated_of(settings).items()}
+        piece = program.materialize(kept, replaced=made, sizes=sizes_of(settings))
+        try:
+            piece.gm(*program.inputs_for(piece, made))
+        except Exception as e:  # noqa: BLE001
+            return Verdict("invalid", type(e).__name__, str(e))
+        has_tanh = any("tanh" in str(n.target) for n in piece.gm.graph.nodes)
+        return Verdict("crash", "E", "planted") if has_tanh and len(kept) == 2 else Verdict("pass")
+
+    problem = ReductionProblem(program, lambda keys: [verdict(k, s) for k, s in keys])
+    problem.generate_values = True
+    run_reduction(problem)
+    made = generated_of(problem.settings)
+    assert _shapes(problem) == {"p_table": (2, 2), "ids": (2, 2)}, made
+    assert made["ids"].startswith("torch.randint(0, 2, (2, 2), generator=") and int(make(made["ids"]).max()) < 2
+    assert problem.pass_stats["shrink_shapes"].calls == 1 and problem.counters.invalid == 0
+
+
 def test_no_generated_values_no_smaller_shapes() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set(), on=False)
     assert generated_of(problem.settings) == {} and problem.pass_stats["shrink_shapes"].calls == 0

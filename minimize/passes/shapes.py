@@ -30,7 +30,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from minimize.passes.values import generated_of, reshaped, with_generated
+from minimize.passes.values import bounded, generated_of, index_bound, reshaped, with_generated
 from minimize.problem import ReductionProblem, Settings
 from minimize.program import size_arguments
 
@@ -75,6 +75,19 @@ def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: 
     return problem.shape_checks[key]
 
 
+def _in_bounds(expr: str, mapped: Mapping[int, int]) -> str:
+    """Made indices (int64/int32 from 0 up) that fit a size being shrunk are kept below its
+    new size: an embedding's ids below 50 index a table of 50 rows, shrunk to 2 rows, ids
+    below 2. Eager PyTorch would refuse the others (a CUDA one with a device-side assert).
+    Where they index another, unshrunk dimension, they only take fewer values."""
+    bound = index_bound(expr)
+    if bound is None:
+        return expr
+    low, high = bound
+    caps = [new for old, new in mapped.items() if old >= high and new > low]
+    return bounded(expr, min(caps)) if caps and min(caps) < high else expr
+
+
 def shrink_shapes(problem: ReductionProblem) -> None:
     """Shrink the sizes the bug does not need, in the generated tensors and the graph's size
     arguments: all at once, else the largest ONE_AT_A_TIME one at a time."""
@@ -103,7 +116,8 @@ def shrink_shapes(problem: ReductionProblem) -> None:
         shapes = shapes_for(mapped)
         if not _fits(problem, shapes, mapped):
             return False
-        exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in generated.items()}
+        exprs = {n: _in_bounds(reshaped(e, tuple(prog.values[n].shape), shapes[n]), mapped)
+                 for n, e in generated.items()}
         trial = with_sizes(with_generated(problem.settings, exprs), {d: t for d, t in mapped.items() if d in in_graph})
         if not problem.is_interesting(problem.current, trial):
             return False

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import torch
@@ -134,6 +135,24 @@ def reshaped(expr: str, old: tuple[int, ...], new: tuple[int, ...]) -> str:
     if repr(old) not in expr:
         raise ValueError(f"no shape {old!r} in {expr!r}")
     return expr.replace(repr(old), repr(new), 1)
+
+
+_INDICES = re.compile(r"torch\.randint\((\d+), (\d+), (.*), dtype=torch\.(int64|int32)\)")
+
+
+def index_bound(expr: str) -> tuple[int, int] | None:
+    """(low, high) of an expression that makes int64 or int32 values in [low, high) from 0
+    up, the dtypes of indices (minimize/passes/shapes.py keeps them inside a shrunk table);
+    None for any other."""
+    m = _INDICES.fullmatch(expr)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def bounded(expr: str, high: int) -> str:
+    """An index expression (index_bound) with its values below `high`."""
+    m = _INDICES.fullmatch(expr)
+    assert m is not None and int(m[1]) < high, expr
+    return f"torch.randint({m[1]}, {high}, {m[3]}, dtype=torch.{m[4]})"
 
 
 def generated_of(settings: Settings) -> dict[str, str]:
