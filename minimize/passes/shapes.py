@@ -10,9 +10,11 @@ and a view to (4, 8) is one dimension), so each candidate changes one number eve
 once, and the graph stays consistent. Sizes also held by a tensor the script does not make
 (a mask the bug needs, a small inline one) stay, as do 1 and 2.
 
-Before any oracle call, the candidate runs on fake tensors (no data, no device work): a
-size the graph also fixes in a way this does not rewrite (an arange(98), a view to 98 * 64,
-a dimension held by position) fails there, and costs nothing. The oracle then decides:
+A size that is a product of others (the 512 of a (2, 98, 512) viewed as (2, 98, 8, 64))
+follows them where it must: 8 and 64 to 2 take 512 to 4. Before any oracle call, the
+candidate runs on fake tensors (no data, no device work), as mapped and then with such
+products: a size the graph also fixes in a way this does not rewrite (an arange(98), a
+dimension held by position) fails there, and costs nothing. The oracle then decides:
 every size to 2 at once, else the largest few one at a time, each to 2. At most
 1 + ONE_AT_A_TIME calls; none where no size can change.
 
@@ -23,7 +25,10 @@ journaled, resumed and speculated like every run.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+from itertools import combinations_with_replacement
 from typing import Mapping
 
 import torch
@@ -37,6 +42,8 @@ from minimize.program import size_arguments
 SIZES = "trtmin.sizes"  # pseudo-setting: JSON {size: smaller size} for the graph's size arguments
 SHRUNK_TO = 2  # not 1: a size of 1 broadcasts and squeezes, which many compilers special-case
 ONE_AT_A_TIME = 4
+MAX_SIZES = 24  # distinct sizes searched for products (3 factors: 2,900 combinations)
+MAX_TRIES = 16  # fake runs per candidate (milliseconds each): as mapped, then with products of its sizes
 
 
 def sizes_of(settings: Settings) -> dict[int, int]:
@@ -75,6 +82,30 @@ def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: 
     return problem.shape_checks[key]
 
 
+@functools.lru_cache(maxsize=64)  # speculation replays the pass: once per set of sizes
+def _factorizations(present: tuple[int, ...]) -> dict[int, list[tuple[int, ...]]]:
+    """Each size's ways to be a product of 2 or 3 others, fewest factors first."""
+    found: dict[int, list[tuple[int, ...]]] = {}
+    for k in (2, 3):
+        for combo in combinations_with_replacement(present, k):
+            product = math.prod(combo)
+            if product in present:
+                found.setdefault(product, []).append(combo)
+    return found
+
+
+def _products(size: int, present: tuple[int, ...], mapped: Mapping[int, int]) -> list[int]:
+    """New values for `size` where it is a product of other sizes, at least one of them
+    mapped: its factors' new sizes multiplied (512 = 8 * 64, with 64 -> 2: 16), without repeats."""
+    found: list[int] = []
+    for combo in _factorizations(present).get(size, []):
+        if any(f in mapped for f in combo):
+            new = math.prod(mapped.get(f, f) for f in combo)
+            if new != size and new not in found:
+                found.append(new)
+    return found
+
+
 def _in_bounds(expr: str, mapped: Mapping[int, int]) -> str:
     """Made indices (int64/int32 from 0 up) that fit a size being shrunk are kept below its
     new size: an embedding's ids below 50 index a table of 50 rows, shrunk to 2 rows, ids
@@ -102,20 +133,34 @@ def shrink_shapes(problem: ReductionProblem) -> None:
                 for x in value if type(x) is int}
     in_tensors = {d for n in generated for d in prog.values[n].shape}
     sizes = sorted({d for d in in_tensors | in_graph if d > SHRUNK_TO and d not in held}, reverse=True)
+    present = tuple(sorted(d for d in in_tensors | in_graph if d > 1)[:MAX_SIZES])
     done: dict[int, int] = {}
 
     def shapes_for(mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
         return {n: tuple(mapped.get(d, d) for d in prog.values[n].shape) for n in generated}
 
+    def fitting(mapped: dict[int, int]) -> dict[int, int] | None:
+        """`mapped`, or else it with the sizes that are products of others following them
+        (a view of (2, 98, 512) to (2, 98, 8, 64): 512 = 8 * 64 goes to 2 * 2 with them),
+        whichever first runs on fake tensors; None when none does."""
+        options = {size: new for size in reversed(present) if size > SHRUNK_TO and size not in mapped
+                   and size not in held if (new := _products(size, present, mapped))}
+        # one product at a time first: 16 = 2 * 8 is a product too, but maybe not one to follow
+        alone = [{**mapped, size: n} for size, new in options.items() for n in new]
+        together = [{**mapped, **{size: new[min(i, len(new) - 1)] for size, new in options.items()}}
+                    for i in range(max((len(new) for new in options.values()), default=0))]
+        tries = ([mapped] + alone + (together if len(options) > 1 else []))[:MAX_TRIES]
+        return next((full for full in tries if _fits(problem, shapes_for(full), full)), None)
+
     # A size the graph fixes (a view to 120 of a made (120,)) fails alone on fake tensors:
     # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
-    sizes = [d for d in sizes if _fits(problem, shapes_for({d: SHRUNK_TO}), {d: SHRUNK_TO})]
+    sizes = [d for d in sizes if fitting({d: SHRUNK_TO}) is not None]
 
     def keeps_failing(more: dict[int, int]) -> bool:
-        mapped = {**done, **more}
-        shapes = shapes_for(mapped)
-        if not _fits(problem, shapes, mapped):
+        mapped = fitting({**done, **more})
+        if mapped is None:
             return False
+        shapes = shapes_for(mapped)
         exprs = {n: _in_bounds(reshaped(e, tuple(prog.values[n].shape), shapes[n]), mapped)
                  for n, e in generated.items()}
         trial = with_sizes(with_generated(problem.settings, exprs), {d: t for d, t in mapped.items() if d in in_graph})
