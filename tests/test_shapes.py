@@ -5,10 +5,13 @@ never sent to the oracle."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import torch
+import torch.fx as fx
 
 from minimize.passes.shapes import sizes_of
 from minimize.passes.values import expression, generated_of, make, reshaped
@@ -185,31 +188,68 @@ class _Lookup(torch.nn.Module):
         return torch.nn.functional.embedding(ids, self.table).tanh()
 
 
-def test_made_indices_stay_inside_the_table_they_index() -> None:
-    """The oracle here runs the candidate in eager PyTorch, as a worker does first: ids left
-    below 50 in a table shrunk to 2 rows would be refused there (an invalid candidate)."""
-    torch.manual_seed(0)
-    ids = torch.randint(0, 50, (4, 6))
-    ids[0, 0] = 0  # made from 0 up
-    program = Program(torch.export.export(_Lookup(), (ids,)), (ids,))
+def _eager_reduce(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
+                  fails: Callable[[fx.GraphModule, list[torch.Tensor]], bool]) -> ReductionProblem:
+    """The pass with an oracle that runs the candidate in eager PyTorch, as a worker does
+    first (an invalid candidate where it raises), and fails it where `fails` says."""
+    program = Program(torch.export.export(module, inputs), inputs)
 
     def verdict(kept: tuple[int, ...], settings) -> Verdict:
         made = {n: make(e) for n, e in generated_of(settings).items()}
         piece = program.materialize(kept, replaced=made, sizes=sizes_of(settings))
+        args = program.inputs_for(piece, made)
         try:
-            piece.gm(*program.inputs_for(piece, made))
+            piece.gm(*args)
         except Exception as e:  # noqa: BLE001
             return Verdict("invalid", type(e).__name__, str(e))
-        has_tanh = any("tanh" in str(n.target) for n in piece.gm.graph.nodes)
-        return Verdict("crash", "E", "planted") if has_tanh and len(kept) == 2 else Verdict("pass")
+        return Verdict("crash", "E", "planted") if fails(piece.gm, args) else Verdict("pass")
 
     problem = ReductionProblem(program, lambda keys: [verdict(k, s) for k, s in keys])
     problem.generate_values = True
     run_reduction(problem)
+    return problem
+
+
+def _whole_lookup(gm: fx.GraphModule, args: list[torch.Tensor]) -> bool:
+    return sum(n.op == "call_function" for n in gm.graph.nodes) == 2
+
+
+@pytest.mark.parametrize("low", [0, 3])
+def test_made_indices_stay_inside_the_table_they_index(low: int) -> None:
+    """Ids left below 50 in a table shrunk to 2 rows would be refused (an invalid candidate):
+    they go below 2 with it, from 0 where they started at 2 or more."""
+    torch.manual_seed(0)
+    ids = torch.randint(low, 50, (4, 6))
+    ids[0, 0] = low
+    problem = _eager_reduce(_Lookup(), (ids,), _whole_lookup)
     made = generated_of(problem.settings)
     assert _shapes(problem) == {"p_table": (2, 2), "ids": (2, 2)}, made
     assert made["ids"].startswith("torch.randint(0, 2, (2, 2), generator=") and int(make(made["ids"]).max()) < 2
     assert problem.pass_stats["shrink_shapes"].calls == 1 and problem.counters.invalid == 0
+
+
+class _Counts(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x).sum() + n.float().mean()
+
+
+def test_integers_no_indexing_op_reads_keep_their_range() -> None:
+    """n (counts up to 86) is data, not an index: the 128 rows of x shrink, n's values stay."""
+    torch.manual_seed(0)
+    n = torch.randint(0, 87, (4, 6))
+    n[0, 0], n[0, 1] = 0, 86
+    problem = _eager_reduce(_Counts(), (torch.randn(128, 8), n),
+                            lambda gm, args: len(args) == 2 and int(args[1].max()) >= 10)
+    assert sorted(_shapes(problem).values()) == [(2, 2), (2, 2)]  # n, and x's tanh (the cut's input)
+    assert generated_of(problem.settings)["n"].startswith("torch.randint(0, 87, (2, 2)")
+    assert problem.pass_stats["shrink_shapes"].calls == 1
+
+
+def test_a_refused_fake_run_writes_nothing_to_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """torch logs a traceback for each op a fake run refuses; a user's terminal gets none."""
+    with caplog.at_level(logging.DEBUG):
+        _reduce(_Viewed(), (torch.randn(120),), needs=set())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records[:1]
 
 
 def test_no_generated_values_no_smaller_shapes() -> None:

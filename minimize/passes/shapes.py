@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
-from itertools import combinations_with_replacement
 from typing import Mapping
 
 import torch
@@ -37,12 +37,12 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from minimize.passes.values import bounded, generated_of, index_bound, reshaped, with_generated
 from minimize.problem import ReductionProblem, Settings
-from minimize.program import size_arguments
+from minimize.program import Slice, size_arguments
 
 SIZES = "trtmin.sizes"  # pseudo-setting: JSON {size: smaller size} for the graph's size arguments
 SHRUNK_TO = 2  # not 1: a size of 1 broadcasts and squeezes, which many compilers special-case
 ONE_AT_A_TIME = 4
-MAX_SIZES = 24  # distinct sizes searched for products (3 factors: 2,900 combinations)
+INDEXING_OPS = ("embedding", "index", "gather", "take", "scatter")  # in the op's name
 MAX_TRIES = 16  # fake runs per candidate (milliseconds each): as mapped, then with products of its sizes
 
 
@@ -68,6 +68,9 @@ def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: 
     key = (problem.current, tuple(sorted(shapes.items())), tuple(sorted(sizes.items())))
     if key not in problem.shape_checks:
         prog = problem.program
+        quiet = logging.getLogger("torch._subclasses.fake_tensor")  # logs a traceback per refusal
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)
         try:
             # a ShapeEnv: an op whose output size is data-dependent (nonzero, x[mask]) gets
             # an unbacked size there, where without one every candidate would fail
@@ -79,18 +82,23 @@ def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: 
             problem.shape_checks[key] = True
         except Exception:  # noqa: BLE001 - any failure means these sizes do not fit the graph
             problem.shape_checks[key] = False
+        finally:
+            quiet.setLevel(level)
     return problem.shape_checks[key]
 
 
 @functools.lru_cache(maxsize=64)  # speculation replays the pass: once per set of sizes
 def _factorizations(present: tuple[int, ...]) -> dict[int, list[tuple[int, ...]]]:
-    """Each size's ways to be a product of 2 or 3 others, fewest factors first."""
+    """Each size's ways to be a product of 2 or 3 others (by division: no cap on how many
+    sizes), fewest factors first."""
+    have = set(present)
     found: dict[int, list[tuple[int, ...]]] = {}
-    for k in (2, 3):
-        for combo in combinations_with_replacement(present, k):
-            product = math.prod(combo)
-            if product in present:
-                found.setdefault(product, []).append(combo)
+    for size in present:
+        ways = [(a, size // a) for a in present if a * a <= size and size % a == 0 and size // a in have]
+        ways += [(a, b, size // (a * b)) for i, a in enumerate(present) for b in present[i:]
+                 if a * b * b <= size and size % (a * b) == 0 and size // (a * b) in have]
+        if ways:
+            found[size] = ways
     return found
 
 
@@ -109,14 +117,24 @@ def _products(size: int, present: tuple[int, ...], mapped: Mapping[int, int]) ->
 def _in_bounds(expr: str, mapped: Mapping[int, int]) -> str:
     """Made indices (int64/int32 from 0 up) that fit a size being shrunk are kept below its
     new size: an embedding's ids below 50 index a table of 50 rows, shrunk to 2 rows, ids
-    below 2. Eager PyTorch would refuse the others (a CUDA one with a device-side assert).
-    Where they index another, unshrunk dimension, they only take fewer values."""
+    below 2 (from 0 where they started at 2 or more). Eager PyTorch would refuse the others
+    (a CUDA one with a device-side assert). Where they index another, unshrunk dimension,
+    they only take fewer values."""
     bound = index_bound(expr)
     if bound is None:
         return expr
     low, high = bound
-    caps = [new for old, new in mapped.items() if old >= high and new > low]
-    return bounded(expr, min(caps)) if caps and min(caps) < high else expr
+    caps = [new for old, new in mapped.items() if old >= high]
+    if not caps or min(caps) >= high:
+        return expr
+    return bounded(expr, low if low < min(caps) else 0, min(caps))
+
+
+def _indices(piece: Slice) -> set[str]:
+    """The inputs and weights an indexing op reads (embedding, index, gather, take, scatter):
+    only these are kept inside a shrunk size; other integers (counts, pixel values) are data."""
+    return {a.name for n in piece.gm.graph.nodes if n.op == "call_function"
+            and any(op in str(n.target) for op in INDEXING_OPS) for a in n.all_input_nodes}
 
 
 def shrink_shapes(problem: ReductionProblem) -> None:
@@ -127,13 +145,14 @@ def shrink_shapes(problem: ReductionProblem) -> None:
     prog = problem.program
     generated = generated_of(problem.settings)
     piece = prog.materialize(problem.current)
+    indices = _indices(piece)
     held = {d for n in piece.input_names + piece.constant_names if n not in generated
             and isinstance(v := prog.values[n], torch.Tensor) for d in v.shape}
     in_graph = {x for i in problem.current for _, value in size_arguments(prog.nodes[i])
                 for x in value if type(x) is int}
     in_tensors = {d for n in generated for d in prog.values[n].shape}
     sizes = sorted({d for d in in_tensors | in_graph if d > SHRUNK_TO and d not in held}, reverse=True)
-    present = tuple(sorted(d for d in in_tensors | in_graph if d > 1)[:MAX_SIZES])
+    present = tuple(sorted(d for d in in_tensors | in_graph if d > 1))
     done: dict[int, int] = {}
 
     def shapes_for(mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
@@ -161,8 +180,8 @@ def shrink_shapes(problem: ReductionProblem) -> None:
         if mapped is None:
             return False
         shapes = shapes_for(mapped)
-        exprs = {n: _in_bounds(reshaped(e, tuple(prog.values[n].shape), shapes[n]), mapped)
-                 for n, e in generated.items()}
+        exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in generated.items()}
+        exprs = {n: _in_bounds(e, mapped) if n in indices else e for n, e in exprs.items()}
         trial = with_sizes(with_generated(problem.settings, exprs), {d: t for d, t in mapped.items() if d in in_graph})
         if not problem.is_interesting(problem.current, trial):
             return False

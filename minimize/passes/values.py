@@ -148,11 +148,11 @@ def index_bound(expr: str) -> tuple[int, int] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
-def bounded(expr: str, high: int) -> str:
-    """An index expression (index_bound) with its values below `high`."""
+def bounded(expr: str, low: int, high: int) -> str:
+    """An index expression (index_bound) with its values in [low, high)."""
     m = _INDICES.fullmatch(expr)
-    assert m is not None and int(m[1]) < high, expr
-    return f"torch.randint({m[1]}, {high}, {m[3]}, dtype=torch.{m[4]})"
+    assert m is not None and 0 <= low < high, expr
+    return f"torch.randint({low}, {high}, {m[3]}, dtype=torch.{m[4]})"
 
 
 def generated_of(settings: Settings) -> dict[str, str]:
