@@ -171,7 +171,7 @@ def shrink_shapes(problem: ReductionProblem) -> None:
         tries = ([mapped] + alone + (together if len(options) > 1 else []))[:MAX_TRIES]
         return next((full for full in tries if _fits(problem, shapes_for(full), full)), None)
 
-    # A size the graph fixes (a view to 120 of a made (120,)) fails alone on fake tensors:
+    # A size the graph fixes (x * arange(120) of a made (120,)) fails alone on fake tensors:
     # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
     sizes = [d for d in sizes if fitting({d: SHRUNK_TO}) is not None]
 
