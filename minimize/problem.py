@@ -24,6 +24,19 @@ from oracles.verdict import Signature, Verdict
 Candidate = tuple[int, ...]
 Settings = tuple[tuple[str, str], ...]  # backend settings (--set), sorted: part of the cache key
 Key = tuple[Candidate, Settings]
+
+
+# Pseudo-settings carry a candidate's state outside the graph (generated values, shrunk
+# sizes) in its settings, as text, so that runs of it are cached and journaled like any.
+def pseudo_setting(settings: Settings, name: str) -> str | None:
+    """The text of pseudo-setting `name`, or None where the settings hold none."""
+    return next((v for k, v in settings if k == name), None)
+
+
+def with_pseudo_setting(settings: Settings, name: str, text: str | None) -> Settings:
+    """The settings with pseudo-setting `name` set to `text` (None: without it)."""
+    rest = tuple(kv for kv in settings if kv[0] != name)
+    return tuple(sorted(rest + ((name, text),))) if text is not None else rest
 ORIGINAL_FAILS_P = 0.95  # the user says it fails
 
 

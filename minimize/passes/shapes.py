@@ -36,7 +36,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from minimize.passes.values import bounded, generated_of, index_bound, reshaped, with_generated
-from minimize.problem import ReductionProblem, Settings
+from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_pseudo_setting
 from minimize.program import Slice, size_arguments
 
 SIZES = "trtmin.sizes"  # pseudo-setting: JSON {size: smaller size} for the graph's size arguments
@@ -48,18 +48,17 @@ MAX_TRIES = 16  # fake runs per candidate (milliseconds each): as mapped, then w
 
 def sizes_of(settings: Settings) -> dict[int, int]:
     """The size map a run's settings carry ({} for none)."""
-    return next(({int(k): v for k, v in json.loads(v).items()} for k, v in settings if k == SIZES), {})
+    return {int(k): v for k, v in json.loads(pseudo_setting(settings, SIZES) or "{}").items()}
 
 
 def split_sizes(settings: Settings) -> tuple[Settings, dict[int, int]]:
     """The other settings, and the size map."""
-    return tuple(kv for kv in settings if kv[0] != SIZES), sizes_of(settings)
+    return with_pseudo_setting(settings, SIZES, None), sizes_of(settings)
 
 
 def with_sizes(settings: Settings, sizes: Mapping[int, int]) -> Settings:
-    rest = tuple(kv for kv in settings if kv[0] != SIZES)
-    text = json.dumps({str(k): v for k, v in sorted(sizes.items())})
-    return tuple(sorted(rest + ((SIZES, text),))) if sizes else rest
+    text = json.dumps({str(k): v for k, v in sorted(sizes.items())}) if sizes else None
+    return with_pseudo_setting(settings, SIZES, text)
 
 
 def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: dict[int, int]) -> bool:

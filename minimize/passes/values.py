@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from minimize.problem import ReductionProblem, Settings
+from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_pseudo_setting
 
 GENERATED = "trtmin.generated"  # pseudo-setting: JSON {value name: expression}
 INLINE_MAX_ELEMENTS = 16  # smaller tensors are written into the script as literals (minimize/emit.py)
@@ -157,17 +157,16 @@ def bounded(expr: str, low: int, high: int) -> str:
 
 def generated_of(settings: Settings) -> dict[str, str]:
     """The expressions a run's settings carry ({} for none)."""
-    return next((json.loads(v) for k, v in settings if k == GENERATED), {})
+    return json.loads(pseudo_setting(settings, GENERATED) or "{}")
 
 
 def split_generated(settings: Settings) -> tuple[Settings, dict[str, str]]:
     """The other settings, and the expressions."""
-    return tuple(kv for kv in settings if kv[0] != GENERATED), generated_of(settings)
+    return with_pseudo_setting(settings, GENERATED, None), generated_of(settings)
 
 
 def with_generated(settings: Settings, exprs: dict[str, str]) -> Settings:
-    rest = tuple(kv for kv in settings if kv[0] != GENERATED)
-    return tuple(sorted(rest + ((GENERATED, json.dumps(exprs, sort_keys=True)),))) if exprs else rest
+    return with_pseudo_setting(settings, GENERATED, json.dumps(exprs, sort_keys=True) if exprs else None)
 
 
 def _expression_of(problem: ReductionProblem, name: str, seed: int) -> str | None:
