@@ -76,6 +76,7 @@ def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None
                                                  f"value an output ({run.describe()}); bisected instead")
         return None
     node, v = problem.program.nodes[pick[0]], pick[1]
+    problem.guessed_node = pick[0]
     how = ("non-finite where eager is finite" if v.kind == "nan" else
            f"off by max abs {v.max_abs:.4g}" if v.max_abs is not None else f"off ({v.detail})")
     if "first_off_value" not in problem.notes:  # keep the first: the largest program localized
@@ -133,5 +134,6 @@ def named_failing_position(problem: ReductionProblem, cand: Candidate) -> int | 
     if not picks:
         return None
     node = nodes[cand[picks[0]]]
+    problem.guessed_node = cand[picks[0]]
     problem.notes.setdefault("named_node", f"`{node.name}` ({node.target})")
     return picks[0]

@@ -37,7 +37,10 @@ def with_pseudo_setting(settings: Settings, name: str, text: str | None) -> Sett
     """The settings with pseudo-setting `name` set to `text` (None: without it)."""
     rest = tuple(kv for kv in settings if kv[0] != name)
     return tuple(sorted(rest + ((name, text),))) if text is not None else rest
+
+
 ORIGINAL_FAILS_P = 0.95  # the user says it fails
+GUESS_RIGHT_P = 0.9  # a candidate without the node localization named fails with 1 - this
 
 
 @dataclass
@@ -88,6 +91,7 @@ class ReductionProblem:
         self.notes: dict[str, Any] = {}  # diagnostics for the report: culprit op, failing engine
         self.localize = False  # may bisect_window guess from a run with every value an output (minimize/localize.py)
         self.locate_from_errors = False  # ... or from the node a compiler's error names (free)
+        self.guessed_node: int | None = None  # the node that guess named: ranks speculation only
         self.generate_values = False  # may the last pass try generated values (minimize/passes/values.py)
         self.value_expressions: dict[tuple[str, int], str | None] = {}  # its texts, shared with replays
         self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (minimize/passes/shapes.py), likewise
@@ -126,7 +130,7 @@ class ReductionProblem:
         dry.settings = self._initial_settings
         dry.current = self._initial_current
         dry.notes, dry.pass_stats, dry.counters, dry._charged = {}, {}, Counters(), set()
-        dry.signature = dry.first_verdict = dry.last_verdict = None
+        dry.signature = dry.first_verdict = dry.last_verdict = dry.guessed_node = None
         dry.min_failures, dry.current_pass = 1, "check"
         dry.on_change, dry.on_evaluated, dry.speculate = (lambda p: None), (lambda c, v: None), None
         dry.check_original = lambda v: None  # the real walk checked (and said) it already
@@ -169,13 +173,22 @@ class ReductionProblem:
         if self.hypotheses is not None and key not in self.cache:
             if key in self.hypotheses:
                 raise PathEnds  # a hypothesis is a yes/no, not a verdict
-            raise NeedsProbe(key, p_true)
+            raise NeedsProbe(key, self._prior(cand, p_true))
         self._ensure_keys([key])
         if key not in self._charged:
             self._charged.add(key)
             self.counters.oracle_calls += 1
         self.on_change(self)
         return self.cache[key]
+
+    def _prior(self, cand: Candidate, p_true: float) -> float:
+        """How likely `cand` fails, for ranking speculation only: a candidate without the
+        node localization named (its value was the first off; the compiler's error named
+        it) rarely fails, where its caller gave no better estimate. A 2-node window's
+        module-block deletion that keeps only the node before it is such a candidate."""
+        if p_true == 0.5 and self.guessed_node is not None and self.guessed_node not in cand:
+            return 1 - GUESS_RIGHT_P
+        return p_true
 
     def _matches(self, v: Verdict) -> bool:
         if self.signature is None:

@@ -70,12 +70,14 @@ def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
 
 def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash",
                             localize: bool = False, first_off: int | None = None,
-                            hidden: bool = False, check_original=lambda v: None) -> ReductionProblem:
+                            hidden: bool = False, check_original=lambda v: None,
+                            finishers: bool = False) -> ReductionProblem:
     """A planted bug: fails when every core node is kept. As a mismatch, it names the
     output the last core node feeds, as compare_outputs does. Its localization run
     (every value an output) names `first_off` (default: the last core node, as a
     compiler that keeps the bug would) and what follows it as off; hidden: nothing is off
-    there (the extra outputs changed what the compiler fused)."""
+    there (the extra outputs changed what the compiler fused). finishers: generated values
+    and smaller shapes are tried at the end, as the CLI does (the bug survives them)."""
     def verdict(kept: tuple[int, ...], settings) -> Verdict:
         if not core <= set(kept):
             return Verdict("pass")
@@ -98,6 +100,7 @@ def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: s
     problem = ReductionProblem(program, evaluate, jobs=jobs, check_original=check_original)
     problem.evaluated = evaluated  # type: ignore[attr-defined]
     problem.localize = localize
+    problem.generate_values = finishers
     run_reduction(problem)
     return problem
 
@@ -214,6 +217,19 @@ def test_speculation_spans_passes(chain: Program):
     assert four.counters.batches == 2
     assert four.counters.evaluations <= 2 * 4
 
+
+
+def test_speculation_ranks_candidates_without_the_localized_node_as_passing(chain: Program):
+    """slow_oracle's shape: a 2-node window, then one deletion that keeps only the node
+    before the localized one (its value was right: it rarely fails), then the finishers
+    on the window. Taken as a coin flip, that deletion's "fails" branch took a worker from
+    the finishers' path and cost a round: 7 calls in 3 rounds, where it was 4."""
+    core = {30, 31}
+    four = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True, finishers=True)
+    assert set(four.current) == core and four.guessed_node == 31
+    assert four.counters.oracle_calls == 7  # original, localization, [31], [30, 31], [30], values, sizes
+    assert four.pass_stats["generate_values"].accepted == four.pass_stats["shrink_shapes"].accepted == 1
+    assert four.counters.batches == 3
 
 
 def test_the_original_is_checked_once_however_often_speculation_replays_it(chain: Program):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from minimize.passes.values import expression, generate_values, generated_of, make
+from minimize.passes.values import expression, generated_of, make
 from minimize.problem import ReductionProblem
 from minimize.program import Program
 from minimize.scheduler import run_reduction

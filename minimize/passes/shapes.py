@@ -38,6 +38,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from minimize.passes.values import bounded, generated_of, index_bound, reshaped, with_generated
 from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_pseudo_setting
 from minimize.program import Slice, size_arguments
+from minimize.search import EXPECTED_P
 
 SIZES = "trtmin.sizes"  # pseudo-setting: JSON {size: smaller size} for the graph's size arguments
 SHRUNK_TO = 2  # not 1: a size of 1 broadcasts and squeezes, which many compilers special-case
@@ -174,7 +175,7 @@ def shrink_shapes(problem: ReductionProblem) -> None:
     # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
     sizes = [d for d in sizes if fitting({d: SHRUNK_TO}) is not None]
 
-    def keeps_failing(more: dict[int, int]) -> bool:
+    def keeps_failing(more: dict[int, int], p_true: float = 0.5) -> bool:
         mapped = fitting({**done, **more})
         if mapped is None:
             return False
@@ -182,14 +183,14 @@ def shrink_shapes(problem: ReductionProblem) -> None:
         exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in generated.items()}
         exprs = {n: _in_bounds(e, mapped) if n in indices else e for n, e in exprs.items()}
         trial = with_sizes(with_generated(problem.settings, exprs), {d: t for d, t in mapped.items() if d in in_graph})
-        if not problem.is_interesting(problem.current, trial):
+        if not problem.is_interesting(problem.current, trial, p_true):
             return False
         problem.settings = trial
         problem.counters.accepted += 1
         done.update(more)
         return True
 
-    if not sizes or keeps_failing({d: SHRUNK_TO for d in sizes}) or len(sizes) == 1:
+    if not sizes or keeps_failing({d: SHRUNK_TO for d in sizes}, EXPECTED_P) or len(sizes) == 1:
         return
     for d in sizes[:ONE_AT_A_TIME]:
         keeps_failing({d: SHRUNK_TO})

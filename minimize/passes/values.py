@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_pseudo_setting
+from minimize.search import EXPECTED_P
 
 GENERATED = "trtmin.generated"  # pseudo-setting: JSON {value name: expression}
 INLINE_MAX_ELEMENTS = 16  # smaller tensors are written into the script as literals (minimize/emit.py)
@@ -197,15 +198,15 @@ def generate_values(problem: ReductionProblem) -> None:
     exprs = {n: e for seed, n in enumerate(names) if (e := _expression_of(problem, n, seed)) is not None}
     floats = {n: e for n, e in exprs.items() if prog.values[n].dtype in _FLOATS}
 
-    def keeps_failing(more: dict[str, str]) -> bool:
+    def keeps_failing(more: dict[str, str], p_true: float = 0.5) -> bool:
         trial = with_generated(problem.settings, {**generated_of(problem.settings), **more})
-        if not problem.is_interesting(problem.current, trial):
+        if not problem.is_interesting(problem.current, trial, p_true):
             return False
         problem.settings = trial
         problem.counters.accepted += 1
         return True
 
-    if not exprs or keeps_failing(exprs):
+    if not exprs or keeps_failing(exprs, EXPECTED_P):  # most bugs are in the graph, not its values
         return
     if 0 < len(floats) < len(exprs) and keeps_failing(floats):
         return
