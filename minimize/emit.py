@@ -24,6 +24,7 @@ from torch.fx.traceback import NodeSource
 import minimize
 from minimize.passes.values import INLINE_MAX_ELEMENTS
 from minimize.program import Slice
+from minimize.snippet import snippet_source
 from oracles.backends.base import Backend
 from oracles.reference import ERROR_RATIO, float64_outputs
 from oracles.script_checks import check_source
@@ -110,13 +111,11 @@ def _literal(v: Any) -> str:
     return repr(v)
 
 
-def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
-                   generated: dict[str, str] | None = None) -> tuple[str, str, dict[str, torch.Tensor]]:
-    """Source of Repro.__init__ (the weights) and make_inputs(): small tensors inline,
-    generated ones as the expression that makes them (minimize/passes/values.py), the
-    other large ones from one file beside the script."""
-    big: dict[str, torch.Tensor] = {}
-    load = f"torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)"
+def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
+                       big: dict[str, torch.Tensor]) -> dict[str, str]:
+    """The expression that makes each value in repro.py: generated ones as the expression
+    (minimize/passes/values.py), small ones inline, the other large ones read from
+    `tensors`, the file beside the script (added to `big`)."""
     made = generated or {}
 
     def value(name: str, v: Any) -> str:
@@ -126,9 +125,19 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
             big[name] = v.detach().cpu().contiguous()
             return f"tensors[{name!r}]"
         return _literal(v)
+    return {name: value(name, v) for name, v in values.items()}
 
-    weights = [f"        self.register_buffer({n!r}, {value(n, v)})" for n, v in constants.items()]
-    items = [f"        {value(n, v)},  # {n}" for n, v in inputs.items()]
+
+def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
+                   generated: dict[str, str] | None = None) -> tuple[str, str, dict[str, torch.Tensor]]:
+    """Source of Repro.__init__ (the weights) and make_inputs(), and the tensors that go
+    to the file beside the script."""
+    big: dict[str, torch.Tensor] = {}
+    load = f"torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)"
+    weight_exprs = tensor_expressions(constants, generated, big)
+    input_exprs = tensor_expressions(inputs, generated, big)
+    weights = [f"        self.register_buffer({n!r}, {e})" for n, e in weight_exprs.items()]
+    items = [f"        {e},  # {n}" for n, e in input_exprs.items()]
     init = ""
     if weights:
         uses_file = any(n in big for n in constants)
@@ -138,6 +147,26 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
         return init, "def make_inputs():\n    return []\n", big
     file_line = f"    tensors = {load}\n" if any(n in big for n in inputs) else ""
     return init, "def make_inputs():\n" + file_line + "    return [\n" + "\n".join(items) + "\n    ]\n", big
+
+
+def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
+                   backend: Backend, generated: dict[str, str] | None = None) -> str | None:
+    """The reduced program as straight-line eager code for the report (minimize/snippet.py)."""
+    big: dict[str, torch.Tensor] = {}
+    exprs = tensor_expressions({**inputs, **constants}, generated, big)
+    tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
+    return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
+                          f"compiled with {backend.describe()}: {_short_failure(info.verdict)}")
+
+
+def _short_failure(v: Verdict) -> str:
+    """The failure in a few words, as our users comment their snippets ("TRT differs by 1.01")."""
+    if v.kind == "mismatch":
+        return f"output {v.output} differs from eager by {v.max_abs:.4g}"
+    if v.kind == "nan":
+        return f"output {v.output} is non-finite where eager is finite"
+    text = v.describe()
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 SCRIPT = '''#!/usr/bin/env python3
@@ -378,7 +407,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     gm = piece.gm
     inputs = {n: values[n] for n in piece.input_names}
     input_values = list(inputs.values())
-    script, big = render_script(info, gm, inputs, {n: values[n] for n in piece.constant_names}, backend, generated)
+    constants = {n: values[n] for n in piece.constant_names}
+    script, big = render_script(info, gm, inputs, constants, backend, generated)
     written: dict[str, Path] = {}
     if big:
         atomic_torch_save(big, out / INPUTS_FILE)
@@ -403,7 +433,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     # other, as an earlier run's files may be beside them (--force replaces, never deletes)
     summary["files"] = sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"}
                               | {n for spec in summary.get("emitted", []) for n in emitted_names(spec)})
-    atomic_write(out / "report.md", render_report(info, script, backend, summary))
+    snippet = report_snippet(info, gm, inputs, constants, backend, generated)
+    atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet))
     written["report"] = out / "report.md"
     atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     written["summary"] = out / "summary.json"
@@ -550,7 +581,14 @@ def _alone_line(summary: dict[str, Any]) -> str:
     return f"\n{report_line(summary['repro_alone'], (summary.get('flakiness') or {}).get('repeat', 1))}\n"
 
 
-def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any]) -> str:
+def _snippet_section(snippet: str | None) -> str:
+    if snippet is None:
+        return ""
+    return f"```python\n{snippet}\n```\n\n"
+
+
+def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any],
+                  snippet: str | None = None) -> str:
     from oracles.environment import collect_environment, format_environment
 
     # The shape of Torch-TensorRT's bug template, so the section pastes into an issue as is.
@@ -558,14 +596,17 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     stats = summary.get("passes", {})
     diagnosis = _diagnosis_lines(summary)
     stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items())
+    where = "above" if snippet else "in `repro.py` below"
+    snippet_words = (" It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
+                     "the result.") if snippet else ""
     return f"""# {info.title}
 
 **What fails:** {info.verdict.describe()}
 
-Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{_reference_words(info)}. The program below is what
+{_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{_reference_words(info)}. The program {where} is what
 is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin cut it down to
 {info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
-in as an input computed by eager PyTorch, so the failure is not upstream drift.
+in as an input computed by eager PyTorch, so the failure is not upstream drift.{snippet_words}
 
 {diagnosis}## Reproduce
 
@@ -574,9 +615,13 @@ It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 w
 3 where it fails differently.
 `TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).
 {_alone_line(summary)}{_emitted_line(summary)}
+<details><summary><code>repro.py</code></summary>
+
 ```python
 {script}
 ```
+
+</details>
 
 ## Environment
 

@@ -23,3 +23,30 @@ def run_repro(folder: Path, backend: str | None = None, timeout: float = 600) ->
         env["TRTMIN_BACKEND"] = backend
     return subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=folder)
+
+
+SNIPPET_CHECK = '''
+import importlib.util
+spec = importlib.util.spec_from_file_location("repro", "repro.py")
+repro = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(repro)
+with torch.no_grad():
+    inputs = [x.to(repro.DEVICE) if isinstance(x, torch.Tensor) else x for x in repro.make_inputs()]
+    expected = repro.flatten(repro.Repro().to(repro.DEVICE)(*inputs))
+got = repro.flatten(out)
+assert len(got) == len(expected), (len(got), len(expected))
+for a, b in zip(got, expected):
+    torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+print("SNIPPET OK")
+'''
+
+
+def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
+    """Runs the eager snippet at the top of report.md alone (beside repro.py, whose tensors
+    file it may read) and checks it computes what repro.py's Repro does, exactly."""
+    snippet = (folder / "report.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
+    check = folder.parent / f"{folder.name}_snippet_check.py"
+    check.write_text(snippet + SNIPPET_CHECK)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
+    return subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=folder)

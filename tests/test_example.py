@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import ROOT, run_cli, run_repro
+from tests.helpers import ROOT, run_cli, run_report_snippet, run_repro
 
 EXAMPLE = ROOT / "examples" / "forecaster.pt2"
 INPUTS = ROOT / "examples" / "forecaster_inputs.pt"
@@ -39,6 +39,8 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
     rr = run_repro(tmp_path)
     assert rr.returncode == 1 and rr.stdout.startswith("REPRODUCED"), rr.stdout + rr.stderr[-2000:]
     assert run_repro(tmp_path, backend="eager").returncode == 0
+    s = run_report_snippet(tmp_path)  # arange(..., device=device(type='cpu')): the snippet imports device
+    assert s.returncode == 0 and "SNIPPET OK" in s.stdout, s.stdout + s.stderr[-2000:]
     with zipfile.ZipFile(tmp_path / "reduced.pt2") as archive:  # named for itself, not a temporary file
         assert {name.split("/")[0] for name in archive.namelist()} == {"reduced"}
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left

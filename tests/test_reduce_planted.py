@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.conftest import plugin, save_program
-from tests.helpers import run_cli, run_repro
+from tests.helpers import run_cli, run_report_snippet, run_repro
 
 
 def reduce_cli(model: Path, inputs: Path, out: Path, oracle: str, backend: str, *extra: str):
@@ -58,6 +58,11 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
         assert "self.register_buffer('p_l1_weight'" in (tmp_path / "repro.py").read_text()
     r = run_repro(tmp_path)
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
+    # report.md opens with the same graph as eager code, which runs alone and computes what Repro does
+    top = (tmp_path / "report.md").read_text().split("**What fails:**")[1]
+    assert top.split("```python\n")[0].count("\n") < 4 and top.split("```python\n")[1].startswith("import torch\n")
+    s = run_report_snippet(tmp_path)
+    assert s.returncode == 0 and "SNIPPET OK" in s.stdout, s.stdout + s.stderr[-2000:]
     if fn == "crash_on_sin":  # the compiler's own error, not torch.compile's wrapper around it
         assert r.stdout.startswith("REPRODUCED: RuntimeError: planted converter failure: no converter for aten::sin")
         # where torch cannot be imported, it cannot run: exit 2, not a traceback's 1 (read as REPRODUCED)

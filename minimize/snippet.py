@@ -1,0 +1,52 @@
+"""The reduced program as a few lines of eager PyTorch, for the top of report.md.
+
+A maintainer reads an issue before running anything: our users' own reports show a bug
+as five lines (`mask = ...; out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+# TRT differs by 1.01`), not as a 200-line harness. The snippet is the same graph as
+repro.py's `Repro.forward`, with its inputs and weights made the way repro.py makes them,
+flattened into straight-line code that runs as it is in eager PyTorch (beside
+repro_inputs.pt where the script uses it). repro.py stays the thing that compiles and
+judges it; the report folds it below.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+MAX_LINES = 40  # a longer graph is read in repro.py itself
+_SELF_READ = re.compile(r"^(\w+) = self\.(\w+)$")
+
+
+def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_file: str | None,
+                   device: str, failure: str) -> str | None:
+    """`forward`: Repro.forward's source; `tensors`: each input's and weight's name, in
+    that order, with the expression that makes it and whether it is a tensor (moved to
+    `device`); `loads_file`: the tensors file the expressions read, if any; `failure`:
+    what the compiler does with it. None where the graph is not straight-line code (a
+    higher-order op's subgraph lives on `self`) or is too long to be read here."""
+    lines = textwrap.dedent("\n".join(forward.splitlines()[1:])).splitlines()  # without `def forward(...)`
+    body = []
+    for line in lines:
+        read = _SELF_READ.match(line)
+        if read and read.group(2) in tensors:
+            if read.group(1) != read.group(2):
+                body.append(f"{read.group(1)} = {read.group(2)}")
+            continue
+        if "self." in line:
+            return None
+        body.append(line)
+    if not body or not body[-1].startswith("return ") or len(body) + len(tensors) > MAX_LINES:
+        return None
+    body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
+    move = "" if device == "cpu" else f".to({device!r})"
+    made = [f"{name} = {expr}{move if is_tensor else ''}" for name, (expr, is_tensor) in tensors.items()]
+    text = "\n".join(made + body)
+    head = ["import torch"]
+    if re.search(r"\bdevice\(", text):
+        head.append("from torch import device")
+    if re.search(r"\b(inf|nan)\b", text):
+        head.append('inf, nan = float("inf"), float("nan")')
+    if loads_file:
+        head.append(f"tensors = torch.load({loads_file!r}, weights_only=True)  # beside repro.py")
+    return "\n".join(head) + "\n\n" + text

@@ -1,0 +1,41 @@
+"""The eager snippet at the top of report.md (minimize/snippet.py), on forward sources
+as repro.py writes them."""
+
+from __future__ import annotations
+
+import torch
+
+from minimize.snippet import MAX_LINES, snippet_source
+
+FORWARD = """def forward(self, x):
+    w = self.w
+    masked_fill = torch.ops.aten.masked_fill.Scalar(x, torch.ops.aten.gt.Scalar(x, 0), -inf)
+    linear = torch.ops.aten.linear.default(masked_fill, w)
+    return (linear,)"""
+
+
+def test_weights_become_variables_and_it_runs_as_eager_code():
+    tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
+    text = snippet_source(FORWARD, tensors, None, "cpu", "compiled with b: output 0 differs")
+    assert "self." not in text and "w = w" not in text
+    assert text.splitlines()[-1] == "out = (linear,)  # compiled with b: output 0 differs"
+    ns: dict = {}
+    exec(text, ns)  # -inf needs the header's inf; no tensors file
+    expected = torch.nn.functional.linear(torch.ones(2, 3).masked_fill(torch.ones(2, 3) > 0, float("-inf")),
+                                          torch.full((4, 3), 0.5))
+    torch.testing.assert_close(ns["out"][0], expected, rtol=0, atol=0, equal_nan=True)
+
+
+def test_tensors_move_to_the_device_and_the_file_is_loaded_where_used():
+    tensors = {"x": ("tensors['x']", True), "n": ("3", False), "w": ("torch.ones(4, 3)", True)}
+    text = snippet_source(FORWARD, tensors, "repro_inputs.pt", "cuda", "f")
+    assert "x = tensors['x'].to('cuda')" in text and "n = 3\n" in text and "w = torch.ones(4, 3).to('cuda')" in text
+    assert "tensors = torch.load('repro_inputs.pt', weights_only=True)" in text
+
+
+def test_no_snippet_for_subgraphs_on_self_or_long_graphs():
+    cond = FORWARD.replace("    linear =", "    true_graph_0 = self.true_graph_0\n    linear =")
+    assert snippet_source(cond, {"x": ("1", False), "w": ("2", False)}, None, "cpu", "f") is None
+    long = FORWARD.replace("    return", "".join(f"    y{i} = torch.ops.aten.sin.default(x)\n" for i in range(MAX_LINES))
+                           + "    return")
+    assert snippet_source(long, {"x": ("1", False), "w": ("2", False)}, None, "cpu", "f") is None
