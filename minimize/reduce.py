@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import torch
 
-from minimize.emit import ReproInfo, check_emit, environment, write_extra_script, write_outputs
+from minimize.emit import check_emit, write_extra_script, write_outputs
+from minimize.script import ReproInfo, environment
 from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
 from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run

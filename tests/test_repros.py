@@ -495,7 +495,7 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     or ONNX Runtime bug never said which release it was seen in (add_repro looks for them)."""
     import importlib.metadata as md
 
-    from minimize.emit import environment
+    from minimize.script import environment
 
     env = environment()
     for package in ("executorch", "onnxruntime"):

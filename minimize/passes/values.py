@@ -27,7 +27,7 @@ from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_ps
 from minimize.search import EXPECTED_P
 
 GENERATED = "trtmin.generated"  # pseudo-setting: JSON {value name: expression}
-INLINE_MAX_ELEMENTS = 16  # smaller tensors are written into the script as literals (minimize/emit.py)
+INLINE_MAX_ELEMENTS = 16  # smaller tensors are written into the script as literals (minimize/script.py)
 ONE_AT_A_TIME = 3  # where all at once loses the bug: the largest tensors, each alone
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _COMPLEX = (torch.complex64, torch.complex128)

@@ -1,0 +1,160 @@
+"""report.md: the issue-ready report of a reduction, around its repro.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+import minimize
+from minimize.script import INPUTS_FILE, ReproInfo, reference_words, forward_source, tensor_expressions
+from minimize.snippet import snippet_source
+from oracles.backends.base import Backend
+from oracles.verdict import Verdict
+
+
+def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
+                   backend: Backend, generated: dict[str, str] | None = None) -> str | None:
+    """The reduced program as straight-line eager code for the report (minimize/snippet.py)."""
+    big: dict[str, torch.Tensor] = {}
+    exprs = tensor_expressions({**inputs, **constants}, generated, big)
+    tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
+    return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
+                          f"compiled with {backend.describe()}: {_short_failure(info.verdict)}")
+
+
+def _short_failure(v: Verdict) -> str:
+    """The failure in a few words, as our users comment their snippets ("TRT differs by 1.01")."""
+    if v.kind == "mismatch":
+        return f"output {v.output} differs from eager by {v.max_abs:.4g}"
+    if v.kind == "nan":
+        return f"output {v.output} is non-finite where eager is finite"
+    text = v.describe()
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _diagnosis_lines(summary: dict[str, Any]) -> str:
+    """What the passes found, for the maintainer: the first value off, the engine, the
+    converter, the settings."""
+    notes = summary.get("diagnosis") or {}
+    lines = []
+    if "named_node" in notes:
+        lines.append(f"- The compiler's error names the node it failed on: {notes['named_node']} (the search "
+                     "started there).")
+    if "precision" in notes:
+        lines.append(f"- Precision: {notes['precision']}.")
+    if "first_off_value" in notes:
+        lines.append(f"- First value off when the {notes.get('localized_nodes', '?')}-node program is compiled "
+                     f"with every value an output: {notes['first_off_value']}.")
+    elif "localization" in notes:
+        lines.append(f"- Localization: {notes['localization']}.")
+    if "failing_engine" in notes:
+        lines.append(f"- Failing engine: {notes['failing_engine']} (each engine was run alone, the rest in PyTorch).")
+    if isinstance(notes.get("culprit_ops"), list):
+        ops = ", ".join(f"`{o}`" for o in notes["culprit_ops"])
+        lines.append(f"- Culprit converter: forcing {ops} to run in PyTorch makes the bug vanish.")
+    elif notes.get("culprit_ops"):
+        lines.append(f"- Culprit converter: not isolated ({notes['culprit_ops']}).")
+    if "settings_needed" in notes:
+        needed = ", ".join(f"`{k}={v}`" for k, v in notes["settings_needed"].items()) or "none"
+        lines.append(f"- Settings the bug needs: {needed}; dropped as irrelevant: "
+                     f"{', '.join(f'`{k}`' for k in notes.get('settings_dropped', [])) or 'none'}.")
+    if summary.get("generated_values"):
+        names = ", ".join(f"`{n}`" for n in summary["generated_values"])
+        shrunk = summary.get("shrunk_shapes") or {}
+        lines.append(f"- The bug does not need the original values of {names}: the script makes them "
+                     f"(seeded, of the same {'dtype' if shrunk else 'shape, dtype'} and scale).")
+        if shrunk:
+            changes = ", ".join(f"`{n}` {tuple(old)} → {tuple(new)}" for n, (old, new) in shrunk.items())
+            lines.append(f"- Nor their sizes: the script makes them smaller, {changes}.")
+    if summary.get("shrunk_sizes"):
+        sizes = ", ".join(f"{old} → {new}" for old, new in summary["shrunk_sizes"].items())
+        lines.append(f"- The graph's size arguments (view, reshape, layer_norm's shape) shrank where the bug does not "
+                     f"need them: {sizes}.")
+    return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
+
+
+def _beside(script: str, backend: Backend) -> str:
+    """The files repro.py reads from its own folder, for the report's "Reproduce" section."""
+    files = [f"`{name}` ({'the plugin backend' if name == 'plugin.py' else 'a copy of what the command runs'})"
+             for name in backend.script_part().files]
+    if INPUTS_FILE in script:
+        files.append(f"`{INPUTS_FILE}` (the larger tensors)")
+    return f", with {' and '.join(files)} from this folder beside it," if files else ""
+
+
+def emitted_names(spec: str) -> list[str]:
+    """The files `--emit spec` writes into --out."""
+    if spec == "tensorrt":
+        return ["repro_tensorrt.py", "model.onnx", "repro_tensorrt.npz"]
+    return [f"repro_{spec.replace(':', '_')}.py"]
+
+
+def _emitted_line(summary: dict[str, Any]) -> str:
+    specs = summary.get("emitted") or []
+    if not specs:
+        return ""
+    files = "; ".join(", ".join(f"`{n}`" for n in emitted_names(spec)) + f" ({spec})" for spec in specs)
+    return f"\nAlso written for other backends (generated from this program, not run by the oracle): {files}.\n"
+
+
+def _alone_line(summary: dict[str, Any]) -> str:
+    from minimize.verify import report_line
+    if "repro_alone" not in summary:
+        return ""
+    return f"\n{report_line(summary['repro_alone'], (summary.get('flakiness') or {}).get('repeat', 1))}\n"
+
+
+def _snippet_section(snippet: str | None) -> str:
+    if snippet is None:
+        return ""
+    return f"```python\n{snippet}\n```\n\n"
+
+
+def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any],
+                  snippet: str | None = None) -> str:
+    from oracles.environment import collect_environment, format_environment
+
+    # The shape of Torch-TensorRT's bug template, so the section pastes into an issue as is.
+    env_lines = format_environment(collect_environment()) + f"\n - trtmin Version: {minimize.__version__}"
+    stats = summary.get("passes", {})
+    diagnosis = _diagnosis_lines(summary)
+    stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items())
+    where = "above" if snippet else "in `repro.py` below"
+    snippet_words = (" It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
+                     "the result.") if snippet else ""
+    return f"""# {info.title}
+
+**What fails:** {info.verdict.describe()}
+
+{_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}. The program {where} is what
+is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin cut it down to
+{info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
+in as an input computed by eager PyTorch, so the failure is not upstream drift.{snippet_words}
+
+{diagnosis}## Reproduce
+
+Save as `repro.py`{_beside(script, backend)} and run `python repro.py`.
+It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run,
+3 where it fails differently.
+`TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).
+{_alone_line(summary)}{_emitted_line(summary)}
+<details><summary><code>repro.py</code></summary>
+
+```python
+{script}
+```
+
+</details>
+
+## Environment
+
+{env_lines}
+
+## How it was reduced
+
+| pass | oracle calls | accepted | nodes removed |
+|---|---|---|---|
+{stat_rows}
+"""
