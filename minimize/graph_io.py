@@ -27,6 +27,8 @@ def _encode_target(target: Any) -> tuple[str, ...]:
         return ("op", target._schema.name, target._overloadname)
     if isinstance(target, str):
         return ("str", target)
+    if isinstance(target, torch._ops.HigherOrderOperator):  # auto_functionalized, with_effects: no __qualname__
+        return ("hop", target.__name__)
     return ("py", target.__module__, target.__qualname__)
 
 
@@ -34,6 +36,8 @@ def _decode_target(code: tuple[str, ...]) -> Any:
     kind = code[0]
     if kind == "str":
         return code[1]
+    if kind == "hop":
+        return getattr(torch.ops.higher_order, code[1])
     if kind == "op":
         ns, name = code[1].split("::")
         packet = getattr(getattr(torch.ops, ns), name)

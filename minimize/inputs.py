@@ -97,12 +97,36 @@ def has_mutations(ep: ExportedProgram) -> bool:
                for n in ep.graph_module.graph.nodes)
 
 
+# torch.export wraps a `with torch.no_grad()` or `torch.autocast` region in these: one
+# node for the whole region, whose ops live in a submodule. Decomposing inlines them
+# (autocast as the explicit casts it makes), so the region's ops are cut like any other.
+REGION_WRAPPERS = ("wrap_with_set_grad_enabled", "wrap_with_autocast")
+
+
+def has_region_wrappers(ep: ExportedProgram) -> bool:
+    return any(n.op == "call_function" and getattr(n.target, "__name__", None) in REGION_WRAPPERS
+               for n in ep.graph_module.graph.nodes)
+
+
+def refuse_subgraphs(ep: ExportedProgram) -> None:
+    """A higher-order op whose body is a subgraph (torch.cond's branches, a while_loop's
+    body) cannot be cut into: its body is not nodes of the graph trtmin slices."""
+    ops = sorted({n.target.__name__ for n in ep.graph_module.graph.nodes
+                  if n.op == "call_function" and isinstance(n.target, torch._ops.HigherOrderOperator)
+                  and any(a.op == "get_attr" for a in n.all_input_nodes)})
+    if ops:
+        raise TrtminError(f"the program holds {', '.join(f'torch.{o}' if o == 'cond' else o for o in ops)}, "
+                          "whose body is a subgraph, and trtmin cannot cut into subgraphs yet; export the model "
+                          "with that region written without it (the branch these inputs take, the loop unrolled)")
+
+
 def prepare(ep: ExportedProgram, device: str) -> ExportedProgram:
-    """Functionalize (so a cut value is not mutated after eager computed it) and move to
-    the device. Functionalizing costs ~30 s at 5,000 nodes, so it runs only when the
-    graph has an in-place op."""
-    if has_mutations(ep):
+    """Functionalize (so a cut value is not mutated after eager computed it), inline
+    no_grad and autocast regions, and move to the device. Decomposing costs ~30 s at
+    5,000 nodes, so it runs only when the graph has an in-place op or such a region."""
+    if has_mutations(ep) or has_region_wrappers(ep):
         ep = ep.run_decompositions({})
+    refuse_subgraphs(ep)
     if device != "cpu":
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise TrtminError("--device cuda was asked for, but no CUDA GPU is visible here; "

@@ -1,0 +1,68 @@
+"""Programs whose export wraps regions in higher-order ops: `with torch.no_grad()` and
+`torch.autocast` regions are inlined and cut like any other ops; a subgraph body
+(torch.cond) is refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from torch import nn
+
+from tests.conftest import plugin, save_program
+from tests.helpers import run_cli
+from tests.test_bad_inputs import assert_one_line_error
+from tests.test_reduce_planted import ops_in
+
+
+class NoGradRegion(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        with torch.no_grad():
+            h = torch.tanh(self.l1(x))
+        return torch.exp(self.l2(h) * 2).sum(-1)
+
+
+class AutocastRegion(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = self.l(x)
+        return torch.exp(h.float() * 2)
+
+
+class CondBranch(nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,)).exp()
+
+
+def test_ops_inside_a_no_grad_region_are_cut_like_others(tmp_path):
+    model, inputs = save_program(NoGradRegion().eval(), (torch.randn(4, 8),), tmp_path)
+    assert "wrap_with_set_grad_enabled" in str(torch.export.load(str(model)).graph)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                "--backend", plugin("mismatch_mul_exp"), "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert ops_in(out / "repro.py") == ["exp.default", "mul.Tensor"]
+    assert json.loads((out / "summary.json").read_text())["original_nodes"] >= 5  # linear, tanh, linear, mul, exp, sum
+
+
+def test_an_autocast_region_keeps_its_casts(tmp_path):
+    model, inputs = save_program(AutocastRegion().eval(), (torch.randn(4, 8),), tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager")
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]  # eager against itself: the casts made it bf16 both times
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                "--backend", plugin("mismatch_mul_exp"))
+    assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+def test_a_cond_is_refused_in_one_line(tmp_path):
+    model, inputs = save_program(CondBranch(), (torch.randn(4, 8),), tmp_path)
+    assert_one_line_error(run_cli("check", str(model), "--inputs", str(inputs), "--backend", "eager"),
+                          "torch.cond", "subgraph")
