@@ -221,6 +221,9 @@ def check(
         with Workers(opts) as workers:  # before torch is imported (see reduce)
             from minimize.session import Session
             with Session(opts, workers) as session:
+                from minimize.program import random_draws_note
+                if note := random_draws_note(session.program):
+                    print(f"note: {note}", file=sys.stderr)
                 whole = session.program.normalize(session.program.all_kept())
                 runs = session.evaluate([(whole, tuple(sorted(opts.settings.items())))])[0]
     except TrtminError as e:

@@ -71,6 +71,24 @@ def load_exported(path: Path) -> ExportedProgram:
         quiet.setLevel(level)
 
 
+def draws_random(node: fx.Node) -> bool:
+    """randn, rand_like, bernoulli, dropout...: a compiler draws its own numbers, which no
+    comparison with eager's can judge."""
+    return torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
+
+
+def random_draws_note(program: "Program") -> str | None:
+    """What the user is told when random draws are fed in (Program's fixed_random)."""
+    if not (program.fixed_random and program.random_draws):
+        return None
+    counts: dict[str, int] = {}
+    for n in program.random_draws:
+        counts[str(n.target)] = counts.get(str(n.target), 0) + 1
+    ops = ", ".join(f"{op} x{k}" for op, k in counts.items())
+    return (f"the program draws random numbers ({ops}): eager PyTorch draws them once, seeded, and the compiled "
+            "program gets them as inputs, since a compiler's own draws cannot match eager's")
+
+
 def _is_reducible(node: fx.Node) -> bool:
     """Call nodes that compute a value. Assertion ops (no return value) are dropped."""
     if node.op != "call_function":
@@ -82,7 +100,10 @@ def _is_reducible(node: fx.Node) -> bool:
 class Program:
     """An exported program, functionalized, with every node's eager value captured."""
 
-    def __init__(self, ep: ExportedProgram, user_inputs: Sequence[Any], device: str = "cpu"):
+    def __init__(self, ep: ExportedProgram, user_inputs: Sequence[Any], device: str = "cpu",
+                 fixed_random: bool = False):
+        """fixed_random: random draws are never compiled: eager draws them once (seeded)
+        and they feed the rest as inputs, for oracles that compare values with eager's."""
         sig = ep.graph_signature
         user_outputs = {s.arg.name for s in sig.output_specs
                         if s.kind == OutputKind.USER_OUTPUT and hasattr(s.arg, "name")}
@@ -91,20 +112,23 @@ class Program:
         # BatchNorm into a Linear only when its weight is a constant).
         constants = {s.arg.name for s in sig.input_specs
                      if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
-        self._setup(ep.graph_module.graph, user_outputs, constants, device)
+        self._setup(ep.graph_module.graph, user_outputs, constants, device, fixed_random)
         self.values = self._capture(ep, user_inputs)
 
     @classmethod
     def restore(cls, graph: fx.Graph, user_outputs: set[str], constants: set[str], values: dict[str, Any],
-                device: str) -> "Program":
+                device: str, fixed_random: bool = False) -> "Program":
         """A worker's copy: the graph and the eager values the main process captured."""
         program = cls.__new__(cls)
-        program._setup(graph, user_outputs, constants, device)
+        program._setup(graph, user_outputs, constants, device, fixed_random)
         program.values = values
         return program
 
-    def _setup(self, graph: fx.Graph, user_outputs: set[str], constants: set[str], device: str) -> None:
+    def _setup(self, graph: fx.Graph, user_outputs: set[str], constants: set[str], device: str,
+               fixed_random: bool) -> None:
         self.device = device
+        self.fixed_random = fixed_random
+        self.random_draws = [n for n in graph.nodes if n.op == "call_function" and draws_random(n)]
         self.graph = graph
         self.user_outputs = user_outputs
         self.constants = constants
@@ -112,7 +136,8 @@ class Program:
         # Dead values (an unused getitem of batch_norm's saved statistics) are never kept:
         # as candidate outputs they would be compared for nothing.
         self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
-                                     and (n.users or n.name in user_outputs)]
+                                     and (n.users or n.name in user_outputs)
+                                     and not (fixed_random and draws_random(n))]
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         # users restricted to reducible nodes, for sink computation
         self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}
@@ -121,6 +146,7 @@ class Program:
     def _capture(self, ep: ExportedProgram, user_inputs: Sequence[Any]) -> dict[str, Any]:
         args = [a.detach() if isinstance(a, torch.Tensor) else a for a in lifted_args(ep, user_inputs)]
         interp = fx.Interpreter(ep.graph_module, garbage_collect_values=False)
+        torch.manual_seed(0)  # the same random draws in every run of trtmin: --resume replays verdicts on them
         with torch.no_grad():
             try:
                 interp.run(*args)

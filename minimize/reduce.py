@@ -17,14 +17,15 @@ from typing import Any, Callable
 import torch
 
 from minimize.emit import check_emit, write_extra_script, write_outputs
-from minimize.script import ReproInfo, environment
 from minimize.journal import Journal
 from minimize.localize import LOCALIZABLE
 from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run
 from minimize.passes.shapes import split_sizes
 from minimize.passes.values import make, split_generated
 from minimize.problem import ReductionProblem
+from minimize.program import random_draws_note
 from minimize.scheduler import run_reduction
+from minimize.script import ReproInfo, environment
 from minimize.session import Options, Session
 from minimize.verify import run_alone
 from minimize.workers import Workers
@@ -78,6 +79,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         header = _header(opts)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
+        random_note = random_draws_note(session.program)
+        if random_note:
+            log(f"note: {random_note}")
         held.enter_context(held_by_this_run(out))  # before the journal: one run at a time in a folder
         check_out_dir(out, resume, force)  # again: another run may have written there while this one loaded
         journal = Journal(out, header, resume)
@@ -108,6 +112,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                                    partitions=session.partitions if session.backend.reports_partitions else None,
                                    min_failures=opts.min_failures, check_original=check)
         problem.op_fallback_setting = session.backend.op_fallback_setting
+        if random_note:
+            problem.notes["random_draws"] = random_note
         problem.localize = opts.localize and opts.oracle in LOCALIZABLE
         problem.locate_from_errors = opts.localize
         problem.generate_values = opts.generate_values

@@ -42,6 +42,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "named_node" in notes:
         lines.append(f"- The compiler's error names the node it failed on: {notes['named_node']} (the search "
                      "started there).")
+    if "random_draws" in notes:
+        lines.append(f"- Random draws: {notes['random_draws']}.")
     if "precision" in notes:
         lines.append(f"- Precision: {notes['precision']}.")
     if "first_off_value" in notes:

@@ -21,7 +21,7 @@ from minimize.workers import Workers
 from oracles.backends import resolve
 from oracles.backends.plugin import PluginBackend
 from oracles.errors import TrtminError
-from oracles.verdict import ORACLES, Verdict
+from oracles.verdict import ORACLES, VALUE_ORACLES, Verdict
 
 __all__ = ["Options", "Session"]
 
@@ -64,7 +64,8 @@ class Session:
         clock.step("load_model")
         self.ep = prepare(ep, opts.device)
         clock.step("prepare")
-        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device)
+        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device,
+                               fixed_random=opts.oracle in VALUE_ORACLES)
         self.user_inputs = user_inputs
         clock.step("eager_values")
         save_state(self.program, self.workers.state_dir)

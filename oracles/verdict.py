@@ -15,6 +15,7 @@ from typing import Any
 # candidate itself is broken (eager fails on it), which is never the bug.
 KINDS = ("pass", "crash", "nan", "mismatch", "oom", "hang", "invalid")
 ORACLES = ("crash", "nan", "mismatch", "oom", "hang")
+VALUE_ORACLES = ("nan", "mismatch")  # judged by comparing values with eager PyTorch's
 
 
 @dataclass(frozen=True)

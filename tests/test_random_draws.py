@@ -1,0 +1,60 @@
+"""Programs that draw random numbers (a diffusion policy's starting noise): for oracles
+that compare values with eager's, eager draws them once, seeded, and the compiled
+program gets them as inputs; a compiler's own draws could never match."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from minimize.inputs import prepare
+from minimize.program import Program
+from tests.conftest import plugin, save_program
+from tests.helpers import run_cli
+
+
+class Denoiser(nn.Module):
+    """Encode the observation, draw noise, denoise it in 3 steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc, self.den = nn.Linear(8, 8), nn.Linear(16, 8)
+
+    def forward(self, obs):
+        h = torch.tanh(self.enc(obs))
+        a = torch.randn(4, 8)
+        for _ in range(3):
+            a = a - 0.1 * self.den(torch.cat([a, h], -1))
+        return torch.exp(a * 2).sum(-1)
+
+
+def _program(fixed_random: bool) -> Program:
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    return Program(prepare(torch.export.export(Denoiser().eval(), (x,)), "cpu"), [x], fixed_random=fixed_random)
+
+
+def test_draws_are_fed_in_for_value_oracles_and_kept_for_the_others():
+    fed, kept = _program(True), _program(False)
+    assert [str(n.target) for n in fed.random_draws] == ["aten.randn.default"]
+    assert not any("randn" in str(n.target) for n in fed.nodes)
+    assert any("randn" in str(n.target) for n in kept.nodes)  # a compiler may crash on lowering it
+    # the whole program's slice reads the draw as an input, with the value eager drew
+    whole = fed.materialize(fed.all_kept())
+    assert fed.random_draws[0].name in whole.input_names
+    # seeded: every run of trtmin draws the same numbers (--resume replays verdicts on them)
+    torch.manual_seed(123)
+    again = _program(True)
+    name = fed.random_draws[0].name
+    assert torch.equal(fed.values[name], again.values[name])
+
+
+def test_eager_and_a_correct_compiler_agree_with_eager_on_a_noisy_program(tmp_path):
+    model, inputs = save_program(Denoiser().eval(), (torch.randn(4, 8),), tmp_path)
+    for backend in ("eager", "inductor"):
+        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend)
+        assert r.returncode == 0, r.stdout + r.stderr[-2000:]  # both failed against eager's own draw before
+        assert "draws random numbers (aten.randn.default x1)" in r.stderr
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                "--backend", plugin("mismatch_mul_exp"))
+    assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]  # a real bug still shows
