@@ -105,8 +105,8 @@ class Program:
         """fixed_random: random draws are never compiled: eager draws them once (seeded)
         and they feed the rest as inputs, for oracles that compare values with eager's."""
         sig = ep.graph_signature
-        user_outputs = {s.arg.name for s in sig.output_specs
-                        if s.kind == OutputKind.USER_OUTPUT and hasattr(s.arg, "name")}
+        user_outputs = list(dict.fromkeys(s.arg.name for s in sig.output_specs  # in the order the model returns them
+                                          if s.kind == OutputKind.USER_OUTPUT and hasattr(s.arg, "name")))
         # Parameters, buffers and constants stay weights in every slice (get_attr), as in
         # the user's model: a compiler treats a weight input differently (XNNPACK folds a
         # BatchNorm into a Linear only when its weight is a constant).
@@ -116,7 +116,7 @@ class Program:
         self.values = self._capture(ep, user_inputs)
 
     @classmethod
-    def restore(cls, graph: fx.Graph, user_outputs: set[str], constants: set[str], values: dict[str, Any],
+    def restore(cls, graph: fx.Graph, user_outputs: list[str], constants: set[str], values: dict[str, Any],
                 device: str, fixed_random: bool = False) -> "Program":
         """A worker's copy: the graph and the eager values the main process captured."""
         program = cls.__new__(cls)
@@ -124,13 +124,15 @@ class Program:
         program.values = values
         return program
 
-    def _setup(self, graph: fx.Graph, user_outputs: set[str], constants: set[str], device: str,
+    def _setup(self, graph: fx.Graph, user_outputs: list[str], constants: set[str], device: str,
                fixed_random: bool) -> None:
         self.device = device
         self.fixed_random = fixed_random
         self.random_draws = [n for n in graph.nodes if n.op == "call_function" and draws_random(n)]
         self.graph = graph
-        self.user_outputs = user_outputs
+        self.user_outputs = set(user_outputs)
+        self.output_order = user_outputs  # a slice returns these first, in this order (outputs_of)
+        self._output_rank = {name: r for r, name in enumerate(user_outputs)}
         self.constants = constants
         self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         # Dead values (an unused getitem of batch_norm's saved statistics) are never kept:
@@ -171,10 +173,14 @@ class Program:
         return tuple(sorted(keep))
 
     def outputs_of(self, kept: Sequence[int]) -> list[int]:
+        """The slice's outputs, in the order it returns them: the model's own outputs in the
+        model's order ("output 0" means what it means to the user), then the values only
+        the cut nodes read, in graph order."""
         keep = set(kept)
-        return [i for i in kept
-                if not any(u in keep for u in self._users[self.nodes[i].name])
-                or self.nodes[i].name in self.user_outputs]
+        sinks = [i for i in kept
+                 if not any(u in keep for u in self._users[self.nodes[i].name])
+                 or self.nodes[i].name in self.user_outputs]
+        return sorted(sinks, key=lambda i: self._output_rank.get(self.nodes[i].name, len(self._output_rank)))
 
     def materialize(self, kept: Sequence[int], mark_all: bool = False,
                     replaced: Mapping[str, Any] | None = None, sizes: Mapping[int, int] | None = None) -> Slice:
@@ -208,9 +214,12 @@ class Program:
             env[n.name] = graph.node_copy(n, lambda a: env[a.name])
             if sizes:
                 env[n.name].args, env[n.name].kwargs = resized_arguments(env[n.name], sizes)
-        sinks = set(self.outputs_of(kept))
-        outs = [self.nodes[i].name for i in kept
-                if i in sinks or (mark_all and isinstance(self.values.get(self.nodes[i].name), torch.Tensor))]
+        sinks = self.outputs_of(kept)
+        if mark_all:  # in graph order: localization maps each output back to its node by name
+            outs = [self.nodes[i].name for i in kept
+                    if i in sinks or isinstance(self.values.get(self.nodes[i].name), torch.Tensor)]
+        else:
+            outs = [self.nodes[i].name for i in sinks]
         graph.output(tuple(env[o] for o in outs))
         root = torch.nn.Module()
         for name in constants:

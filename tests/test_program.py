@@ -280,3 +280,28 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     assert guess("aten.rsqrt.default", 'File "lib.py", line 3, in f\n    return g(x)') is None
     problem.locate_from_errors = False
     assert guess("aten.sin.default", source) is None
+
+
+class ReturnsOutOfGraphOrder(torch.nn.Module):
+    def forward(self, x, y):
+        a = torch.sin(x)
+        b = torch.exp(x * 2)
+        return b, a, y.relu()  # exp comes after sin in the graph, first in what the model returns
+
+
+def test_outputs_are_numbered_as_the_model_returns_them(tmp_path):
+    from tests.conftest import plugin, save_program
+    from tests.helpers import run_cli
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    program = Program(prepare(torch.export.export(ReturnsOutOfGraphOrder(), (x, y)), "cpu"), [x, y])
+    targets = [str(program.nodes[i].target) for i in program.outputs_of(program.all_kept())]
+    assert targets == ["aten.exp.default", "aten.sin.default", "aten.relu.default"]
+    assert program.materialize(program.all_kept()).output_names == [program.nodes[i].name for i in
+                                                                    program.outputs_of(program.all_kept())]
+    # cut values a slice returns come after the model's own, in graph order
+    no_exp = program.normalize(i for i, n in enumerate(program.nodes) if "exp" not in str(n.target))
+    assert [str(program.nodes[i].target) for i in program.outputs_of(no_exp)] == [
+        "aten.sin.default", "aten.relu.default", "aten.mul.Tensor"]
+    model, inputs = save_program(ReturnsOutOfGraphOrder(), (x, y), tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--backend", plugin("mismatch_mul_exp"))
+    assert r.returncode == 1 and "MISMATCH: output 0 differs" in r.stdout, r.stdout + r.stderr[-2000:]
