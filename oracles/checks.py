@@ -11,7 +11,25 @@ import torch
 from oracles.reference import ERROR_RATIO, error_ratio
 from oracles.verdict import Verdict
 
+# What counts as an OOM: these exception types, or a message that says one of these
+# (any case): CUDA's "CUDA out of memory", the CPU allocator's "can't allocate memory"
+# under a memory limit (RLIMIT_AS, --memory-limit). repro.py's pattern is made of the same
+# (oom_pattern), so the script and trtmin agree on what is an OOM.
 OOM_TYPES = ("OutOfMemoryError", "MemoryError")
+OOM_MESSAGES = ("out of memory", "can't allocate memory")
+
+
+def says_oom(message: str) -> bool:
+    lowered = message.lower()
+    return any(m in lowered for m in OOM_MESSAGES)
+
+
+def oom_pattern() -> str:
+    """A regex for error text ('Type: message', one exception a line, as repro.py writes it)
+    that matches what classify_exception calls an OOM: one of OOM_TYPES by its exact name,
+    or one of OOM_MESSAGES in any case."""
+    messages = "|".join(re.escape(m).replace("\\ ", " ") for m in OOM_MESSAGES)
+    return rf"\b(?:{'|'.join(OOM_TYPES)})\b|(?i:{messages})"
 
 
 @dataclass(frozen=True)
@@ -32,9 +50,7 @@ def classify_exception(exc: BaseException) -> Verdict:
     """An exception while compiling or running is a crash, unless it is an OOM."""
     name = type(exc).__name__
     message = str(exc) or repr(exc)
-    lowered = message.lower()
-    # CUDA: "CUDA out of memory"; CPU under a memory limit: "can't allocate memory"
-    is_oom = name in OOM_TYPES or "out of memory" in lowered or "can't allocate memory" in lowered
+    is_oom = name in OOM_TYPES or says_oom(message)
     # Inductor and dynamo wrap the real error; report the innermost type.
     inner = exc
     while getattr(inner, "inner_exception", None) is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 
+from oracles.checks import oom_pattern
 from oracles.reference import ERROR_RATIO, error_ratio, float64_source
 from oracles.verdict import Signature
 
@@ -103,7 +104,7 @@ def error_pattern(sig: Signature, match: str | None) -> str:
     if match:
         return match
     if sig.kind == "oom":
-        return r"(?i)out of memory|OutOfMemoryError|MemoryError"
+        return oom_pattern()  # what trtmin's checks count as an OOM (oracles/checks.py)
     if sig.kind != "crash" or not sig.message:
         return ""
     text = re.escape(sig.message)

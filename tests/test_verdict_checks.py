@@ -54,6 +54,22 @@ def test_classify_oom_and_crash():
     assert (v.kind, v.exc_type, v.message) == ("crash", "RuntimeError", "boom")
 
 
+def test_repro_oom_pattern_takes_every_error_trtmin_calls_an_oom():
+    """repro.py judges an OOM by error_pattern: it must take what classify_exception counts
+    (a host allocation over --memory-limit says "can't allocate memory"), and no crash."""
+    pat = error_pattern(Signature("oom"), None)
+    ooms = [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), MemoryError(),
+            RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                         "you tried to allocate 4294967296 bytes. Error code 12 (Cannot allocate memory)"),
+            RuntimeError("CUDA error: OUT OF MEMORY")]
+    for e in ooms:
+        assert classify_exception(e).kind == "oom", e
+        assert re.search(pat, f"{type(e).__name__}: {e}"), e
+    for e in [RuntimeError("boom"), ValueError("MemoryErrors are not raised here")]:
+        assert classify_exception(e).kind == "crash", e
+        assert not re.search(pat, f"{type(e).__name__}: {e}"), e
+
+
 def test_error_pattern_matches_the_same_error_with_other_numbers():
     sig = Signature.of(Verdict("crash", "KeyError", "'buf12'"))
     pat = error_pattern(sig, None)
