@@ -152,7 +152,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
             oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
-            reference=opts.reference, device=opts.device, timeout=opts.timeout,
+            reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
         summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
         summary["generated_values"] = generated

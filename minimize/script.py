@@ -18,6 +18,7 @@ import torch.fx as fx
 
 import minimize
 from minimize.passes.values import INLINE_MAX_ELEMENTS
+from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.reference import ERROR_RATIO
 from oracles.script_checks import check_source
@@ -60,6 +61,7 @@ class ReproInfo:
     needs_subprocess: bool  # signal deaths and hangs must be caught from a parent process
     timeout: float
     reference: str = "eager"  # "float64": a mismatch is judged against eager's own error (oracles/reference.py)
+    memory_limit_mb: int | None = None  # --memory-limit: the script sets it too (oracles/address_space.py)
 
 
 def forward_source(gm: fx.GraphModule) -> str:
@@ -125,7 +127,7 @@ SCRIPT = '''#!/usr/bin/env python3
 
 Reduced by trtmin {trtmin} from {source}: {original} -> {final} call nodes in {calls} oracle calls.
 Reduced on: torch {torch}, Python {python}, {os}, device {device}{gpu}.
-Backend: {backend}. Oracle: {oracle}{tolerance}.
+Backend: {backend}. Oracle: {oracle}{tolerance}.{memory_words}
 
 Run:      python repro.py
           exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package or file),
@@ -148,7 +150,7 @@ DEVICE = {device!r}
 ATOL, RTOL = {atol!r}, {rtol!r}
 REFERENCE = {reference!r}  # float64: a difference counts only beyond ERROR_RATIO x eager's own error from a float64 run
 REQUIRES = {requires!r}
-{imports}
+{memory_constant}{imports}
 
 class Repro(torch.nn.Module):
 {init}{forward}
@@ -164,7 +166,7 @@ def compile_backend(module, inputs, backend):
     {compile_body}
 
 {checks}
-{child_functions}
+{child_functions}{memory_functions}
 def exception_chain(e):
     """The exception and what it wraps (torch.compile wraps a backend's error)."""
     chain = []
@@ -212,7 +214,7 @@ def run():
     except Exception as e:  # plugin.py gone from beside the script, a module not installed: not the bug
         print(f"SKIPPED: cannot run: the backend cannot be loaded: {{first_line(e)}}")
         return 2
-{announce_call}    with torch.no_grad():
+{before_call}    with torch.no_grad():
         try:
             compiled = module if eager else compile_backend(module, clone(inputs), backend)
             actual = flatten(compiled(*clone(inputs)))
@@ -251,10 +253,36 @@ if __name__ == "__main__":
 
 
 # torch.compile imports Dynamo (a second or more) on its first call: start-up, as in trtmin's
-# warm workers, so it is done before the child starts the clock.
+# warm workers, so it is done before the child starts the clock, and before the memory limit.
+IMPORT_DYNAMO = "    import torch._dynamo\n"
+ANNOUNCE_CALL = "    announce_call()\n"
+LIMIT_MEMORY = '''    cannot = limit_memory()
+    if cannot:
+        print(f"SKIPPED: cannot run: {cannot}")
+        return 2
+'''
 
 
-ANNOUNCE_CALL = "    import torch._dynamo\n    announce_call()\n"
+# The memory limit the reduction ran under (--memory-limit), set as trtmin's workers set it,
+# with their functions (oracles/address_space.py): the bug is an allocation over it.
+MEMORY_FUNCTIONS = '''
+def limit_memory():
+    """RLIMIT_AS of MEMORY_LIMIT_MB for the backend call, as trtmin's workers had it: None once
+    set, else why it cannot be (the script then cannot judge the bug here)."""
+    limit = f"the reduction's memory limit ({MEMORY_LIMIT_MB} MiB of address space, RLIMIT_AS)"
+    try:
+        mapped = set_address_limit(MEMORY_LIMIT_MB * 2**20)
+    except ImportError:  # no resource module (Windows): unlimited, an OOM bug would pass as FIXED
+        return f"the bug needs {limit}, and this platform cannot set one (no resource module)"
+    except (ValueError, OSError) as e:  # a lower hard limit is set already (ulimit -v)
+        return f"{limit} cannot be set here: {e}"
+    if mapped is not None:
+        return (f"{limit} is below what this process maps before the backend call ({mapped >> 20} MiB); "
+                f"to run it anyway, set MEMORY_LIMIT_MB to at least {mib_to_ask(mapped)}")
+    return None
+
+
+'''
 
 
 CHILD_BLOCK = '''    if not os.environ.get("TRTMIN_CHILD"):
@@ -284,7 +312,10 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         std_imports="\n".join(f"import {m}" for m in ["importlib.util", "os", *(["pathlib"] if big else []), "re",
                                                          *(["subprocess"] if info.needs_subprocess else []), "sys"]),
         child_block=_child_block(info), child_functions=_child_functions(info),
-        announce_call=ANNOUNCE_CALL if info.needs_subprocess else "",
+        before_call=_before_call(info), memory_words=_memory_words(info),
+        memory_constant=(f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
+                         "set before the backend is called\n" if info.memory_limit_mb else ""),
+        memory_functions=MEMORY_FUNCTIONS + address_space_source() + "\n" if info.memory_limit_mb else "",
     )
     return script, big
 
@@ -298,6 +329,23 @@ def _docstring_text(text: str) -> str:
     """Text for the script's docstring: an error message or a command may hold backslashes
     (a Windows path, a regex: '\\x' then no hex digits is a SyntaxError) or three quotes."""
     return text.replace("\\", "\\\\").replace('"""', '\\"""')
+
+
+def _before_call(info: ReproInfo) -> str:
+    """run()'s lines between loading the backend and calling it: Dynamo's import (start-up),
+    the memory limit, the child's mark that the call starts."""
+    limit = bool(info.memory_limit_mb)
+    return ((IMPORT_DYNAMO if info.needs_subprocess or limit else "") + (LIMIT_MEMORY if limit else "")
+            + (ANNOUNCE_CALL if info.needs_subprocess else ""))
+
+
+def _memory_words(info: ReproInfo) -> str:
+    if not info.memory_limit_mb:
+        return ""
+    return (f"\nMemory:   the backend is called under {info.memory_limit_mb} MiB of address space (RLIMIT_AS),\n"
+            "          the reduction's --memory-limit, set as trtmin's workers set it: a host allocation\n"
+            "          over it fails. The eager control runs under it too. Where it cannot be set (no\n"
+            "          `resource` module, as on Windows) the script prints SKIPPED.")
 
 
 def _child_block(info: ReproInfo) -> str:

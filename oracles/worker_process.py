@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from oracles import bytecode
+from oracles.address_space import mib_to_ask, set_address_limit
 from oracles.errors import TrtminError
 
 READY = "__ready__"
@@ -80,24 +81,14 @@ def call_spec(spec: str, kwargs: dict[str, Any]) -> tuple[Any, float]:
 
 
 def limit_address_space(limit_bytes: int) -> None:
-    """RLIMIT_AS for the jobs. Below what the worker already maps (torch, the compiler, the
-    program), every job would die of it and the original would look like a crash."""
-    import resource
-    mapped = _mapped_bytes()
-    if mapped is not None and limit_bytes <= mapped:
-        need = -(-mapped // 2**30) * 1024 + 1024  # MiB: what is mapped, rounded up to a GiB, and one more
+    """RLIMIT_AS for the jobs (oracles/address_space.py). Below what the worker already maps
+    (torch, the compiler, the program), every job would die of it and the original would
+    look like a crash."""
+    mapped = set_address_limit(limit_bytes)
+    if mapped is not None:
         raise TrtminError(f"--memory-limit {limit_bytes >> 20} MiB is below the address space a worker maps before "
                           f"its first job ({mapped >> 20} MiB: torch, the compiler and the program); "
-                          f"use at least --memory-limit {need}")
-    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
-
-
-def _mapped_bytes() -> int | None:
-    try:
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    except (OSError, StopIteration, ValueError):
-        return None
+                          f"use at least --memory-limit {mib_to_ask(mapped)}")
 
 
 def worker_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import plugin
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, run_cli, run_repro
 
 
 def reduce_args(model: Path, inputs: Path, out: Path, oracle: str, fn: str, *extra: str) -> list[str]:
@@ -48,12 +49,54 @@ def test_worker_killed_mid_call_is_retried(host_program, clean_mismatch_run, tmp
     assert summary(out)["final_nodes"] == summary(clean_mismatch_run)["final_nodes"]
 
 
-def test_host_oom_under_memory_limit_is_a_verdict(host_program, tmp_path):
+@pytest.fixture(scope="module")
+def host_oom_run(host_program, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("host_oom")
     model, inputs = host_program
-    r = run_cli(*reduce_args(model, inputs, tmp_path, "oom", "host_oom_on_tanh", "--memory-limit", "6000"))
+    r = run_cli(*reduce_args(model, inputs, out, "oom", "host_oom_on_tanh", "--memory-limit", "6000"))
     assert r.returncode == 0, r.stderr[-2000:]
-    s = summary(tmp_path)
+    return out
+
+
+def test_host_oom_under_memory_limit_is_a_verdict(host_oom_run):
+    s = summary(host_oom_run)
     assert s["final_nodes"] == 1 and s["signature"] == "oom"
+
+
+def test_host_oom_repro_runs_under_the_same_memory_limit(host_oom_run):
+    """repro.py sets the reduction's --memory-limit before it calls the backend: alone it
+    reproduces (the CPU allocator's "can't allocate memory" is an OOM there too), and the
+    eager control under the same limit is FIXED."""
+    script = (host_oom_run / "repro.py").read_text()
+    assert "MEMORY_LIMIT_MB = 6000" in script and "6000 MiB of address space (RLIMIT_AS)" in script
+    assert summary(host_oom_run)["repro_alone"]["status"] == "REPRODUCED"
+    r = run_repro(host_oom_run)
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: ") and "allocate" in r.stdout, r.stdout + r.stderr
+    r = run_repro(host_oom_run, backend="eager")
+    assert r.returncode == 0 and r.stdout.startswith("FIXED: "), r.stdout + r.stderr
+
+
+def _run_script_without_resource(folder: Path) -> subprocess.CompletedProcess[str]:
+    """repro.py as on a platform with no `resource` module (Windows)."""
+    run = ("import runpy, sys; sys.modules['resource'] = None; sys.argv = ['repro.py']; "
+           "runpy.run_path('repro.py', run_name='__main__')")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
+    return subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=600, env=env,
+                          cwd=folder)
+
+
+def test_host_oom_repro_that_cannot_set_the_limit_is_skipped(host_oom_run, tmp_path):
+    """Unlimited, the bug would pass as FIXED: where the limit cannot be set (no `resource`
+    module) or is below what the script maps before the call, it cannot judge: SKIPPED."""
+    r = _run_script_without_resource(host_oom_run)
+    assert r.returncode == 2 and r.stdout.startswith("SKIPPED: ") and "no resource module" in r.stdout, \
+        r.stdout + r.stderr
+    low = tmp_path / "low"
+    shutil.copytree(host_oom_run, low)
+    script = low / "repro.py"
+    script.write_text(script.read_text().replace("MEMORY_LIMIT_MB = 6000", "MEMORY_LIMIT_MB = 64"))
+    r = run_repro(low)
+    assert r.returncode == 2 and "set MEMORY_LIMIT_MB to at least" in r.stdout, r.stdout + r.stderr
 
 
 def test_flaky_compiler_is_measured_and_reduced(host_program, tmp_path, monkeypatch):
