@@ -64,6 +64,8 @@ TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may tak
 DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
 RepeatOpt = Annotated[int, typer.Option(help="Run each candidate this many times (flaky compilers); "
                      "the original's failure rate is measured first.")]
+MemoryLimitOpt = Annotated[Optional[int], typer.Option(help="MiB of address space per worker (RLIMIT_AS); "
+                          "going over it is an oom verdict, not the end of trtmin (reduce: repro.py sets it too).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="A backend setting KEY=VALUE (repeatable), e.g. "
                    "Torch-TensorRT's min_block_size=1, or for inductor mode, dynamic, fullgraph or any "
                    "torch._inductor.config name (max_autotune=true). Unknown keys are refused.")]
@@ -126,8 +128,7 @@ def reduce(
     min_failures: Annotated[Optional[int], typer.Option(help="Of --repeat runs, how many must fail for a candidate "
                             "to count (default: all where the original failed all; else half as many as it failed, "
                             "rounded up).")] = None,
-    memory_limit: Annotated[Optional[int], typer.Option(help="MiB of address space per worker (RLIMIT_AS); "
-                            "going over it is an oom verdict, not the end of trtmin.")] = None,
+    memory_limit: MemoryLimitOpt = None,
     emit: Annotated[Optional[list[str]], typer.Option(help="Also write the script for another backend (repeatable): "
                     "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
                     "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
@@ -210,14 +211,15 @@ def check(
     device: DeviceOpt = "cpu",
     set_: SetOpt = None,
     repeat: RepeatOpt = 1,
+    memory_limit: MemoryLimitOpt = None,
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.workers import Workers
     try:
-        check_numbers(atol, rtol, timeout, repeat)
+        check_numbers(atol, rtol, timeout, repeat, memory_limit)
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, settings=set_,
                              reference=reference.value)
-        opts.repeat = repeat
+        opts.repeat, opts.memory_limit_mb = repeat, memory_limit
         with Workers(opts) as workers:  # before torch is imported (see reduce)
             from minimize.session import Session
             with Session(opts, workers) as session:

@@ -154,6 +154,7 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
         assert_one_line_error(r, *words)
         assert "loaded" not in r.stderr and not out.exists()  # refused before the model loaded: no run lost
     assert_one_line_error(run_cli("check", str(model), "--repeat", "0"), "--repeat 0")
+    assert_one_line_error(run_cli("check", str(model), "--memory-limit", "0"), "--memory-limit 0")
     assert_one_line_error(run_cli("repros", "run", "--timeout", "-1"), "--timeout -1")
 
 

@@ -63,6 +63,14 @@ def test_host_oom_under_memory_limit_is_a_verdict(host_oom_run):
     assert s["final_nodes"] == 1 and s["signature"] == "oom"
 
 
+def test_check_confirms_a_host_oom_under_memory_limit(host_program):
+    """check takes --memory-limit as reduce does: without it there is no host OOM to see."""
+    model, inputs = host_program
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "oom", "--backend",
+                plugin("host_oom_on_tanh"), "--memory-limit", "6000")
+    assert r.returncode == 1 and r.stdout.startswith("FAILS (oom)") and "allocate" in r.stdout, r.stdout + r.stderr
+
+
 def test_host_oom_repro_runs_under_the_same_memory_limit(host_oom_run):
     """repro.py sets the reduction's --memory-limit before it calls the backend: alone it
     reproduces (the CPU allocator's "can't allocate memory" is an OOM there too), and the
