@@ -18,6 +18,7 @@ from rich.console import Console
 
 from minimize import interrupts
 from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
+from minimize.libraries import checked_imports
 from minimize.out_dir import JOURNAL, check_out_dir, earlier_runs_files
 from oracles import bytecode
 from oracles.errors import TrtminError, unjudgeable
@@ -64,6 +65,8 @@ TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may tak
 DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
 RepeatOpt = Annotated[int, typer.Option(help="Run each candidate this many times (flaky compilers); "
                      "the original's failure rate is measured first.")]
+ImportOpt = Annotated[Optional[list[str]], typer.Option("--import", help="A library to import before the program "
+                      "is loaded, which registers its custom ops (repeatable), e.g. natten; repro.py imports it too.")]
 MemoryLimitOpt = Annotated[Optional[int], typer.Option(help="MiB of address space per worker (RLIMIT_AS); "
                           "going over it is an oom verdict, not the end of trtmin (reduce: repro.py sets it too).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="A backend setting KEY=VALUE (repeatable), e.g. "
@@ -129,6 +132,7 @@ def reduce(
                             "to count (default: all where the original failed all; else half as many as it failed, "
                             "rounded up).")] = None,
     memory_limit: MemoryLimitOpt = None,
+    import_: ImportOpt = None,
     emit: Annotated[Optional[list[str]], typer.Option(help="Also write the script for another backend (repeatable): "
                     "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
                     "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
@@ -160,6 +164,7 @@ def reduce(
                         set_, emit, reference.value)
         check_out_dir(out, resume, force)  # before any worker starts or the model loads
         opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
+        opts.imports = checked_imports(import_)
         opts.localize, opts.verify, opts.generate_values = localize, verify, generate_values
         note = jobs_note(opts.jobs, opts.device)
         if note:
@@ -212,6 +217,7 @@ def check(
     set_: SetOpt = None,
     repeat: RepeatOpt = 1,
     memory_limit: MemoryLimitOpt = None,
+    import_: ImportOpt = None,
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.workers import Workers
@@ -220,6 +226,7 @@ def check(
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, settings=set_,
                              reference=reference.value)
         opts.repeat, opts.memory_limit_mb = repeat, memory_limit
+        opts.imports = checked_imports(import_)
         with Workers(opts) as workers:  # before torch is imported (see reduce)
             from minimize.session import Session
             with Session(opts, workers) as session:

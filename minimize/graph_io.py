@@ -40,7 +40,11 @@ def _decode_target(code: tuple[str, ...]) -> Any:
         return getattr(torch.ops.higher_order, code[1])
     if kind == "op":
         ns, name = code[1].split("::")
-        packet = getattr(getattr(torch.ops, ns), name)
+        try:
+            packet = getattr(getattr(torch.ops, ns), name)
+        except AttributeError:
+            raise RuntimeError(f"the program uses the custom op {code[1]}, which nothing imported in the worker "
+                               "registers; pass --import MODULE with the library that defines it") from None
         return getattr(packet, code[2] or "default")
     obj: Any = importlib.import_module(code[1])
     for part in code[2].split("."):

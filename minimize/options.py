@@ -30,3 +30,4 @@ class Options:
     localize: bool = True           # guess the bug's place from one run with every value an output
     generate_values: bool = True    # try seeded random tensors for the large inputs and weights (minimize/passes/values.py)
     verify: bool = True             # run repro.py alone at the end, as a maintainer will (minimize/verify.py)
+    imports: list[str] = field(default_factory=list)  # libraries registering custom ops (minimize/libraries.py)

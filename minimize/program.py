@@ -22,6 +22,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from minimize.fast_load import fast_schema_decoding
+from minimize.libraries import unresolved_op
 from oracles.checks import flatten_outputs
 from oracles.errors import TrtminError, first_line
 
@@ -58,17 +59,34 @@ def load_exported(path: Path) -> ExportedProgram:
     if not zipfile.is_zipfile(path):
         raise TrtminError(f"{path} is not a .pt2 archive (truncated or another format); "
                           "re-save it with torch.export.save(ep, path)")
-    quiet = logging.getLogger("torch.export")  # it logs a traceback before raising
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)
+    quiet = logging.getLogger("torch.export")  # it logs a traceback before raising: kept, not shown
+    logged = _Kept()
+    handlers, propagate, level = quiet.handlers, quiet.propagate, quiet.level
+    quiet.handlers, quiet.propagate = [logged], False
+    quiet.setLevel(logging.WARNING)
     try:
         with fast_schema_decoding():
             return torch.export.load(str(path))
     except Exception as e:  # torch raises many types for damaged archives
+        if op := unresolved_op(e, logged.text):
+            raise TrtminError(f"{path} uses the custom op {op}, which nothing imported here registers; pass "
+                              f"--import MODULE with the library that defines it") from None
         raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first_line(e)}); "
                           "re-export it with torch.export.export and torch.export.save") from None
     finally:
+        quiet.handlers, quiet.propagate = handlers, propagate
         quiet.setLevel(level)
+
+
+class _Kept(logging.Handler):
+    """What a logger said, with its tracebacks, as text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.text += logging.Formatter().format(record) + "\n"
 
 
 def draws_random(node: fx.Node) -> bool:

@@ -18,6 +18,7 @@ import torch
 
 from minimize.emit import check_emit, write_extra_script, write_outputs
 from minimize.journal import Journal
+from minimize.libraries import uses_custom_ops
 from minimize.localize import LOCALIZABLE
 from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run
 from minimize.passes.shapes import split_sizes
@@ -153,6 +154,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
             reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
+            imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
         summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
         summary["generated_values"] = generated

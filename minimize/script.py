@@ -62,6 +62,7 @@ class ReproInfo:
     timeout: float
     reference: str = "eager"  # "float64": a mismatch is judged against eager's own error (oracles/reference.py)
     memory_limit_mb: int | None = None  # --memory-limit: the script sets it too (oracles/address_space.py)
+    imports: tuple[str, ...] = ()  # --import: libraries registering the program's custom ops, imported first
 
 
 def forward_source(gm: fx.GraphModule) -> str:
@@ -144,7 +145,7 @@ except ImportError as exc:  # no torch here: cannot run, which is no verdict on 
     print(f"SKIPPED: torch cannot be imported: {{exc}}")
     sys.exit(2)
 from torch import device  # the graph below writes devices as device(type=...)
-
+{libraries}
 inf, nan = float("inf"), float("nan")
 DEVICE = {device!r}
 ATOL, RTOL = {atol!r}, {rtol!r}
@@ -315,9 +316,21 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         before_call=_before_call(info), memory_words=_memory_words(info),
         memory_constant=(f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
                          "set before the backend is called\n" if info.memory_limit_mb else ""),
+        libraries=_libraries_source(info),
         memory_functions=MEMORY_FUNCTIONS + address_space_source() + "\n" if info.memory_limit_mb else "",
     )
     return script, big
+
+
+def _libraries_source(info: ReproInfo) -> str:
+    """Imports of the libraries that register the program's custom ops (trtmin --import)."""
+    if not info.imports:
+        return ""
+    return (f"\nfor _library in {list(info.imports)!r}:  # they register the program's custom ops\n"
+            "    try:\n        importlib.import_module(_library)\n"
+            "    except Exception as exc:  # not installed here: cannot run, which is no verdict on the bug\n"
+            "        print(f\"SKIPPED: {_library}, which registers the program's custom ops, cannot be imported: "
+            "{exc}\")\n        sys.exit(2)\n")
 
 
 def reference_words(info: ReproInfo) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from minimize import interrupts
 from minimize.heap import collect_parked, gc_paused
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
+from minimize.libraries import import_libraries
 from minimize.localize import split_mark_all
 from minimize.passes.shapes import split_sizes
 from minimize.passes.values import split_generated
@@ -58,6 +59,7 @@ class Session:
         self.load_phases = clock.seconds  # for summary.json timing.load
         # Only the load: run_decompositions and the eager values make garbage to free. Its
         # one collection (0.27 s at 5,112 nodes) runs while the first oracle call does.
+        import_libraries(opts.imports)
         with gc_paused(collect=False):
             ep = load_exported(opts.model)
         user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
@@ -68,7 +70,7 @@ class Session:
                                fixed_random=opts.oracle in VALUE_ORACLES)
         self.user_inputs = user_inputs
         clock.step("eager_values")
-        save_state(self.program, self.workers.state_dir)
+        save_state(self.program, self.workers.state_dir, opts.imports)
         clock.step("save_state")
 
     def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:

@@ -16,6 +16,7 @@ import torch
 
 from minimize import graph_io
 from minimize.heap import freeze_heap, gc_paused
+from minimize.libraries import import_libraries
 from minimize.localize import off_values
 from minimize.passes.values import make
 from minimize.program import Program
@@ -39,11 +40,11 @@ def _own_storage(v: Any) -> Any:
     return v
 
 
-def save_state(program: Program, folder: Path) -> None:
+def save_state(program: Program, folder: Path, imports: list[str] | None = None) -> None:
     (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
     state = {"values": {k: _own_storage(v) for k, v in program.values.items()},
              "user_outputs": program.output_order, "constants": sorted(program.constants),
-             "fixed_random": program.fixed_random}
+             "fixed_random": program.fixed_random, "imports": list(imports or [])}
     torch.save(state, str(folder / VALUES_FILE))
     (folder / READY_FILE).touch()
 
@@ -59,10 +60,11 @@ def wait_for_state(folder: Path, poll_s: float = 0.05) -> None:
 def load_state(folder: Path, device: str) -> Program:
     """The program the main process left, with the collector paused (minimize/heap.py)."""
     with gc_paused():
-        graph = graph_io.loads((folder / GRAPH_FILE).read_bytes())
         # weights_only=False: the C unpickler, twice as fast at 10,000 values (0.42 against
         # 0.82 s at 5,112 nodes), for a file this run wrote into its own private (0700) folder
         state = torch.load(str(folder / VALUES_FILE), weights_only=False, map_location=device)
+        import_libraries(state["imports"])  # before the graph: its custom ops must resolve
+        graph = graph_io.loads((folder / GRAPH_FILE).read_bytes())
         return Program.restore(graph, state["user_outputs"], set(state["constants"]), state["values"], device,
                                state["fixed_random"])
 

@@ -173,6 +173,14 @@ def cuda_bad_index_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) 
     return _run(gm)
 
 
+def crash_on_custom_op(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """No converter for the custom op of tests/plugins/custom_op_lib.py (this plugin does not
+    import it: trtmin --import must)."""
+    if any(n.op == "call_function" and "trtmin_test" in str(n.target) for n in gm.graph.nodes):
+        raise RuntimeError("planted: no converter for trtmin_test::twice")
+    return _run(gm)
+
+
 def crash_on_sin_in_trtmins_workers_only(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     """A bug that needs the state of the process it runs in (here: trtmin's modules loaded):
     its repro, run alone, passes."""

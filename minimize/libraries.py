@@ -1,0 +1,59 @@
+"""--import: the libraries that register a program's custom ops (torch.library), imported
+before the program is loaded, in trtmin and in every worker; repro.py imports them too."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from typing import Any
+
+from oracles.errors import TrtminError
+
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_UNRESOLVED_OP = re.compile(r"failed to resolve torch\.ops\.(\w+)\.(\w+)")
+
+
+def checked_imports(names: list[str] | None) -> list[str]:
+    """--import's names, each a module name (the CLI's check, before anything is imported)."""
+    names = list(names or [])
+    for name in names:
+        if not _MODULE.fullmatch(name):
+            raise TrtminError(f"--import {name!r} is not a module name; pass what you would write after "
+                              "`import` (natten, mypkg.ops)")
+    return names
+
+
+def import_libraries(names: list[str]) -> None:
+    """Import each, as `import NAME` would where trtmin was started (its folder included)."""
+    for name in names:
+        try:
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError:
+                if os.getcwd() in sys.path:
+                    raise
+                sys.path.append(os.getcwd())  # the `trtmin` script's path does not hold the folder it runs in
+                importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - any failure of a user's library is one line
+            raise TrtminError(f"--import {name}: it cannot be imported ({type(e).__name__}: {e}); install it, "
+                              "or run trtmin where it is importable") from None
+
+
+def uses_custom_ops(graph: Any) -> bool:
+    """Whether an fx graph calls an op outside ATen's (which only an --import registers)."""
+    core = (None, "aten", "prims", "higher_order")
+    return any(n.op == "call_function" and getattr(n.target, "namespace", None) not in core for n in graph.nodes)
+
+
+def unresolved_op(error: BaseException, logged: str = "") -> str | None:
+    """The custom op torch.export.load could not find (ns::name), from its error chain or
+    what it logged before raising."""
+    texts = [logged]
+    e: BaseException | None = error
+    while e is not None:
+        texts.append(str(e))
+        e = e.__cause__ or e.__context__
+    m = next((m for t in texts if (m := _UNRESOLVED_OP.search(t))), None)
+    return f"{m.group(1)}::{m.group(2)}" if m else None
