@@ -104,7 +104,8 @@ def test_a_command_that_hangs_dies_with_the_worker_killed_for_it(host_program, t
     model, inputs = host_program
     os.environ["TRTMIN_TEST_STATE"] = str(tmp_path)
     try:
-        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--timeout", "5",
+        # 20 s: the runner's own start-up (torch's import) counts, and took over 5 s on a loaded machine
+        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--timeout", "20",
                     "--backend", command("hang_on_sin"))
     finally:
         del os.environ["TRTMIN_TEST_STATE"]
@@ -143,7 +144,7 @@ def test_a_hung_commands_children_die_with_the_worker(host_program, tmp_path):
     model, inputs = host_program
     os.environ["TRTMIN_TEST_STATE"] = str(tmp_path)
     try:
-        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--timeout", "5",
+        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--timeout", "20",
                     "--backend", _through_a_shell(tmp_path))
     finally:
         del os.environ["TRTMIN_TEST_STATE"]
