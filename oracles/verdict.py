@@ -48,8 +48,8 @@ class Verdict:
         if self.kind == "invalid":
             return f"INVALID: eager PyTorch itself fails: {self.exc_type}: {self.message}"
         if self.kind == "mismatch":
-            return (f"MISMATCH: output {self.output} differs from eager by max abs "
-                    f"{_fmt(self.max_abs)} (max rel {_fmt(self.max_rel)}){_sep(self.detail)}")
+            rel = f" (max rel {_fmt(self.max_rel)})" if self.max_rel is not None else ""
+            return f"MISMATCH: output {self.output} differs from eager by max abs {_fmt(self.max_abs)}{rel}{_sep(self.detail)}"
         if self.kind == "nan":
             return f"NAN: output {self.output} has non-finite values where eager is finite{_sep(self.detail)}"
         if self.kind == "hang":

@@ -45,6 +45,11 @@ def test_integers_get_no_relative_tolerance():
     big = torch.tensor([1_764_460_800_000_000_000])
     v = compare_outputs([big], [big + 8_589_934_592], Tolerance(1e-3, 1e-3))
     assert v.kind == "mismatch" and v.max_abs == 8_589_934_592
+    # nor a relative error, which where eager's value is 0 read as 1e+12
+    ids = compare_outputs([torch.tensor([0, 5])], [torch.tensor([3, 5])], Tolerance(1e-3, 1e-3))
+    assert ids.max_rel is None and "max rel" not in ids.describe() and "max abs 3 " in ids.describe()
+    floats = compare_outputs([torch.tensor([1.0])], [torch.tensor([1.5])], Tolerance(1e-3, 1e-3))
+    assert "(max rel 0.5)" in floats.describe()
 
 
 def test_classify_oom_and_crash():
