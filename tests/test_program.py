@@ -223,12 +223,13 @@ def test_speculation_ranks_candidates_without_the_localized_node_as_passing(chai
     """slow_oracle's shape: a 2-node window, then one deletion that keeps only the node
     before the localized one (its value was right: it rarely fails), then the finishers
     on the window. Taken as a coin flip, that deletion's "fails" branch took a worker from
-    the finishers' path and cost a round: 7 calls in 3 rounds, where it was 4."""
+    the finishers' path and cost a round: 3 rounds, where it was 4."""
     core = {30, 31}
     four = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True, finishers=True)
     assert set(four.current) == core and four.guessed_node == 31
-    assert four.counters.oracle_calls == 7  # original, localization, [31], [30, 31], [30], values, sizes
-    assert four.pass_stats["generate_values"].accepted == four.pass_stats["shrink_shapes"].accepted == 1
+    # original, localization, [31], [30, 31], [30], then values made at smaller sizes in one
+    assert four.counters.oracle_calls == 6
+    assert four.pass_stats["generate_small_values"].accepted == 1
     assert four.counters.batches == 3
 
 

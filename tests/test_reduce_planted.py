@@ -99,10 +99,11 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
     # Idle workers take the runs the reduction asks next, across passes: the original with
     # the localization run, the localized node's two shortest suffixes, the last deletion;
-    # then the generated values (minimize/passes/values.py), which need the final graph,
-    # and their smaller shapes (minimize/passes/shapes.py), which need those.
-    assert (one["oracle_calls"], one["timing"]["batches"]) == (7, 7)
-    assert one["passes"]["generate_values"]["calls"] == 1 and one["passes"]["shrink_shapes"]["calls"] == 1
+    # then the generated values at smaller shapes, in one (minimize/passes/shapes.py
+    # generate_small_values), which need the final graph.
+    assert (one["oracle_calls"], one["timing"]["batches"]) == (6, 6)
+    assert one["passes"]["generate_small_values"]["calls"] == 1
+    assert one["passes"]["generate_values"]["calls"] == one["passes"]["shrink_shapes"]["calls"] == 0
     # At --jobs 3: the original with the localization run; the node alone, alone with generated
     # values, and with the node before it; then the deletion of the localized node, which the
     # speculation ranks as passing (problem.py _prior), beside the pair's generated values and

@@ -95,23 +95,35 @@ def _shapes(problem: ReductionProblem) -> dict[str, tuple[int, ...]]:
     return {n: tuple(make(e).shape) for n, e in generated_of(problem.settings).items()}
 
 
+def _size_calls(problem: ReductionProblem) -> int:
+    """The calls spent on smaller shapes: generate_small_values' one try (every size shrunk,
+    with the values made) and shrink_shapes' (whose own first try is that run)."""
+    return problem.pass_stats["generate_small_values"].calls + problem.pass_stats["shrink_shapes"].calls
+
+
 def test_sizes_the_bug_does_not_need_shrink_all_at_once() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set())
     assert _shapes(problem) == {"q": (2, 2), "k": (2, 2), "v": (2, 2)}
-    assert problem.pass_stats["shrink_shapes"].calls == 1
+    # made values and smaller shapes in one call, where they were two dependent ones
+    stats = problem.pass_stats
+    assert (stats["generate_small_values"].calls, stats["generate_values"].calls, stats["shrink_shapes"].calls) == (1, 0, 0)
 
 
 def test_a_size_the_bug_needs_stays_and_the_others_shrink_one_at_a_time() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs={10})
     assert _shapes(problem) == {"q": (2, 2), "k": (10, 2), "v": (10, 2)}  # the keys' 10 is the bug's
-    assert problem.pass_stats["shrink_shapes"].calls == 4  # all at once, then 12, 10 and 6 alone
+    assert _size_calls(problem) == 4  # all at once, then 12, 10 and 6 alone
+    # all at once was generate_small_values' try: the values made at full size, then shrink_shapes
+    # asks it again (answered, not charged) before the three alone
+    stats = problem.pass_stats
+    assert (stats["generate_small_values"].calls, stats["generate_values"].calls, stats["shrink_shapes"].calls) == (1, 1, 3)
     assert _reduce(_Attention(), _attention_inputs(), needs={10}, jobs=4)[0].settings == problem.settings
 
 
 def test_a_size_in_the_graphs_size_arguments_shrinks_with_the_tensors() -> None:
     problem, _ = _reduce(_Normed(), (torch.randn(6, 32),), needs=set())
     assert _shapes(problem) == {"x": (2, 2)} and sizes_of(problem.settings) == {32: 2}
-    assert problem.pass_stats["shrink_shapes"].calls == 1
+    assert _size_calls(problem) == 1
     piece = problem.program.materialize(problem.current, sizes=sizes_of(problem.settings))
     norm = next(n for n in piece.gm.graph.nodes if "layer_norm" in str(n.target))
     assert list(norm.args[1]) == [2]
@@ -140,7 +152,7 @@ def test_a_size_that_is_a_product_of_others_shrinks_with_them() -> None:
     problem, _ = _reduce(_Heads(), (torch.randn(2, 12, 48),), needs=set())
     assert _shapes(problem) == {"x": (2, 2, 4)}  # 48 = 6 * 8 -> 2 * 2
     assert sizes_of(problem.settings) == {6: 2, 8: 2, 12: 2}
-    assert problem.pass_stats["shrink_shapes"].calls == 1
+    assert _size_calls(problem) == 1
     needs_8, _ = _reduce(_Heads(), (torch.randn(2, 12, 48),), needs={8})  # a head size the bug needs
     assert _shapes(needs_8) == {"x": (2, 2, 16)} and sizes_of(needs_8.settings) == {6: 2, 12: 2}
 
@@ -148,7 +160,7 @@ def test_a_size_that_is_a_product_of_others_shrinks_with_them() -> None:
 def test_a_size_the_graph_fixes_costs_no_oracle_call() -> None:
     problem, asked = _reduce(_Viewed(), (torch.randn(120),), needs=set())
     assert _shapes(problem) == {"x": (120,)}  # x * arange(120) needs 120 elements
-    assert problem.pass_stats["shrink_shapes"].calls == 0
+    assert _size_calls(problem) == 0
     assert all(make(e).shape == (120,) for g in asked for e in g.values())
 
 
@@ -161,7 +173,7 @@ class _Masked(torch.nn.Module):
 
 def test_a_data_dependent_size_does_not_stop_the_fake_run() -> None:
     problem, _ = _reduce(_Masked(), (torch.randn(6, 8),), needs=set())
-    assert _shapes(problem) == {"x": (2, 2)} and problem.pass_stats["shrink_shapes"].calls == 1
+    assert _shapes(problem) == {"x": (2, 2)} and _size_calls(problem) == 1
 
 
 class _ViewedAndOther(torch.nn.Module):
@@ -174,7 +186,7 @@ def test_a_size_the_graph_fixes_does_not_keep_the_others() -> None:
     failed "all at once" for them and took a turn of the four."""
     problem, _ = _reduce(_ViewedAndOther(), (torch.randn(120), torch.randn(6, 7)), needs=set())
     assert _shapes(problem) == {"x": (120,), "w": (2, 2)}
-    assert problem.pass_stats["shrink_shapes"].calls == 1
+    assert _size_calls(problem) == 1
 
 
 class _Lookup(torch.nn.Module):
@@ -225,7 +237,7 @@ def test_made_indices_stay_inside_the_table_they_index(low: int) -> None:
     made = generated_of(problem.settings)
     assert _shapes(problem) == {"p_table": (2, 2), "ids": (2, 2)}, made
     assert made["ids"].startswith("torch.randint(0, 2, (2, 2), generator=") and int(make(made["ids"]).max()) < 2
-    assert problem.pass_stats["shrink_shapes"].calls == 1 and problem.counters.invalid == 0
+    assert _size_calls(problem) == 1 and problem.counters.invalid == 0
 
 
 class _Counts(torch.nn.Module):
@@ -242,7 +254,7 @@ def test_integers_no_indexing_op_reads_keep_their_range() -> None:
                             lambda gm, args: len(args) == 2 and int(args[1].max()) >= 10)
     assert sorted(_shapes(problem).values()) == [(2, 2), (2, 2)]  # n, and x's tanh (the cut's input)
     assert generated_of(problem.settings)["n"].startswith("torch.randint(0, 87, (2, 2)")
-    assert problem.pass_stats["shrink_shapes"].calls == 1
+    assert _size_calls(problem) == 1
 
 
 def test_a_refused_fake_run_writes_nothing_to_the_log(caplog: pytest.LogCaptureFixture) -> None:
@@ -254,7 +266,7 @@ def test_a_refused_fake_run_writes_nothing_to_the_log(caplog: pytest.LogCaptureF
 
 def test_no_generated_values_no_smaller_shapes() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set(), on=False)
-    assert generated_of(problem.settings) == {} and problem.pass_stats["shrink_shapes"].calls == 0
+    assert generated_of(problem.settings) == {} and _size_calls(problem) == 0
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -264,7 +276,7 @@ def test_shapes_are_checked_on_fake_cuda_tensors() -> None:
     problem, _ = _reduce(_Attention(), inputs, needs=set())
     assert _shapes(problem) == {"q": (2, 2), "k": (2, 2), "v": (2, 2)}
     problem, asked = _reduce(_Viewed(), (torch.randn(120, device="cuda"),), needs=set())
-    assert problem.pass_stats["shrink_shapes"].calls == 0
+    assert _size_calls(problem) == 0
 
 
 class _NormHead(torch.nn.Module):

@@ -16,7 +16,7 @@ from minimize.passes.interior import keep_needed
 from minimize.passes.module_blocks import delete_module_blocks
 from minimize.passes.outputs import keep_one_output
 from minimize.passes.partitions import bisect_op_fallback, bisect_settings, isolate_partition
-from minimize.passes.shapes import shrink_shapes
+from minimize.passes.shapes import generate_small_values, shrink_shapes
 from minimize.passes.values import generate_values
 from minimize.problem import ReductionProblem
 
@@ -35,10 +35,12 @@ TIERS: list[tuple[str, Pass]] = [
 ]
 
 # Once the graph is minimal: which settings and which op types the bug needs, whether it
-# needs the values of its large tensors, and then their sizes.
+# needs the values of its large tensors and their sizes (both at once first: most bugs
+# need neither), then each.
 FINISHERS: list[tuple[str, Pass]] = [
     ("bisect_settings", bisect_settings),
     ("bisect_op_fallback", bisect_op_fallback),
+    ("generate_small_values", generate_small_values),
     ("generate_values", generate_values),
     ("shrink_shapes", shrink_shapes),
 ]

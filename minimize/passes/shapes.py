@@ -16,7 +16,9 @@ candidate runs on fake tensors (no data, no device work), as mapped and then wit
 products: a size the graph also fixes in a way this does not rewrite (an arange(98), a
 dimension held by position) fails there, and costs nothing. The oracle then decides:
 every size to 2 at once, else the largest few one at a time, each to 2. At most
-1 + ONE_AT_A_TIME calls; none where no size can change.
+1 + ONE_AT_A_TIME calls; none where no size can change. Before generate_values,
+generate_small_values tries the made tensors with every size shrunk, in one call: where
+that keeps the bug, both passes are done; where not, this pass's first try is that run.
 
 The new sizes are the candidate's state, as pseudo-settings: the made tensors' expressions
 (`trtmin.generated`) and the graph's size map (`trtmin.sizes`), so they are cached,
@@ -35,7 +37,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from minimize.passes.values import bounded, generated_of, index_bound, reshaped, with_generated
+from minimize.passes.values import bounded, generated_of, index_bound, made_expressions, reshaped, with_generated
 from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_pseudo_setting
 from minimize.program import Slice, size_arguments
 from minimize.search import EXPECTED_P
@@ -58,8 +60,9 @@ def split_sizes(settings: Settings) -> tuple[Settings, dict[int, int]]:
 
 
 def with_sizes(settings: Settings, sizes: Mapping[int, int]) -> Settings:
-    text = json.dumps({str(k): v for k, v in sorted(sizes.items())}) if sizes else None
-    return with_pseudo_setting(settings, SIZES, text)
+    """The settings of a shrunk run: the graph's size map, {} where only made tensors shrank
+    (present either way: it says the shapes were shrunk)."""
+    return with_pseudo_setting(settings, SIZES, json.dumps({str(k): v for k, v in sorted(sizes.items())}))
 
 
 def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: dict[int, int]) -> bool:
@@ -137,59 +140,91 @@ def _indices(piece: Slice) -> set[str]:
             and any(op in str(n.target) for op in INDEXING_OPS) for a in n.all_input_nodes}
 
 
-def shrink_shapes(problem: ReductionProblem) -> None:
-    """Shrink the sizes the bug does not need, in the generated tensors and the graph's size
-    arguments: all at once, else the largest ONE_AT_A_TIME one at a time."""
-    if not problem.generate_values:
-        return
-    prog = problem.program
-    generated = generated_of(problem.settings)
-    piece = prog.materialize(problem.current)
-    indices = _indices(piece)
-    held = {d for n in piece.input_names + piece.constant_names if n not in generated
-            and isinstance(v := prog.values[n], torch.Tensor) for d in v.shape}
-    in_graph = {x for i in problem.current for _, value in size_arguments(prog.nodes[i])
-                for x in value if type(x) is int}
-    in_tensors = {d for n in generated for d in prog.values[n].shape}
-    sizes = sorted({d for d in in_tensors | in_graph if d > SHRUNK_TO and d not in held}, reverse=True)
-    present = tuple(sorted(d for d in in_tensors | in_graph if d > 1))
-    done: dict[int, int] = {}
+class _SizePlan:
+    """Which sizes of the current graph can shrink, with `settings`' made tensors at the
+    user's shapes, and the settings that shrink some of them: one construction, so that
+    generate_small_values' try and shrink_shapes' first are the same run."""
 
-    def shapes_for(mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
-        return {n: tuple(mapped.get(d, d) for d in prog.values[n].shape) for n in generated}
+    def __init__(self, problem: ReductionProblem, settings: Settings) -> None:
+        prog = problem.program
+        self.problem, self.settings = problem, settings
+        self.generated = generated_of(settings)
+        piece = prog.materialize(problem.current)
+        self.indices = _indices(piece)
+        self.held = {d for n in piece.input_names + piece.constant_names if n not in self.generated
+                     and isinstance(v := prog.values[n], torch.Tensor) for d in v.shape}
+        self.in_graph = {x for i in problem.current for _, value in size_arguments(prog.nodes[i])
+                         for x in value if type(x) is int}
+        in_tensors = {d for n in self.generated for d in prog.values[n].shape}
+        self.present = tuple(sorted(d for d in in_tensors | self.in_graph if d > 1))
+        sizes = sorted({d for d in in_tensors | self.in_graph if d > SHRUNK_TO and d not in self.held}, reverse=True)
+        # A size the graph fixes (x * arange(120) of a made (120,)) fails alone on fake tensors:
+        # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
+        self.sizes = [d for d in sizes if self._fitting({d: SHRUNK_TO}) is not None]
 
-    def fitting(mapped: dict[int, int]) -> dict[int, int] | None:
+    def _shapes_for(self, mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
+        return {n: tuple(mapped.get(d, d) for d in self.problem.program.values[n].shape) for n in self.generated}
+
+    def _fitting(self, mapped: dict[int, int]) -> dict[int, int] | None:
         """`mapped`, or else it with the sizes that are products of others following them
         (a view of (2, 98, 512) to (2, 98, 8, 64): 512 = 8 * 64 goes to 2 * 2 with them),
         whichever first runs on fake tensors; None when none does."""
+        present = self.present
         options = {size: new for size in reversed(present) if size > SHRUNK_TO and size not in mapped
-                   and size not in held if (new := _products(size, present, mapped))}
+                   and size not in self.held if (new := _products(size, present, mapped))}
         # one product at a time first: 16 = 2 * 8 is a product too, but maybe not one to follow
         alone = [{**mapped, size: n} for size, new in options.items() for n in new]
         together = [{**mapped, **{size: new[min(i, len(new) - 1)] for size, new in options.items()}}
                     for i in range(max((len(new) for new in options.values()), default=0))]
         tries = ([mapped] + alone + (together if len(options) > 1 else []))[:MAX_TRIES]
-        return next((full for full in tries if _fits(problem, shapes_for(full), full)), None)
+        return next((full for full in tries if _fits(self.problem, self._shapes_for(full), full)), None)
 
-    # A size the graph fixes (x * arange(120) of a made (120,)) fails alone on fake tensors:
-    # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
-    sizes = [d for d in sizes if fitting({d: SHRUNK_TO}) is not None]
+    def trial(self, wanted: dict[int, int]) -> Settings | None:
+        """The settings with the sizes in `wanted` shrunk (and the products that must follow
+        them), or None where the graph cannot run so."""
+        mapped = self._fitting(wanted)
+        if mapped is None:
+            return None
+        prog, shapes = self.problem.program, self._shapes_for(mapped)
+        exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in self.generated.items()}
+        exprs = {n: _in_bounds(e, mapped) if n in self.indices else e for n, e in exprs.items()}
+        return with_sizes(with_generated(self.settings, exprs), {d: t for d, t in mapped.items() if d in self.in_graph})
+
+
+def generate_small_values(problem: ReductionProblem) -> None:
+    """Generated values at every size shrunk, in one call, before generate_values and
+    shrink_shapes try each part: most bugs need neither the values nor most sizes, and
+    those two tries were two dependent calls where one does. Where this loses the bug, the
+    two passes run as before, and shrink_shapes' first try is this run, already answered."""
+    if not problem.generate_values or generated_of(problem.settings):
+        return
+    exprs = made_expressions(problem)
+    if not exprs:
+        return
+    plan = _SizePlan(problem, with_generated(problem.settings, exprs))
+    trial = plan.trial({d: SHRUNK_TO for d in plan.sizes}) if plan.sizes else None
+    if trial is not None and problem.is_interesting(problem.current, trial, EXPECTED_P):
+        problem.settings = trial
+        problem.counters.accepted += 1
+
+
+def shrink_shapes(problem: ReductionProblem) -> None:
+    """Shrink the sizes the bug does not need, in the generated tensors and the graph's size
+    arguments: all at once, else the largest ONE_AT_A_TIME one at a time."""
+    if not problem.generate_values or pseudo_setting(problem.settings, SIZES) is not None:
+        return  # nothing made, or shrunk with the values already (generate_small_values)
+    plan, done = _SizePlan(problem, problem.settings), {}
 
     def keeps_failing(more: dict[int, int], p_true: float = 0.5) -> bool:
-        mapped = fitting({**done, **more})
-        if mapped is None:
-            return False
-        shapes = shapes_for(mapped)
-        exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in generated.items()}
-        exprs = {n: _in_bounds(e, mapped) if n in indices else e for n, e in exprs.items()}
-        trial = with_sizes(with_generated(problem.settings, exprs), {d: t for d, t in mapped.items() if d in in_graph})
-        if not problem.is_interesting(problem.current, trial, p_true):
+        trial = plan.trial({**done, **more})
+        if trial is None or not problem.is_interesting(problem.current, trial, p_true):
             return False
         problem.settings = trial
         problem.counters.accepted += 1
         done.update(more)
         return True
 
+    sizes = plan.sizes
     if not sizes or keeps_failing({d: SHRUNK_TO for d in sizes}, EXPECTED_P) or len(sizes) == 1:
         return
     for d in sizes[:ONE_AT_A_TIME]:

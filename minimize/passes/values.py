@@ -185,17 +185,24 @@ def _expression_of(problem: ReductionProblem, name: str, seed: int) -> str | Non
     return problem.value_expressions[key]
 
 
+def made_expressions(problem: ReductionProblem) -> dict[str, str]:
+    """An expression for each of the current graph's inputs and weights that one can make,
+    in the graph's order, each seeded by its position."""
+    piece = problem.program.materialize(problem.current)
+    names = piece.input_names + piece.constant_names
+    return {n: e for seed, n in enumerate(names) if (e := _expression_of(problem, n, seed)) is not None}
+
+
 def generate_values(problem: ReductionProblem) -> None:
     """Replace the minimal graph's large inputs and weights with generated ones where the
     bug survives it: all at once; else the floating-point ones together (masks and indices
     are often the bug's structure, activations and weights rarely); else the largest of
     those one at a time. 1 call, at most 2 + ONE_AT_A_TIME; none when nothing is large."""
-    if not problem.generate_values:
-        return
+    if not problem.generate_values or generated_of(problem.settings):
+        return  # off, or made already, at smaller sizes (minimize/passes/shapes.py generate_small_values)
     prog = problem.program
-    piece = prog.materialize(problem.current)
-    names = piece.input_names + piece.constant_names
-    exprs = {n: e for seed, n in enumerate(names) if (e := _expression_of(problem, n, seed)) is not None}
+    exprs = made_expressions(problem)
+    names = list(exprs)
     floats = {n: e for n, e in exprs.items() if prog.values[n].dtype in _FLOATS}
 
     def keeps_failing(more: dict[str, str], p_true: float = 0.5) -> bool:
