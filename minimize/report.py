@@ -114,6 +114,13 @@ def _snippet_section(snippet: str | None) -> str:
     return f"```python\n{snippet}\n```\n\n"
 
 
+def _memory_words(info: ReproInfo) -> str:
+    """An OOM under --memory-limit is that limit's: the reader needs the figure to see it."""
+    if not info.memory_limit_mb:
+        return ""
+    return f", under a {info.memory_limit_mb} MiB address-space limit (`--memory-limit`; `repro.py` sets it too)"
+
+
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any],
                   snippet: str | None = None) -> str:
     from oracles.environment import collect_environment, format_environment
@@ -130,7 +137,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}. The program {where} is what
+{_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}. The program {where} is what
 is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin cut it down to
 {info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
 in as an input computed by eager PyTorch, so the failure is not upstream drift.{snippet_words}

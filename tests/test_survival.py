@@ -77,6 +77,7 @@ def test_host_oom_repro_runs_under_the_same_memory_limit(host_oom_run):
     eager control under the same limit is FIXED."""
     script = (host_oom_run / "repro.py").read_text()
     assert "MEMORY_LIMIT_MB = 6000" in script and "6000 MiB of address space (RLIMIT_AS)" in script
+    assert "under a 6000 MiB address-space limit (`--memory-limit`" in (host_oom_run / "report.md").read_text()
     assert summary(host_oom_run)["repro_alone"]["status"] == "REPRODUCED"
     r = run_repro(host_oom_run)
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: ") and "allocate" in r.stdout, r.stdout + r.stderr
