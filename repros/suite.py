@@ -455,6 +455,16 @@ def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys((*REDUCE_FILES, *emitted)))  # the --emit scripts too, for the maintainer
 
 
+def _shown_backend(spec: str) -> str:
+    """A plugin's file name, not the path it had on the machine that reduced (it is copied
+    as plugin.py); built-in names and cmd: lines as they are."""
+    from oracles.backends import BUILTIN, COMMAND_PREFIX
+    from oracles.backends.plugin import is_plugin_spec, shown_spec
+    if spec in BUILTIN or spec.startswith(COMMAND_PREFIX) or spec.startswith("executorch:") or not is_plugin_spec(spec):
+        return spec
+    return shown_spec(spec)
+
+
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
@@ -505,7 +515,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if where:
         notes.append(f"Reduced on: {where}.")
     manifest = Manifest(title=(title or _title_from(out_dir, name)).splitlines()[0].strip() or name,
-                        backend=summary["backend"], oracle=summary["oracle"], device=summary["device"],
+                        backend=_shown_backend(summary["backend"]), oracle=summary["oracle"], device=summary["device"],
                         added=date.today().isoformat(), expected=expected, upstream=tuple(upstream),
                         first_seen=first_seen, notes="\n".join(notes))
     text = manifest_text(manifest)

@@ -332,6 +332,19 @@ def test_add_repro(tmp_path: Path) -> None:
     assert [p.name for p in root.iterdir()] == ["relu_cast"]
 
 
+def test_a_plugins_manifest_names_its_file_not_the_path_it_had(tmp_path: Path) -> None:
+    """The suite copies the plugin as plugin.py: the folder it came from (a user's home) says
+    nothing to a maintainer. Module specs, built-in names and cmd: lines stay as they are."""
+    out = _reduce_out(tmp_path / "trtmin-out")
+    for spec, shown in [("/home/someone/work/my_compiler.py:backend", "my_compiler.py:backend"),
+                        ("my_pkg.compilers:backend", "my_pkg.compilers:backend"),
+                        ("executorch:xnnpack", "executorch:xnnpack"), ("cmd:trtexec --onnx={onnx}", "cmd:trtexec --onnx={onnx}")]:
+        summary = json.loads((out / "summary.json").read_text())
+        (out / "summary.json").write_text(json.dumps({**summary, "backend": spec}))
+        entry = add_repro(out, "relu_cast", tmp_path / "suite", force=True)
+        assert parse_manifest(entry / "manifest.toml").backend == shown
+
+
 def test_manifest_text_round_trips() -> None:
     m = Manifest(title='quotes " and \\ backslash', backend="tensorrt", oracle="crash", device="cuda",
                  added="2026-11-30", expected="fixed", upstream=("https://example.com/x",),

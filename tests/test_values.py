@@ -115,6 +115,8 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     assert summary["repro_alone"]["status"] == "REPRODUCED"
     report = (tmp_path / "made" / "report.md").read_text()
     assert "the script makes them" in report and "`x` (4, 8) → (2, 2)" in report
+    # the plugin by its file's name: the folder it is in (a user's home) has no place in an issue
+    assert "`planted.py:crash_on_linear` on `cpu`" in report and str(Path(plugin("x")).parent) not in report + script
     r = run_repro(tmp_path / "made")
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
     # asked not to, it keeps the originals, in the file; the journal's verdicts still hold,

@@ -39,6 +39,14 @@ def split_spec(spec: str) -> tuple[str, str]:
     return target, fn
 
 
+def shown_spec(spec: str) -> str:
+    """A plugin spec as titles, reports and manifests show it: the file's name, not the path
+    to it (a user's home folder in an issue says nothing; the suite copies the file as
+    plugin.py beside repro.py anyway). A module spec stays as it is."""
+    target, _, fn = spec.rpartition(":")
+    return f"{Path(target).name}:{fn}" if target.endswith(".py") else spec
+
+
 def parse_setting(value: Any) -> Any:
     if not isinstance(value, str):
         return value
@@ -100,6 +108,9 @@ class PluginBackend(Backend):
         if self._module is None:
             self._module = load_plugin_module(self.spec)
         return self._module
+
+    def describe(self) -> str:
+        return shown_spec(self.spec)
 
     def validate(self) -> None:
         module = self.module
