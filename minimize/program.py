@@ -91,8 +91,30 @@ class _Kept(logging.Handler):
 
 def draws_random(node: fx.Node) -> bool:
     """randn, rand_like, bernoulli, dropout...: a compiler draws its own numbers, which no
-    comparison with eager's can judge."""
-    return torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
+    comparison with eager's can judge. Not an op that is tagged so for a dropout it does not
+    do: attention with dropout_p=0 (every exported model in eval) or a dropout with p=0 or
+    train=False draws nothing, and fed in, the attention a bug is in would leave the graph."""
+    if torch.Tag.nondeterministic_seeded not in getattr(node.target, "tags", ()):
+        return False
+    values = _argument_values(node)
+    return not (any(values.get(k) == 0 for k in ("dropout_p", "p"))
+                or any(values.get(k) is False for k in ("train", "training")))
+
+
+def _argument_values(node: fx.Node) -> dict[str, Any]:
+    """The node's arguments by schema name, defaults included; {} without a schema."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return {}
+    values = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(node.args):
+            values[arg.name] = node.args[i]
+        elif arg.name in node.kwargs:
+            values[arg.name] = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            values[arg.name] = arg.default_value
+    return values
 
 
 def random_draws_note(program: "Program") -> str | None:

@@ -58,3 +58,32 @@ def test_eager_and_a_correct_compiler_agree_with_eager_on_a_noisy_program(tmp_pa
     r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
                 "--backend", plugin("mismatch_mul_exp"))
     assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]  # a real bug still shows
+
+
+class Attention(nn.Module):
+    """Attention as every exported model has it (dropout_p=0), then a dropout: an op tagged
+    as drawing random numbers only draws where its probability is not 0 and it trains."""
+
+    def __init__(self, attention_p: float, dropout_p: float):
+        super().__init__()
+        self.attention_p, self.drop = attention_p, nn.Dropout(dropout_p)
+
+    def forward(self, q, k, v):
+        out = nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=self.attention_p)
+        return self.drop(out).exp()
+
+
+def _attention_draws(attention_p: float, dropout_p: float, train: bool) -> list[str]:
+    qkv = [torch.randn(1, 2, 6, 4) for _ in range(3)]
+    module = Attention(attention_p, dropout_p).train(train)
+    program = Program(torch.export.export(module, tuple(qkv)), qkv, fixed_random=True)
+    return sorted(str(n.target) for n in program.random_draws)
+
+
+def test_attention_without_dropout_is_no_draw_and_stays_in_the_graph():
+    """Fed in as a draw, the attention a bug is in left the graph: the block-causal mask
+    case's original "did not fail" (bench/cases/block_causal_rope.py)."""
+    assert _attention_draws(0.0, 0.5, train=False) == []
+    assert _attention_draws(0.0, 0.0, train=True) == []
+    assert _attention_draws(0.1, 0.0, train=False) == ["aten.scaled_dot_product_attention.default"]
+    assert _attention_draws(0.0, 0.5, train=True) == ["aten.dropout.default"]
