@@ -87,3 +87,14 @@ def test_attention_without_dropout_is_no_draw_and_stays_in_the_graph():
     assert _attention_draws(0.0, 0.0, train=True) == []
     assert _attention_draws(0.1, 0.0, train=False) == ["aten.scaled_dot_product_attention.default"]
     assert _attention_draws(0.0, 0.5, train=True) == ["aten.dropout.default"]
+
+
+def test_a_bug_in_attention_is_seen_by_the_value_oracles(tmp_path):
+    """The whole path: a compiler that gets attention wrong fails the mismatch oracle (the
+    attention, fed in as a draw, used to leave the graph, and the check said PASS)."""
+    qkv = tuple(torch.randn(1, 2, 6, 4) for _ in range(3))
+    model, inputs = save_program(Attention(0.0, 0.1).eval(), qkv, tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                "--backend", plugin("mismatch_on_attention"))
+    assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "draws random numbers" not in r.stderr

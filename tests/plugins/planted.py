@@ -6,6 +6,7 @@ under cut-to-input is known exactly:
 
 - crash_on_sin:        any aten.sin -> RuntimeError                  core: {sin}
 - mismatch_mul_exp:    aten.exp reading an aten.mul output -> x1.5   core: {mul, exp}
+- mismatch_on_attention: attention's output -> x1.5                  core: {attention}
 - nan_on_rsqrt:        aten.rsqrt -> NaN                              core: {rsqrt}
 - segfault_on_tanh:    aten.tanh -> a null-pointer read (SIGSEGV)     core: {tanh}
 - abort_on_tanh:       aten.tanh -> os.abort() (SIGABRT)              core: {tanh}
@@ -88,6 +89,17 @@ class _ExpAfterMul(Interpreter):
 
 def mismatch_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     return _run(gm, _ExpAfterMul)
+
+
+class _WrongAttention(Interpreter):
+    def run_node(self, n: Node) -> Any:
+        out = super().run_node(n)
+        attention = isinstance(n.target, torch._ops.OpOverload) and "scaled_dot_product" in n.target.name()
+        return out * 1.5 if attention and isinstance(out, torch.Tensor) else out
+
+
+def mismatch_on_attention(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _run(gm, _WrongAttention)
 
 
 class _NanRsqrt(Interpreter):
