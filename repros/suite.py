@@ -457,12 +457,11 @@ def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
 
 def _shown_backend(spec: str) -> str:
     """A plugin's file name, not the path it had on the machine that reduced (it is copied
-    as plugin.py); built-in names and cmd: lines as they are."""
-    from oracles.backends import BUILTIN, COMMAND_PREFIX
-    from oracles.backends.plugin import is_plugin_spec, shown_spec
-    if spec in BUILTIN or spec.startswith(COMMAND_PREFIX) or spec.startswith("executorch:") or not is_plugin_spec(spec):
-        return spec
-    return shown_spec(spec)
+    as plugin.py). shown_spec leaves built-in names and module specs as they are; a cmd:
+    line may hold 'x.py:y' and is no plugin."""
+    from oracles.backends import COMMAND_PREFIX
+    from oracles.backends.plugin import shown_spec
+    return spec if spec.startswith(COMMAND_PREFIX) else shown_spec(spec)
 
 
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,

@@ -338,7 +338,8 @@ def test_a_plugins_manifest_names_its_file_not_the_path_it_had(tmp_path: Path) -
     out = _reduce_out(tmp_path / "trtmin-out")
     for spec, shown in [("/home/someone/work/my_compiler.py:backend", "my_compiler.py:backend"),
                         ("my_pkg.compilers:backend", "my_pkg.compilers:backend"),
-                        ("executorch:xnnpack", "executorch:xnnpack"), ("cmd:trtexec --onnx={onnx}", "cmd:trtexec --onnx={onnx}")]:
+                        ("executorch:xnnpack", "executorch:xnnpack"), ("cmd:trtexec --onnx={onnx}", "cmd:trtexec --onnx={onnx}"),
+                        ("cmd:python /opt/tools/run.py:main {onnx}", "cmd:python /opt/tools/run.py:main {onnx}")]:
         summary = json.loads((out / "summary.json").read_text())
         (out / "summary.json").write_text(json.dumps({**summary, "backend": spec}))
         entry = add_repro(out, "relu_cast", tmp_path / "suite", force=True)
