@@ -53,8 +53,11 @@ BACKEND_HELP = ("eager, inductor, onnxruntime, executorch:xnnpack, executorch:po
 ModelArg = Annotated[Path, typer.Argument(help="The exported program, written by torch.export.save.")]
 OracleOpt = Annotated[Oracle, typer.Option(help="What counts as the bug.")]
 BackendOpt = Annotated[str, typer.Option(help=BACKEND_HELP)]
-InputsOpt = Annotated[Optional[Path], typer.Option(help="A torch.save'd tuple of inputs (loaded with weights_only=True). "
-                                                   "Default: seeded inputs made from the program's shapes.")]
+InputsOpt = Annotated[Optional[Path], typer.Option(help="A torch.save'd file of the arguments as given to "
+                                                   "torch.export.export: a tuple (args) or (args, kwargs), with dicts "
+                                                   "and lists inside as the model takes them (loaded with "
+                                                   "weights_only=True). Default: seeded inputs made from the "
+                                                   "program's shapes.")]
 MatchOpt = Annotated[Optional[str], typer.Option(help="Regex on 'ExceptionType: message' that the failure must match.")]
 AtolOpt = Annotated[float, typer.Option(help="Absolute tolerance of the mismatch oracle.")]
 RtolOpt = Annotated[float, typer.Option(help="Relative tolerance of the mismatch oracle.")]

@@ -57,27 +57,30 @@ def _count(n: int, noun: str) -> str:
 
 
 def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
-    """A torch.save'd tuple/list of inputs, checked against the program's signature."""
+    """A torch.save'd file of inputs, checked against the program's signature: the
+    arguments as they were given to torch.export.export (a tuple of args, or (args,
+    kwargs), nested dicts and lists as the model takes them), or the user inputs flat."""
     if not path.exists():
-        raise TrtminError(f"inputs file {path} does not exist; pass a file written by torch.save(tuple_of_inputs, path)")
+        raise TrtminError(f"inputs file {path} does not exist; pass a file written by torch.save(args, path), "
+                          "args as given to torch.export.export")
     if path.is_dir():
-        raise TrtminError(f"--inputs {path} is a folder; pass the file written by torch.save(tuple_of_inputs, path)")
+        raise TrtminError(f"--inputs {path} is a folder; pass the file written by torch.save(args, path)")
     try:
         loaded = torch.load(str(path), weights_only=True, map_location="cpu")
     except Exception as e:  # noqa: BLE001  (a file that is not torch's raises KeyError, IndexError, ...)
         raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({type(e).__name__}: "
                           f"{first_line(e)}); save a plain tuple of tensors with torch.save") from None
-    if isinstance(loaded, torch.Tensor):
-        loaded = (loaded,)
-    if not isinstance(loaded, (tuple, list)):
-        kind = type(loaded).__name__
-        raise TrtminError(f"inputs file {path} holds {'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}; "
-                          "save a tuple of the program's inputs")
     metas = user_input_metas(ep)
-    if len(loaded) != len(metas):
-        raise TrtminError(f"inputs file {path} has {_count(len(loaded), 'input')} but the program takes "
-                          f"{len(metas)} ({', '.join(n for n, _ in metas)}); save them in that order")
-    for (name, val), got in zip(metas, loaded):
+    flat = _flatten_like_export(loaded, ep, len(metas))
+    if flat is None:
+        if not isinstance(loaded, (tuple, list, dict, torch.Tensor)):
+            kind = type(loaded).__name__
+            raise TrtminError(f"inputs file {path} holds {'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}; "
+                              "save a tuple of the program's inputs")
+        raise TrtminError(f"inputs file {path} holds {_describe(loaded)} but the program takes "
+                          f"{_count(len(metas), 'input')} ({', '.join(n for n, _ in metas)}); save the arguments "
+                          "as given to torch.export.export (a tuple, or (args, kwargs)), or these inputs in this order")
+    for (name, val), got in zip(metas, flat):
         if not isinstance(val, torch.Tensor):
             continue
         if not isinstance(got, torch.Tensor):
@@ -89,7 +92,51 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
         if got.dim() != len(static) or any(s is not None and s != g for s, g in zip(static, got.shape)):
             want = "x".join("?" if s is None else str(s) for s in static)
             raise TrtminError(f"input {name!r} in {path} has shape {tuple(got.shape)}, the program expects {want}")
-    return list(loaded)
+    return flat
+
+
+def _flatten_like_export(loaded: Any, ep: ExportedProgram, count: int) -> list[Any] | None:
+    """The user inputs in the file, in the program's order, or None where it holds none of
+    the forms: the inputs flat (what earlier versions asked for), or the call's arguments,
+    which the program's input spec (its args and kwargs, as exported) flattens."""
+    if isinstance(loaded, torch.Tensor):
+        loaded = (loaded,)
+    if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(_is_container, loaded)):
+        return list(loaded)
+    spec = getattr(ep.call_spec, "in_spec", None)
+    if spec is None:
+        return None
+    calls: list[tuple[Any, Any]] = []
+    if isinstance(loaded, (tuple, list)):
+        if len(loaded) == 2 and isinstance(loaded[0], (tuple, list)) and isinstance(loaded[1], dict):
+            calls.append((tuple(loaded[0]), loaded[1]))  # (args, kwargs)
+        calls.append((tuple(loaded), {}))
+    elif isinstance(loaded, dict):
+        calls += [((), loaded), ((loaded,), {})]  # the kwargs, or the one argument (a batch dict)
+    for call in calls:
+        try:
+            leaves = spec.flatten_up_to(call)
+        except (ValueError, TypeError, KeyError):  # another structure: try the next form
+            continue
+        if len(leaves) == count and not any(map(_is_container, leaves)):  # a leaf the spec has is a value
+            return list(leaves)
+    return None
+
+
+def _is_container(x: Any) -> bool:
+    return isinstance(x, (tuple, list, dict))
+
+
+def _describe(x: Any, top: bool = True) -> str:
+    """A short picture of a file's structure for an error: 'a tuple of 1 (a dict of 2 ('a', 'b'))'."""
+    if isinstance(x, dict):
+        return f"a dict of {len(x)} ({', '.join(repr(k) for k in list(x)[:4])}{', ...' if len(x) > 4 else ''})"
+    if not isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__}"
+    if not any(map(_is_container, x)):
+        return _count(len(x), "input") if top else f"a {type(x).__name__} of {len(x)}"
+    inner = "; ".join(_describe(v, top=False) for v in x[:3]) + ("; ..." if len(x) > 3 else "")
+    return f"a {type(x).__name__} of {len(x)} ({inner})"
 
 
 def has_mutations(ep: ExportedProgram) -> bool:

@@ -1,0 +1,103 @@
+"""--inputs holds the arguments as the model was exported with them: a robot policy takes a
+dict batch (LeRobot's `policy(batch)`), a model may take kwargs. Before, only the program's
+user inputs flat were read, and `torch.save((batch,), f)` was refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from minimize.inputs import load_inputs
+from tests.conftest import plugin
+from tests.helpers import run_cli, run_repro
+from tests.test_bad_inputs import assert_one_line_error
+
+
+class DictPolicy(nn.Module):
+    """A policy's forward over a batch dict: a state vector and a uint8 HWC camera frame."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Linear(6, 16)
+        self.img = nn.Conv2d(3, 4, 3)
+        self.head = nn.Linear(16 + 4, 7)
+
+    def forward(self, batch: dict[str, torch.Tensor], *, noise: torch.Tensor) -> torch.Tensor:
+        state = torch.relu(self.enc(batch["observation.state"]))
+        frame = batch["observation.image"].permute(0, 3, 1, 2).float() / 255
+        feat = self.img(frame).mean((2, 3))
+        return torch.tanh(self.head(torch.cat([state, feat], -1))) + noise
+
+
+def _batch() -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    torch.manual_seed(0)
+    batch = {"observation.state": torch.randn(2, 6),
+             "observation.image": torch.randint(0, 256, (2, 8, 8, 3), dtype=torch.uint8)}
+    return batch, torch.randn(2, 7)
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, torch.Tensor], torch.Tensor]:
+    batch, noise = _batch()
+    ep = torch.export.export(DictPolicy().eval(), (batch,), {"noise": noise})
+    path = tmp_path_factory.mktemp("policy") / "policy.pt2"
+    torch.export.save(ep, str(path))
+    return path, batch, noise
+
+
+def _load(path: Path, obj: object, tmp_path: Path) -> list:
+    f = tmp_path / "inputs.pt"
+    torch.save(obj, str(f))
+    return load_inputs(f, torch.export.load(str(path)))
+
+
+def test_the_exported_call_is_read_in_the_programs_order(policy, tmp_path):
+    path, batch, noise = policy
+    want = [batch["observation.state"], batch["observation.image"], noise]
+    reordered = dict(reversed(list(batch.items())))  # a dict's keys are read by name, not position
+    for form in [((batch,), {"noise": noise}), ((reordered,), {"noise": noise}), [[batch], {"noise": noise}],
+                 tuple(want)]:  # (args, kwargs) as torch.export.export took them, or the inputs flat
+        got = _load(path, form, tmp_path)
+        assert len(got) == 3 and all(g is not None and torch.equal(g, w) for g, w in zip(got, want)), form
+
+
+def test_a_dict_batch_alone_or_as_the_one_argument(tmp_path):
+    batch, _ = _batch()
+
+    class TakesBatch(nn.Module):
+        def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            return batch["observation.state"].sum() + batch["observation.image"].float().sum()
+
+    path = tmp_path / "m.pt2"
+    torch.export.save(torch.export.export(TakesBatch(), (batch,)), str(path))
+    want = [batch["observation.state"], batch["observation.image"]]
+    for form in [(batch,), batch]:  # the one argument in a tuple, or the dict itself
+        got = _load(path, form, tmp_path)
+        assert [g.shape for g in got] == [w.shape for w in want] and all(map(torch.equal, got, want)), form
+
+
+def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
+    path, batch, noise = policy
+    f = tmp_path / "in.pt"
+    torch.save((batch,), f)  # the kwargs are missing
+    assert_one_line_error(run_cli("check", str(path), "--inputs", str(f)),
+                          "holds a tuple of 1 (a dict of 2 ('observation.state', 'observation.image'))",
+                          "takes 3 inputs", "batch_observation_state", "(args, kwargs)")
+    torch.save(((batch,), {"noise": noise.double()}), f)  # the right structure, a wrong dtype: named by input
+    assert_one_line_error(run_cli("check", str(path), "--inputs", str(f)), "'noise'", "torch.float64")
+
+
+def test_reduce_reads_the_batch_and_its_repro_reproduces(policy, tmp_path):
+    path, batch, noise = policy
+    f = tmp_path / "batch.pt"
+    torch.save(((batch,), {"noise": noise}), f)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(path), "--inputs", str(f), "--oracle", "crash", "--backend",
+                plugin("crash_on_linear"), "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr
+    assert "linear" in (out / "repro.py").read_text()
+    alone = run_repro(out)
+    assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED"), alone.stdout + alone.stderr
