@@ -1,0 +1,76 @@
+"""The best `--jobs N` can do: speculation that knows every answer in advance.
+
+    python bench/clairvoyant.py JOURNAL reduce MODEL ... --jobs 4
+
+runs `trtmin reduce` with its speculation replaced by the calls a `--jobs 1` run of the same
+case made, in their order (its `journal.jsonl`): beside each call the reduction needs, the
+next N-1 it will need. No speculator that keeps the result the same for any N (only real
+verdicts decide) can do better, so this run's time is a floor for the `--jobs N` figure on
+that case: what the fixed costs and the calls' count allow, whatever the priors. A bench
+tool, not a feature: the journal must come from the same case, options and commit.
+
+The CLI starts its workers before it imports torch; the patch is put in when
+`minimize.scheduler` is first imported, so that order, and the timing, stay as they are.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import json
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def recorded_calls(journal: Path) -> list[Any]:
+    from minimize.journal import decode_kept
+    keys = []
+    for line in journal.read_text().splitlines()[1:]:
+        rec = json.loads(line)
+        keys.append((decode_kept(rec["kept"]), tuple((k, v) for k, v in rec.get("settings", []))))
+    return keys
+
+
+class _PatchScheduler(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Loads minimize.scheduler as usual, then swaps its next_runs for the recorded order."""
+
+    def __init__(self, journal: Path) -> None:
+        self.journal = journal
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "minimize.scheduler":
+            return None
+        sys.meta_path.remove(self)
+        self.spec = importlib.machinery.PathFinder.find_spec(name, path)
+        sys.meta_path.insert(0, self)
+        return importlib.machinery.ModuleSpec(name, self, origin=self.spec.origin)
+
+    def create_module(self, spec: Any) -> Any:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        module.__file__ = self.spec.origin
+        exec(compile(Path(self.spec.origin).read_text(), self.spec.origin, "exec"), module.__dict__)
+        calls = recorded_calls(self.journal)
+
+        def next_runs(problem: Any, pipeline: Any, budget: int) -> list[Any]:
+            return [k for k in calls if k not in problem.cache][:budget]
+
+        module.next_runs = next_runs
+
+
+def main() -> None:
+    journal = Path(sys.argv[1])
+    if not journal.is_file():
+        sys.exit(f"usage: python bench/clairvoyant.py JOURNAL reduce ... (no journal at {journal})")
+    sys.meta_path.insert(0, _PatchScheduler(journal))
+    sys.argv = ["trtmin", *sys.argv[2:]]
+    runpy.run_module("minimize.cli", run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
