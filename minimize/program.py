@@ -56,6 +56,11 @@ def load_exported(path: Path) -> ExportedProgram:
             f.read(1)
     except OSError as e:
         raise TrtminError(f"{path}: cannot read it ({e.strerror}); check its permissions") from None
+    other = _other_format(path)
+    if other:
+        raise TrtminError(f"{path} is {other}, not a program saved by torch.export.save; trtmin reduces the "
+                          "exported program: ep = torch.export.export(model, args), then "
+                          "torch.export.save(ep, 'model.pt2')")
     if not zipfile.is_zipfile(path):
         raise TrtminError(f"{path} is not a .pt2 archive (truncated or another format); "
                           "re-save it with torch.export.save(ep, path)")
@@ -76,6 +81,31 @@ def load_exported(path: Path) -> ExportedProgram:
     finally:
         quiet.handlers, quiet.propagate = handlers, propagate
         quiet.setLevel(level)
+
+
+def _other_format(path: Path) -> str | None:
+    """What a file that users mistake for a .pt2 is: the compiled program a bug report starts
+    from (an ExecuTorch .pte, an engine), or the other archives torch writes."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head[4:6] == b"ET":  # a flatbuffer's file identifier: ExecuTorch's "ET12"
+        return "an ExecuTorch program (.pte), already lowered"
+    names = {".onnx": "an ONNX model", ".engine": "a TensorRT engine", ".plan": "a TensorRT engine",
+             ".trt": "a TensorRT engine"}
+    if names.get(path.suffix.lower()):
+        return names[path.suffix.lower()]
+    if not zipfile.is_zipfile(path):
+        return None
+    with zipfile.ZipFile(path) as z:
+        files = z.namelist()
+    if any(f.endswith("/archive_format") or "/models/" in f or f.endswith("serialized_exported_program.json")
+           for f in files):
+        return None  # torch.export's own archive, of whatever version: its loader says what is wrong
+    if any("/code/" in f for f in files):
+        return "a TorchScript archive (torch.jit.save)"
+    if any(f.endswith("/data.pkl") for f in files):
+        return "a file written by torch.save (a module, a state_dict or tensors)"
+    return None
 
 
 class _Kept(logging.Handler):

@@ -6,6 +6,7 @@ import json
 import subprocess
 import zipfile
 
+import pytest
 import torch
 
 from tests.conftest import plugin, save_program
@@ -487,3 +488,19 @@ def test_an_out_name_the_file_system_refuses_is_one_line(host_program, tmp_path)
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"), "--oracle",
                 "crash", "--out", str(out))
     assert_one_line_error(r, "cannot be used", "File name too long", "choose another folder")
+
+
+def test_what_is_mistaken_for_a_pt2_is_named(host_program, tmp_path):
+    """The compiled program a bug starts from (.pte), the inputs file given as the model, a
+    module saved with torch.save or torch.jit.save: each was 'not a .pt2 archive' or 'could
+    not be loaded (... check the warnings above)', which did not say what to export."""
+    model, inputs = host_program
+    assert_one_line_error(run_cli("check", str(inputs)), "written by torch.save", "torch.export.export(model, args)")
+    ts = tmp_path / "model.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(ts))
+    assert_one_line_error(run_cli("check", str(ts)), "TorchScript archive")
+    pytest.importorskip("executorch")
+    from executorch.exir import to_edge
+    pte = tmp_path / "model.pte"
+    pte.write_bytes(to_edge(torch.export.load(str(model))).to_executorch().buffer)
+    assert_one_line_error(run_cli("check", str(pte)), "ExecuTorch program (.pte)", "torch.export.save(ep")

@@ -59,7 +59,7 @@ class _Viewed(torch.nn.Module):
     """arange's end is a number of the graph this pass leaves alone: 120 stays."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.exp(x * torch.arange(120))
+        return torch.exp(x * torch.arange(120, device=x.device))
 
 
 def _reduce(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], needs: set[int], jobs: int = 1,
@@ -178,7 +178,7 @@ def test_a_data_dependent_size_does_not_stop_the_fake_run() -> None:
 
 class _ViewedAndOther(torch.nn.Module):
     def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return torch.exp(x * torch.arange(120)).sum() + torch.tanh(w)
+        return torch.exp(x * torch.arange(120, device=x.device)).sum() + torch.tanh(w)
 
 
 def test_a_size_the_graph_fixes_does_not_keep_the_others() -> None:
