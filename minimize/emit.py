@@ -22,6 +22,7 @@ from minimize.program import Slice
 from minimize.report import emitted_names, render_report, report_snippet
 from minimize.script import INPUTS_FILE, ReproInfo, render_script
 from oracles.backends.base import Backend
+from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from oracles.reference import float64_outputs
 
 
@@ -72,10 +73,15 @@ def _number_graph_ids(ep: torch.export.ExportedProgram) -> None:
                                       for s in sources if isinstance(s, NodeSource)]
 
 
-def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any]) -> Path:
-    """reduced.pt2: the reduced program, exported and saved with torch.export.save."""
+def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
+                  dynamic: dict[str, dict[int, tuple[int, int | None]]] | None = None) -> Path:
+    """reduced.pt2: the reduced program, exported and saved with torch.export.save, with the
+    sizes the original was exported with as dynamic (by input name) dynamic again."""
     reduced = out / "reduced.pt2"
-    ep = torch.export.export(gm, tuple(inputs), strict=False)
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    marked = [mark_dynamic(v.detach().clone(), (dynamic or {}).get(name, {})) if isinstance(v, torch.Tensor) else v
+              for name, v in zip(names, inputs)]
+    ep = torch.export.export(gm, tuple(marked), strict=False, dynamic_shapes=export_dynamic_shapes(marked))
     _number_graph_ids(ep)
     # torch.export.save names the archive's folder after the file: a temporary
     # reduced.pt2 in a hidden folder, so the archive reads reduced/..., not .tmp-reduced/...
@@ -114,7 +120,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         summary.setdefault("timing", {})["repro_alone_seconds"] = alone.pop("seconds")  # timing: varies by run
         summary["repro_alone"] = alone
     try:
-        written["reduced"] = write_reduced(out, gm, input_values)
+        written["reduced"] = write_reduced(out, gm, input_values, info.dynamic)
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
         summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     # What this run writes (the --emit scripts come next): `repros add` saves these and no

@@ -167,6 +167,25 @@ def _is_reducible(node: fx.Node) -> bool:
     return not (schema is not None and len(schema.returns) == 0)
 
 
+def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None]]]:
+    """The dims each value has symbolic (the program was exported with them dynamic, or they
+    follow from such a dim: a cat of two, a reshape), with their bounds: {name: {dim: (min,
+    max or None)}}. A candidate that reads the value as an input keeps those dims dynamic."""
+    found: dict[str, dict[int, tuple[int, int | None]]] = {}
+    for n in graph.nodes:
+        val = n.meta.get("val")
+        if n.op not in ("placeholder", "call_function") or not isinstance(val, torch.Tensor):
+            continue
+        dims = {}
+        for d, size in enumerate(val.shape):
+            if isinstance(size, torch.SymInt) and not size.node.expr.is_number:
+                bounds = size.node.shape_env.bound_sympy(size.node.expr)
+                dims[d] = (int(bounds.lower), int(bounds.upper) if bounds.upper.is_Integer else None)  # int_oo: none
+        if dims:
+            found[n.name] = dims
+    return found
+
+
 class Program:
     """An exported program, functionalized, with every node's eager value captured."""
 
@@ -184,14 +203,17 @@ class Program:
                      if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
         self._setup(ep.graph_module.graph, user_outputs, constants, device, fixed_random)
         self.values = self._capture(ep, user_inputs)
+        self.dynamic = dynamic_bounds(ep.graph_module.graph)
 
     @classmethod
     def restore(cls, graph: fx.Graph, user_outputs: list[str], constants: set[str], values: dict[str, Any],
-                device: str, fixed_random: bool = False) -> "Program":
+                device: str, fixed_random: bool = False,
+                dynamic: dict[str, dict[int, tuple[int, int | None]]] | None = None) -> "Program":
         """A worker's copy: the graph and the eager values the main process captured."""
         program = cls.__new__(cls)
         program._setup(graph, user_outputs, constants, device, fixed_random)
         program.values = values
+        program.dynamic = dynamic or {}
         return program
 
     def _setup(self, graph: fx.Graph, user_outputs: list[str], constants: set[str], device: str,

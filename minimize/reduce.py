@@ -155,12 +155,14 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
             reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
             imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
+            dynamic={n: session.program.dynamic[n] for n in final.input_names if n in session.program.dynamic},
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
         summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
         summary["generated_values"] = generated
         summary["shrunk_shapes"] = {n: [list(session.program.values[n].shape), list(t.shape)]
                                     for n, t in replaced.items() if t.shape != session.program.values[n].shape}
         summary["shrunk_sizes"] = {str(k): v for k, v in sizes.items()}  # in the graph's size arguments
+        summary["dynamic"] = {n: {str(d): list(b) for d, b in dims.items()} for n, dims in info.dynamic.items()}
         summary["diagnosis"] = problem.notes
         summary["emitted"] = list(opts.emit)
         summary["journal_header_sha256"] = journal.digest  # repros add: these outputs are this journal's run

@@ -20,8 +20,16 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     big: dict[str, torch.Tensor] = {}
     exprs = tensor_expressions({**inputs, **constants}, generated, big)
     tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
+    dynamic = dynamic_words(info)
     return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
-                          f"compiled with {backend.describe()}: {_short_failure(info.verdict)}")
+                          f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "
+                          f"{_short_failure(info.verdict)}")
+
+
+def dynamic_words(info: ReproInfo) -> str:
+    """'linear's dim 0 dynamic': what the compile keeps dynamic, as the program was exported."""
+    return "; ".join(f"{name}'s dim{'s' if len(dims) > 1 else ''} {', '.join(map(str, dims))}"
+                     for name, dims in info.dynamic.items()) + " dynamic" if info.dynamic else ""
 
 
 def _short_failure(v: Verdict) -> str:
@@ -114,6 +122,13 @@ def _snippet_section(snippet: str | None) -> str:
     return f"```python\n{snippet}\n```\n\n"
 
 
+def _dynamic_sentence(info: ReproInfo) -> str:
+    if not info.dynamic:
+        return ""
+    return (f" The program was exported with dynamic sizes (`torch.export.Dim`), and the compile keeps "
+            f"{dynamic_words(info)}, as `repro.py` does (`DYNAMIC`).")
+
+
 def _memory_words(info: ReproInfo) -> str:
     """An OOM under --memory-limit is that limit's: the reader needs the figure to see it."""
     if not info.memory_limit_mb:
@@ -137,7 +152,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}. The program {where} is what
+{_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin cut it down to
 {info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
 in as an input computed by eager PyTorch, so the failure is not upstream drift.{snippet_words}

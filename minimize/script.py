@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -63,6 +63,8 @@ class ReproInfo:
     reference: str = "eager"  # "float64": a mismatch is judged against eager's own error (oracles/reference.py)
     memory_limit_mb: int | None = None  # --memory-limit: the script sets it too (oracles/address_space.py)
     imports: tuple[str, ...] = ()  # --import: libraries registering the program's custom ops, imported first
+    # {input name: {dim: (min, max or None)}}: the sizes the program was exported with as dynamic
+    dynamic: dict[str, dict[int, tuple[int, int | None]]] = field(default_factory=dict)
 
 
 def forward_source(gm: fx.GraphModule) -> str:
@@ -151,7 +153,7 @@ DEVICE = {device!r}
 ATOL, RTOL = {atol!r}, {rtol!r}
 REFERENCE = {reference!r}  # float64: a difference counts only beyond ERROR_RATIO x eager's own error from a float64 run
 REQUIRES = {requires!r}
-{memory_constant}{imports}
+{dynamic_constant}{memory_constant}{imports}
 
 class Repro(torch.nn.Module):
 {init}{forward}
@@ -167,7 +169,7 @@ def compile_backend(module, inputs, backend):
     {compile_body}
 
 {checks}
-{child_functions}{memory_functions}
+{dynamic_functions}{child_functions}{memory_functions}
 def exception_chain(e):
     """The exception and what it wraps (torch.compile wraps a backend's error)."""
     chain = []
@@ -181,7 +183,7 @@ def prepare():
     """(module, inputs, eager's outputs, the float64 run's or None): everything before the
     backend is called."""
     inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
-    module = Repro().to(DEVICE)  # its weights too: written (or loaded) on the CPU
+{mark_inputs}    module = Repro().to(DEVICE)  # its weights too: written (or loaded) on the CPU
     with torch.no_grad():
         expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
         if REFERENCE != "float64":
@@ -191,7 +193,7 @@ def prepare():
 
 
 def clone(inputs):
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    {clone_body}
 
 
 def first_line(e):
@@ -318,8 +320,27 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
                          "set before the backend is called\n" if info.memory_limit_mb else ""),
         libraries=_libraries_source(info),
         memory_functions=MEMORY_FUNCTIONS + address_space_source() + "\n" if info.memory_limit_mb else "",
+        **_dynamic_parts(info, list(inputs)),
     )
     return script, big
+
+
+def _dynamic_parts(info: ReproInfo, input_names: list[str]) -> dict[str, str]:
+    """The template's parts for the dims the program was exported with as dynamic: a table by
+    input position, inputs marked with it, clones that keep the marks. Empty for a static
+    program, whose script is as it was."""
+    table = {i: info.dynamic[name] for i, name in enumerate(input_names) if info.dynamic.get(name)}
+    if not table:
+        return {"dynamic_constant": "", "mark_inputs": "", "dynamic_functions": "",
+                "clone_body": "return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]"}
+    from oracles.backends.onnx_export import script_source
+    from oracles.dynamic import clone_marked, mark_dynamic
+    return {
+        "dynamic_constant": f"DYNAMIC = {table!r}  # input -> {{dim: (min, max)}}: sizes the program was exported "
+                            "with as dynamic (torch.export.Dim); the compile keeps them dynamic\n",
+        "mark_inputs": "    inputs = [mark_dynamic(x, DYNAMIC.get(i, {})) for i, x in enumerate(inputs)]\n",
+        "dynamic_functions": script_source(mark_dynamic, clone_marked) + "\n",
+        "clone_body": "return clone_marked(inputs)  # with their dynamic dims"}
 
 
 def _libraries_source(info: ReproInfo) -> str:

@@ -24,6 +24,7 @@ from minimize.steps import StepClock
 from oracles.backends import resolve
 from oracles.backends.base import reset_dynamo, use_scratch_root
 from oracles.checks import Tolerance
+from oracles.dynamic import mark_dynamic
 from oracles.evaluate import evaluate, evaluate_each
 
 GRAPH_FILE = "graph.bin"
@@ -46,7 +47,7 @@ def save_state(program: Program, folder: Path, imports: list[str] | None = None)
     (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
     state = {"values": {k: _own_storage(v) for k, v in program.values.items()},
              "user_outputs": program.output_order, "constants": sorted(program.constants),
-             "fixed_random": program.fixed_random, "imports": list(imports or [])}
+             "fixed_random": program.fixed_random, "imports": list(imports or []), "dynamic": program.dynamic}
     torch.save(state, str(folder / VALUES_FILE))
     (folder / READY_FILE).touch()
 
@@ -70,7 +71,7 @@ def load_state(folder: Path, device: str) -> Program:
         import_libraries(state["imports"])  # before the graph: its custom ops must resolve
         graph = graph_io.loads((folder / GRAPH_FILE).read_bytes())
         return Program.restore(graph, state["user_outputs"], set(state["constants"]), state["values"], device,
-                               state["fixed_random"])
+                               state["fixed_random"], state.get("dynamic"))
 
 
 _backends: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}  # kept across the zygote's fork
@@ -187,7 +188,8 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         replaced = made(job.get("generated", {}))
         sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)
-        inputs = program.inputs_for(piece, replaced)
+        inputs = [mark_dynamic(v, program.dynamic.get(name, {}))  # the export's dynamic sizes stay so
+                  for name, v in zip(piece.input_names, program.inputs_for(piece, replaced))]
         be = backend_for(job.get("settings", settings))
         if job.get("partitions"):
             try:

@@ -13,13 +13,14 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend
 from oracles.checks import Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs, summarize
+from oracles.dynamic import clone_marked
 from oracles.errors import FLOAT64_FAILED
 from oracles.reference import float64_outputs
 from oracles.verdict import Verdict
 
 
 def _clone(values: Sequence[Any]) -> list[Any]:
-    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+    return clone_marked(values)  # an input's dynamic dims stay dynamic (oracles/dynamic.py)
 
 
 def _sync(device: str) -> None:

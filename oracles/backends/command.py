@@ -33,6 +33,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, scratch_folder
+from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import TrtminError
 
 PREFIX = "cmd:"
@@ -99,7 +100,8 @@ def run_command(command, module, inputs, folder, launcher=()):
     folder = pathlib.Path(folder)
     paths = {name: str(folder / file) for name, file in
              (("model", "model.pt2"), ("inputs", "inputs.pt"), ("outputs", "outputs.pt"))}
-    torch.export.save(torch.export.export(module, tuple(inputs), strict=False), paths["model"])
+    ep = torch.export.export(module, tuple(inputs), strict=False, dynamic_shapes=export_dynamic_shapes(inputs))
+    torch.export.save(ep, paths["model"])
     torch.save(tuple(inputs), paths["inputs"])
     if os.path.exists(paths["outputs"]):
         os.remove(paths["outputs"])  # a file from an earlier call is not this one's answer
@@ -235,7 +237,7 @@ class CommandBackend(Backend):
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             return command""")
         supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
-        return ScriptPart(imports=[script_source(CommandFailed, run_command), supervise],
+        return ScriptPart(imports=[script_source(CommandFailed, export_dynamic_shapes, run_command), supervise],
                           compile_body=_indent_body(body), load_body=_indent_body(load),
                           files=copied)
 

@@ -29,6 +29,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, scratch_folder
+from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.errors import MissingPackageError, TrtminError
 
 VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")
@@ -88,14 +89,14 @@ def lower_to_pte(variant, gm, inputs, folder, options):
     if variant == "tensorrt":
         import torch_tensorrt
 
-        ep = torch.export.export(gm, tuple(inputs))
-        trt_gm = torch_tensorrt.dynamo.compile(ep, arg_inputs=list(inputs), **options)
+        ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
+        trt_gm = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(inputs), **options)
         torch_tensorrt.save(trt_gm, str(folder / "model.pte"), output_format="executorch",
                             arg_inputs=list(inputs), retrace=False)
         return folder / "model.pte"
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
-    ep = torch.export.export(gm, tuple(inputs))
+    ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
     config = None
     if variant == "xnnpack":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -166,7 +167,7 @@ class ExecuTorchBackend(Backend):
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         from oracles.backends.torch_tensorrt import materialize
 
-        plain = [v.detach() if isinstance(v, torch.Tensor) else v for v in example_inputs]
+        plain = [detached(v) for v in example_inputs]
         module, inputs, positions = gm, plain, list(range(len(plain)))  # weights are already get_attr
         options = {k: materialize(v) for k, v in self.options.items()}
         folder = scratch_folder("trtmin-et-")  # removed when `run` is dropped
@@ -198,7 +199,9 @@ class ExecuTorchBackend(Backend):
             return lambda *args: run_pte([args[i].cpu() if isinstance(args[i], torch.Tensor) else args[i] for i in positions])""")
         requires = ["executorch"] + (["torch_tensorrt", "torch_tensorrt_executorch_runtime"]
                                      if self.variant == "tensorrt" else [])
-        return ScriptPart(imports=[script_source(lower_to_pte, load_pte)], requires=requires,
+        shared = [export_dynamic_shapes, *([tensorrt_inputs] if self.variant == "tensorrt" else []), lower_to_pte,
+                  load_pte]  # lower_to_pte calls tensorrt_inputs for that variant only
+        return ScriptPart(imports=[script_source(*shared)], requires=requires,
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:

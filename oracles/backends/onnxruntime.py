@@ -23,6 +23,7 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
+from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
 
 SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
@@ -142,7 +143,8 @@ class OnnxRuntimeBackend(Backend):
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         with scratch_folder("trtmin-onnx-") as tmp:
-            export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.options.get("opset"))
+            export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.options.get("opset"),
+                                 dynamic=True)
             session = ort_session(export.path, self.options)
 
         def run(*args: Any) -> list[torch.Tensor]:
@@ -166,7 +168,8 @@ class OnnxRuntimeBackend(Backend):
             folder = tempfile.mkdtemp(prefix="repro-onnx-")
             atexit.register(shutil.rmtree, folder, True)  # the .onnx goes when the script ends
             try:
-                onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r})
+                shapes = export_dynamic_shapes(runtime_inputs)  # sizes exported as dynamic stay so
+                onnx_program = torch.onnx.export(gm.eval(), tuple(runtime_inputs), dynamo=True, verbose=False, opset_version={self.options.get("opset")!r}, **({{"dynamic_shapes": shapes}} if shapes else {{}}))
             except Exception as e:  # worded as trtmin's workers word it, so ERROR_PATTERN matches
                 raise export_error(e) from e
             onnx_program.save(folder + "/model.onnx")
@@ -190,7 +193,8 @@ class OnnxRuntimeBackend(Backend):
             return run""")
         from oracles.backends.torch_tensorrt import _indent_body
 
-        return ScriptPart(imports=[script_source(OnnxExportError, export_error, ort_session, run_onnxruntime)],
+        return ScriptPart(imports=[script_source(OnnxExportError, export_error, export_dynamic_shapes, ort_session,
+                                                 run_onnxruntime)],
                           requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
 
     def describe(self) -> str:

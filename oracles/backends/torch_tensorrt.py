@@ -27,6 +27,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart
+from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.errors import MissingPackageError, TrtminError
 
 INSTALL_HINT = "install it with pip install torch-tensorrt (needs an NVIDIA GPU and CUDA)"
@@ -307,15 +308,15 @@ class TorchTensorRTBackend(Backend):
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         import torch_tensorrt
 
-        inputs = [_plain(v) for v in example_inputs]
+        inputs = [detached(v) for v in example_inputs]
         module, positions = gm, list(range(len(inputs)))  # weights are already get_attr
-        ep = torch.export.export(module, tuple(inputs))
+        ep = torch.export.export(module, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
         options = {k: materialize(v) for k, v in self.options.items()}
-        compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=list(inputs), **options)
+        compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(inputs), **options)
         self.last_compiled = compiled
 
         def run(*args: Any) -> Any:
-            return compiled(*[_plain(args[i]) for i in positions])
+            return compiled(*[detached(args[i]) for i in positions])
 
         return run
 
@@ -338,10 +339,11 @@ class TorchTensorRTBackend(Backend):
         body = textwrap.dedent(f"""\
             import torch_tensorrt
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
-            ep = torch.export.export(gm, tuple(runtime_inputs))
-            compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=list(runtime_inputs){options})
+            ep = torch.export.export(gm, tuple(runtime_inputs), dynamic_shapes=export_dynamic_shapes(runtime_inputs))
+            compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(runtime_inputs){options})
             return lambda *args: compiled(*[args[i] for i in positions])""")
-        return ScriptPart(imports=[], requires=["torch_tensorrt"],
+        from oracles.backends.onnx_export import script_source
+        return ScriptPart(imports=[script_source(export_dynamic_shapes, tensorrt_inputs)], requires=["torch_tensorrt"],
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:
@@ -354,11 +356,6 @@ def partition_report(compiled: Any) -> dict[str, int]:
     children = [name for name, _ in getattr(compiled, "named_children", lambda: [])()]
     return {"tensorrt_engines": sum(n.startswith("_run_on_acc") for n in children),
             "pytorch_blocks": sum(n.startswith("_run_on_gpu") for n in children)}
-
-
-def _plain(v: Any) -> Any:
-    """nn.Parameter values as plain tensors (exporters and runtimes reject Parameters)."""
-    return v.detach() if isinstance(v, torch.Tensor) else v
 
 
 def _indent_body(body: str) -> str:

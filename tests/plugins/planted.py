@@ -14,6 +14,7 @@ under cut-to-input is known exactly:
 - float32_inside:      bf16/fp16 kept in float32, rounded at the outputs: off eager's
                        per-op rounding everywhere, but no further from float64 than eager
 - float32_inside_mul_exp: the same, and mismatch_mul_exp's x1.5       core: {mul, exp}
+- crash_on_dynamic_softmax: aten.softmax over a symbolic size        core: {softmax}
 """
 
 from __future__ import annotations
@@ -257,4 +258,16 @@ def flaky_crash_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> 
             f.write("x")
         if n % 2 == 0:
             raise RuntimeError("planted flaky failure: tactic selection failed for tanh")
+    return _run(gm)
+
+
+def crash_on_dynamic_softmax(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A converter that cannot take softmax over a symbolic size, as Torch-TensorRT's attention
+    and split converters could not take a dynamic text length (pytorch/TensorRT#5037): the
+    same graph at static sizes compiles."""
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is aten.softmax.int:
+            val = n.args[0].meta.get("example_value")
+            if isinstance(val, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in val.shape):
+                raise NotImplementedError("planted: softmax over a dynamic dimension is not supported")
     return _run(gm)

@@ -1,0 +1,102 @@
+"""Sizes exported as dynamic (torch.export.Dim) stay dynamic in every candidate's compile.
+
+Before, each candidate was compiled at the example's sizes, so a compiler that fails only
+on a symbolic size (pytorch/TensorRT#5037: attention and split converters and a dynamic
+text length) was never seen: `trtmin check` said the bug does not reproduce."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+from minimize.program import dynamic_bounds
+from oracles.backends import resolve
+from oracles.dynamic import mark_dynamic
+from tests.conftest import plugin
+from tests.helpers import run_cli, run_repro
+
+
+class Head(nn.Module):
+    """A text head whose sequence length is the dynamic size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        scores = torch.softmax(self.proj(tokens), -1)
+        return torch.tanh(scores * tokens.shape[0]) + 1.0
+
+
+def _save(tmp_path, dynamic: bool) -> tuple:
+    torch.manual_seed(0)
+    x = torch.randn(6, 8)
+    shapes = ({0: Dim("seq", max=64)},) if dynamic else None
+    ep = torch.export.export(Head().eval(), (x,), dynamic_shapes=shapes)
+    model, inputs = tmp_path / f"head_{dynamic}.pt2", tmp_path / "head_inputs.pt"
+    torch.export.save(ep, str(model))
+    torch.save((x,), str(inputs))
+    return model, inputs
+
+
+def test_bounds_follow_the_export_through_derived_sizes():
+    class Two(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return torch.cat([a, b]).relu(), a.reshape(-1)
+
+    ep = torch.export.export(Two(), (torch.randn(4, 3), torch.randn(5, 3)),
+                             dynamic_shapes=({0: Dim("a", min=2, max=10)}, {0: Dim("b")}))
+    bounds = dynamic_bounds(ep.graph)
+    assert bounds["a"] == {0: (2, 10)} and bounds["b"][0][1] is None  # unbounded: no max
+    assert bounds["cat"][0][0] == 4 and bounds["cat"][0][1] is None   # a + b
+    assert bounds["reshape"] == {0: (6, 30)}                           # 3 * a
+    static = torch.export.export(Two(), (torch.randn(4, 3), torch.randn(5, 3)))
+    assert dynamic_bounds(static.graph) == {}
+
+
+def test_a_bug_that_needs_a_dynamic_size_is_seen_reduced_and_reproduced_alone(tmp_path):
+    static_model, inputs = _save(tmp_path, dynamic=False)
+    model, _ = _save(tmp_path, dynamic=True)
+    backend = plugin("crash_on_dynamic_softmax")
+    r = run_cli("check", str(static_model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend)
+    assert r.returncode == 0, r.stdout + r.stderr  # the planted converter takes static sizes
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend)
+    assert r.returncode == 1 and "dynamic dimension" in r.stdout, r.stdout + r.stderr
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
+                "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["final_nodes"] == 1
+    script = (out / "repro.py").read_text()
+    assert "DYNAMIC = {0: {0: (" in script and "softmax" in script
+    alone = run_repro(out)
+    assert alone.returncode == 1 and "dynamic dimension" in alone.stdout, alone.stdout + alone.stderr
+    control = run_repro(out, backend="eager")
+    assert control.returncode == 0 and control.stdout.startswith("FIXED"), control.stdout + control.stderr
+    reduced = torch.export.load(str(out / "reduced.pt2"))  # dynamic again, within the export's bound
+    (placeholder,) = [n for n in reduced.graph.nodes if n.op == "placeholder"]
+    assert isinstance(placeholder.meta["val"].shape[0], torch.SymInt)
+    assert [int(r.upper) for r in reduced.range_constraints.values()] == [64]
+    assert "dim 0 dynamic" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("spec", ["onnxruntime", "executorch:xnnpack"])
+def test_exporting_backends_compile_the_dynamic_dims(spec):
+    """A real compiler, through the export path: marked, the candidate runs at another
+    sequence length (the engine is dynamic); unmarked, it is compiled for 6 rows only."""
+    pytest.importorskip("onnxruntime" if spec == "onnxruntime" else "executorch")
+    torch.manual_seed(0)
+    gm = torch.fx.symbolic_trace(Head().eval())
+    backend = resolve(spec, {})
+    longer = torch.randn(9, 8)
+    with torch.no_grad():
+        compiled = backend.compile(gm, [mark_dynamic(torch.randn(6, 8), {0: (2, 64)})])
+        torch.testing.assert_close(torch.cat([o.reshape(-1) for o in compiled(longer)]), gm(longer).reshape(-1))
+        static = backend.compile(gm, [torch.randn(6, 8)])
+        with pytest.raises(Exception):
+            static(longer)
