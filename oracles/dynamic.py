@@ -54,7 +54,10 @@ def export_dynamic_shapes(inputs: Sequence[Any]) -> Any:
             limits["min"] = min(lo, size)
         if hi is not None:
             limits["max"] = max(hi, size)
-        return Dim.AUTO(**limits) if limits else Dim.AUTO
+        try:
+            return Dim.AUTO(**limits) if limits else Dim.AUTO
+        except TypeError:  # a torch whose Dim.AUTO takes no bounds (before 2.7)
+            return Dim.AUTO
 
     specs = [{d: dim(x.shape[d], lo, hi) for d, (lo, hi) in getattr(x, "_trtmin_dynamic", {}).items()} or None
              if isinstance(x, torch.Tensor) else None for x in inputs]
