@@ -56,7 +56,7 @@ def export_dynamic_shapes(inputs: Sequence[Any]) -> Any:
             limits["max"] = max(hi, size)
         try:
             return Dim.AUTO(**limits) if limits else Dim.AUTO
-        except TypeError:  # a torch whose Dim.AUTO takes no bounds (before 2.7)
+        except TypeError:  # an older torch, whose Dim.AUTO takes no bounds
             return Dim.AUTO
 
     specs = [{d: dim(x.shape[d], lo, hi) for d, (lo, hi) in getattr(x, "_trtmin_dynamic", {}).items()} or None
