@@ -100,3 +100,19 @@ def test_exporting_backends_compile_the_dynamic_dims(spec):
         static = backend.compile(gm, [torch.randn(6, 8)])
         with pytest.raises(Exception):
             static(longer)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_dynamic_sizes_on_cuda(tmp_path):
+    """The same on the GPU: the marks survive the move of the values to CUDA, and Inductor
+    compiles the dynamic candidate there."""
+    model, inputs = _save(tmp_path, dynamic=True)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "inductor",
+                "--device", "cuda")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--device", "cuda",
+                "--backend", plugin("crash_on_dynamic_softmax"), "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr
+    alone = run_repro(out)
+    assert alone.returncode == 1 and "dynamic dimension" in alone.stdout, alone.stdout + alone.stderr
