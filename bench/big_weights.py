@@ -5,8 +5,8 @@
 Builds a stack of LayerNorm -> Linear(width, width) -> GELU residual blocks (30 blocks of
 4096 wide: 2 GB of float32 weights, 122 call nodes) with a tanh after block 20, exports it
 to FOLDER/big.pt2 once, then reduces it with a planted crash on tanh and prints the
-reduction's timing and trtmin's peak RSS (the CLI process; its workers are children, and
-report their own). A benchmark, not a test: it writes gigabytes.
+reduction's timing and the peak RSS of its largest process (getrusage of the children: the
+CLI, or a worker, whichever held most). A benchmark, not a test: it writes gigabytes.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main() -> None:
                         "--jobs", str(args.jobs), "--out", str(out), "--force"],
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6  # GB: the largest child, the CLI
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6  # GB: the largest process of the run
     if r.returncode != 0:
         sys.exit(f"reduce failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
     s = json.loads((out / "summary.json").read_text())

@@ -20,6 +20,7 @@ import torch
 import torch.fx as fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from minimize.fast_load import fast_schema_decoding
 from minimize.libraries import unresolved_op
@@ -96,8 +97,11 @@ def _other_format(path: Path) -> str | None:
         return names[path.suffix.lower()]
     if not zipfile.is_zipfile(path):
         return None
-    with zipfile.ZipFile(path) as z:
-        files = z.namelist()
+    try:
+        with zipfile.ZipFile(path) as z:
+            files = z.namelist()
+    except zipfile.BadZipFile:  # damaged: torch.export.load's error says so
+        return None
     if any(f.endswith("/archive_format") or "/models/" in f or f.endswith("serialized_exported_program.json")
            for f in files):
         return None  # torch.export's own archive, of whatever version: its loader says what is wrong
@@ -168,9 +172,10 @@ def _is_reducible(node: fx.Node) -> bool:
 
 
 def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None]]]:
-    """The dims each value has symbolic (the program was exported with them dynamic, or they
-    follow from such a dim: a cat of two, a reshape), with their bounds: {name: {dim: (min,
-    max or None)}}. A candidate that reads the value as an input keeps those dims dynamic."""
+    """The dims each value has symbolic because the program was exported with them dynamic
+    (or they follow from such a dim: a cat of two, a reshape), with their bounds: {name:
+    {dim: (min, max or None)}}. A candidate that reads the value as an input keeps those
+    dims dynamic."""
     found: dict[str, dict[int, tuple[int, int | None]]] = {}
     for n in graph.nodes:
         val = n.meta.get("val")
@@ -178,7 +183,9 @@ def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None
             continue
         dims = {}
         for d, size in enumerate(val.shape):
-            if isinstance(size, torch.SymInt) and not size.node.expr.is_number:
+            # not a data-dependent size (x[x > 0]): fed in, a cut value of one has a size of its own
+            if isinstance(size, torch.SymInt) and not size.node.expr.is_number \
+                    and not free_unbacked_symbols(size.node.expr):
                 bounds = size.node.shape_env.bound_sympy(size.node.expr)
                 dims[d] = (int(bounds.lower), int(bounds.upper) if bounds.upper.is_Integer else None)  # int_oo: none
         if dims:

@@ -155,7 +155,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
             reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
             imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
-            dynamic={n: session.program.dynamic[n] for n in final.input_names if n in session.program.dynamic},
+            dynamic=_kept_dynamic(session, final.input_names, values),
             needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
         summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
         summary["generated_values"] = generated
@@ -180,6 +180,17 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                               "rerun with --resume (it replays the journal, no oracle call)") from None
         return summary
+
+
+def _kept_dynamic(session: Session, names: list[str], values: dict[str, Any]) -> dict[str, dict[int, Any]]:
+    """The final inputs' dims the compile kept dynamic: the program's, where the backend keeps
+    them, of a size above 1 (torch specializes 0 and 1; a shrunk size may be 1)."""
+    if not session.backend.keeps_dynamic:
+        return {}
+    kept = {n: {d: b for d, b in session.program.dynamic.get(n, {}).items()
+                if isinstance(values[n], torch.Tensor) and d < values[n].dim() and values[n].shape[d] > 1}
+            for n in names}
+    return {n: dims for n, dims in kept.items() if dims}
 
 
 def _forget_run(out: Path, made_out: bool) -> None:

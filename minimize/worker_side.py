@@ -33,11 +33,13 @@ READY_FILE = "ready"  # written last: workers start before the state exists and 
 
 
 def _own_storage(v: Any) -> Any:
-    """A view gets a storage of its own: a storage viewed as two dtypes (view_as_real) cannot
-    be saved, and a slice would save all of its base. Other tensors (the weights: most of a
-    large model's bytes) are saved as they are, not copied first."""
+    """A view, or a tensor on a larger storage than its own elements (a slice an --inputs
+    file saved), gets a storage of its own: a storage viewed as two dtypes (view_as_real)
+    cannot be saved, and a slice would save all of its base. Other tensors (the weights:
+    most of a large model's bytes) are saved as they are, not copied first."""
     if isinstance(v, torch.Tensor):
-        return v.detach().clone() if v._is_view() else v.detach()
+        shared = v._is_view() or v.untyped_storage().nbytes() > v.numel() * v.element_size()
+        return v.detach().clone() if shared else v.detach()
     if isinstance(v, (list, tuple)):
         return type(v)(_own_storage(x) for x in v)
     return v
@@ -188,9 +190,10 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         replaced = made(job.get("generated", {}))
         sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)
-        inputs = [mark_dynamic(v, program.dynamic.get(name, {}))  # the export's dynamic sizes stay so
-                  for name, v in zip(piece.input_names, program.inputs_for(piece, replaced))]
         be = backend_for(job.get("settings", settings))
+        dynamic = program.dynamic if be.keeps_dynamic else {}  # the export's dynamic sizes stay so
+        inputs = [mark_dynamic(v, dynamic.get(name, {})) for name, v in
+                  zip(piece.input_names, program.inputs_for(piece, replaced))]
         if job.get("partitions"):
             try:
                 return {"partitions": be.partitions(piece.gm, inputs) or []}

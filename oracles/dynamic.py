@@ -42,18 +42,19 @@ def detached(v: Any) -> Any:
     return mark_dynamic(v.detach(), getattr(v, "_trtmin_dynamic", {})) if isinstance(v, torch.Tensor) else v
 
 
-def export_dynamic_shapes(inputs: Sequence[Any]) -> Any:
+def export_dynamic_shapes(inputs: Sequence[Any], bounded: bool = False) -> Any:
     """torch.export's dynamic_shapes for `inputs`: Dim.AUTO on each marked dim, within the
     export's bounds widened to the example's size (ExecuTorch plans memory to the max); None
-    when no input has one (a static export, as before)."""
+    when no input has one (a static export, as before). bounded: an unbounded dim gets the
+    example's size as its max, as a TensorRT profile needs one."""
     from torch.export import Dim
 
     def dim(size, lo, hi):
         limits = {}
         if min(lo, size) >= 2:  # below 2, torch's own default
             limits["min"] = min(lo, size)
-        if hi is not None:
-            limits["max"] = max(hi, size)
+        if hi is not None or bounded:
+            limits["max"] = size if hi is None else max(hi, size)
         try:
             return Dim.AUTO(**limits) if limits else Dim.AUTO
         except TypeError:  # an older torch, whose Dim.AUTO takes no bounds
@@ -64,22 +65,27 @@ def export_dynamic_shapes(inputs: Sequence[Any]) -> Any:
     return tuple(specs) if any(specs) else None
 
 
-def tensorrt_inputs(inputs: Sequence[Any]) -> list[Any]:
-    """Torch-TensorRT's arg_inputs: a marked tensor as torch_tensorrt.Input(min, opt, max) over
-    the export's bounds (opt the example's size; max the example's where the export set none,
-    as TensorRT needs one), the others as they are."""
+def tensorrt_inputs(ep: Any, inputs: Sequence[Any]) -> list[Any]:
+    """Torch-TensorRT's arg_inputs for `ep`, exported from `inputs`: an input whose dims stayed
+    symbolic in the export (Dim.AUTO keeps static what the ops fix) as torch_tensorrt.Input
+    over the export's range for them (opt: the example's size), the others as they are."""
     import torch_tensorrt
 
+    names = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
     out = []
-    for t in inputs:
-        dims = getattr(t, "_trtmin_dynamic", {}) if isinstance(t, torch.Tensor) else {}
-        if not dims:
+    for name, t in zip(names, inputs):
+        val = vals.get(name)
+        ranges = {d: ep.range_constraints.get(size.node.expr) for d, size in enumerate(getattr(val, "shape", ()))
+                  if isinstance(size, torch.SymInt)} if isinstance(t, torch.Tensor) else {}
+        ranges = {d: r for d, r in ranges.items() if r is not None}
+        if not ranges:
             out.append(t)
             continue
         opt = list(t.shape)
         low, high = list(opt), list(opt)
-        for d, (lo, hi) in dims.items():
-            low[d] = max(1, min(int(lo), opt[d]))
-            high[d] = opt[d] if hi is None else max(int(hi), opt[d])
+        for d, r in ranges.items():
+            low[d] = max(1, min(int(r.lower), opt[d]))
+            high[d] = max(int(r.upper), opt[d]) if r.upper.is_Integer else opt[d]
         out.append(torch_tensorrt.Input(min_shape=low, opt_shape=opt, max_shape=high, dtype=t.dtype))
     return out

@@ -57,6 +57,30 @@ def test_bounds_follow_the_export_through_derived_sizes():
     static = torch.export.export(Two(), (torch.randn(4, 3), torch.randn(5, 3)))
     assert dynamic_bounds(static.graph) == {}
 
+    class Masked(nn.Module):  # a data-dependent size is no size the export made dynamic
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[x > 0].softmax(-1) * 2
+
+    assert dynamic_bounds(torch.export.export(Masked(), (torch.randn(48),)).graph) == {}
+
+
+def test_the_onnx_export_is_dynamic_only_for_marked_inputs(tmp_path):
+    """ONNX Runtime gets the marked dims dynamic; the ONNX -> TensorRT backend, whose engine
+    has no optimization profile, keeps no marks and gets a static graph."""
+    pytest.importorskip("onnxscript")
+    from oracles.backends.onnx_export import export_onnx
+    from oracles.backends.tensorrt import TensorRTBackend
+
+    gm = torch.fx.symbolic_trace(Head().eval())
+    dims = []
+    for name, x in [("marked", mark_dynamic(torch.randn(6, 8), {0: (2, 64)})), ("plain", torch.randn(6, 8))]:
+        onnx = export_onnx(gm, [x], tmp_path / f"{name}.onnx")
+        import onnx as onnx_lib
+        dim = onnx_lib.load(str(onnx.path)).graph.input[0].type.tensor_type.shape.dim[0]
+        dims.append(dim.dim_param or dim.dim_value)
+    assert isinstance(dims[0], str) and dims[0] and dims[1] == 6, dims
+    assert TensorRTBackend.keeps_dynamic is False
+
 
 def test_a_bug_that_needs_a_dynamic_size_is_seen_reduced_and_reproduced_alone(tmp_path):
     static_model, inputs = _save(tmp_path, dynamic=False)
@@ -116,3 +140,33 @@ def test_dynamic_sizes_on_cuda(tmp_path):
     assert r.returncode == 0, r.stderr
     alone = run_repro(out)
     assert alone.returncode == 1 and "dynamic dimension" in alone.stdout, alone.stdout + alone.stderr
+
+
+def test_tensorrt_inputs_follow_the_exported_program(monkeypatch):
+    """Torch-TensorRT builds its profiles from the exported program: an Input's range must be
+    the export's (bounded: TensorRT needs a max), and a dim the candidate's ops fixed (Dim.AUTO
+    made it static) is no range. torch_tensorrt cannot be installed here: its Input is
+    recorded by a stand-in, the export and the ranges are torch's own."""
+    import sys
+    import types
+
+    from oracles.dynamic import export_dynamic_shapes, tensorrt_inputs
+
+    class Input:
+        def __init__(self, **shapes):
+            self.shapes = shapes
+
+    monkeypatch.setitem(sys.modules, "torch_tensorrt", types.SimpleNamespace(Input=Input))
+
+    class Fixed(nn.Module):
+        def forward(self, free: torch.Tensor, unbounded: torch.Tensor, pinned: torch.Tensor) -> torch.Tensor:
+            return free.sum() + unbounded.sum() + (pinned + torch.ones(6, 8)).sum()  # pinned's 6 is fixed
+
+    inputs = [mark_dynamic(torch.randn(6, 8), {0: (2, 64)}), mark_dynamic(torch.randn(5, 8), {0: (0, None)}),
+              mark_dynamic(torch.randn(6, 8), {0: (2, 64)})]
+    ep = torch.export.export(torch.fx.symbolic_trace(Fixed()), tuple(inputs),
+                             dynamic_shapes=export_dynamic_shapes(inputs, bounded=True))
+    free, unbounded, pinned = tensorrt_inputs(ep, inputs)
+    assert free.shapes == {"min_shape": [2, 8], "opt_shape": [6, 8], "max_shape": [64, 8], "dtype": torch.float32}
+    assert unbounded.shapes["min_shape"] == [2, 8] and unbounded.shapes["max_shape"] == [5, 8]  # max: the example's
+    assert pinned is inputs[2]  # static in the export: a plain tensor

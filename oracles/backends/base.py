@@ -85,6 +85,9 @@ class Backend:
     # which nodes each compiled engine holds, and which setting forces op types to run
     # in PyTorch instead (Torch-TensorRT's torch_executed_ops).
     reports_partitions = False
+    # Whether candidates are compiled with the program's dynamic sizes dynamic (oracles/dynamic.py);
+    # the ONNX -> TensorRT engine would need an optimization profile for them, and is built static.
+    keeps_dynamic = True
     op_fallback_setting: str | None = None
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:

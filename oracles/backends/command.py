@@ -102,7 +102,7 @@ def run_command(command, module, inputs, folder, launcher=()):
              (("model", "model.pt2"), ("inputs", "inputs.pt"), ("outputs", "outputs.pt"))}
     ep = torch.export.export(module, tuple(inputs), strict=False, dynamic_shapes=export_dynamic_shapes(inputs))
     torch.export.save(ep, paths["model"])
-    torch.save(tuple(inputs), paths["inputs"])
+    torch.save(tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in inputs), paths["inputs"])  # no marks
     if os.path.exists(paths["outputs"]):
         os.remove(paths["outputs"])  # a file from an earlier call is not this one's answer
     args = list(command)

@@ -89,8 +89,8 @@ def lower_to_pte(variant, gm, inputs, folder, options):
     if variant == "tensorrt":
         import torch_tensorrt
 
-        ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
-        trt_gm = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(inputs), **options)
+        ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs, bounded=True))
+        trt_gm = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(ep, inputs), **options)
         torch_tensorrt.save(trt_gm, str(folder / "model.pte"), output_format="executorch",
                             arg_inputs=list(inputs), retrace=False)
         return folder / "model.pte"

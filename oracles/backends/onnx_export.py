@@ -83,14 +83,14 @@ class OnnxExport:
         return {name: inputs[i] for name, i in zip(self.input_names, self.input_positions)}
 
 
-def _quiet_export(module: torch.nn.Module, args: tuple[Any, ...], opset: int | None, dynamic: bool = False) -> Any:
+def _quiet_export(module: torch.nn.Module, args: tuple[Any, ...], opset: int | None) -> Any:
     onnx_logger = logging.getLogger("torch.onnx")
     level = onnx_logger.level
     onnx_logger.setLevel(logging.ERROR)  # "torchvision is not installed" and the like
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            shapes = export_dynamic_shapes(args) if dynamic else None
+            shapes = export_dynamic_shapes(args)
             return torch.onnx.export(module, args, dynamo=True, opset_version=opset, verbose=False, report=False,
                                      **({"dynamic_shapes": shapes} if shapes else {}))
     finally:
@@ -108,17 +108,15 @@ def _set_training(module: torch.nn.Module, mode: bool) -> bool:
     return old
 
 
-def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset: int | None = None,
-                dynamic: bool = False) -> OnnxExport:
-    """Export the candidate to `path` (weights over 2 GB go to `<path>.data` beside it).
-    dynamic: the inputs' dynamic dims stay dynamic in the ONNX graph (ONNX Runtime takes
-    them as they are; a TensorRT engine would need a profile, and gets static shapes)."""
+def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset: int | None = None) -> OnnxExport:
+    """Export the candidate to `path` (weights over 2 GB go to `<path>.data` beside it), with
+    the inputs' dynamic dims (oracles/dynamic.py) dynamic in the ONNX graph."""
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     plain = [detached(v) for v in inputs]  # no nn.Parameter
     module, runtime_inputs, positions = gm, plain, list(range(len(plain)))
     was_training = _set_training(module, False)
     try:
-        program = _quiet_export(module, tuple(runtime_inputs), opset, dynamic)
+        program = _quiet_export(module, tuple(runtime_inputs), opset)
     except Exception as e:  # the exporter raises many types
         raise export_error(e) from e
     finally:

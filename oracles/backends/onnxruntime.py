@@ -143,8 +143,7 @@ class OnnxRuntimeBackend(Backend):
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         with scratch_folder("trtmin-onnx-") as tmp:
-            export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.options.get("opset"),
-                                 dynamic=True)
+            export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.options.get("opset"))
             session = ort_session(export.path, self.options)
 
         def run(*args: Any) -> list[torch.Tensor]:

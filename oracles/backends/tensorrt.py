@@ -223,6 +223,8 @@ class TensorRTBackend(Backend):
     def check_available(spec: str = "tensorrt") -> None:
         check_tensorrt(spec)
 
+    keeps_dynamic = False  # build_engine makes no optimization profile: static shapes
+
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         import tensorrt as trt
 

@@ -310,9 +310,9 @@ class TorchTensorRTBackend(Backend):
 
         inputs = [detached(v) for v in example_inputs]
         module, positions = gm, list(range(len(inputs)))  # weights are already get_attr
-        ep = torch.export.export(module, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
+        ep = torch.export.export(module, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs, bounded=True))
         options = {k: materialize(v) for k, v in self.options.items()}
-        compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(inputs), **options)
+        compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(ep, inputs), **options)
         self.last_compiled = compiled
 
         def run(*args: Any) -> Any:
@@ -339,8 +339,8 @@ class TorchTensorRTBackend(Backend):
         body = textwrap.dedent(f"""\
             import torch_tensorrt
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
-            ep = torch.export.export(gm, tuple(runtime_inputs), dynamic_shapes=export_dynamic_shapes(runtime_inputs))
-            compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(runtime_inputs){options})
+            ep = torch.export.export(gm, tuple(runtime_inputs), dynamic_shapes=export_dynamic_shapes(runtime_inputs, True))
+            compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(ep, runtime_inputs){options})
             return lambda *args: compiled(*[args[i] for i in positions])""")
         from oracles.backends.onnx_export import script_source
         return ScriptPart(imports=[script_source(export_dynamic_shapes, tensorrt_inputs)], requires=["torch_tensorrt"],
