@@ -170,3 +170,19 @@ def test_tensorrt_inputs_follow_the_exported_program(monkeypatch):
     assert free.shapes == {"min_shape": [2, 8], "opt_shape": [6, 8], "max_shape": [64, 8], "dtype": torch.float32}
     assert unbounded.shapes["min_shape"] == [2, 8] and unbounded.shapes["max_shape"] == [5, 8]  # max: the example's
     assert pinned is inputs[2]  # static in the export: a plain tensor
+
+
+def test_a_commands_files_keep_the_dynamic_dims_and_load_as_weights(tmp_path):
+    """cmd: the exported {model} is dynamic, and {inputs} holds plain tensors: the marks trtmin
+    and Dynamo put on a tensor are not saved with it (the user's command would inherit them)."""
+    import sys
+
+    from oracles.backends.command import run_command
+
+    reader = ("import sys, torch; x, = torch.load(sys.argv[2]); assert not x.__dict__, x.__dict__; "
+              "ep = torch.export.load(sys.argv[1]); "
+              "torch.save((ep.module()(torch.randn(9, 8)),), sys.argv[3])")  # another length: a dynamic program
+    gm = torch.fx.symbolic_trace(Head().eval())
+    out = run_command([sys.executable, "-c", reader, "{model}", "{inputs}", "{outputs}"], gm,
+                      [mark_dynamic(torch.randn(6, 8), {0: (2, 64)})], tmp_path)
+    assert out[0].shape == (9, 8)
