@@ -176,8 +176,9 @@ def test_torch_tensorrt_script_part_has_the_settings() -> None:
     be = TorchTensorRTBackend("torch_tensorrt", {"enable_autocast": "true", "autocast_low_precision_type": "bf16"})
     part = be.script_part()
     assert part.requires == ["torch_tensorrt"]
-    assert ("torch_tensorrt.dynamo.compile(ep, arg_inputs=list(runtime_inputs), min_block_size=1, "
+    assert ("torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(ep, runtime_inputs), min_block_size=1, "
             "enable_autocast=True, autocast_low_precision_type=torch.bfloat16)") in part.compile_body
+    assert "def tensorrt_inputs(ep, inputs):" in "".join(part.imports)  # the script defines what it calls
     ast.parse("def compile_backend(module, inputs):\n    " + part.compile_body)  # valid Python as placed
     for source in part.imports:
         ast.parse(source)
