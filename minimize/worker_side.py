@@ -32,22 +32,37 @@ VALUES_FILE = "values.pt"
 READY_FILE = "ready"  # written last: workers start before the state exists and wait for it
 
 
-def _own_storage(v: Any) -> Any:
-    """A view, or a tensor on a larger storage than its own elements (a slice an --inputs
-    file saved), gets a storage of its own: a storage viewed as two dtypes (view_as_real)
-    cannot be saved, and a slice would save all of its base. Other tensors (the weights:
-    most of a large model's bytes) are saved as they are, not copied first."""
+def _tensors(v: Any) -> list[torch.Tensor]:
     if isinstance(v, torch.Tensor):
-        shared = v._is_view() or v.untyped_storage().nbytes() > v.numel() * v.element_size()
+        return [v]
+    return [t for x in v for t in _tensors(x)] if isinstance(v, (list, tuple)) else []
+
+
+def _owned(values: dict[str, Any]) -> dict[str, Any]:
+    """The values as torch.save can write them, without copying what it need not: a view, a
+    tensor on a larger storage than its own elements (a slice an --inputs file saved) and one
+    whose storage another value reads as another dtype (view_as_real, a bitcast) get a storage
+    of their own (a storage seen as two dtypes cannot be saved; a slice would save its base).
+    The rest (the weights: most of a large model's bytes) are saved as they are."""
+    dtypes: dict[int, set[torch.dtype]] = {}
+    for t in (t for v in values.values() for t in _tensors(v)):
+        dtypes.setdefault(t.untyped_storage().data_ptr(), set()).add(t.dtype)
+
+    def own(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return type(v)(own(x) for x in v)
+        if not isinstance(v, torch.Tensor):
+            return v
+        storage = v.untyped_storage()
+        shared = (v._is_view() or storage.nbytes() > v.numel() * v.element_size()
+                  or len(dtypes[storage.data_ptr()]) > 1)
         return v.detach().clone() if shared else v.detach()
-    if isinstance(v, (list, tuple)):
-        return type(v)(_own_storage(x) for x in v)
-    return v
+    return {k: own(v) for k, v in values.items()}
 
 
 def save_state(program: Program, folder: Path, imports: list[str] | None = None) -> None:
     (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
-    state = {"values": {k: _own_storage(v) for k, v in program.values.items()},
+    state = {"values": _owned(program.values),
              "user_outputs": program.output_order, "constants": sorted(program.constants),
              "fixed_random": program.fixed_random, "imports": list(imports or []), "dynamic": program.dynamic}
     torch.save(state, str(folder / VALUES_FILE))
