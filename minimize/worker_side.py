@@ -23,19 +23,13 @@ from minimize.program import Program
 from minimize.steps import StepClock
 from oracles.backends import resolve
 from oracles.backends.base import reset_dynamo, use_scratch_root
-from oracles.checks import Tolerance
+from oracles.checks import Tolerance, flatten_outputs
 from oracles.dynamic import mark_dynamic
 from oracles.evaluate import evaluate, evaluate_each
 
 GRAPH_FILE = "graph.bin"
 VALUES_FILE = "values.pt"
 READY_FILE = "ready"  # written last: workers start before the state exists and wait for it
-
-
-def _tensors(v: Any) -> list[torch.Tensor]:
-    if isinstance(v, torch.Tensor):
-        return [v]
-    return [t for x in v for t in _tensors(x)] if isinstance(v, (list, tuple)) else []
 
 
 def _owned(values: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +39,7 @@ def _owned(values: dict[str, Any]) -> dict[str, Any]:
     of their own (a storage seen as two dtypes cannot be saved; a slice would save its base).
     The rest (the weights: most of a large model's bytes) are saved as they are."""
     dtypes: dict[int, set[torch.dtype]] = {}
-    for t in (t for v in values.values() for t in _tensors(v)):
+    for t in (t for v in values.values() for t in flatten_outputs(v) if isinstance(t, torch.Tensor)):
         dtypes.setdefault(t.untyped_storage().data_ptr(), set()).add(t.dtype)
 
     def own(v: Any) -> Any:

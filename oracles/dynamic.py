@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import torch
 
+
 def mark_dynamic(t: Any, bounds: dict[int, Any]) -> Any:
     """t with the dims of `bounds` ({dim: (min, max or None)}: the export's) marked dynamic,
     for torch.compile and for the exporters; a dim of size 0 or 1 stays static, as torch
