@@ -2,13 +2,17 @@
 (.github/ISSUE_TEMPLATE/bug-report.md, "## Environment"), plus TensorRT, ExecuTorch,
 ONNX Runtime and the driver, which a compiler bug report needs as well.
 
-Versions come from package metadata (importlib.metadata): nothing is imported to read
-a version, so a broken tensorrt install cannot crash the report.
+Versions come from package metadata (importlib.metadata), under every distribution name a
+module is published as (Torch-TensorRT built on TensorRT-RTX is `torch-tensorrt-rtx`); a
+module with no metadata (a copied tree) is imported for its `__version__`, and a broken
+install reads "unknown", never a crash of the report.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata as md
+import importlib.util
 import json
 import platform
 import shutil
@@ -19,19 +23,18 @@ from pathlib import Path
 NOT_INSTALLED = "not installed"
 
 # The compilers a repro's verdict depends on: recorded with every run, kept as first_seen.
-KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "executorch", "onnxruntime")
+KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "executorch", "onnxruntime")
 # Distributions that provide a module, in the order we ask for them (else the module's own name).
 MODULE_DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11"),
-                        "torch_tensorrt": ("torch-tensorrt", "torch_tensorrt"),
+                        "tensorrt_rtx": ("tensorrt-rtx", "tensorrt-rtx-cu13", "tensorrt-rtx-cu12",
+                                         "tensorrt-rtx-cu13-bindings", "tensorrt-rtx-cu12-bindings"),
+                        "torch_tensorrt": ("torch-tensorrt", "torch_tensorrt", "torch-tensorrt-rtx"),
                         "onnxruntime": ("onnxruntime", "onnxruntime-gpu")}
-# The bug template's lines, first found wins; for TensorRT also its library-only wheels,
-# which say what the engine was built with even without the Python module.
+TORCH_TENSORRT_ON_RTX = "torch-tensorrt-rtx"  # Torch-TensorRT built on TensorRT-RTX
+# The bug template's lines read from metadata alone, first found wins.
 DISTRIBUTIONS = {
-    "Torch-TensorRT Version": MODULE_DISTRIBUTIONS["torch_tensorrt"],
     "PyTorch Version": ("torch",),
-    "TensorRT Version": MODULE_DISTRIBUTIONS["tensorrt"] + ("tensorrt-cu13-libs", "tensorrt-cu12-libs", "tensorrt-rtx"),
     "ExecuTorch Version": ("executorch",),
-    "ONNX Runtime Version": MODULE_DISTRIBUTIONS["onnxruntime"],
 }
 
 
@@ -46,8 +49,39 @@ def first_installed_version(names: tuple[str, ...]) -> str:
 
 
 def package_version(package: str) -> str:
-    """The installed version of the module ``package`` (metadata only), or "not installed"."""
-    return first_installed_version(MODULE_DISTRIBUTIONS.get(package, (package,)))
+    """The installed version of the module ``package``, or "not installed": from its
+    distribution's metadata, else (a module copied without it) its own `__version__`."""
+    version = first_installed_version(MODULE_DISTRIBUTIONS.get(package, (package,)))
+    if version != NOT_INSTALLED or package == "tensorrt" or importlib.util.find_spec(package) is None:
+        return version  # a tensorrt without metadata is TensorRT-RTX's alias (Torch-TensorRT-RTX makes one)
+    try:
+        return str(getattr(importlib.import_module(package), "__version__", "unknown"))
+    except Exception:  # noqa: BLE001 - a broken install is reported, not raised
+        return "unknown (it fails to import)"
+
+
+def torch_tensorrt_line() -> str:
+    """Torch-TensorRT's version, and whether it is the build on TensorRT-RTX."""
+    version = package_version("torch_tensorrt")
+    if version == NOT_INSTALLED:
+        return version
+    try:
+        md.version(TORCH_TENSORRT_ON_RTX)
+    except md.PackageNotFoundError:
+        return version
+    return f"{version} ({TORCH_TENSORRT_ON_RTX}: built on TensorRT-RTX)"
+
+
+def tensorrt_line() -> str:
+    """Which TensorRT is here: NVIDIA's full TensorRT (module tensorrt), TensorRT-RTX
+    (module tensorrt_rtx, the same Python API), or none."""
+    full, rtx = package_version("tensorrt"), package_version("tensorrt_rtx")
+    parts = [full] if full != NOT_INSTALLED else []
+    if rtx != NOT_INSTALLED:
+        parts.append(f"TensorRT-RTX {rtx} (module tensorrt_rtx)")
+    if not parts:  # the libraries alone still say what an engine was built with
+        return first_installed_version(("tensorrt-cu13-libs", "tensorrt-cu12-libs"))
+    return "; ".join(parts)
 
 
 def how_installed(dist: str = "torch") -> str:
@@ -120,6 +154,9 @@ def _driver() -> str:
 
 def collect_environment() -> dict[str, str]:
     env = {label: first_installed_version(names) for label, names in DISTRIBUTIONS.items()}
+    env["Torch-TensorRT Version"] = torch_tensorrt_line()
+    env["TensorRT Version"] = tensorrt_line()
+    env["ONNX Runtime Version"] = package_version("onnxruntime")
     gpus, cuda = _gpus()
     env.update({
         "CPU Architecture": platform.machine() or "unknown",

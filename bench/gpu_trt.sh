@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Real Torch-TensorRT-RTX and TensorRT-RTX on the GPU machine (after ../shared/gpu/trt-rtx's
+# install.sh has run and /tmp/trtrtx/env.sh is sourced). Parts, each one device call:
+#   bash bench/gpu_trt.sh tests    # trtmin env; the GPU tests of Torch-TensorRT and TensorRT
+#   bash bench/gpu_trt.sh suite    # repros run --json over the saved suite, and under eager
+#   bash bench/gpu_trt.sh reduce   # the real hosts (bench/hosts): check, reduce, repro.py alone
+#   bash bench/gpu_trt.sh probe    # what torch_executed_ops does to the video policy
+# Logs and JSON go to $OUT (the device tool brings them back).
+set -u
+PART=${1:-tests}
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/gpu_trt_$PART.txt
+T=/tmp/trtmin-trt; mkdir -p $T
+trtmin() { python3 -m minimize.cli "$@"; }
+{ nvidia-smi -L; python3 -c "import torch, torch_tensorrt, tensorrt_rtx; print('torch', torch.__version__, 'torch_tensorrt', torch_tensorrt.__version__, 'tensorrt_rtx', tensorrt_rtx.__version__)"; echo "commit ${TRTMIN_COMMIT:-?}"; } > $L 2>&1
+case $PART in
+tests)
+  trtmin env >> $L 2>&1
+  timeout 560 python3 -m pytest -q -p no:cacheprovider -x tests/test_torch_tensorrt_gpu.py tests/test_tensorrt_rtx.py >> $L 2>&1
+  ;;
+suite)
+  s0=$(date +%s)
+  timeout 400 python3 -m minimize.cli repros run --json $O/suite_h200.json >> $L 2>&1
+  echo "suite: $(( $(date +%s) - s0 )) s" >> $L
+  TRTMIN_BACKEND=eager timeout 150 python3 -m minimize.cli repros run --json $O/suite_h200_eager.json >> $L 2>&1
+  ;;
+reduce)
+  for h in ${HOSTS:-camera_policy video_policy}; do
+    python3 -m bench.hosts $h $T >> $L 2>&1
+    opts=$(python3 -c "import bench.hosts.$h as m; print(' '.join(m.RUN))")
+    s0=$(date +%s.%N)
+    trtmin reduce $T/$h.pt2 --inputs $T/${h}_inputs.pt $opts --jobs ${JOBS:-1} --out $T/out_$h > $T/$h.log 2>&1
+    echo "== $h rc=$? $(python3 -c "print(round($(date +%s.%N) - $s0, 1))") s" >> $L
+    tail -25 $T/$h.log >> $L
+    (cd $T/out_$h && TRTMIN_BACKEND=eager python3 repro.py; echo "eager control exit $?") >> $L 2>&1
+    mkdir -p $O/$h; cp $T/out_$h/{repro.py,report.md,summary.json} $O/$h/ 2>/dev/null
+  done
+  ;;
+probe)
+  timeout 200 python3 bench/hosts/probe_fallback.py >> $L 2>&1
+  for r in ${WHY:-uint8_permute_before_cast view_above_8_dims}; do  # a suite script's failure, whole
+    (cd repros/suite/$r && timeout 120 python3 -c "
+import traceback, repro
+try:
+    repro.run_backend(repro.make_inputs())
+except Exception:
+    traceback.print_exc()" 2>&1 | grep -v Warning | tail -25) >> $L
+  done
+  ;;
+esac
+echo "end of $PART" >> $L
