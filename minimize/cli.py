@@ -234,8 +234,9 @@ def check(
             from minimize.session import Session
             with Session(opts, workers) as session:
                 from minimize.program import random_draws_note
-                if note := random_draws_note(session.program):
-                    print(f"note: {note}", file=sys.stderr)
+                for note in (session.backend.note(), random_draws_note(session.program)):
+                    if note:
+                        print(f"note: {note}", file=sys.stderr)
                 whole = session.program.normalize(session.program.all_kept())
                 runs = session.evaluate([(whole, tuple(sorted(opts.settings.items())))])[0]
     except TrtminError as e:
@@ -258,6 +259,8 @@ def check(
         print(f"does not fail the {oracle.value} oracle {where} as --match {match!r} asks: {v.describe()}")
     elif v.failed:
         print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}")
+    elif v.message:  # built and not run here (TensorRT without a GPU)
+        print(f"does not fail the {oracle.value} oracle {where}: {v.message}; the bug does not reproduce here")
     elif v.detail:  # a difference within eager's own error (--reference float64)
         print(f"does not fail the {oracle.value} oracle {where}: {v.detail}; the bug does not reproduce here")
     else:

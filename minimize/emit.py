@@ -160,7 +160,8 @@ def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
-                       settings: dict[str, Any], generated: dict[str, str] | None = None) -> Path:
+                       settings: dict[str, Any], generated: dict[str, str] | None = None,
+                       reduced_with: str = "") -> Path:
     """A script for another backend than the one reduced with (--emit).
 
     `tensorrt` writes the TensorRT-only script (tensorrt + numpy, an .onnx and an .npz);
@@ -173,11 +174,12 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
 
     check_emit([spec])
     settings = settings_for(spec, settings)
-    note = f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with another backend."
+    note = (f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with "
+            + ("this backend." if reduced_with == spec else "another backend."))
     inputs = [values[n] for n in piece.input_names]
     if spec == "tensorrt":
         from oracles.backends.onnx_export import export_onnx
-        from oracles.backends.tensorrt import TensorRTBackend
+        from oracles.backends.tensorrt import TensorRTBackend, build_failure
         from oracles.backends.tensorrt_script import write_tensorrt_script
 
         backend = TensorRTBackend(spec, settings)
@@ -188,7 +190,8 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
         return write_tensorrt_script(out, onnx.path, inputs, expected, info.oracle, info.atol, info.rtol,
                                      header=f"{info.title}\n\n{info.verdict.describe()}\n{note}",
                                      error_pattern=error_pattern(info.signature, info.match),
-                                     timeout=info.timeout, settings=backend.build_settings, exact=exact)
+                                     timeout=info.timeout, settings=backend.build_settings, exact=exact,
+                                     build_time=info.verdict.kind == "crash" and build_failure(info.verdict.message))
     backend = BUILTIN[spec](spec, settings)  # no package check: writing a script needs none
     device = info.device if info.device.split(":")[0] in backend.devices else backend.devices[0]
     if device != info.device:  # Torch-TensorRT from a CPU reduction: its script runs where it can

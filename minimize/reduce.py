@@ -80,9 +80,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         header = _header(opts)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
-        random_note = random_draws_note(session.program)
-        if random_note:
-            log(f"note: {random_note}")
+        random_note, backend_note = random_draws_note(session.program), session.backend.note()
+        for note in (backend_note, random_note):
+            if note:
+                log(f"note: {note}")
         held.enter_context(held_by_this_run(out))  # before the journal: one run at a time in a folder
         check_out_dir(out, resume, force)  # again: another run may have written there while this one loaded
         journal = Journal(out, header, resume)
@@ -113,8 +114,11 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                                    partitions=session.partitions if session.backend.reports_partitions else None,
                                    min_failures=opts.min_failures, check_original=check)
         problem.op_fallback_setting = session.backend.op_fallback_setting
+        problem.lowering_toggles = session.backend.lowering_toggles
         if random_note:
             problem.notes["random_draws"] = random_note
+        if backend_note:
+            problem.notes["backend"] = backend_note
         problem.localize = opts.localize and opts.oracle in LOCALIZABLE
         problem.locate_from_errors = opts.localize
         problem.generate_values = opts.generate_values
@@ -175,7 +179,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         try:
             write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated)
             for spec in opts.emit:
-                write_extra_script(out, info, final, values, spec, dict(needed_settings), generated)
+                write_extra_script(out, info, final, values, spec, dict(needed_settings), generated,
+                                   reduced_with=opts.backend)
         except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
             raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                               "rerun with --resume (it replays the journal, no oracle call)") from None

@@ -50,6 +50,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "named_node" in notes:
         lines.append(f"- The compiler's error names the node it failed on: {notes['named_node']} (the search "
                      "started there).")
+    if "backend" in notes:
+        lines.append(f"- Backend: {notes['backend']}.")
     if "random_draws" in notes:
         lines.append(f"- Random draws: {notes['random_draws']}.")
     if "precision" in notes:
@@ -66,6 +68,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- Culprit converter: forcing {ops} to run in PyTorch makes the bug vanish.")
     elif notes.get("culprit_ops"):
         lines.append(f"- Culprit converter: not isolated ({notes['culprit_ops']}).")
+    if "lowering" in notes:
+        lines.append(f"- Lowering: {notes['lowering']}.")
     if "settings_needed" in notes:
         needed = ", ".join(f"`{k}={v}`" for k, v in notes["settings_needed"].items()) or "none"
         lines.append(f"- Settings the bug needs: {needed}; dropped as irrelevant: "

@@ -152,7 +152,7 @@ inf, nan = float("inf"), float("nan")
 DEVICE = {device!r}
 ATOL, RTOL = {atol!r}, {rtol!r}
 REFERENCE = {reference!r}  # float64: a difference counts only beyond ERROR_RATIO x eager's own error from a float64 run
-REQUIRES = {requires!r}
+REQUIRES = {requires!r}  # "a|b": either package
 {dynamic_constant}{memory_constant}{imports}
 
 class Repro(torch.nn.Module):
@@ -208,7 +208,7 @@ def run():
         print(f"SKIPPED: cannot run: {{first_line(e)}}")
         return 2
     eager = os.environ.get("TRTMIN_BACKEND") == "eager"
-    missing = [name for name in REQUIRES if importlib.util.find_spec(name) is None]
+    missing = [name for name in REQUIRES if not any(importlib.util.find_spec(n) for n in name.split("|"))]
     if missing and not eager:
         print(f"SKIPPED: {{', '.join(missing)}} is not installed")
         return 2
@@ -296,7 +296,7 @@ CHILD_BLOCK = '''    if not os.environ.get("TRTMIN_CHILD"):
 def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                   backend: Backend, generated: dict[str, str] | None = None) -> tuple[str, dict[str, torch.Tensor]]:
     env = environment()
-    part = backend.script_part()
+    part = backend.script_part_for(info.verdict)
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:

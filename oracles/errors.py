@@ -9,6 +9,11 @@ class MissingPackageError(TrtminError):
     """A backend's package (tensorrt, torch_tensorrt, executorch, ...) is not installed."""
 
 
+class NotRunHere(Exception):
+    """A backend built the candidate but cannot run it on this machine (TensorRT without a
+    GPU parses and builds only): the build passed, and no run was judged."""
+
+
 def first_line(error: BaseException | str, limit: int = 200) -> str:
     """An error's first non-empty line for a one-line message, cut at a word (with "...")
     rather than mid-word, or the exception's type where it says nothing."""

@@ -44,7 +44,7 @@ class Verdict:
     def describe(self) -> str:
         """One human line, used by `trtmin check` and the report."""
         if self.kind == "pass":
-            return "PASS: the backend matches eager PyTorch"
+            return f"PASS: {self.message}" if self.message else "PASS: the backend matches eager PyTorch"
         if self.kind == "invalid":
             return f"INVALID: eager PyTorch itself fails: {self.exc_type}: {self.message}"
         if self.kind == "mismatch":

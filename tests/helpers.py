@@ -10,18 +10,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def alone_env(**extra: str) -> dict[str, str]:
+    """The environment a script runs alone in: without trtmin on the path (PYTHONPATH keeps
+    only other folders, such as a staged Torch-TensorRT's) and without TRTMIN_BACKEND."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and Path(p).resolve() != ROOT and p != "."]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    return {**env, **extra}
+
+
 def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+           "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", "minimize.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=ROOT)
 
 
-def run_repro(folder: Path, backend: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """Runs repro.py alone, in a new process, from a clean environment (no trtmin on the path)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
-    if backend:
-        env["TRTMIN_BACKEND"] = backend
-    return subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True,
+def run_repro(folder: Path, backend: str | None = None, timeout: float = 600,
+              script: str = "repro.py") -> subprocess.CompletedProcess[str]:
+    """Runs repro.py (or another script of the folder) alone, in a new process, from a clean
+    environment (no trtmin on the path)."""
+    env = alone_env(**({"TRTMIN_BACKEND": backend} if backend else {}))
+    return subprocess.run([sys.executable, str(folder / script)], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=folder)
 
 
@@ -47,6 +59,6 @@ def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
     snippet = (folder / "report.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
     check = folder.parent / f"{folder.name}_snippet_check.py"
     check.write_text(snippet + SNIPPET_CHECK)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
+    env = alone_env()
     return subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=300, env=env,
                           cwd=folder)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,9 +30,10 @@ from oracles.checks import Tolerance, flatten_outputs
 from oracles.environment import collect_environment, format_environment
 from oracles.errors import MissingPackageError, TrtminError
 from oracles.evaluate import evaluate
+from tests.helpers import alone_env
 
 HAS_TORCH_TRT = importlib.util.find_spec("torch_tensorrt") is not None
-HAS_TRT = importlib.util.find_spec("tensorrt") is not None
+HAS_TRT = any(importlib.util.find_spec(m) is not None for m in ("tensorrt", "tensorrt_rtx"))
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnxscript") is not None
 HAS_ET = importlib.util.find_spec("executorch") is not None
 needs_ort = pytest.mark.skipif(not HAS_ORT, reason="onnxruntime / onnxscript not installed")
@@ -107,6 +107,7 @@ def test_missing_tensorrt_is_one_line() -> None:
     with pytest.raises(MissingPackageError) as info:
         resolve("tensorrt")
     assert "\n" not in str(info.value) and "pip install tensorrt" in str(info.value)
+    assert "pip install tensorrt-rtx" in str(info.value)
 
 
 def test_unknown_executorch_variant() -> None:
@@ -215,7 +216,7 @@ def test_onnxruntime_argmax_nan_differs_from_eager() -> None:
 # ---- the TensorRT-only script -------------------------------------------------------------------
 
 def _run_script(script: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}
+    clean = alone_env()
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                           env={**clean, **env}, cwd=script.parent)
 
@@ -232,14 +233,22 @@ def test_tensorrt_script_reference_path_and_skip(small, tmp_path: Path) -> None:
     assert sorted(p.name for p in script.parent.iterdir()) == ["model.onnx", "repro_tensorrt.npz", "repro_tensorrt.py"]
     text = script.read_text()
     assert "import torch" not in text and "TRT_SETTINGS = {'builder_flags': {'FP16': True}}" in text
-    assert "def build_engine(trt, onnx_path, settings):" in text and "execute_async_v3" in text
+    assert "def build_plan(trt, onnx_path, settings):" in text and "execute_async_v3" in text
 
     reference = _run_script(script, TRTMIN_BACKEND="onnxruntime")
     assert reference.returncode == 0, reference.stdout + reference.stderr
     assert reference.stdout.strip() == "FIXED: the backend matches eager PyTorch"
+    plain = _run_script(script)
     if not HAS_TRT:
-        plain = _run_script(script)
-        assert plain.returncode == 2 and plain.stdout.strip() == "SKIPPED: tensorrt is not installed"
+        assert plain.returncode == 2 and plain.stdout.strip() == "SKIPPED: tensorrt or tensorrt_rtx is not installed"
+    elif not torch.cuda.is_available():  # built by the real TensorRT; a mismatch needs the engine run
+        if importlib.util.find_spec("tensorrt") is None:  # TensorRT-RTX is strongly typed: it refuses the FP16 flag
+            assert plain.returncode == 3 and "kFP16" in plain.stdout, plain.stdout + plain.stderr
+        unset = write_tensorrt_script(tmp_path / "plain", export.path, inputs, expected, "mismatch", 1e-3, 1e-3,
+                                      "Small: planted header")
+        built = _run_script(unset)
+        assert built.returncode == 2 and built.stdout.startswith("SKIPPED: TensorRT"), built.stdout + built.stderr
+        assert "built the engine; running it needs a GPU" in built.stdout
 
     ins, outs = load_npz_torch(script.parent / "repro_tensorrt.npz")  # the .npz round-trips
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]

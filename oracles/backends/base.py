@@ -89,6 +89,9 @@ class Backend:
     # the ONNX -> TensorRT engine would need an optimization profile for them, and is built static.
     keeps_dynamic = True
     op_fallback_setting: str | None = None
+    # Settings, at their non-default value, that turn off a whole-graph rewrite the backend
+    # makes before it converts ops: tried when forcing every op type back does not help.
+    lowering_toggles: tuple[tuple[str, str], ...] = ()
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         raise NotImplementedError
@@ -108,6 +111,15 @@ class Backend:
 
     def script_part(self) -> ScriptPart:
         raise NotImplementedError
+
+    def script_part_for(self, verdict: Any) -> ScriptPart:
+        """script_part for a script that reproduces `verdict` (a backend whose script judges
+        a bug by where it happened, as TensorRT's build-time failures without a GPU)."""
+        return self.script_part()
+
+    def note(self) -> str | None:
+        """What a user must know about how this backend judges candidates here, or None."""
+        return None
 
     def describe(self) -> str:
         return self.spec

@@ -18,13 +18,19 @@ TensorRT 11 removed BuilderFlag.FP16/INT8/BF16 (networks are always strongly typ
 asking for a flag the installed TensorRT lacks fails the build with that message.
 
 Written against the TensorRT 10/11 Python API (named-tensor I/O: num_io_tensors,
-get_tensor_name/mode/dtype, set_input_shape, set_tensor_address, execute_async_v3).
-Not run here: no GPU and no TensorRT on this machine.
+get_tensor_name/mode/dtype, set_input_shape, set_tensor_address, execute_async_v3), which
+TensorRT-RTX shares under the module name `tensorrt_rtx`: `import_tensorrt` takes NVIDIA's
+`tensorrt` where it is installed, else `tensorrt_rtx`, and `describe()` names the one that ran.
+
+Without a GPU the parser and builder still run: a candidate is parsed and built into a plan,
+and not run (`NotRunHere`), so `crash` and `hang` judge parser and builder failures, and the
+value oracles are refused in one line (`oracle_problem`).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -35,9 +41,13 @@ import torch.fx as fx
 from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.backends.onnxruntime import check_onnx_export
-from oracles.errors import MissingPackageError, TrtminError
+from oracles.errors import MissingPackageError, NotRunHere, TrtminError
+from oracles.verdict import Verdict
 
 ONNX_NAME = "model.onnx"
+TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx")  # NVIDIA's full TensorRT first, then TensorRT-RTX
+# A crash whose message starts so happened in the parser or the builder: it needs no GPU.
+BUILD_FAILURES = ("the ONNX parser failed", "building the engine failed")
 
 FLAG_SETTINGS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "tf32": "TF32",
                  "strict_nans": "STRICT_NANS"}
@@ -78,8 +88,24 @@ class TensorRTError(RuntimeError):
     """TensorRT refused the model: parsing, building, or running the engine failed."""
 
 
-def build_engine(trt, onnx_path, settings):
-    """ONNX file -> {"engine", "runtime", "log"}. Raises TensorRTError with TensorRT's words.
+def import_tensorrt():
+    """NVIDIA's TensorRT (module tensorrt) where it is installed, else TensorRT-RTX (module
+    tensorrt_rtx, the same Python API)."""
+    try:
+        import tensorrt as trt
+    except ImportError:
+        import tensorrt_rtx as trt
+    return trt
+
+
+def tensorrt_name(trt):
+    """"TensorRT 10.13.0" or "TensorRT-RTX 1.4.0.76": which TensorRT a module is."""
+    return ("TensorRT-RTX " if trt.__name__.startswith("tensorrt_rtx") else "TensorRT ") + str(trt.__version__)
+
+
+def build_plan(trt, onnx_path, settings):
+    """ONNX file -> {"plan", "log"}: parse and build a serialized engine, which needs no GPU.
+    Raises TensorRTError with TensorRT's words.
 
     settings: builder_flags {NAME: bool}, strongly_typed, optimization_level, workspace."""
 
@@ -98,7 +124,7 @@ def build_engine(trt, onnx_path, settings):
     if settings.get("strongly_typed"):
         flag = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
         if flag is None:
-            raise TensorRTError(f"TensorRT {trt.__version__} has no NetworkDefinitionCreationFlag.STRONGLY_TYPED")
+            raise TensorRTError(f"{tensorrt_name(trt)} has no NetworkDefinitionCreationFlag.STRONGLY_TYPED")
         flags |= 1 << int(flag)
     network = builder.create_network(flags)
     parser = trt.OnnxParser(network, log)
@@ -109,7 +135,7 @@ def build_engine(trt, onnx_path, settings):
     for name, on in sorted(settings.get("builder_flags", {}).items()):
         flag = getattr(trt.BuilderFlag, name, None)
         if flag is None:
-            raise TensorRTError(f"TensorRT {trt.__version__} has no BuilderFlag.{name}")
+            raise TensorRTError(f"{tensorrt_name(trt)} has no BuilderFlag.{name}")
         if on:
             config.set_flag(flag)
         else:
@@ -121,8 +147,15 @@ def build_engine(trt, onnx_path, settings):
     plan = builder.build_serialized_network(network, config)
     if plan is None:
         raise TensorRTError("building the engine failed: " + " | ".join(log.errors or ["no message"]))
+    return {"plan": plan, "log": log}
+
+
+def load_plan(trt, built):
+    """build_plan's result -> {"engine", "runtime", "log"}: the engine loaded on the GPU
+    (TensorRT-RTX compiles its kernels here). Raises TensorRTError with TensorRT's words."""
+    log = built["log"]
     runtime = trt.Runtime(log)
-    engine = runtime.deserialize_cuda_engine(plan)
+    engine = runtime.deserialize_cuda_engine(built["plan"])
     if engine is None:
         raise TensorRTError("deserializing the engine failed: " + " | ".join(log.errors or ["no message"]))
     return {"engine": engine, "runtime": runtime, "log": log}
@@ -197,14 +230,29 @@ def run_engine_torch(trt, built, feeds, output_names):
     return [outputs[n] for n in output_names]
 
 
+def tensorrt_module_name() -> str | None:
+    """The TensorRT import_tensorrt takes here: "tensorrt" (NVIDIA's, by its metadata),
+    "tensorrt_rtx", or None. Torch-TensorRT built on TensorRT-RTX makes `tensorrt` an alias
+    of tensorrt_rtx once it is imported, so a `tensorrt` module alone says nothing."""
+    from oracles.environment import NOT_INSTALLED, package_version
+
+    if package_version("tensorrt") != NOT_INSTALLED and "tensorrt" not in sys.modules:
+        return "tensorrt"
+    if "tensorrt" in sys.modules:
+        return sys.modules["tensorrt"].__name__.split(".")[0]
+    return next((m for m in TENSORRT_MODULES if importlib.util.find_spec(m) is not None), None)
+
+
 def check_tensorrt(spec: str) -> None:
-    if importlib.util.find_spec("tensorrt") is None:
-        raise MissingPackageError(f"backend {spec} needs the tensorrt package, which is not installed here; "
-                                  "install it with pip install tensorrt (needs an NVIDIA GPU and CUDA)")
+    if tensorrt_module_name() is None:
+        raise MissingPackageError(f"backend {spec} needs TensorRT, which is not installed here; install it with "
+                                  "pip install tensorrt (NVIDIA's TensorRT) or pip install tensorrt-rtx (TensorRT-RTX)")
     check_onnx_export(spec)
-    if not torch.cuda.is_available():
-        raise TrtminError(f"backend {spec} needs an NVIDIA GPU, and torch {torch.__version__} sees none here; "
-                          "run trtmin on a machine with a CUDA GPU and a CUDA build of torch")
+
+
+def build_failure(message: str) -> bool:
+    """Whether a crash's message is the parser's or the builder's (no GPU needed to see it)."""
+    return message.startswith(BUILD_FAILURES)
 
 
 class TensorRTBackend(Backend):
@@ -225,12 +273,27 @@ class TensorRTBackend(Backend):
 
     keeps_dynamic = False  # build_engine makes no optimization profile: static shapes
 
-    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        import tensorrt as trt
+    def oracle_problem(self, oracle: str) -> str | None:
+        if torch.cuda.is_available() or oracle in ("crash", "hang"):
+            return None
+        return (f"--oracle {oracle} needs the TensorRT engine run, and torch {torch.__version__} sees no GPU here; "
+                "without one, backend tensorrt only parses and builds: use --oracle crash for parser and "
+                "builder failures, or run on a machine with an NVIDIA GPU")
 
+    def note(self) -> str | None:
+        if torch.cuda.is_available():
+            return None
+        return (f"no GPU here: {installed_tensorrt_name()} parses and builds each candidate and does not "
+                "run it; only parser and builder failures are judged")
+
+    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        trt = import_tensorrt()
         with scratch_folder("trtmin-trt-") as tmp:
             export = export_onnx(gm, example_inputs, Path(tmp) / ONNX_NAME, opset=self.options.get("opset"))
-            built = build_engine(trt, export.path, self.build_settings)
+            plan = build_plan(trt, export.path, self.build_settings)
+        if not torch.cuda.is_available():
+            raise NotRunHere(f"{tensorrt_name(trt)} parsed and built the engine; it was not run (no GPU here)")
+        built = load_plan(trt, plan)
 
         def run(*args: Any) -> list[torch.Tensor]:
             feeds = {name: (v if isinstance(v, torch.Tensor) else torch.tensor(v)) for name, v in export.feeds(args).items()}
@@ -239,13 +302,20 @@ class TensorRTBackend(Backend):
         return run
 
     def script_part(self) -> ScriptPart:
-        """For repro.py (torch + tensorrt): the same export, build_engine and runner."""
+        return self.script_part_for(None)
+
+    def script_part_for(self, verdict: Verdict | None) -> ScriptPart:
+        """For repro.py (torch + TensorRT or TensorRT-RTX): the same export, build and runner.
+        Without a GPU the script still parses and builds: a bug in the parser or builder
+        (`verdict`) is judged there, any other says SKIPPED."""
+        at_build = verdict is not None and verdict.kind == "crash" and build_failure(verdict.message)
+        no_gpu = ('print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error (not run: no '
+                  'CUDA GPU here)")\n    sys.exit(0)' if at_build else
+                  'print(f"SKIPPED: {tensorrt_name(trt)} built the engine; running it needs a CUDA GPU, and none is '
+                  'visible here")\n    sys.exit(2)')  # placed after the dedent: its indent is its own
         body = textwrap.dedent(f"""\
-            if not torch.cuda.is_available():  # the program may be on the CPU; TensorRT is not
-                print("SKIPPED: TensorRT needs a CUDA GPU, and none is visible here")
-                sys.exit(2)
             import atexit, shutil, tempfile
-            import tensorrt as trt
+            trt = import_tensorrt()
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             folder = tempfile.mkdtemp(prefix="repro-trt-")
             atexit.register(shutil.rmtree, folder, True)  # the .onnx goes when the script ends
@@ -259,19 +329,33 @@ class TensorRTBackend(Backend):
             out_names = [v.name for v in onnx_program.model.graph.outputs]
             placeholders = list(__import__("inspect").signature(module.forward).parameters)
             index = [placeholders.index(n) for n in names]
-            built = build_engine(trt, path, {self.build_settings!r})
+            plan = build_plan(trt, path, {self.build_settings!r})  # parse and build: no GPU needed
+            if not torch.cuda.is_available():
+                NO_GPU
+            built = load_plan(trt, plan)
 
             def run(*args):
                 runtime = [args[i] for i in positions]
                 return run_engine_torch(trt, built, {{n: runtime[i] for n, i in zip(names, index)}}, out_names)
-            return run""")
+            return run""").replace("NO_GPU", no_gpu)
         from oracles.backends.torch_tensorrt import _indent_body
 
-        shared = script_source(TensorRTError, OnnxExportError, export_error, build_engine, engine_io)
+        shared = script_source(TensorRTError, OnnxExportError, export_error, import_tensorrt, tensorrt_name,
+                               build_plan, load_plan, engine_io)
         runner = f"TRT_TO_TORCH = {{{', '.join(f'{k!r}: {v}' for k, v in TRT_TO_TORCH.items())}}}\n\n\n" + \
             script_source(run_engine_torch)
-        return ScriptPart(imports=[shared, runner], requires=["tensorrt", "onnxscript", "onnx"],
+        return ScriptPart(imports=[shared, runner], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:
-        return self.spec + "".join(f" {k}={v}" for k, v in self.options.items())
+        return f"{self.spec} ({installed_tensorrt_name()})" + "".join(f" {k}={v}" for k, v in self.options.items())
+
+
+def installed_tensorrt_name() -> str:
+    """tensorrt_name of the module import_tensorrt would take, from metadata (no import)."""
+    from oracles.environment import package_version
+
+    module = tensorrt_module_name()
+    if module is None:
+        return "TensorRT: not installed"
+    return ("TensorRT-RTX " if module == "tensorrt_rtx" else "TensorRT ") + package_version(module)

@@ -1,11 +1,11 @@
-"""The TensorRT-only repro script: `repro_tensorrt.py` (tensorrt + numpy + cuda-python, no
-torch) beside the candidate's `model.onnx` and an `.npz` of its inputs and eager's
-reference outputs.
+"""The TensorRT-only repro script: `repro_tensorrt.py` (TensorRT or TensorRT-RTX + numpy +
+cuda-python, no torch) beside the candidate's `model.onnx` and an `.npz` of its inputs and
+eager's reference outputs. Without a GPU it still parses and builds, so a parser or builder
+bug is judged on any machine; a bug that needs the engine run says SKIPPED there.
 
-The script carries the source of `build_engine` (oracles/backends/tensorrt.py), so it
+The script carries the source of `build_plan` (oracles/backends/tensorrt.py), so it
 builds what trtmin checked. With TRTMIN_BACKEND=onnxruntime it runs the same ONNX file
 on ONNX Runtime, which validates the reference half where TensorRT is absent.
-Not run here against real TensorRT: no GPU and no TensorRT on this machine.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import torch
 
 from oracles.backends.onnx_export import external_data_files, read_onnx_io, script_source
 from oracles.backends.onnxruntime import ort_session, run_onnxruntime
-from oracles.backends.tensorrt import ONNX_NAME, TensorRTError, build_engine, engine_io
+from oracles.backends.tensorrt import (ONNX_NAME, TensorRTError, build_plan, engine_io, import_tensorrt, load_plan,
+                                       tensorrt_name)
 from oracles.errors import TrtminError
 from oracles.reference import ERROR_RATIO
 from oracles.script_child import CHILD_SOURCE
@@ -186,7 +187,8 @@ def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol, exact=None,
 SCRIPT = '''#!/usr/bin/env python3
 """{header}
 
-TensorRT-only repro: needs tensorrt, numpy, cuda-python and an NVIDIA GPU; no torch.
+TensorRT-only repro: needs TensorRT (module tensorrt, or tensorrt_rtx for TensorRT-RTX) and
+numpy; running the engine needs cuda-python and an NVIDIA GPU; no torch.{build_words}
 Files beside it: {onnx_files}, {npz} (inputs and eager PyTorch's outputs).
 
 Run:      python {script}
@@ -216,6 +218,7 @@ HANG_VERDICT = ((f"REPRODUCED: no result within {{CHILD_TIMEOUT_S:g}} s (hang)",
                 else ("CHANGED: hangs now", 3))
 DEATH_PATTERN = (ERROR_PATTERN or ".") if ORACLE == "crash" else "$^"  # how the reduced bug ended the process
 TRT_SETTINGS = {settings!r}
+BUILD_TIME = {build_time!r}  # the bug is in the parser or builder: judged without a GPU too
 ORT_SETTINGS = {{}}
 
 
@@ -237,14 +240,26 @@ def cuda_check(result):
     return rest[0] if len(rest) == 1 else rest
 
 
-def run_tensorrt(inputs, meta):
-    """Build the engine from the ONNX file and run it on the .npz inputs; numpy outputs
-    in the ONNX model's output order (bf16 as uint16 bits)."""
+def gpu_missing():
+    """Why the engine cannot run here (no cuda-python, no GPU), or None."""
+    try:
+        cudart = find_cudart()
+    except ImportError:
+        return "cuda-python is not installed (pip install cuda-python)"
+    try:
+        count = cuda_check(cudart.cudaGetDeviceCount())
+    except Exception as e:  # no driver, no device
+        return f"no CUDA GPU is visible here ({{e}})"
+    return None if count else "no CUDA GPU is visible here"
+
+
+def run_tensorrt(trt, plan, inputs, meta):
+    """Load the built engine and run it on the .npz inputs; numpy outputs in the ONNX
+    model's output order (bf16 as uint16 bits)."""
     import numpy as np
-    import tensorrt as trt
 
     cudart = find_cudart()
-    built = build_engine(trt, ONNX_FILE, TRT_SETTINGS)
+    built = load_plan(trt, plan)
     engine, log = built["engine"], built["log"]
     context = engine.create_execution_context()
     if context is None:
@@ -330,7 +345,16 @@ def run():
         if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
             actual = run_reference(inputs, meta)
         else:
-            actual = run_tensorrt(inputs, meta)
+            trt = import_tensorrt()
+            plan = build_plan(trt, ONNX_FILE, TRT_SETTINGS)  # parse and build: no GPU needed
+            cannot = gpu_missing()
+            if cannot and BUILD_TIME:
+                print(f"FIXED: {{tensorrt_name(trt)}} parsed and built the engine without the error (not run: {{cannot}})")
+                return 0
+            if cannot:
+                print(f"SKIPPED: {{tensorrt_name(trt)}} built the engine; running it needs a GPU: {{cannot}}")
+                return 2
+            actual = run_tensorrt(trt, plan, inputs, meta)
     except Exception as e:  # TensorRT failed: is it the same failure?
         text = exception_text(e)
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
@@ -349,24 +373,12 @@ def run():
 
 
 def missing_requirements():
-    """Why this cannot run here, or None."""
+    """Why this cannot run here, or None (the GPU is asked for after the build)."""
     reference = os.environ.get("TRTMIN_BACKEND") == "onnxruntime"
-    needed = ["numpy"] + (["onnxruntime"] if reference else ["tensorrt"])
+    needed = ["numpy"] + (["onnxruntime"] if reference else ["tensorrt|tensorrt_rtx"])
     for name in needed:
-        if importlib.util.find_spec(name) is None:
-            return f"{{name}} is not installed"
-    if reference:
-        return None
-    try:
-        cudart = find_cudart()
-    except ImportError:
-        return "cuda-python is not installed (pip install cuda-python)"
-    try:
-        count = cuda_check(cudart.cudaGetDeviceCount())
-    except Exception as e:  # no driver, no device
-        return f"no CUDA GPU is visible here ({{e}})"
-    if not count:
-        return "no CUDA GPU is visible here"
+        if not any(importlib.util.find_spec(n) for n in name.split("|")):
+            return f"{{name.replace('|', ' or ')}} is not installed"
     return None
 
 
@@ -388,7 +400,8 @@ if __name__ == "__main__":
 def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] | Mapping[str, Any],
                           expected: Sequence[Any], oracle: str, atol: float, rtol: float, header: str, *,
                           error_pattern: str = "", timeout: float = 600.0,
-                          settings: Mapping[str, Any] | None = None, exact: Sequence[Any] | None = None) -> Path:
+                          settings: Mapping[str, Any] | None = None, exact: Sequence[Any] | None = None,
+                          build_time: bool = False) -> Path:
     """Write repro_tensorrt.py, model.onnx (+ its external data) and repro_tensorrt.npz.
 
     inputs: the candidate's inputs in placeholder order (the ONNX file's trtmin metadata
@@ -396,7 +409,8 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
     expected: eager PyTorch's flattened outputs. settings: the tensorrt backend's parsed
     build settings (TensorRTBackend.build_settings), so the script builds the same way.
     error_pattern: regex for crash/oom (oracles.script_checks.error_pattern). exact: the
-    float64 run's outputs, with --reference float64 (oracles/reference.py).
+    float64 run's outputs, with --reference float64 (oracles/reference.py). build_time: the
+    bug is a parser or builder failure, which the script judges without a GPU too.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -416,7 +430,7 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
         copied.append(data_file.name)
     save_npz(out_dir / NPZ_NAME, named, expected, exact)
     shared = "\n\n".join([
-        script_source(TensorRTError, build_engine, engine_io),
+        script_source(TensorRTError, import_tensorrt, tensorrt_name, build_plan, load_plan, engine_io),
         script_source(ort_session, run_onnxruntime),
         script_source(load_npz, as_float64, error_ratio_np, compare_outputs_np),
     ])
@@ -424,7 +438,9 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
         header=header.replace('"""', "'''").strip(), script=SCRIPT_NAME, onnx=ONNX_NAME, npz=NPZ_NAME,
         onnx_files=", ".join(copied), oracle=oracle, atol=atol, rtol=rtol, error_ratio=ERROR_RATIO,
         error_pattern=error_pattern,
-        timeout=timeout, settings=dict(settings or {}), shared=shared, child=CHILD_SOURCE, output_names=output_names)
+        timeout=timeout, settings=dict(settings or {}), build_time=build_time, shared=shared,
+        build_words=("\nThe bug is in the parser or builder: without a GPU the script still judges it."
+                     if build_time else ""), child=CHILD_SOURCE, output_names=output_names)
     script = out_dir / SCRIPT_NAME
     tmp = out_dir / f".{SCRIPT_NAME}.tmp"
     tmp.write_text(text)
