@@ -88,6 +88,7 @@ class ReductionProblem:
         self._partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
         self.partition_cache: dict[Key, list[list[str]]] = {}
         self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
+        self.lowering_toggles: tuple[tuple[str, str], ...] = ()  # e.g. (("attn_bias_is_causal", "false"),)
         self.notes: dict[str, Any] = {}  # diagnostics for the report: culprit op, failing engine
         self.localize = False  # may bisect_window guess from a run with every value an output (minimize/localize.py)
         self.locate_from_errors = False  # ... or from the node a compiler's error names (free)

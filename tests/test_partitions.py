@@ -86,3 +86,29 @@ def test_with_workers_the_partition_passes_reach_the_same_repro(reduced, tmp_pat
     assert set(s1["files"]) - set(s2["files"]) == {"repro_inductor.py"}
     assert (reduced / "repro.py").read_bytes() == (out / "repro.py").read_bytes()
     assert s2["timing"]["batches"] < s1["timing"]["batches"]
+
+
+class Gated(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(8, 8), nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l2(torch.tanh(self.l1(x)) * x)
+
+
+def test_a_bug_in_lowering_is_named_by_the_option_that_turns_it_off(tmp_path: Path) -> None:
+    """A bug no op fallback removes (a lowering pass rewrites tanh before partitioning, as
+    Torch-TensorRT's attn_bias_is_causal rewrites attention masks): the diagnosis says so
+    and names the lowering option whose other value makes it vanish."""
+    torch.manual_seed(0)
+    model, inputs = save_program(Gated().eval(), (torch.randn(4, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+                f"{PLUGIN}:compile", "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["final_nodes"] == 1 and "tanh" in (out / "repro.py").read_text()
+    assert s["diagnosis"]["culprit_ops"] == "the bug remains with every op type forced to PyTorch"
+    assert s["diagnosis"]["lowering"].endswith("it vanishes with --set tanh_as_sigmoid=false"), s["diagnosis"]
+    assert "- Lowering: the bug is in the compiler's lowering" in (out / "report.md").read_text()

@@ -5,7 +5,8 @@
 - bisect_settings: drop every --set setting the bug does not need, so the repro carries
   only those (and the report says which).
 - bisect_op_fallback: the fewest op types that, forced to PyTorch (Torch-TensorRT's
-  torch_executed_ops), make the bug vanish: that names the culprit converter.
+  torch_executed_ops), make the bug vanish: that names the culprit converter. Where
+  none does, the lowering option whose other value makes it vanish.
 """
 
 from __future__ import annotations
@@ -78,7 +79,23 @@ def bisect_op_fallback(problem: ReductionProblem) -> None:
 
     if problem.first_settings([with_fallback(ops)], want_failure=False) is None:
         problem.notes["culprit_ops"] = "the bug remains with every op type forced to PyTorch"
+        lowering_toggle(problem)
         return
     culprit = shrink_list(ops, lambda cands: problem.first_settings([with_fallback(c) for c in cands],
                                                                      want_failure=False))
     problem.notes["culprit_ops"] = culprit
+
+
+def lowering_toggle(problem: ReductionProblem) -> None:
+    """A bug that survives every op type forced to PyTorch is in what the compiler does to
+    the whole graph before it converts ops (Torch-TensorRT's lowering passes run before
+    partitioning, so torch_executed_ops cannot undo them). Name the backend's lowering
+    option whose other value makes it vanish, one call each, until one does."""
+    toggles = problem.lowering_toggles
+    base = [kv for kv in problem.settings if kv[0] not in {k for k, _ in toggles}]
+    options = [tuple(sorted(base + [kv])) for kv in toggles if kv not in problem.settings]
+    i = problem.first_settings(options, want_failure=False)
+    if i is not None:
+        key, value = next(kv for kv in options[i] if kv not in base)
+        problem.notes["lowering"] = (f"the bug is in the compiler's lowering of the whole graph, before its ops are "
+                                     f"converted: it vanishes with --set {key}={value}")

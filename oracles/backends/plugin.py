@@ -116,6 +116,7 @@ class PluginBackend(Backend):
         module = self.module
         self.reports_partitions = callable(getattr(module, "partitions", None))
         self.op_fallback_setting = getattr(module, "OP_FALLBACK_SETTING", None)
+        self.lowering_toggles = tuple((str(k), str(v)) for k, v in getattr(module, "LOWERING_TOGGLES", ()))
         self._check_settings_taken(getattr(module, self.fn_name))
 
     def _check_settings_taken(self, fn: Callable[..., Any]) -> None:

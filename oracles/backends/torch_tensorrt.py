@@ -10,8 +10,8 @@ quietly test the default configuration.
 Nothing here imports torch_tensorrt at module import time; `trtmin --help` works
 without it. This file was written against pytorch/TensorRT v2.13.0
 (commit 64f0ed46c01c61fe2a7cc93b47f393c3a7da9f75) and checked against main at
-d7f2062810df37e4bbcfc9065b5f44f09aca7156 (2.14.0a0); it has not been run here (no GPU,
-no TensorRT), see the module tests for what is covered.
+d7f2062810df37e4bbcfc9065b5f44f09aca7156 (2.14.0a0). It runs on the GPU machine with
+Torch-TensorRT-RTX 2.11.0 (tests/test_torch_tensorrt_gpu.py); CI has no GPU.
 """
 
 from __future__ import annotations
@@ -322,6 +322,10 @@ class TorchTensorRTBackend(Backend):
 
     reports_partitions = True
     op_fallback_setting = "torch_executed_ops"
+    # Lowering passes run on the whole graph before partitioning: attn_bias_is_causal (True by
+    # default in 2.11) makes force_causal_efficient_attention drop every efficient-attention
+    # mask; decompose_attention replaces the attention converters with matmul and softmax.
+    lowering_toggles = (("attn_bias_is_causal", "false"), ("decompose_attention", "true"))
 
     def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:
         """Node names of each TensorRT engine, from Torch-TensorRT's own partitioner.

@@ -4,11 +4,15 @@ Every op has a "converter" except aten.relu, which splits the graph into engines
 runs of converted ops, at least `min_block_size` long). `torch_executed_ops` (a comma-
 separated list of op names) forces op types to PyTorch. The planted bug: the softmax
 converter is wrong when the non-default `fast_softmax=True` is set. Other settings
-(optimization_level, workspace_mb) change nothing.
+(optimization_level, workspace_mb) change nothing. A second bug, in a lowering pass that
+rewrites the whole graph before any op is converted (as Torch-TensorRT's
+force_causal_efficient_attention does): with `tanh_as_sigmoid=True`, the default, every
+tanh becomes a sigmoid, whether or not tanh is forced to PyTorch.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 import torch
@@ -16,6 +20,7 @@ from torch.fx import GraphModule, Interpreter, Node
 
 aten = torch.ops.aten
 OP_FALLBACK_SETTING = "torch_executed_ops"
+LOWERING_TOGGLES = (("tanh_as_sigmoid", "false"),)
 NO_CONVERTER = {aten.relu.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
 
@@ -43,8 +48,15 @@ def partitions(gm: GraphModule, example_inputs: list[Any], torch_executed_ops: A
 
 
 def compile(gm: GraphModule, example_inputs: list[Any], torch_executed_ops: Any = "", min_block_size: int = 1,
-            fast_softmax: bool = False, optimization_level: int = 3, workspace_mb: int = 1024) -> Callable[..., Any]:
+            fast_softmax: bool = False, optimization_level: int = 3, workspace_mb: int = 1024,
+            tanh_as_sigmoid: bool = True) -> Callable[..., Any]:
     fallback = _fallback(torch_executed_ops)
+    if tanh_as_sigmoid:  # the lowering pass: before partitioning, so fallback cannot undo it
+        gm = copy.deepcopy(gm)
+        for n in gm.graph.nodes:
+            if n.target == aten.tanh.default:
+                n.target = aten.sigmoid.default
+        gm.recompile()
 
     class Engine(Interpreter):
         def run_node(self, n: Node) -> Any:
