@@ -13,7 +13,7 @@ TRTMIN_BUILDS), runs each at 300,000 rows with use_ten True and False, and
 fills the output with SENTINEL before every run so stale rows show.
 Reference: numpy float16 x * 10 / x * 2 (atol 1e-2, rtol 1e-3). REPRODUCED
 when any build is wrong (prints k of N and the first bad row); FIXED when
-all are right. Needs tensorrt, numpy and cuda-python (cuda.bindings, or the
+all are right. Needs tensorrt (or tensorrt_rtx), numpy and cuda-python (cuda.bindings, or the
 older cuda.cudart) for device buffers.
 
 Run:   python repro.py                       # TensorRT on a CUDA GPU
@@ -92,7 +92,7 @@ def build_engine(trt, logger) -> bytes:
 
 def trt_builds(x: np.ndarray):
     """Yield one run(use_ten) -> output function per fresh TensorRT build."""
-    import tensorrt as trt
+    trt = import_tensorrt()
 
     cudart = load_cudart()
     h2d, d2h = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
@@ -134,13 +134,23 @@ def numpy_builds(x: np.ndarray):
         yield run
 
 
+def import_tensorrt():
+    """NVIDIA's TensorRT, else TensorRT-RTX (module tensorrt_rtx, the same Python API)."""
+    try:
+        import tensorrt as trt
+    except ImportError:
+        import tensorrt_rtx as trt
+    return trt
+
+
 def skip_reason() -> str | None:
     if EAGER:
         return None
     try:
-        import tensorrt  # noqa: F401
-    except ModuleNotFoundError as exc:
-        return "tensorrt is not installed" if exc.name == "tensorrt" else f"tensorrt cannot be imported: {exc}"
+        import_tensorrt()
+    except ImportError as exc:
+        missing = exc.name in ("tensorrt", "tensorrt_rtx")
+        return "neither tensorrt nor tensorrt_rtx is installed" if missing else f"tensorrt cannot be imported: {exc}"
     except Exception as exc:
         return f"tensorrt cannot be imported: {type(exc).__name__}: {exc}"
     try:

@@ -91,7 +91,7 @@ def child(variant: str) -> int:
         out = reference(variant, make_inputs())
         print(f"eager stand-in: {variant} evaluated in numpy, shape {out.shape}")
         return CHILD_BUILT
-    import tensorrt as trt
+    trt = import_tensorrt()
 
     logger = trt.Logger(trt.Logger.WARNING)
     reason: object = "trt.Builder() returned None"
@@ -106,7 +106,8 @@ def child(variant: str) -> int:
     network = builder.create_network(0 if flag is None else 1 << int(flag))
     keep: list = []
     build_network(trt, network, variant, keep)
-    print(f"TensorRT {trt.__version__}: {variant} network has {network.num_layers} layers; building")
+    name = ("TensorRT-RTX " if trt.__name__.startswith("tensorrt_rtx") else "TensorRT ") + trt.__version__
+    print(f"{name}: {variant} network has {network.num_layers} layers; building")
     sys.stdout.flush()
     plan = builder.build_serialized_network(network, builder.create_builder_config())
     if plan is None:
@@ -124,13 +125,23 @@ def eager_half() -> None:
     assert not np.allclose(reference("bug", x), reference("two_scales", x))
 
 
+def import_tensorrt():
+    """NVIDIA's TensorRT, else TensorRT-RTX (module tensorrt_rtx, the same Python API)."""
+    try:
+        import tensorrt as trt
+    except ImportError:
+        import tensorrt_rtx as trt
+    return trt
+
+
 def skip_reason() -> str | None:
     if EAGER:
         return None
     try:
-        import tensorrt  # noqa: F401
-    except ModuleNotFoundError as exc:
-        return "tensorrt is not installed" if exc.name == "tensorrt" else f"tensorrt cannot be imported: {exc}"
+        import_tensorrt()
+    except ImportError as exc:
+        missing = exc.name in ("tensorrt", "tensorrt_rtx")
+        return "neither tensorrt nor tensorrt_rtx is installed" if missing else f"tensorrt cannot be imported: {exc}"
     except Exception as exc:
         return f"tensorrt cannot be imported: {type(exc).__name__}: {exc}"
     return None
