@@ -118,6 +118,19 @@ def build_plan(trt, onnx_path, settings):
             if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR):
                 self.errors.append(str(msg))
 
+    def said(parser_errors, logged):
+        """TensorRT's words as one line: each parser error's first line, and every "Error
+        Code" line, once. Not the node dumps, and not catchCudaError's line, which says only
+        that CUDA failed under the builder (every build logs one where there is no GPU)."""
+        lines = []
+        for text, first in [(t, True) for t in parser_errors] + [(t, False) for t in logged]:
+            for i, line in enumerate(str(text).splitlines()):
+                line = line.strip()
+                if line and ((first and i == 0) or "Error Code" in line) and "catchCudaError" not in line \
+                        and line not in lines:
+                    lines.append(line)
+        return " | ".join(lines) or "no message"
+
     log = Log()
     builder = trt.Builder(log)
     flags = 0
@@ -129,8 +142,8 @@ def build_plan(trt, onnx_path, settings):
     network = builder.create_network(flags)
     parser = trt.OnnxParser(network, log)
     if not parser.parse_from_file(str(onnx_path)):
-        errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
-        raise TensorRTError("the ONNX parser failed: " + " | ".join(errors or log.errors or ["no message"]))
+        errors = [parser.get_error(i) for i in range(parser.num_errors)]
+        raise TensorRTError("the ONNX parser failed: " + said(errors, log.errors))
     config = builder.create_builder_config()
     for name, on in sorted(settings.get("builder_flags", {}).items()):
         flag = getattr(trt.BuilderFlag, name, None)
@@ -146,7 +159,7 @@ def build_plan(trt, onnx_path, settings):
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(settings["workspace"]))
     plan = builder.build_serialized_network(network, config)
     if plan is None:
-        raise TensorRTError("building the engine failed: " + " | ".join(log.errors or ["no message"]))
+        raise TensorRTError("building the engine failed: " + said([], log.errors))
     return {"plan": plan, "log": log}
 
 
