@@ -44,8 +44,9 @@ file order against the machine the suite runs on:
   ``"tensorrt >= 10.16"``. Release numbers only: "2.16.0.dev20251101+cu128" compares
   as 2.16.0, and missing trailing parts count as 0. False when the package is missing.
 
-Packages are named as installed (torch, torch_tensorrt, tensorrt, executorch, numpy, ...);
-tensorrt also finds the tensorrt-cu12/-cu13 wheels.
+Packages are named as installed (torch, torch_tensorrt, tensorrt, tensorrt_rtx, executorch,
+numpy, ...); tensorrt also finds the tensorrt-cu12/-cu13 wheels, tensorrt_rtx the
+tensorrt-rtx-cu13 ones, torch_tensorrt its build on TensorRT-RTX (torch-tensorrt-rtx).
 
 The rules that turn a run's status and this expectation into ok / not ok are in
 ``repros.runner``.
@@ -432,9 +433,10 @@ def packages_of(backend: str) -> tuple[str, ...]:
     if backend in ("eager", "inductor"):
         return ("torch",)
     if backend in ("torch_tensorrt", "executorch:tensorrt"):
-        return ("torch", "torch_tensorrt", "tensorrt") + (("executorch",) if backend.startswith("executorch") else ())
+        return ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx") + (
+            ("executorch",) if backend.startswith("executorch") else ())
     if backend == "tensorrt":
-        return ("torch", "tensorrt")
+        return ("torch", "tensorrt", "tensorrt_rtx")
     if backend.startswith("executorch:"):
         return ("torch", "executorch")
     if backend == "onnxruntime":
