@@ -4,6 +4,7 @@
 #   bash bench/gpu_trt.sh tests    # trtmin env; the GPU tests of Torch-TensorRT and TensorRT
 #   bash bench/gpu_trt.sh suite    # repros run --json over the saved suite, and under eager
 #   bash bench/gpu_trt.sh reduce   # the real hosts (bench/hosts): check, reduce, repro.py alone
+#   bash bench/gpu_trt.sh lowering # the video policy with attn_bias_is_causal true and false
 #   bash bench/gpu_trt.sh probe    # what torch_executed_ops does to the video policy
 # Logs and JSON go to $OUT (the device tool brings them back).
 set -u
@@ -34,6 +35,14 @@ reduce)
     tail -25 $T/$h.log >> $L
     (cd $T/out_$h && TRTMIN_BACKEND=eager python3 repro.py; echo "eager control exit $?") >> $L 2>&1
     mkdir -p $O/$h; cp $T/out_$h/{repro.py,report.md,summary.json} $O/$h/ 2>/dev/null
+  done
+  ;;
+lowering)  # the video policy's mismatch with Torch-TensorRT's attention lowering on and off
+  python3 -m bench.hosts video_policy $T >> $L 2>&1
+  for setting in attn_bias_is_causal=true attn_bias_is_causal=false; do
+    echo "== check --set $setting" >> $L
+    trtmin check $T/video_policy.pt2 --inputs $T/video_policy_inputs.pt --oracle mismatch --backend torch_tensorrt \
+      --device cuda --atol 1e-2 --set $setting 2>&1 | grep -v -i "warn\|modelopt\|TRT-LLM" >> $L
   done
   ;;
 probe)
