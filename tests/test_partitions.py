@@ -112,3 +112,33 @@ def test_a_bug_in_lowering_is_named_by_the_option_that_turns_it_off(tmp_path: Pa
     assert s["diagnosis"]["culprit_ops"] == "the bug remains with every op type forced to PyTorch"
     assert s["diagnosis"]["lowering"].endswith("it vanishes with --set tanh_as_sigmoid=false"), s["diagnosis"]
     assert "- Lowering: the bug is in the compiler's lowering" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("toggled, note", [
+    ("pass", "it vanishes with --set lowering_pass=false"),
+    ("crash", "with --set lowering_pass=false this bug is gone, but the compiler fails another way: CRASH: E: other"),
+])
+def test_lowering_toggle_says_whether_the_bug_vanished_or_changed(toggled: str, note: str) -> None:
+    """In-process, with a pure oracle: a toggle that takes the bug away is named as its cause
+    only where the program then passes; where it fails another way (Torch-TensorRT-RTX 2.11
+    with attn_bias_is_causal=false crashes in add_cast on the video policy), the note says so."""
+    from minimize.passes.partitions import lowering_toggle
+    from minimize.problem import ReductionProblem
+    from minimize.program import Program
+    from oracles.verdict import Verdict
+    from minimize.inputs import prepare
+    from tests.conftest import Host
+
+    x = torch.randn(4, 8)
+    program = Program(prepare(torch.export.export(Host().eval(), (x,)), "cpu"), [x])
+
+    def verdict(settings) -> Verdict:
+        if ("lowering_pass", "false") in settings:
+            return Verdict("pass") if toggled == "pass" else Verdict("crash", "E", "other")
+        return Verdict("mismatch", output=0, max_abs=1.0)
+
+    problem = ReductionProblem(program, lambda keys: [[verdict(s)] for _, s in keys])
+    problem.lowering_toggles = (("lowering_pass", "false"),)
+    problem.establish_original()  # the bug, as the reduction saw it first
+    lowering_toggle(problem)
+    assert problem.notes["lowering"].endswith(note), problem.notes

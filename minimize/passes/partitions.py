@@ -95,7 +95,13 @@ def lowering_toggle(problem: ReductionProblem) -> None:
     base = [kv for kv in problem.settings if kv[0] not in {k for k, _ in toggles}]
     options = [tuple(sorted(base + [kv])) for kv in toggles if kv not in problem.settings]
     i = problem.first_settings(options, want_failure=False)
-    if i is not None:
-        key, value = next(kv for kv in options[i] if kv not in base)
+    if i is None:
+        return
+    key, value = next(kv for kv in options[i] if kv not in base)
+    verdict = problem.known_verdict(problem.current, options[i])
+    if verdict is not None and verdict.kind == "pass":
         problem.notes["lowering"] = (f"the bug is in the compiler's lowering of the whole graph, before its ops are "
                                      f"converted: it vanishes with --set {key}={value}")
+    elif verdict is not None:  # the toggle takes this bug away and fails another way: say both
+        problem.notes["lowering"] = (f"with --set {key}={value} this bug is gone, but the compiler fails another way: "
+                                     f"{verdict.describe()[:200]}")
