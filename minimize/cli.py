@@ -1,5 +1,5 @@
 """The command line. Thin: it parses options, calls the jobs, and turns TrtminError into
-one red line and exit code 2 (DESIGN.md key idea 8). The only module that imports typer.
+one red line and exit code 2 (docs/design.md, Conventions). The only module that imports typer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The reduction problem: the current best candidate, the verdict cache and the counters.
 
 Passes only propose candidates and ask for them one at a time, as sequential code
-(DESIGN.md key idea 4). With N workers, each time the reduction needs a verdict it has
+(docs/design.md#speculation). With N workers, each time the reduction needs a verdict it has
 not got, up to N-1 more runs are evaluated beside it *speculatively*: the ones the
 rest of the reduction, every pass, is most likely to ask for next
 (minimize/speculate.py replays it from the start under hypothetical answers). The

@@ -2,7 +2,7 @@
 
 A candidate is a set of kept call nodes (indices into `Program.nodes`, topological
 order). Every value a kept node reads that no kept node computes becomes a graph
-input, fed with the value eager PyTorch computed for it (DESIGN.md key idea 1), so the
+input, fed with the value eager PyTorch computed for it (docs/design.md#the-candidate), so the
 failing region is isolated from upstream numeric drift. A candidate's outputs are its
 sinks plus the program's own outputs that it keeps.
 """

@@ -1,7 +1,7 @@
 """Verdicts and failure signatures.
 
 A verdict says what happened to one candidate on one backend. Its signature is what
-must stay the same for a candidate to count as "the same bug" (DESIGN.md key idea 2).
+must stay the same for a candidate to count as "the same bug" (docs/design.md#a-reduction-end-to-end).
 """
 
 from __future__ import annotations

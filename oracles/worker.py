@@ -1,4 +1,4 @@
-"""Isolated worker processes with timeouts (DESIGN.md key idea 6).
+"""Isolated worker processes with timeouts (docs/design.md#a-reduction-end-to-end).
 
 Each worker builds its job runner from a `module:function` setup spec
 (oracles/worker_process.py), so this module imports nothing of the reducer. On Linux

@@ -1,7 +1,7 @@
 """repros: remember and replay.
 
 The saved repro suite is one folder per bug under ``repros/suite/<name>/``: a
-standalone ``repro.py`` (the DESIGN.md "Repro script contract": one verdict line;
+standalone ``repro.py`` (docs/design.md#the-script-contract: one verdict line;
 exit 0 FIXED, 1 REPRODUCED, 2 SKIPPED, anything else ERROR), a ``manifest.toml``
 saying what the bug is and what status to expect, and any small tensors it loads.
 

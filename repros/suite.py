@@ -3,7 +3,7 @@
 A suite is a folder with one sub-folder per bug (default: ``repros/suite/`` inside this
 package; any folder works, and a single repro folder counts as a suite of one)::
 
-    <root>/<name>/repro.py        the standalone script (DESIGN.md "Repro script contract")
+    <root>/<name>/repro.py        the standalone script (docs/design.md#the-script-contract)
     <root>/<name>/manifest.toml   what the bug is and what status to expect
     <root>/<name>/...             small tensors, plugin.py, report.md, summary.json
 

@@ -1,4 +1,4 @@
-"""The package layout DESIGN.md sets: imports go one way, towards oracles/.
+"""The package layout docs/design.md sets (Rooms): imports go one way, towards oracles/.
 
 oracles/ (backends, checks, workers, running a script) is what both sides share: it imports
 neither minimize/ nor repros/. minimize/ does not import repros/, except its CLI, which wires

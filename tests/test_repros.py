@@ -2,7 +2,7 @@
 the merged markdown table, `add_repro`, and `pytest repros/` against a fake suite.
 
 The fake repro scripts are plain Python that print a verdict line and exit per the
-DESIGN.md repro contract; they import neither torch nor trtmin, so each runs in ~30 ms.
+docs/design.md#the-script-contract; they import neither torch nor trtmin, so each runs in ~30 ms.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A pass proposes candidates through the ReductionProblem (try_first / run_search) and
 accepts what fails the same way, as sequential code: speculation over all passes is
 the problem's (minimize/speculate.py). Passes make deterministic progress and do not loop
-to a fixed point themselves; the scheduler does (DESIGN.md key idea 5).
+to a fixed point themselves; the scheduler does (docs/design.md#a-reduction-end-to-end).
 """
 
 from __future__ import annotations

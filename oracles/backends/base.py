@@ -1,7 +1,7 @@
 """What a backend is: it compiles a graph and writes its own part of the repro script.
 
 Each backend both runs the candidate and emits the code that does the same in the
-standalone script (DESIGN.md key idea 7), so what is emitted is what was checked.
+standalone script (docs/design.md#backends), so what is emitted is what was checked.
 """
 
 from __future__ import annotations
