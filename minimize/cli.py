@@ -29,6 +29,19 @@ app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=
 err = Console(stderr=True, soft_wrap=True)  # a line that is not a terminal's stays one line
 
 
+def _version(value: bool) -> None:
+    if value:
+        from minimize import __version__
+        print(f"trtmin {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                   help="Print trtmin's version and exit.")] = False) -> None:
+    """Minimize deep-learning compiler bugs into tiny standalone repro scripts."""
+
+
 class Oracle(str, Enum):
     crash = "crash"
     nan = "nan"
@@ -66,8 +79,10 @@ ReferenceOpt = Annotated[Reference, typer.Option(help="For a mismatch: [bold]flo
                          "that run as eager is (for bf16 and fp16 programs, whose rounding alone exceeds any atol).")]
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may take before it counts as a hang.")]
 DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
-RepeatOpt = Annotated[int, typer.Option(help="Run each candidate this many times (flaky compilers); "
+RepeatOpt = Annotated[int, typer.Option(metavar="N", help="Run each candidate this many times (flaky compilers); "
                      "the original's failure rate is measured first.")]
+CheckRepeatOpt = Annotated[int, typer.Option("--repeat", metavar="N", help="Run the program this many times, each "
+                          "in a fresh compile, and say in how many it fails (flaky compilers).")]
 ImportOpt = Annotated[Optional[list[str]], typer.Option("--import", help="A library to import before the program "
                       "is loaded, which registers its custom ops (repeatable), e.g. natten; repro.py imports it too.")]
 MemoryLimitOpt = Annotated[Optional[int], typer.Option(help="MiB of address space per worker (RLIMIT_AS); "
@@ -186,11 +201,12 @@ def reduce(
         else:
             err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
         raise typer.Exit(130)
-    console.print(f"[green]done[/]: {summary['original_nodes']} -> {summary['final_nodes']} call nodes in "
-                  f"{summary['oracle_calls']} oracle calls, {summary['seconds']:.0f} s")
+    from minimize.script import nodes  # torch is loaded by now
+    console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
+                  f"{summary['oracle_calls']} oracle calls, {time.time() - started:.0f} s")  # the command's wall time
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
     rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
-            for name, s in summary["passes"].items()]
+            for name, s in summary["passes"].items() if s["calls"] or s["removed"]]  # the passes that ran
     console.print("per pass:\n" + "\n".join(rows), highlight=False)
     alone = summary.get("repro_alone")
     if alone is not None:
@@ -218,7 +234,7 @@ def check(
     timeout: TimeoutOpt = 300.0,
     device: DeviceOpt = "cpu",
     set_: SetOpt = None,
-    repeat: RepeatOpt = 1,
+    repeat: CheckRepeatOpt = 1,
     memory_limit: MemoryLimitOpt = None,
     import_: ImportOpt = None,
 ) -> None:

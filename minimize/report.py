@@ -8,7 +8,7 @@ import torch
 import torch.fx as fx
 
 import minimize
-from minimize.script import INPUTS_FILE, ReproInfo, reference_words, forward_source, tensor_expressions
+from minimize.script import INPUTS_FILE, ReproInfo, forward_source, nodes, reference_words, tensor_expressions
 from minimize.snippet import snippet_source
 from oracles.backends.base import Backend
 from oracles.verdict import Verdict
@@ -84,9 +84,16 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
             lines.append(f"- Nor their sizes: the script makes them smaller, {changes}.")
     if summary.get("shrunk_sizes"):
         sizes = ", ".join(f"{old} → {new}" for old, new in summary["shrunk_sizes"].items())
-        lines.append(f"- The graph's size arguments (view, reshape, layer_norm's shape) shrank where the bug does not "
-                     f"need them: {sizes}.")
+        lines.append(f"- Sizes the graph's ops take as arguments shrank where the bug does not need them: {sizes}.")
     return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
+
+
+def _fed_words(script: str) -> str:
+    """Cut to input, said where the repro has inputs (a program that makes all it reads has none)."""
+    if "def make_inputs():\n    return []\n" in script:
+        return ""
+    return ("; every removed node's value a kept one reads is fed in as an input computed by eager PyTorch, "
+            "so the failure is not upstream drift")
 
 
 def _beside(script: str, backend: Backend) -> str:
@@ -145,10 +152,12 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     from oracles.environment import collect_environment, format_environment
 
     # The shape of Torch-TensorRT's bug template, so the section pastes into an issue as is.
-    env_lines = format_environment(collect_environment()) + f"\n - trtmin Version: {minimize.__version__}"
+    env_lines = (format_environment(collect_environment(), backend.spec, info.device)
+                 + f"\n - trtmin Version: {minimize.__version__}")
     stats = summary.get("passes", {})
     diagnosis = _diagnosis_lines(summary)
-    stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items())
+    stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items()
+                          if s["calls"] or s["removed"])  # passes that ran
     where = "above" if snippet else "in `repro.py` below"
     snippet_words = (" It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
                      "the result.") if snippet else ""
@@ -157,9 +166,8 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 **What fails:** {info.verdict.describe()}
 
 {_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
-is left of `{info.source_model}` ({info.original_nodes} call nodes) after trtmin cut it down to
-{info.final_nodes} call nodes in {info.oracle_calls} oracle calls; every removed node's value was fed
-in as an input computed by eager PyTorch, so the failure is not upstream drift.{snippet_words}
+is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
+{nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(script)}.{snippet_words}
 
 {diagnosis}## Reproduce
 

@@ -29,6 +29,11 @@ from oracles.verdict import Signature, Verdict
 INPUTS_FILE = "repro_inputs.pt"
 
 
+def nodes(n: int) -> str:
+    """"1 call node", "3 call nodes"."""
+    return f"{n} call node" + ("" if n == 1 else "s")
+
+
 def environment() -> dict[str, str]:
     """What a run records of where it ran (summary.json): with the versions of the installed
     compilers, which `repros add` keeps as the manifest's first_seen."""
@@ -128,7 +133,7 @@ SCRIPT = '''#!/usr/bin/env python3
 
 {verdict_line}
 
-Reduced by trtmin {trtmin} from {source}: {original} -> {final} call nodes in {calls} oracle calls.
+Reduced by trtmin {trtmin} from {source}: {original} -> {final} in {calls} oracle calls.
 Reduced on: torch {torch}, Python {python}, {os}, device {device}{gpu}.
 Backend: {backend}. Oracle: {oracle}{tolerance}.{memory_words}
 
@@ -146,8 +151,7 @@ try:
 except ImportError as exc:  # no torch here: cannot run, which is no verdict on the bug
     print(f"SKIPPED: torch cannot be imported: {{exc}}")
     sys.exit(2)
-from torch import device  # the graph below writes devices as device(type=...)
-{libraries}
+{device_import}{libraries}
 inf, nan = float("inf"), float("nan")
 DEVICE = {device!r}
 ATOL, RTOL = {atol!r}, {rtol!r}
@@ -186,10 +190,7 @@ def prepare():
 {mark_inputs}    module = Repro().to(DEVICE)  # its weights too: written (or loaded) on the CPU
     with torch.no_grad():
         expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
-        if REFERENCE != "float64":
-            return module, inputs, expected, None
-        with Float64():
-            return module, inputs, expected, flatten(module(*clone(inputs)))
+{float64_run}
 
 
 def clone(inputs):
@@ -255,6 +256,10 @@ if __name__ == "__main__":
 '''
 
 
+FLOAT64_RUN = """        with Float64():
+            return module, inputs, expected, flatten(module(*clone(inputs)))"""
+
+
 # torch.compile imports Dynamo (a second or more) on its first call: start-up, as in trtmin's
 # warm workers, so it is done before the child starts the clock, and before the memory limit.
 IMPORT_DYNAMO = "    import torch._dynamo\n"
@@ -298,20 +303,25 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     env = environment()
     part = backend.script_part_for(info.verdict)
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
+    forward_src = forward_source(gm)
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
     tol = f" (atol {info.atol:g}, rtol {info.rtol:g}{reference_words(info)})" if info.oracle in ("mismatch",) else ""
     script = SCRIPT.format(
         title=_docstring_text(info.title), verdict_line=_docstring_text(info.verdict.describe()), trtmin=env["trtmin"],
-        source=_docstring_text(info.source_model), original=info.original_nodes, final=info.final_nodes, calls=info.oracle_calls,
+        source=_docstring_text(info.source_model), original=info.original_nodes, final=nodes(info.final_nodes),
+        calls=info.oracle_calls,
         torch=env["torch"], python=env["python"], os=env["os"], device=info.device,
         gpu=f" ({env['gpu']})" if "gpu" in env else "", backend=_docstring_text(backend.describe()), oracle=info.oracle,
         tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
         imports="\n".join(part.imports) + ("\n" if part.imports else ""),
-        init=init_src, forward=textwrap.indent(forward_source(gm), "    "), inputs=inputs_src,
+        init=init_src, forward=textwrap.indent(forward_src, "    "), inputs=inputs_src,
         compile_body=part.compile_body, load_body=part.load_body,
         checks=check_source(info.signature, match, info.reference == "float64"), reference=info.reference,
+        float64_run=FLOAT64_RUN if info.reference == "float64" else "        return module, inputs, expected, None",
+        device_import=("from torch import device  # the graph below writes devices as device(type=...)\n"
+                       if "device(" in forward_src + init_src + inputs_src else ""),
         std_imports="\n".join(f"import {m}" for m in ["importlib.util", "os", *(["pathlib"] if big else []), "re",
                                                          *(["subprocess"] if info.needs_subprocess else []), "sys"]),
         child_block=_child_block(info), child_functions=_child_functions(info),

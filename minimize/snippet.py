@@ -40,7 +40,7 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
         return None
     body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
     move = "" if device == "cpu" else f".to({device!r})"
-    made = [f"{name} = {expr}{move if is_tensor else ''}" for name, (expr, is_tensor) in tensors.items()]
+    made = [f"{name} = {_operand(expr) + move if is_tensor and move else expr}" for name, (expr, is_tensor) in tensors.items()]
     text = "\n".join(made + body)
     head = ["import torch"]
     if re.search(r"\bdevice\(", text):
@@ -50,3 +50,22 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     if loads_file:
         head.append(f"tensors = torch.load({loads_file!r}, weights_only=True)  # beside repro.py")
     return "\n".join(head) + "\n\n" + text
+
+
+def _operand(expr: str) -> str:
+    """`expr` as the operand of a method call: in parentheses where an operator outside any
+    bracket binds looser (`torch.rand(...) < 0.75` then `.to('cuda')` is a comparison
+    with `0.75.to('cuda')`)."""
+    depth, quote = 0, ""
+    for ch in expr:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch in " <>=+-*/%&|^~":
+            return f"({expr})"
+    return expr

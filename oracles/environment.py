@@ -152,6 +152,25 @@ def _driver() -> str:
         return "none (no NVIDIA driver found)"
 
 
+def _cpu() -> str:
+    """The CPU's model and the widest vector ISA torch's CPU kernels use here (a vectorized
+    kernel's bug can differ between AVX2 and AVX-512 machines)."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import torch
+        isa = torch.backends.cpu.get_cpu_capability()
+    except Exception:  # noqa: BLE001 - an old torch, or none: the model alone
+        return model
+    return f"{model}; torch's CPU kernels use {isa}"
+
+
 def collect_environment() -> dict[str, str]:
     env = {label: first_installed_version(names) for label, names in DISTRIBUTIONS.items()}
     env["Torch-TensorRT Version"] = torch_tensorrt_line()
@@ -160,6 +179,7 @@ def collect_environment() -> dict[str, str]:
     gpus, cuda = _gpus()
     env.update({
         "CPU Architecture": platform.machine() or "unknown",
+        "CPU": _cpu(),
         "OS": _os(),
         "How you installed PyTorch": how_installed("torch"),
         "Python version": platform.python_version(),
@@ -169,11 +189,27 @@ def collect_environment() -> dict[str, str]:
     })
     # the template's order
     order = ["Torch-TensorRT Version", "PyTorch Version", "TensorRT Version", "ExecuTorch Version",
-             "ONNX Runtime Version", "CPU Architecture", "OS", "How you installed PyTorch", "Python version",
+             "ONNX Runtime Version", "CPU Architecture", "CPU", "OS", "How you installed PyTorch", "Python version",
              "CUDA version", "GPU models and configuration", "Driver version"]
     return {k: env[k] for k in order}
 
 
-def format_environment(env: dict[str, str]) -> str:
-    """The "## Environment" list of the Torch-TensorRT bug report template."""
+# Which template lines a backend's bug needs, by the start of its spec: the others say
+# "not installed" about packages the bug never touched.
+BACKEND_LINES = {"torch_tensorrt": ("Torch-TensorRT Version", "TensorRT Version"), "tensorrt": ("TensorRT Version",),
+                 "executorch:tensorrt": ("ExecuTorch Version", "Torch-TensorRT Version", "TensorRT Version"),
+                 "executorch": ("ExecuTorch Version",), "onnxruntime": ("ONNX Runtime Version",)}
+GPU_LINES = ("CUDA version", "GPU models and configuration", "Driver version")
+
+
+def format_environment(env: dict[str, str], backend: str | None = None, device: str | None = None) -> str:
+    """The "## Environment" list of the Torch-TensorRT bug report template. For a bug
+    (`backend`, `device`): without the packages it never touched that are not installed,
+    and without the GPU lines for a CPU bug."""
+    if backend is not None:
+        family = next((k for k in sorted(BACKEND_LINES, key=len, reverse=True) if backend.startswith(k)), None)
+        needed = BACKEND_LINES.get(family, ())
+        env = {k: v for k, v in env.items() if v != NOT_INSTALLED or k in needed}
+    if device is not None and not device.startswith("cuda"):
+        env = {k: v for k, v in env.items() if k not in GPU_LINES}
     return "\n".join(f" - {k}: {v}" for k, v in env.items())

@@ -9,17 +9,17 @@ from oracles.checks import oom_pattern
 from oracles.reference import ERROR_RATIO, error_ratio, float64_source
 from oracles.verdict import Signature
 
-_COMPARE = '''
+_FLATTEN = '''
 def flatten(out):
     if isinstance(out, (list, tuple)):
         return [leaf for item in out for leaf in flatten(item)]
     return [out]
+'''
 
+_MAX_ERROR = '''
 
 def max_error(expected, actual, exact=None):
-    """(output index, max abs error, offending values, note) of the worst output, or None.
-    With the float64 run's outputs (`exact`), an output whose error from it is within
-    ERROR_RATIO x eager's own is no error."""
+    """(output index, max abs error, offending values, note) of the worst output, or None."""
     worst = None
     for i, (e, a) in enumerate(zip(expected, actual)):
         if not isinstance(e, torch.Tensor):
@@ -37,17 +37,23 @@ def max_error(expected, actual, exact=None):
         rtol = RTOL if rounds else 0.0  # integers do not round
         bad = diff > ATOL + rtol * e64.abs().nan_to_num(0.0, 0.0, 0.0)
         note = ""
-        r = exact[i] if exact is not None and i < len(exact) else None
-        # of another shape (a data-dependent one, x[x > t]): eager alone judges, as in trtmin
+#EXACT#
+        if bad.any() and (worst is None or float(diff.max()) > worst[1]):
+            worst = (i, float(diff.max()), int(bad.sum()), note)
+    return worst
+'''
+
+# With the float64 run's outputs (`exact`), an output whose error from them is within
+# ERROR_RATIO x eager's own is no error; of another shape (a data-dependent one,
+# x[x > t]), eager alone judges, as in trtmin.
+_EXACT = '''        r = exact[i] if exact is not None and i < len(exact) else None
         if bad.any() and rounds and isinstance(r, torch.Tensor) and r.shape == e.shape:
             ratio = error_ratio(e64, a64, r.detach().cpu().to(wide))
             if ratio is not None and ratio <= ERROR_RATIO:
                 continue  # no further from the float64 run than eager's own rounding
-            note = "" if ratio is None else f", {ratio:.3g}x eager's own error from float64"
-        if bad.any() and (worst is None or float(diff.max()) > worst[1]):
-            worst = (i, float(diff.max()), int(bad.sum()), note)
-    return worst
+            note = "" if ratio is None else f", {ratio:.3g}x eager's own error from float64"'''
 
+_NON_FINITE = '''
 
 def non_finite(expected, actual):
     """The first output with non-finite values where eager is finite, as a message, or None."""
@@ -71,6 +77,9 @@ def check_source(sig: Signature, match: str | None, float64: bool = False) -> st
     (reproduced None: it fails another way, CHANGED);
     float64: the script judges a mismatch against a float64 run (oracles/reference.py)."""
     if sig.kind == "mismatch":
+        fixed = ('within = f" (or is off it by at most {ERROR_RATIO:g}x eager\'s own error from float64)" '
+                 'if exact is not None else ""\n        return False, f"the backend matches eager PyTorch{within}"'
+                 if float64 else 'return False, "the backend matches eager PyTorch"')
         body = '''
 def outcome(expected, actual, exact=None):
     """(True, why) reproduced, (False, why) fixed, (None, why) failing another way."""
@@ -79,24 +88,26 @@ def outcome(expected, actual, exact=None):
         return None, lost
     worst = max_error(expected, actual, exact)
     if worst is None:
-        within = f" (or is off it by at most {ERROR_RATIO:g}x eager's own error from float64)" if exact is not None else ""
-        return False, f"the backend matches eager PyTorch{within}"
+        FIXED_LINE
     i, err, n, note = worst
     return True, f"output {i} differs from eager by max abs {err:.4g} ({n} values off{note})"
-'''
+'''.replace("FIXED_LINE", fixed)
+        helpers = _MAX_ERROR.replace("#EXACT#\n", _EXACT + "\n" if float64 else "") + _NON_FINITE
     elif sig.kind == "nan":
         body = '''
 def outcome(expected, actual, exact=None):
     lost = non_finite(expected, actual)
     return (True, lost) if lost else (False, "no non-finite values where eager is finite")
 '''
+        helpers = _NON_FINITE
     else:  # crash, oom, hang: the run itself decides; reaching outputs means it ran
         body = '''
 def outcome(expected, actual, exact=None):
     return False, "compiled and ran without error"
 '''
+        helpers = ""
     reference = _reference_source() if float64 else ""
-    return _COMPARE + reference + body + f"\nERROR_PATTERN = {error_pattern(sig, match)!r}\n"
+    return _FLATTEN + helpers + reference + body + f"\nERROR_PATTERN = {error_pattern(sig, match)!r}\n"
 
 
 def error_pattern(sig: Signature, match: str | None) -> str:

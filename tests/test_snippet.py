@@ -39,3 +39,24 @@ def test_no_snippet_for_subgraphs_on_self_or_long_graphs():
     long = FORWARD.replace("    return", "".join(f"    y{i} = torch.ops.aten.sin.default(x)\n" for i in range(MAX_LINES))
                            + "    return")
     assert snippet_source(long, {"x": ("1", False), "w": ("2", False)}, None, "cpu", "f") is None
+
+
+def test_every_made_value_form_runs_on_another_device():
+    """Each form the made values take (minimize/passes/values.py: randn, a bool mask made
+    by a comparison, integers, complex), moved to a device: the move binds to the whole
+    expression (`torch.rand(...) < 0.75` then `.to(...)` raised as `0.75.to(...)`). 'meta'
+    stands for a GPU here: the code must run, the values need not."""
+    from minimize.passes.values import expression
+
+    forward = """def forward(self, a, b, c, d):
+    return (a, b, c, d)"""
+    g = torch.Generator().manual_seed(0)
+    values = {"a": torch.randn(8, 8, generator=g), "b": torch.rand(8, 8, generator=g) < 0.5,  # above the inline size
+              "c": torch.randint(0, 7, (64,), generator=g), "d": torch.randn(2, 2, dtype=torch.complex64, generator=g)}
+    tensors = {name: (expression(v, seed), True) for seed, (name, v) in enumerate(values.items())}
+    assert " < " in tensors["b"][0]
+    text = snippet_source(forward, tensors, None, "meta", "f")
+    ns: dict = {}
+    exec(text, ns)
+    assert [t.device.type for t in ns["out"]] == ["meta"] * 4
+    assert [t.dtype for t in ns["out"]] == [v.dtype for v in values.values()]

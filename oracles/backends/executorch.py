@@ -80,20 +80,27 @@ def parse_et_settings(spec: str, settings: dict[str, Any] | None) -> dict[str, A
     return parsed
 
 
+def lower_with_torch_tensorrt(variant, gm, inputs, folder, options):
+    """executorch:tensorrt's lower_to_pte: Torch-TensorRT compiles, then saves the .pte.
+    Shared, by source, with repro.py (under the name lower_to_pte)."""
+    import pathlib
+
+    import torch_tensorrt
+
+    folder = pathlib.Path(folder)
+    ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs, bounded=True))
+    trt_gm = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(ep, inputs), **options)
+    torch_tensorrt.save(trt_gm, str(folder / "model.pte"), output_format="executorch",
+                        arg_inputs=list(inputs), retrace=False)
+    return folder / "model.pte"
+
+
 def lower_to_pte(variant, gm, inputs, folder, options):
     """Export and lower to ExecuTorch; write model.pte (and any .ptd) into folder.
     Returns the .pte path. Shared, by source, with repro.py."""
     import pathlib
 
     folder = pathlib.Path(folder)
-    if variant == "tensorrt":
-        import torch_tensorrt
-
-        ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs, bounded=True))
-        trt_gm = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(ep, inputs), **options)
-        torch_tensorrt.save(trt_gm, str(folder / "model.pte"), output_format="executorch",
-                            arg_inputs=list(inputs), retrace=False)
-        return folder / "model.pte"
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
@@ -171,7 +178,8 @@ class ExecuTorchBackend(Backend):
         module, inputs, positions = gm, plain, list(range(len(plain)))  # weights are already get_attr
         options = {k: materialize(v) for k, v in self.options.items()}
         folder = scratch_folder("trtmin-et-")  # removed when `run` is dropped
-        pte = lower_to_pte(self.variant, module, inputs, folder.name, options)
+        lower = lower_with_torch_tensorrt if self.variant == "tensorrt" else lower_to_pte
+        pte = lower(self.variant, module, inputs, folder.name, options)
         run_pte = load_pte(self.variant, pte)
 
         def run(*args: Any) -> list[Any]:
@@ -199,9 +207,13 @@ class ExecuTorchBackend(Backend):
             return lambda *args: run_pte([args[i].cpu() if isinstance(args[i], torch.Tensor) else args[i] for i in positions])""")
         requires = ["executorch"] + (["torch_tensorrt", "torch_tensorrt_executorch_runtime"]
                                      if self.variant == "tensorrt" else [])
-        shared = [export_dynamic_shapes, *([tensorrt_inputs] if self.variant == "tensorrt" else []), lower_to_pte,
-                  load_pte]  # lower_to_pte calls tensorrt_inputs for that variant only
-        return ScriptPart(imports=[script_source(*shared)], requires=requires,
+        if self.variant == "tensorrt":  # its own lowering, under the name the body calls
+            lower = script_source(tensorrt_inputs, lower_with_torch_tensorrt).replace(
+                "def lower_with_torch_tensorrt(", "def lower_to_pte(")
+        else:
+            lower = script_source(lower_to_pte)
+        return ScriptPart(imports=[script_source(export_dynamic_shapes) + "\n\n" + lower + "\n\n" +
+                                   script_source(load_pte)], requires=requires,
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:

@@ -25,7 +25,6 @@ try:
 except ImportError as exc:  # no torch here: cannot run, which is no verdict on the bug
     print(f"SKIPPED: torch cannot be imported: {exc}")
     sys.exit(2)
-from torch import device  # the graph below writes devices as device(type=...)
 
 inf, nan = float("inf"), float("nan")
 DEVICE = 'cpu'

@@ -15,7 +15,6 @@ Control:  TRTMIN_BACKEND=eager python repro.py
 
 import importlib.util
 import os
-import pathlib
 import re
 import subprocess
 import sys

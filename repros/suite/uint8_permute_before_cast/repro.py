@@ -20,6 +20,7 @@ Run:   python repro.py                       # Torch-TensorRT on CUDA
 Exit:  0 FIXED, 1 REPRODUCED, 2 SKIPPED (cannot run here), 3 CHANGED (fails, but not as this bug);
        an "ERROR: ..." line with exit 3: the script itself broke.
 """
+import importlib
 import os
 import sys
 
@@ -72,7 +73,7 @@ def skip_reason() -> str | None:
     if EAGER:
         return None
     try:
-        import torch_tensorrt  # noqa: F401
+        importlib.import_module("torch_tensorrt")  # is it importable here?
     except ModuleNotFoundError as exc:
         if exc.name == "torch_tensorrt":
             return "torch_tensorrt is not installed"
