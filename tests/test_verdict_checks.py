@@ -108,3 +108,47 @@ def test_per_output_verdicts_pair_outputs_or_give_none():
     assert [v.kind for v in each] == ["pass", "mismatch"] and verdict.kind == "mismatch" and verdict.output == 1
     verdict, each = evaluate_each(gm, [x], DropsOne("eager"), Tolerance())
     assert each == [] and verdict.kind == "mismatch" and "2 outputs" in verdict.detail
+
+
+def test_error_codes_stay_in_the_signature_and_addresses_do_not():
+    """ExecuTorch's, TensorRT's and CUDA's error codes name the failure: another code is
+    another bug (CHANGED), where another address or count is the same one."""
+    from oracles.script_checks import error_pattern
+
+    def sig(message: str) -> Signature:
+        return Signature.of(Verdict("crash", "RuntimeError", message))
+
+    a = "method->execute() failed with error 0x12 (program at 0x7f00ab12cd)"
+    assert sig(a) == sig("method->execute() failed with error 0x12 (program at 0x55aa00)")
+    assert sig(a) != sig("method->execute() failed with error 0x14 (program at 0x7f00ab12cd)")
+    assert sig("Failed to load method forward, error: 0x:1") != sig("Failed to load method forward, error: 0x:2")
+    assert sig("Error Code 1: Myelin (a.cpp:12)") != sig("Error Code 3: API Usage Error (a.cpp:12)")
+    assert sig("Error Code 1: Myelin (a.cpp:12)") == sig("Error Code 1: Myelin (a.cpp:99)")
+    pattern = error_pattern(sig(a), None)
+    assert re.search(pattern, "method->execute() failed with error 0x12 (program at 0xdead)")
+    assert not re.search(pattern, "method->execute() failed with error 0x14 (program at 0xdead)")
+
+
+def test_another_error_code_makes_the_repro_say_changed(tmp_path):
+    """End to end: a repro of error 0x12 says REPRODUCED while the runtime fails so, and
+    CHANGED (exit 3) once it fails with error 0x14."""
+    import torch
+
+    from tests.conftest import Host, plugin, save_program
+    from tests.helpers import run_cli, run_repro
+
+    torch.manual_seed(0)
+    model, inputs = save_program(Host().eval(), (torch.randn(4, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("error_code_on_tanh"), "--out", str(out), "--no-verify", "--no-generate-values")
+    assert r.returncode == 0, r.stderr[-2000:]
+    same = run_repro(out)
+    assert same.returncode == 1 and "error 0x12" in same.stdout, same.stdout + same.stderr[-1000:]
+    import os
+    os.environ["PLANTED_ERROR_CODE"] = "0x14"
+    try:
+        other = run_repro(out)
+    finally:
+        del os.environ["PLANTED_ERROR_CODE"]
+    assert other.returncode == 3 and other.stdout.startswith("CHANGED") and "0x14" in other.stdout, other.stdout

@@ -217,6 +217,15 @@ def crash_on_linear(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Call
     return _run(gm)
 
 
+def error_code_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A runtime that fails with an error code, as ExecuTorch's does ("execute() failed with
+    error 0x12"); PLANTED_ERROR_CODE sets the code, as another release would."""
+    if _has(gm, aten.tanh.default):
+        code = os.environ.get("PLANTED_ERROR_CODE", "0x12")
+        raise RuntimeError(f"method->execute() failed with error {code} (program at {hex(id(gm))})")
+    return _run(gm)
+
+
 def crash_on_wide_layer_norm(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     """A converter that fails on layer_norm at any width but 1: its shape is in the graph."""
     if any(n.target == aten.layer_norm.default and list(n.args[1]) != [1] for n in gm.graph.nodes):
