@@ -12,7 +12,8 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend
-from oracles.checks import Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs, summarize
+from oracles.checks import (Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs,
+                            in_eager_form, summarize)
 from oracles.dynamic import clone_marked
 from oracles.errors import FLOAT64_FAILED, NotRunHere
 from oracles.reference import float64_outputs
@@ -44,6 +45,7 @@ def evaluate_each(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, t
     expected, actual, exact = ran
     if len(expected) != len(actual):
         return compare_outputs(expected, actual, tol), []
+    actual = [in_eager_form(e, a) for e, a in zip(expected, actual)]  # a form is not an error (localization)
     each = compare_each(expected, actual, tol, exact)
     return summarize(each), each
 

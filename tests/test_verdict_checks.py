@@ -152,3 +152,36 @@ def test_another_error_code_makes_the_repro_say_changed(tmp_path):
     finally:
         del os.environ["PLANTED_ERROR_CODE"]
     assert other.returncode == 3 and other.stdout.startswith("CHANGED") and "0x14" in other.stdout, other.stdout
+
+
+def test_localization_reads_a_complex_value_returned_as_its_real_view():
+    """Torch-TensorRT returns a complex value as its real view (..., 2): localization, which
+    makes every value an output, called view_as_complex 'off (shape (1, 4, 98, 8, 2), eager
+    (1, 4, 98, 8))' on the video policy and searched from there. A form is not an error;
+    a different value in that form still is."""
+    import torch
+
+    from oracles.backends.base import Backend
+    from oracles.evaluate import evaluate_each
+
+    class RealViews(Backend):
+        def __init__(self, scale: float) -> None:
+            super().__init__("real_views")
+            self.scale = scale
+
+        def compile(self, gm, example_inputs):
+            def run(*args):
+                return [torch.view_as_real(v * self.scale) if v.is_complex() else v for v in gm(*args)]
+            return run
+
+    class Rope(torch.nn.Module):
+        def forward(self, x, f):
+            c = torch.view_as_complex(x) * f
+            return c, torch.view_as_real(c).sum(-1)
+
+    x, f = torch.randn(3, 4, 2), torch.polar(torch.ones(3, 4), torch.randn(3, 4))
+    gm = torch.export.export(Rope(), (x, f)).module()
+    verdict, each = evaluate_each(gm, [x, f], RealViews(1.0), Tolerance())
+    assert verdict.kind == "pass" and [v.kind for v in each] == ["pass", "pass"], each
+    verdict, each = evaluate_each(gm, [x, f], RealViews(2.0), Tolerance())
+    assert [v.kind for v in each] == ["mismatch", "pass"] and "shape" not in each[0].detail, each
