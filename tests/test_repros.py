@@ -210,7 +210,7 @@ def test_json_shape(suite: Path, tmp_path: Path) -> None:
     assert data["format"] == "trtmin-repros-run/1"
     assert set(data) == {"format", "environment", "summary", "results"}
     assert data["environment"]["device_label"] == "test-box"
-    assert set(data["environment"]["versions"]) == {"torch", "torch_tensorrt", "tensorrt", "executorch", "onnxruntime"}
+    assert set(data["environment"]["versions"]) == {"torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "executorch", "onnxruntime"}
     assert data["environment"]["versions"]["torch"].startswith("2.")
     assert data["environment"]["date"] == date.today().isoformat()
     assert {"python", "platform", "gpu", "cuda", "trtmin"} <= set(data["environment"])
