@@ -205,6 +205,9 @@ def reduce(
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {time.time() - started:.0f} s")  # the command's wall time
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
+    minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
+    console.print("1-minimal: " + ("yes, no single call node can be cut" if minimal.get("proven") else
+                                   "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried)")
     rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
             for name, s in summary["passes"].items() if s["calls"] or s["removed"]]  # the passes that ran
     console.print("per pass:\n" + "\n".join(rows), highlight=False)

@@ -50,6 +50,10 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "named_node" in notes:
         lines.append(f"- The compiler's error names the node it failed on: {notes['named_node']} (the search "
                      "started there).")
+    minimal = notes.get("one_minimal")
+    if minimal and minimal.get("proven"):
+        lines.append(f"- 1-minimal: no single call node can be cut with the bug still there (each of the "
+                     f"{minimal['cuts_tried']} one-node cuts was tried).")
     if "backend" in notes:
         lines.append(f"- Backend: {notes['backend']}.")
     if "random_draws" in notes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from minimize.passes import FINISHERS, TIERS, Pass
+from minimize.passes import FINISHERS, PROOF, TIERS, Pass
 from minimize.problem import PassStats, ReductionProblem
 from minimize.speculate import next_runs
 
@@ -28,7 +28,9 @@ def reduce_to_fixpoint(problem: ReductionProblem, max_rounds: int = 20) -> None:
         for name, run_pass in TIERS:
             _run(problem, name, run_pass)
         if problem.current == before:
-            break
+            _run(problem, *PROOF)  # every one-node cut, mostly from the cache
+            if problem.current == before:
+                break
     for name, run_pass in FINISHERS:
         _run(problem, name, run_pass)
 

@@ -306,3 +306,18 @@ def test_outputs_are_numbered_as_the_model_returns_them(tmp_path):
     model, inputs = save_program(ReturnsOutOfGraphOrder(), (x, y), tmp_path)
     r = run_cli("check", str(model), "--inputs", str(inputs), "--backend", plugin("mismatch_mul_exp"))
     assert r.returncode == 1 and "MISMATCH: output 0 differs" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_the_result_is_proven_one_minimal_from_the_cache(program: Program, data):
+    """After the tiers, every one-node cut of the result is tried: none fails, so no node
+    can go, and delete_chunks' last round had asked them all, so the proof costs no call."""
+    n = len(program.nodes)
+    core = set(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=3)))
+    problem = reduce_with_pure_oracle(program, core, jobs=1)
+    minimal = problem.notes["one_minimal"]
+    assert minimal["proven"] and minimal["cuts_tried"] == sum(
+        1 for i in range(len(problem.current))
+        if program.normalize(problem.current[:i] + problem.current[i + 1:]) not in ((), problem.current))
+    assert problem.pass_stats["prove_one_minimal"].calls == 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from minimize.passes.bisect_window import bisect_window
-from minimize.passes.delete_chunks import delete_chunks
+from minimize.passes.delete_chunks import delete_chunks, prove_one_minimal
 from minimize.passes.interior import keep_needed
 from minimize.passes.module_blocks import delete_module_blocks
 from minimize.passes.outputs import keep_one_output
@@ -21,6 +21,7 @@ from minimize.passes.values import generate_values
 from minimize.problem import ReductionProblem
 
 Pass = Callable[[ReductionProblem], None]
+PROOF: tuple[str, Pass] = ("prove_one_minimal", prove_one_minimal)  # after the tiers' fixed point
 
 # Coarse to fine: a contiguous failing window first, then the nodes inside it that the
 # failure needs, then whole outputs and whole nn.Module blocks, then delta debugging down

@@ -1,4 +1,5 @@
-"""Delta debugging over nodes: delete contiguous chunks, halving their size down to 1.
+"""Delta debugging over nodes: delete contiguous chunks, halving their size down to 1,
+and the proof that the result is 1-minimal.
 
 Deleted nodes are cut to inputs (their users read eager values). After a success the
 same chunk size resumes at the same position, so progress is deterministic.
@@ -29,3 +30,15 @@ def delete_chunks(problem: ReductionProblem) -> None:
         if size == 1:
             return
         size = max(1, size // 2)
+
+
+def prove_one_minimal(problem: ReductionProblem) -> None:
+    """Whether the graph is 1-minimal: no single node can be cut with the bug still there.
+    Each one-node cut is tried (delete_chunks' last round asked them all, so they come from
+    the cache); one that still fails is taken, and the tiers run again."""
+    cur = problem.current
+    cuts = [c for c in (problem.program.normalize(cur[:i] + cur[i + 1:]) for i in range(len(cur))) if c and c != cur]
+    i = problem.try_first(cuts)
+    if i is not None:
+        problem.accept(cuts[i])
+    problem.notes["one_minimal"] = {"proven": i is None, "cuts_tried": len(cuts) if i is None else i + 1}
