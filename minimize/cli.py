@@ -11,7 +11,7 @@ import time
 import warnings
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -331,6 +331,12 @@ def repros_add(
     print(f"saved {path}")
 
 
+def _print_row(result: Any) -> None:
+    """One line per repro as it finishes (the table comes at the end)."""
+    ok = "" if result.ok else "  (NOT as expected)"
+    err.print(f"{result.status:<10} {result.name}  {result.seconds:.1f} s{ok}", highlight=False)
+
+
 @repros_app.command("run")
 def repros_run(
     names: Annotated[Optional[list[str]], typer.Argument(help="Repros to run (default: all).")] = None,
@@ -340,6 +346,8 @@ def repros_run(
     timeout: Annotated[float, typer.Option(help="Seconds each repro may run.")] = 600.0,
     strict_skips: Annotated[bool, typer.Option(help="A repro that cannot run here (no GPU, a missing package) "
                             "counts as not ok: for machines that should run everything.")] = False,
+    jobs: Annotated[int, typer.Option(metavar="N", help="Repros run at a time, each in its own process "
+                    "(repros that share one GPU may need 1).")] = 1,
 ) -> None:
     """Run each saved repro in its own process; exit 1 if any status differs from its manifest.
     TRTMIN_BACKEND=eager runs the control: every repro must then say FIXED."""
@@ -351,7 +359,10 @@ def repros_run(
         check_timeout(timeout, example=600)
         if json_file is not None and json_file.is_dir():
             raise TrtminError(f"--json {json_file} is a folder; name a file, e.g. --json {json_file / 'run.json'}")
-        results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips)
+        if jobs < 1:
+            raise TrtminError(f"--jobs {jobs}: give a number of repros to run at a time, 1 or more")
+        results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips, jobs=jobs,
+                             on_result=_print_row)
         if not results:
             raise TrtminError(f"no repros in {suite or 'the shipped suite'}; save one there with "
                               "trtmin repros add OUT --name NAME --suite ...")

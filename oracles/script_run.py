@@ -98,6 +98,16 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+_RUNNING: set[subprocess.Popen] = set()  # scripts running now, from any thread
+
+
+def kill_running() -> None:
+    """End every script run_script is running (each with its process group): the scripts of
+    other threads when the main one is interrupted."""
+    for proc in list(_RUNNING):
+        _kill_group(proc)
+
+
 def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tuple[int | None, str, str, bool, float]:
     """Run one script: (returncode, stdout, stderr, timed_out, seconds); `without`: variables
     of this environment the script must not see."""
@@ -109,6 +119,7 @@ def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tup
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, encoding="utf-8", errors="replace",
                             start_new_session=(os.name == "posix"))
+    _RUNNING.add(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, False, time.monotonic() - start
@@ -124,3 +135,5 @@ def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tup
         _kill_group(proc)
         proc.wait()
         raise
+    finally:
+        _RUNNING.discard(proc)

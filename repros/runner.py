@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from oracles.environment import KEY_PACKAGES, package_version
-from oracles.script_run import CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, classify, run_script
+from oracles.script_run import CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, classify, kill_running, run_script
 from repros.suite import Repro, find_repros
 
 EXPECTATION_OF = {FIXED: "fixed", REPRODUCED: "reproduces", SKIPPED: "skipped", ERROR: "error"}
@@ -151,18 +151,46 @@ def judge(status: str, expected: str, reason: str = "", strict_skips: bool = Fal
     return False, f"{status} where {expected} is expected"
 
 
+# The packages a backend's script imports to call the compiler ("a|b": either).
+REQUIRED = {"torch_tensorrt": ("torch_tensorrt",), "tensorrt": ("tensorrt|tensorrt_rtx",),
+            "executorch": ("executorch",), "onnxruntime": ("onnxruntime",)}
+
+
+def cannot_run_here(backend: str, device: str, facts: Facts) -> str | None:
+    """Why a repro cannot run on this machine, known from its manifest alone (a CUDA repro
+    without a GPU, a compiler that is not installed), or None: the script would say the
+    same SKIPPED after its eager half, seconds later. The eager control needs no compiler."""
+    import importlib.util
+
+    if device.startswith("cuda") and facts.gpu is None:
+        return "no CUDA GPU is visible here"
+    if os.environ.get("TRTMIN_BACKEND") == "eager":
+        return None
+    for name in REQUIRED.get(backend.split(":")[0], ()):
+        if not any(importlib.util.find_spec(n) is not None for n in name.split("|")):
+            return f"{name.replace('|', ' or ')} is not installed"
+    return None
+
+
 def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None = None,
             strict_skips: bool = False) -> Result:
-    """Run one saved repro and judge it; a folder with a problem is an ERROR without running."""
+    """Run one saved repro and judge it; a folder with a problem is an ERROR without running,
+    and one that cannot run here is SKIPPED without running."""
     m = repro.manifest
     title = m.title if m else repro.name
     upstream = list(m.upstream) if m else []
     if repro.problem or m is None:
         return Result(repro.name, title, upstream, ERROR, "?", False, 0.0, "", reason=repro.problem or "no manifest",
                       note="fix the repro folder")
-    expected, because = m.expectation(facts if facts is not None else Facts())
+    facts = facts if facts is not None else Facts()
+    expected, because = m.expectation(facts)
     if os.environ.get("TRTMIN_BACKEND") == "eager":
         expected, because = "fixed", "control run: TRTMIN_BACKEND=eager"
+    reason = cannot_run_here(m.backend, m.device, facts)
+    if reason:
+        ok, note = judge(SKIPPED, expected, reason, strict_skips)
+        return Result(repro.name, title, upstream, SKIPPED, expected, ok, 0.0, f"SKIPPED: {reason}", reason=reason,
+                      note=note, expected_because=because, returncode=2)
     rc, out, err, timed_out, seconds = run_script(repro.script, timeout)
     status, reason, verdict = classify(rc, out, err, timed_out, timeout)
     ok, note = judge(status, expected, reason, strict_skips)
@@ -173,19 +201,31 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
 
 def run_repros(root: Path | str | None = None, names: Sequence[str] | None = None,
                timeout: float = DEFAULT_TIMEOUT, env_label: str | None = None, *, strict_skips: bool = False,
-               on_result: Callable[[Result], None] | None = None) -> list[Result]:
-    """Run the suite at ``root`` (default: the shipped one), or the repros in ``names``, one
-    after another (they may share one GPU), in suite order. ``env_label`` is the device label
-    that ``label:`` conditions see (default: the GPU's name or "cpu"). ``on_result`` is
-    called after each repro, for progress. Unknown names raise TrtminError."""
+               on_result: Callable[[Result], None] | None = None, jobs: int = 1) -> list[Result]:
+    """Run the suite at ``root`` (default: the shipped one), or the repros in ``names``,
+    ``jobs`` at a time (each in its own process; 1: one after another, as repros that share
+    a GPU may need). Results come back in suite order; ``on_result`` is called as each one
+    finishes, for progress. ``env_label`` is the device label that ``label:`` conditions see
+    (default: the GPU's name or "cpu"). Unknown names raise TrtminError."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     facts = Facts(env_label)
-    results = []
-    for repro in find_repros(root, names):
-        result = run_one(repro, timeout, facts, strict_skips)
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return results
+    repros = find_repros(root, names)
+    _ = facts.gpu  # looked up once, before the threads ask
+    results: dict[int, Result] = {}
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        futures = {pool.submit(run_one, repro, timeout, facts, strict_skips): i for i, repro in enumerate(repros)}
+        for future in as_completed(futures):
+            results[futures[future]] = result = future.result()
+            if on_result is not None:
+                on_result(result)
+    except BaseException:  # Ctrl-C, SIGTERM: the scripts the threads run end too
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_running()
+        raise
+    pool.shutdown()
+    return [results[i] for i in range(len(repros))]
 
 
 def exit_code(results: Sequence[Result]) -> int:

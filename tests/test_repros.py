@@ -35,8 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 def manifest(title: str | None = "a bug", expected: str = "reproduces", extra: str = "",
              **over: str | None) -> str:
     fields = {"title": None if title is None else f'"{title}"',
-              "upstream": '["https://github.com/pytorch/TensorRT/pull/4964"]', "backend": '"torch_tensorrt"',
-              "oracle": '"mismatch"', "device": '"cuda"',
+              "upstream": '["https://github.com/pytorch/TensorRT/pull/4964"]', "backend": '"inductor"',
+              "oracle": '"mismatch"', "device": '"cpu"',  # runnable anywhere: the scripts are stand-ins
               "added": '"2026-11-30"', "expected": f'"{expected}"', **over}
     return "\n".join(f"{k} = {v}" for k, v in fields.items() if v is not None) + "\n" + extra
 
@@ -524,3 +524,44 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     (out / "summary.json").write_text(json.dumps(summary))
     m = parse_manifest(add_repro(out, "xnn", tmp_path / "suite") / "manifest.toml")
     assert m.first_seen == {"torch": "2.13.0+cpu", "executorch": "1.4.1"}  # not onnxruntime: not its compiler
+
+
+def test_a_repro_that_cannot_run_here_is_skipped_without_running(tmp_path: Path, monkeypatch) -> None:
+    """Known from the manifest alone (a compiler that is not installed, a CUDA repro without
+    a GPU): SKIPPED at once, not after the script's eager half. The eager control needs no
+    compiler, so there the script runs."""
+    import importlib.util
+    if importlib.util.find_spec("torch_tensorrt") is not None:
+        pytest.skip("torch_tensorrt is installed here")
+    ran = tmp_path / "ran"
+    body = f"import pathlib\npathlib.Path({str(ran)!r}).touch()\n" + exits(0, "FIXED: eager")
+    d = make_repro(tmp_path / "suite", "needs_trt", body)
+    (d / "manifest.toml").write_text(manifest("needs trt", backend='"torch_tensorrt"'))
+    [result] = run_repros(tmp_path / "suite", timeout=20)
+    assert (result.status, result.ok, result.reason) == ("SKIPPED", True, "torch_tensorrt is not installed")
+    assert not ran.exists()
+    monkeypatch.setenv("TRTMIN_BACKEND", "eager")
+    [control] = run_repros(tmp_path / "suite", timeout=20)
+    assert control.status == "FIXED" and ran.exists()
+
+
+def test_jobs_run_repros_side_by_side_and_keep_the_suite_order(tmp_path: Path) -> None:
+    """With --jobs 2 two repros run at once (each waits for the other to start; one after
+    the other, the first would give up), the results come back in suite order, and each is
+    reported as it finishes."""
+    for me, other in (("a", "b"), ("b", "a")):
+        make_repro(tmp_path / "suite", f"{me}_waits", f"""
+            import pathlib, time
+            pathlib.Path({str(tmp_path / me)!r}).touch()
+            t0 = time.monotonic()
+            while not pathlib.Path({str(tmp_path / other)!r}).exists() and time.monotonic() - t0 < 20:
+                time.sleep(0.05)
+            seen = pathlib.Path({str(tmp_path / other)!r}).exists()
+            print("REPRODUCED: ran beside the other" if seen else "FIXED: ran alone")
+            sys.exit(1 if seen else 0)
+        """)
+    finished: list[str] = []
+    results = run_repros(tmp_path / "suite", timeout=60, jobs=2, on_result=lambda r: finished.append(r.name))
+    assert [r.name for r in results] == ["a_waits", "b_waits"]
+    assert [r.status for r in results] == ["REPRODUCED", "REPRODUCED"], [r.verdict for r in results]
+    assert sorted(finished) == ["a_waits", "b_waits"]
