@@ -56,11 +56,11 @@ def _check_out_dir(out: Path, resume: bool, force: bool) -> None:
     has_run = JOURNAL in existing and (is_trtmin_journal(out / JOURNAL) or (
         never_started(out / JOURNAL) and not [n for n in existing if is_ours(n) and n != JOURNAL]))
     if resume:
-        if not has_run:
+        if not has_run and existing:
             missing = "is not trtmin's" if JOURNAL in existing else "is missing"
             raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} {missing}); drop --resume "
                               "to start one there")
-        return  # the journal checks that it is the same model and options
+        return  # the journal checks that it is the same model and options; an empty folder starts afresh
     ours = [n for n in existing if is_ours(n)]
     foreign = [n for n in existing if not is_ours(n)]
     if ours and not has_run:

@@ -74,6 +74,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     check_emit(opts.emit)
     t0 = time.monotonic()
     made_out, had_journal = not out.exists(), (out / JOURNAL).exists()
+    if resume and not had_journal:  # interrupted before its first verdict (or never run): nothing to replay
+        log(f"nothing is journaled in {out} yet: starting the run afresh")
+        resume = False
     nothing_to_reduce = False
     match = re.compile(opts.match) if opts.match else None
     with ExitStack() as held, Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model

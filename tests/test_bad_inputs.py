@@ -214,9 +214,13 @@ def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, t
     r = run_cli("reduce", str(model), *args, "--out", str(mine), "--force")
     assert_one_line_error(r, "repro.py", "no trtmin run wrote", "another folder")
     assert (mine / "repro.py").read_text() == "my own script"
-    assert_one_line_error(run_cli("reduce", str(model), *args, "--out", str(tmp_path / "new"), "--resume"),
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    assert_one_line_error(run_cli("reduce", str(model), *args, "--out", str(tmp_path / "other"), "--resume"),
                           "no interrupted run", "drop --resume")
-    assert not (tmp_path / "new").exists()
+    # --resume where nothing was journaled yet (Ctrl-C before the first verdict): a fresh run
+    fresh = run_cli("reduce", str(model), *args, "--out", str(tmp_path / "new"), "--resume", "--no-verify")
+    assert fresh.returncode == 0 and "starting the run afresh" in fresh.stderr, fresh.stderr[-2000:]
     ro = tmp_path / "read-only"  # root writes anywhere but on a read-only file system: mount one where allowed
     ro.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True).returncode:
