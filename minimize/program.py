@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import operator
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -22,6 +21,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
+from minimize.arguments import check_model_file
 from minimize.fast_load import fast_schema_decoding
 from minimize.libraries import unresolved_op
 from oracles.checks import flatten_outputs
@@ -48,23 +48,7 @@ def count_call_nodes(graph: fx.Graph) -> int:
 
 def load_exported(path: Path) -> ExportedProgram:
     """torch.export.load with errors a user can act on."""
-    if not path.exists():
-        raise TrtminError(f"{path}: no such file; pass the .pt2 written by torch.export.save")
-    if path.is_dir():
-        raise TrtminError(f"{path} is a folder; pass the .pt2 file written by torch.export.save")
-    try:
-        with open(path, "rb") as f:
-            f.read(1)
-    except OSError as e:
-        raise TrtminError(f"{path}: cannot read it ({e.strerror}); check its permissions") from None
-    other = _other_format(path)
-    if other:
-        raise TrtminError(f"{path} is {other}, not a program saved by torch.export.save; trtmin reduces the "
-                          "exported program: ep = torch.export.export(model, args), then "
-                          "torch.export.save(ep, 'model.pt2')")
-    if not zipfile.is_zipfile(path):
-        raise TrtminError(f"{path} is not a .pt2 archive (truncated or another format); "
-                          "re-save it with torch.export.save(ep, path)")
+    check_model_file(path)
     quiet = logging.getLogger("torch.export")  # it logs a traceback before raising: kept, not shown
     logged = _Kept()
     handlers, propagate, level = quiet.handlers, quiet.propagate, quiet.level
@@ -82,34 +66,6 @@ def load_exported(path: Path) -> ExportedProgram:
     finally:
         quiet.handlers, quiet.propagate = handlers, propagate
         quiet.setLevel(level)
-
-
-def _other_format(path: Path) -> str | None:
-    """What a file that users mistake for a .pt2 is: the compiled program a bug report starts
-    from (an ExecuTorch .pte, an engine), or the other archives torch writes."""
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head[4:6] == b"ET":  # a flatbuffer's file identifier: ExecuTorch's "ET12"
-        return "an ExecuTorch program (.pte), already lowered"
-    names = {".onnx": "an ONNX model", ".engine": "a TensorRT engine", ".plan": "a TensorRT engine",
-             ".trt": "a TensorRT engine"}
-    if names.get(path.suffix.lower()):
-        return names[path.suffix.lower()]
-    if not zipfile.is_zipfile(path):
-        return None
-    try:
-        with zipfile.ZipFile(path) as z:
-            files = z.namelist()
-    except zipfile.BadZipFile:  # damaged: torch.export.load's error says so
-        return None
-    if any(f.endswith("/archive_format") or "/models/" in f or f.endswith("serialized_exported_program.json")
-           for f in files):
-        return None  # torch.export's own archive, of whatever version: its loader says what is wrong
-    if any("/code/" in f for f in files):
-        return "a TorchScript archive (torch.jit.save)"
-    if any(f.endswith("/data.pkl") for f in files):
-        return "a file written by torch.save (a module, a state_dict or tensors)"
-    return None
 
 
 class _Kept(logging.Handler):

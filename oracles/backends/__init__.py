@@ -11,17 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from oracles.backends.base import Backend, ScriptPart
-from oracles.backends.command import PREFIX as COMMAND_PREFIX
 from oracles.backends.command import CommandBackend
 from oracles.backends.eager import EagerBackend
-from oracles.backends.executorch import VARIANTS as EXECUTORCH_VARIANTS
 from oracles.backends.executorch import ExecuTorchBackend
 from oracles.backends.inductor import InductorBackend
 from oracles.backends.onnxruntime import OnnxRuntimeBackend
-from oracles.backends.plugin import PluginBackend, is_plugin_spec
+from oracles.backend_names import BUILTIN_NAMES, COMMAND_PREFIX, EXECUTORCH_VARIANTS, check_backend_name
+from oracles.backends.plugin import PluginBackend
 from oracles.backends.tensorrt import TensorRTBackend
 from oracles.backends.torch_tensorrt import TorchTensorRTBackend
-from oracles.errors import TrtminError
 
 BUILTIN: dict[str, type[Backend]] = {
     "eager": EagerBackend,
@@ -31,6 +29,7 @@ BUILTIN: dict[str, type[Backend]] = {
     "onnxruntime": OnnxRuntimeBackend,
     **{f"executorch:{v}": ExecuTorchBackend for v in EXECUTORCH_VARIANTS},
 }
+assert tuple(BUILTIN) == BUILTIN_NAMES  # the torch-free list the CLI checks with
 
 __all__ = ["Backend", "ScriptPart", "resolve", "BUILTIN"]
 
@@ -43,13 +42,7 @@ def resolve(spec: str, settings: dict[str, Any] | None = None) -> Backend:
         if check is not None:
             check(spec)  # MissingPackageError / TrtminError, one line
         return cls(spec, settings)
-    if spec.startswith("executorch:"):
-        raise TrtminError(f"unknown backend {spec!r}; ExecuTorch backends are "
-                          + ", ".join(f"executorch:{v}" for v in EXECUTORCH_VARIANTS))
+    check_backend_name(spec)  # an unknown name, worded as the CLI words it before anything starts
     if spec.startswith(COMMAND_PREFIX):  # before plugins: a command line may hold a ':'
         return CommandBackend(spec, settings)
-    if is_plugin_spec(spec):
-        return PluginBackend(spec, settings)
-    names = ", ".join(sorted(BUILTIN))
-    raise TrtminError(f"unknown backend {spec!r}; use one of {names}, a plugin path/to/file.py:function, or "
-                      "an external command 'cmd:... {model} ...'")
+    return PluginBackend(spec, settings)

@@ -36,7 +36,7 @@ from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import TrtminError
 
-PREFIX = "cmd:"
+from oracles.backend_names import COMMAND_PREFIX as PREFIX  # noqa: E402
 RUNNER_MISTAKE = "exit 0"  # how run_command's errors about {outputs} start
 # Runs the command (in a worker, and in repro.py): the command gets a process group of its
 # own, and this launcher waits for it. When the process that started it dies (a worker

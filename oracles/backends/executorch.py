@@ -30,9 +30,10 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
+from oracles.backend_names import EXECUTORCH_VARIANTS as VARIANTS
 from oracles.errors import MissingPackageError, TrtminError
 
-VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")
+
 SETTINGS = {"xnnpack": ("per_op_mode",), "portable": (), "cuda": (), "tensorrt": None}  # None: Torch-TensorRT's
 
 

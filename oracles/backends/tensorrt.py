@@ -41,7 +41,7 @@ import torch.fx as fx
 from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.backends.onnxruntime import check_onnx_export
-from oracles.errors import MissingPackageError, NotRunHere, TrtminError
+from oracles.errors import MissingPackageError, NotRunHere
 from oracles.verdict import Verdict
 
 ONNX_NAME = "model.onnx"
