@@ -64,8 +64,10 @@ BACKEND_HELP = ("eager, inductor, onnxruntime, executorch:xnnpack, executorch:po
                 "are compared). [yellow]A plugin or command runs your code[/] (in isolated worker processes).")
 
 ModelArg = Annotated[Path, typer.Argument(help="The exported program, written by torch.export.save.")]
-OracleOpt = Annotated[Oracle, typer.Option(help="What counts as the bug.")]
-BackendOpt = Annotated[str, typer.Option(help=BACKEND_HELP)]
+OracleOpt = Annotated[Optional[Oracle], typer.Option(help="What counts as the bug (required): crash, nan, mismatch, "
+                                                     "oom or hang.", show_default=False)]
+BackendOpt = Annotated[Optional[str], typer.Option(metavar="BACKEND", help=BACKEND_HELP + " Required.",
+                                                   show_default=False)]
 InputsOpt = Annotated[Optional[Path], typer.Option(help="A torch.save'd file of the arguments as given to "
                                                    "torch.export.export: a tuple (args) or (args, kwargs), with dicts "
                                                    "and lists inside as the model takes them (loaded with "
@@ -129,8 +131,8 @@ def _fail(e: TrtminError) -> None:
 @app.command()
 def reduce(
     model: ModelArg,
-    oracle: OracleOpt = Oracle.mismatch,
-    backend: BackendOpt = "inductor",
+    oracle: OracleOpt = None,
+    backend: BackendOpt = None,
     inputs: InputsOpt = None,
     match: MatchOpt = None,
     any_failure: Annotated[bool, typer.Option("--any-failure", help="Accept any failure, not only the original one.")] = False,
@@ -173,6 +175,7 @@ def reduce(
     _stop_like_ctrl_c()
     started = time.time()
     try:
+        oracle, backend = the_question(oracle, backend, "reduce")
         check_numbers(atol, rtol, timeout, repeat, memory_limit)
         if min_failures is not None and not 1 <= min_failures <= repeat:
             raise TrtminError(f"--min-failures {min_failures} must be between 1 and --repeat ({repeat})")
@@ -188,11 +191,12 @@ def reduce(
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
         with Workers(opts) as workers:  # first: their start, not the imports below, is the path to the first call
-            from minimize.progress import ProgressView
-            from minimize.reduce import reduce as run_reduce
+            from minimize.progress import ProgressView  # rich alone: a live line from the first second
             with ProgressView(console) as view:
+                view.phase(f"starting: workers, torch, and {model.name}")
+                from minimize.reduce import reduce as run_reduce
                 summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
-                                     workers=workers)
+                                     workers=workers, on_phase=view.phase)
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -217,6 +221,7 @@ def reduce(
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
+    _say_known_bugs(console, out)
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
         console.print(f"[yellow]note[/]: {', '.join(earlier)} in {out} are from an earlier run, not this one "
@@ -227,8 +232,8 @@ def reduce(
 @app.command()
 def check(
     model: ModelArg,
-    oracle: OracleOpt = Oracle.mismatch,
-    backend: BackendOpt = "inductor",
+    oracle: OracleOpt = None,
+    backend: BackendOpt = None,
     inputs: InputsOpt = None,
     match: MatchOpt = None,
     atol: AtolOpt = 1e-3,
@@ -244,6 +249,7 @@ def check(
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.workers import Workers
     try:
+        oracle, backend = the_question(oracle, backend, "check")
         check_numbers(atol, rtol, timeout, repeat, memory_limit)
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, settings=set_,
                              reference=reference.value)
@@ -287,6 +293,34 @@ def check(
         print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch"
               f"{tolerance}; the bug does not reproduce here")
     raise typer.Exit(0)
+
+
+def _say_known_bugs(console: Console, out: Path) -> None:
+    """A reduction that looks like a saved repro: said on screen and at the end of report.md,
+    before the user files a duplicate."""
+    from repros.match import known_bugs
+    try:
+        found = known_bugs(out)
+    except TrtminError:  # no suite to compare with: nothing to say
+        return
+    for match in found:
+        console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
+    if found:
+        with open(out / "report.md", "a", encoding="utf-8") as report:
+            report.write("\n## Known bug?\n\n" + "".join(
+                f"- This reduction {match.line()} (the same ops, backend and failure): `repros/suite/{match.name}`.\n"
+                for match in found))
+
+
+def the_question(oracle: Optional[Oracle], backend: Optional[str], command: str) -> tuple[Oracle, str]:
+    """--oracle and --backend are the question the user asks: no default stands in for them."""
+    if oracle is None or backend is None:
+        missing = " and ".join(f for f, v in (("--oracle", oracle), ("--backend", backend)) if v is None)
+        raise TrtminError(f"{missing} {'is' if ' and ' not in missing else 'are'} required: what the compiler does "
+                          "wrong (--oracle crash, nan, mismatch, oom or hang) and which compiler (--backend inductor, "
+                          f"torch_tensorrt, tensorrt, onnxruntime, executorch:xnnpack, ...); e.g. trtmin {command} "
+                          "model.pt2 --oracle mismatch --backend inductor")
+    return oracle, backend
 
 
 def _print_flakiness(runs: list, oracle: Oracle, match: Optional[str]) -> None:
@@ -335,6 +369,28 @@ def _print_row(result: Any) -> None:
     """One line per repro as it finishes (the table comes at the end)."""
     ok = "" if result.ok else "  (NOT as expected)"
     err.print(f"{result.status:<10} {result.name}  {result.seconds:.1f} s{ok}", highlight=False)
+
+
+@repros_app.command("match")
+def repros_match(
+    out_dir: Annotated[Path, typer.Argument(help="A reduce output folder (repro.py and summary.json).")],
+    suite: SuiteOpt = None,
+) -> None:
+    """Say which saved repros a reduction looks like (the same ops, backend and failure);
+    exit 1 if one does, 0 if none."""
+    from repros.match import fingerprint, known_bugs
+    try:
+        if fingerprint(out_dir) is None:
+            raise TrtminError(f"{out_dir} holds no reduction to compare (repro.py and summary.json of trtmin reduce, "
+                              "with ATen ops in its graph); pass the --out folder of a reduce")
+        found = known_bugs(out_dir, suite)
+    except TrtminError as e:
+        _fail(e)
+    for match in found:
+        print(match.line())
+    if not found:
+        print(f"no saved repro matches {out_dir}")
+    raise typer.Exit(1 if found else 0)
 
 
 @repros_app.command("run")

@@ -67,7 +67,8 @@ def _header(opts: Options) -> dict[str, Any]:
 
 def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
            on_change: Callable[[ReductionProblem], None] | None = None,
-           log: Callable[[str], None] = lambda s: None, workers: Workers | None = None) -> dict[str, Any]:
+           log: Callable[[str], None] = lambda s: None, workers: Workers | None = None,
+           on_phase: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """`workers`: started already for `opts` (the CLI starts them before importing torch);
     the session stops them. The caller stops them if this fails before the session."""
     check_out_dir(out, resume, force)
@@ -79,10 +80,12 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         resume = False
     nothing_to_reduce = False
     match = re.compile(opts.match) if opts.match else None
+    on_phase(f"loading {opts.model.name}: the program and eager's values")
     with ExitStack() as held, Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
         header = _header(opts)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
+        on_phase(f"checking the original: its first compile on {session.backend.describe()}")
         random_note, backend_note = random_draws_note(session.program), session.backend.note()
         for note in (backend_note, random_note):
             if note:
@@ -178,6 +181,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             resolve(opts.backend, dict(needed_settings))  # the repro keeps only the settings the bug needs
         def verify(script: Path) -> dict[str, Any]:
             log("running repro.py alone, in a new process, as a maintainer will")
+            on_phase("verifying: repro.py runs alone, in a new process")
             return run_alone(script, opts.timeout)
 
         try:

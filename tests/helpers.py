@@ -28,6 +28,22 @@ def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str
                           timeout=timeout, env=env, cwd=ROOT)
 
 
+def with_question(*args: str) -> tuple[str, ...]:
+    """`check` or `reduce` arguments with the question asked: --oracle mismatch and
+    --backend inductor where a test about something else gives neither."""
+    extra = (() if "--oracle" in args else ("--oracle", "mismatch")) + \
+        (() if "--backend" in args else ("--backend", "inductor"))
+    return (*args, *extra)
+
+
+def run_check(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return run_cli("check", *with_question(*args), timeout=timeout)
+
+
+def run_reduce(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return run_cli("reduce", *with_question(*args), timeout=timeout)
+
+
 def run_repro(folder: Path, backend: str | None = None, timeout: float = 600,
               script: str = "repro.py") -> subprocess.CompletedProcess[str]:
     """Runs repro.py (or another script of the folder) alone, in a new process, from a clean

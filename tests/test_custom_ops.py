@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from tests.conftest import plugin, save_program
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, run_check, run_reduce
 from tests.plugins import custom_op_lib  # registers trtmin_test::twice here, to export a program with it
 from tests.test_bad_inputs import assert_one_line_error
 
@@ -31,10 +31,10 @@ class UsesTwice(nn.Module):
 def test_a_custom_op_needs_its_library_imported(tmp_path):
     model, inputs = save_program(UsesTwice().eval(), (torch.randn(4, 8),), tmp_path)
     args = ("--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_custom_op"))
-    assert_one_line_error(run_cli("check", str(model), *args), "trtmin_test::twice", "--import MODULE")
-    assert_one_line_error(run_cli("check", str(model), *args, "--import", "no_such_lib"), "--import no_such_lib")
+    assert_one_line_error(run_check(str(model), *args), "trtmin_test::twice", "--import MODULE")
+    assert_one_line_error(run_check(str(model), *args, "--import", "no_such_lib"), "--import no_such_lib")
     out = tmp_path / "out"
-    r = run_cli("reduce", str(model), *args, "--import", LIB, "--out", str(out), "--no-verify")
+    r = run_reduce(str(model), *args, "--import", LIB, "--out", str(out), "--no-verify")
     assert r.returncode == 0, r.stderr[-3000:]
     script = (out / "repro.py").read_text()
     assert "trtmin_test.twice" in script and LIB in script

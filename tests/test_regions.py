@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from tests.conftest import plugin, save_program
-from tests.helpers import run_cli
+from tests.helpers import run_check, run_cli
 from tests.test_bad_inputs import assert_one_line_error
 from tests.test_reduce_planted import ops_in
 
@@ -64,5 +64,5 @@ def test_an_autocast_region_keeps_its_casts(tmp_path):
 
 def test_a_cond_is_refused_in_one_line(tmp_path):
     model, inputs = save_program(CondBranch(), (torch.randn(4, 8),), tmp_path)
-    assert_one_line_error(run_cli("check", str(model), "--inputs", str(inputs), "--backend", "eager"),
+    assert_one_line_error(run_check(str(model), "--inputs", str(inputs), "--backend", "eager"),
                           "torch.cond", "subgraph")

@@ -12,7 +12,7 @@ from torch import nn
 
 from minimize.inputs import load_inputs
 from tests.conftest import plugin
-from tests.helpers import run_cli, run_repro
+from tests.helpers import run_check, run_cli, run_repro
 from tests.test_bad_inputs import assert_one_line_error
 
 
@@ -83,11 +83,11 @@ def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
     path, batch, noise = policy
     f = tmp_path / "in.pt"
     torch.save((batch,), f)  # the kwargs are missing
-    assert_one_line_error(run_cli("check", str(path), "--inputs", str(f)),
+    assert_one_line_error(run_check(str(path), "--inputs", str(f)),
                           "holds a tuple of 1 (a dict of 2 ('observation.state', 'observation.image'))",
                           "takes 3 inputs", "batch_observation_state", "(args, kwargs)")
     torch.save(((batch,), {"noise": noise.double()}), f)  # the right structure, a wrong dtype: named by input
-    assert_one_line_error(run_cli("check", str(path), "--inputs", str(f)), "'noise'", "torch.float64")
+    assert_one_line_error(run_check(str(path), "--inputs", str(f)), "'noise'", "torch.float64")
 
 
 def test_reduce_reads_the_batch_and_its_repro_reproduces(policy, tmp_path):
