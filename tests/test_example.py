@@ -44,6 +44,12 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
     with zipfile.ZipFile(tmp_path / "reduced.pt2") as archive:  # named for itself, not a temporary file
         assert {name.split("/")[0] for name in archive.namelist()} == {"reduced"}
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+    # the bug is in the suite already: said before the user files a duplicate
+    said = " ".join(r.stderr.split())
+    assert "looks like a known bug: inductor_int64_arange_vectorized" in said and "175966" in said, said[-2000:]
+    assert "## Known bug?" in (tmp_path / "report.md").read_text()
+    m = run_cli("repros", "match", str(tmp_path))
+    assert m.returncode == 1 and m.stdout.startswith("looks like a known bug: inductor_int64_arange_vectorized")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -565,3 +565,31 @@ def test_jobs_run_repros_side_by_side_and_keep_the_suite_order(tmp_path: Path) -
     assert [r.name for r in results] == ["a_waits", "b_waits"]
     assert [r.status for r in results] == ["REPRODUCED", "REPRODUCED"], [r.verdict for r in results]
     assert sorted(finished) == ["a_waits", "b_waits"]
+
+
+def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -> None:
+    """repros/match.py: the same op multiset, backend family and kind of failure (for a
+    crash, the same normalized error) is a known bug; another op, backend or error is not."""
+    from repros.match import known_bugs
+
+    def reduction(folder: Path, ops: list[str], backend: str, verdict: str) -> Path:
+        folder.mkdir(parents=True)
+        calls = "\n".join(f"        x = torch.ops.{op}(x)" for op in ops)
+        (folder / "repro.py").write_text(f"class Repro:\n    def forward(self, x):\n{calls}\n        return (x,)\n")
+        (folder / "summary.json").write_text(json.dumps({"backend": backend, "final_verdict": verdict}))
+        return folder
+
+    suite = tmp_path / "suite"
+    saved = reduction(suite / "saved", ["aten.permute.default", "aten.div.Tensor"], "torch_tensorrt",
+                      "CRASH: ValueError: __len__() should return >= 0")
+    (saved / "manifest.toml").write_text(manifest("uint8 permute"))
+    mine = reduction(tmp_path / "mine", ["aten.div.Tensor", "aten.permute.default"], "torch_tensorrt",
+                     "CRASH: ValueError: __len__() should return >= 0")
+    assert [m.name for m in known_bugs(mine, suite)] == ["saved"]
+    other_op = reduction(tmp_path / "op", ["aten.permute.default", "aten.mul.Tensor"], "torch_tensorrt",
+                         "CRASH: ValueError: __len__() should return >= 0")
+    other_error = reduction(tmp_path / "err", ["aten.permute.default", "aten.div.Tensor"], "torch_tensorrt",
+                            "CRASH: TypeError: deserialize_cuda_engine(): incompatible function arguments")
+    other_backend = reduction(tmp_path / "be", ["aten.permute.default", "aten.div.Tensor"], "inductor",
+                              "CRASH: ValueError: __len__() should return >= 0")
+    assert known_bugs(other_op, suite) == known_bugs(other_error, suite) == known_bugs(other_backend, suite) == []

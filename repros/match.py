@@ -1,0 +1,83 @@
+"""Known bugs: does a reduction look like a repro already in the suite?
+
+Before a user files a duplicate, a reduction is compared with every saved repro: the same
+multiset of ops in the reduced graph (ATen op names, as repro.py's `Repro.forward` calls
+them), the same backend family and the same kind of failure, and for a crash the same
+normalized error. Hand-written repros, whose graphs are plain PyTorch, match by backend,
+kind and error only where they name their ops the same way: most do not, and are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from oracles.verdict import normalize_message
+from repros.suite import SCRIPT, find_repros
+
+_OP_CALL = re.compile(r"torch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    ops: tuple[tuple[str, int], ...]   # sorted (op, count)
+    backend: str                       # its family: torch_tensorrt, tensorrt, executorch, inductor, ...
+    kind: str                          # crash, mismatch, nan, oom, hang
+    error: str                         # a crash's normalized message, else ""
+
+
+def ops_of(script: str) -> Counter[str]:
+    """The ATen ops a repro.py's graph calls, with their counts."""
+    return Counter(f"{ns}.{op}.{overload}" for ns, op, overload in _OP_CALL.findall(script))
+
+
+def _family(backend: str) -> str:
+    return backend.split(":")[0] if not backend.endswith(".py") and ".py:" not in backend else "plugin"
+
+
+def fingerprint(folder: Path) -> Fingerprint | None:
+    """A reduce output folder's (or a saved repro's) fingerprint, from its repro.py and
+    summary.json; None where either is missing or the graph names no ATen op."""
+    script, summary = folder / SCRIPT, folder / "summary.json"
+    if not script.exists() or not summary.exists():
+        return None
+    try:
+        data = json.loads(summary.read_text())
+    except ValueError:
+        return None
+    ops = ops_of(script.read_text())
+    verdict = str(data.get("final_verdict", ""))
+    kind = verdict.split(":", 1)[0].strip().lower()
+    if not ops or not kind:
+        return None
+    error = normalize_message(verdict.split(":", 1)[1]) if kind == "crash" and ":" in verdict else ""
+    return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error)
+
+
+@dataclass(frozen=True)
+class Match:
+    name: str
+    path: Path
+    title: str
+    upstream: tuple[str, ...]
+
+    def line(self) -> str:
+        links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
+        return f"looks like a known bug: {self.name} ({self.title}{links})"
+
+
+def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
+    """The saved repros whose fingerprint is the reduction's in `folder`."""
+    mine = fingerprint(Path(folder))
+    if mine is None:
+        return []
+    found = []
+    for repro in find_repros(suite):
+        if repro.manifest is None or repro.path.resolve() == Path(folder).resolve():
+            continue
+        if fingerprint(repro.path) == mine:
+            found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream)))
+    return found
