@@ -92,6 +92,17 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     return ("## Diagnosis\n\n" + "\n".join(lines) + "\n\n") if lines else ""
 
 
+def _values_section(verdict: Verdict) -> str:
+    """A mismatch's first values off, eager's beside the backend's."""
+    off = verdict.extra.get("first_off") if verdict.kind == "mismatch" else None
+    if not off or not off.get("index"):
+        return ""
+    rows = "\n".join(f"| {tuple(i) if len(i) != 1 else i[0]} | {e} | {b} |"
+                      for i, e, b in zip(off["index"], off["eager"], off["backend"]))
+    return (f"\nThe first values off in output {verdict.output}:\n\n| index | eager | backend |\n|---|---|---|\n"
+            f"{rows}\n")
+
+
 def _fed_words(script: str) -> str:
     """Cut to input, said where the repro has inputs (a program that makes all it reads has none)."""
     if "def make_inputs():\n    return []\n" in script:
@@ -168,7 +179,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     return f"""# {info.title}
 
 **What fails:** {info.verdict.describe()}
-
+{_values_section(info.verdict)}
 {_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(script)}.{snippet_words}

@@ -184,4 +184,25 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
             detail += (", where eager matches the float64 run" if ratio == float("inf")
                        else f", {ratio:.3g}x eager's own error from float64")
     # a relative error of an integer is noise (1e+12 where eager's value is 0): none is given
-    return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail)
+    return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail,
+                   extra={"first_off": first_off_values(e, a, diff > limit)})
+
+
+def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, n: int = 6) -> dict[str, list[Any]]:
+    """The first `n` values that are off, eager's beside the backend's, with their indices:
+    what a maintainer reads first (3000000000 against -1294967296 is an int32 overflow)."""
+    flat = bad.flatten().nonzero().flatten()[:n].tolist()
+    shape = tuple(e.shape)
+
+    def index(k: int) -> list[int]:
+        out = []
+        for size in reversed(shape):
+            out.append(k % size)
+            k //= size
+        return out[::-1]
+
+    def value(t: torch.Tensor, k: int) -> Any:
+        v = t.detach().reshape(-1)[k].cpu().item()
+        return str(v) if isinstance(v, complex) else v
+    return {"index": [index(k) for k in flat], "eager": [value(e, k) for k in flat],
+            "backend": [value(a, k) for k in flat]}

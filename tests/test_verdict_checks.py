@@ -185,3 +185,19 @@ def test_localization_reads_a_complex_value_returned_as_its_real_view():
     assert verdict.kind == "pass" and [v.kind for v in each] == ["pass", "pass"], each
     verdict, each = evaluate_each(gm, [x, f], RealViews(2.0), Tolerance())
     assert [v.kind for v in each] == ["mismatch", "pass"] and "shape" not in each[0].detail, each
+
+
+def test_a_mismatch_carries_its_first_values_off_for_the_report():
+    """The int32 overflow of the shipped example, as report.md shows it: eager's values beside
+    the backend's, with their indices."""
+    import torch
+
+    from minimize.report import _values_section
+
+    eager = torch.arange(24, dtype=torch.int64).reshape(3, 8) * 1_000_000_000
+    wrapped = (torch.arange(24, dtype=torch.int32).reshape(3, 8) * 1_000_000_000).to(torch.int64)
+    v = compare_outputs([eager], [wrapped], Tolerance())
+    off = v.extra["first_off"]
+    assert off["index"][:2] == [[0, 3], [0, 4]] and off["eager"][0] == 3000000000 and off["backend"][0] == -1294967296
+    assert "| (0, 3) | 3000000000 | -1294967296 |" in _values_section(v)
+    assert _values_section(compare_outputs([eager], [eager], Tolerance())) == ""
