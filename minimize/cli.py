@@ -55,41 +55,39 @@ class Reference(str, Enum):
     float64 = "float64"
 
 
-BACKEND_HELP = ("eager, inductor, onnxruntime, executorch:xnnpack, executorch:portable, executorch:cuda, "
-                "executorch:tensorrt, torch_tensorrt, tensorrt (ONNX -> TensorRT), "
-                "or a plugin [bold]path/to/file.py:fn[/] / [bold]pkg.module:fn[/] with the "
-                "torch.compile backend signature fn(gm, example_inputs) -> callable, "
-                "or an external command [bold]'cmd:python run.py {model} {inputs} {outputs}'[/] run on each "
-                "candidate (exported to {model}; a non-zero exit is a crash; outputs written to {outputs} "
-                "are compared). [yellow]A plugin or command runs your code[/] (in isolated worker processes).")
+BACKEND_HELP = ("Which compiler: inductor, torch_tensorrt, tensorrt (ONNX -> TensorRT), onnxruntime, "
+                "executorch:xnnpack|portable|cuda|tensorrt, eager; a plugin [bold]path/to/file.py:fn[/] (a "
+                "torch.compile backend); or [bold]'cmd:python run.py {model} {inputs} {outputs}'[/]. "
+                "[yellow]A plugin or command runs your code[/] (docs/reference.md).")
 
-ModelArg = Annotated[Path, typer.Argument(help="The exported program, written by torch.export.save.")]
-OracleOpt = Annotated[Optional[Oracle], typer.Option(help="What counts as the bug (required): crash, nan, mismatch, "
+ModelArg = Annotated[Path, typer.Argument(metavar="MODEL.pt2", help="The exported program, written by "
+                                                                   "torch.export.save.", show_default=False)]
+OracleOpt = Annotated[Optional[Oracle], typer.Option(rich_help_panel="The question", help="What counts as the bug (required): crash, nan, mismatch, "
                                                      "oom or hang.", show_default=False)]
-BackendOpt = Annotated[Optional[str], typer.Option(metavar="BACKEND", help=BACKEND_HELP + " Required.",
+BackendOpt = Annotated[Optional[str], typer.Option(rich_help_panel="The question", metavar="BACKEND", help=BACKEND_HELP + " Required.",
                                                    show_default=False)]
-InputsOpt = Annotated[Optional[Path], typer.Option(help="A torch.save'd file of the arguments as given to "
+InputsOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", rich_help_panel="The question", help="A torch.save'd file of the arguments as given to "
                                                    "torch.export.export: a tuple (args) or (args, kwargs), with dicts "
                                                    "and lists inside as the model takes them (loaded with "
                                                    "weights_only=True). Default: seeded inputs made from the "
                                                    "program's shapes.")]
-MatchOpt = Annotated[Optional[str], typer.Option(help="Regex on 'ExceptionType: message' that the failure must match.")]
-AtolOpt = Annotated[float, typer.Option(help="Absolute tolerance of the mismatch oracle.")]
-RtolOpt = Annotated[float, typer.Option(help="Relative tolerance of the mismatch oracle.")]
-ReferenceOpt = Annotated[Reference, typer.Option(help="For a mismatch: [bold]float64[/] also runs the program in float64 "
+MatchOpt = Annotated[Optional[str], typer.Option(metavar="REGEX", rich_help_panel="The question", help="Regex on 'ExceptionType: message' that the failure must match.")]
+AtolOpt = Annotated[float, typer.Option(rich_help_panel="Tolerance", help="Absolute tolerance of the mismatch oracle.")]
+RtolOpt = Annotated[float, typer.Option(rich_help_panel="Tolerance", help="Relative tolerance of the mismatch oracle.")]
+ReferenceOpt = Annotated[Reference, typer.Option(rich_help_panel="Tolerance", help="For a mismatch: [bold]float64[/] also runs the program in float64 "
                          "and counts a difference from eager only where the backend is more than twice as far from "
                          "that run as eager is (for bf16 and fp16 programs, whose rounding alone exceeds any atol).")]
-TimeoutOpt = Annotated[float, typer.Option(help="Seconds one oracle call may take before it counts as a hang.")]
-DeviceOpt = Annotated[str, typer.Option(help="cpu or cuda: where the program and the backend run.")]
-RepeatOpt = Annotated[int, typer.Option(metavar="N", help="Run each candidate this many times (flaky compilers); "
+TimeoutOpt = Annotated[float, typer.Option(metavar="SECONDS", rich_help_panel="Flaky, slow or heavy compilers", help="Seconds one oracle call may take before it counts as a hang.")]
+DeviceOpt = Annotated[str, typer.Option(metavar="DEVICE", rich_help_panel="The question", help="cpu or cuda: where the program and the backend run.")]
+RepeatOpt = Annotated[int, typer.Option(rich_help_panel="Flaky, slow or heavy compilers", metavar="N", help="Run each candidate this many times (flaky compilers); "
                      "the original's failure rate is measured first.")]
-CheckRepeatOpt = Annotated[int, typer.Option("--repeat", metavar="N", help="Run the program this many times, each "
+CheckRepeatOpt = Annotated[int, typer.Option("--repeat", rich_help_panel="Flaky, slow or heavy compilers", metavar="N", help="Run the program this many times, each "
                           "in a fresh compile, and say in how many it fails (flaky compilers).")]
-ImportOpt = Annotated[Optional[list[str]], typer.Option("--import", help="A library to import before the program "
+ImportOpt = Annotated[Optional[list[str]], typer.Option("--import", metavar="MODULE", rich_help_panel="The question", help="A library to import before the program "
                       "is loaded, which registers its custom ops (repeatable), e.g. natten; repro.py imports it too.")]
-MemoryLimitOpt = Annotated[Optional[int], typer.Option(help="MiB of address space per worker (RLIMIT_AS); "
+MemoryLimitOpt = Annotated[Optional[int], typer.Option(metavar="MIB", rich_help_panel="Flaky, slow or heavy compilers", help="MiB of address space per worker (RLIMIT_AS); "
                           "going over it is an oom verdict, not the end of trtmin (reduce: repro.py sets it too).")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="A backend setting KEY=VALUE (repeatable), e.g. "
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", rich_help_panel="The question", help="A backend setting KEY=VALUE (repeatable), e.g. "
                    "Torch-TensorRT's min_block_size=1, or for inductor mode, dynamic, fullgraph or any "
                    "torch._inductor.config name (max_autotune=true). Unknown keys are refused.")]
 
@@ -134,40 +132,40 @@ def reduce(
     oracle: OracleOpt = None,
     backend: BackendOpt = None,
     inputs: InputsOpt = None,
+    device: DeviceOpt = "cpu",
+    set_: SetOpt = None,
+    import_: ImportOpt = None,
     match: MatchOpt = None,
-    any_failure: Annotated[bool, typer.Option("--any-failure", help="Accept any failure, not only the original one.")] = False,
+    out: Annotated[Path, typer.Option(metavar="DIR", rich_help_panel="Output", help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
+    resume: Annotated[bool, typer.Option("--resume", rich_help_panel="Output", help="Continue an interrupted run in --out.")] = False,
+    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace the results of another run in --out.")] = False,
+    emit: Annotated[Optional[list[str]], typer.Option(metavar="BACKEND", rich_help_panel="Output", help="Also write the script for another backend (repeatable): "
+                    "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
+                    "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
+    verify: Annotated[bool, typer.Option(rich_help_panel="Output", help="At the end, run repro.py alone in a new process, as a maintainer "
+                      "will, and say what it printed (one compile of the reduced program).")] = True,
     atol: AtolOpt = 1e-3,
     rtol: RtolOpt = 1e-3,
     reference: ReferenceOpt = Reference.eager,
-    timeout: TimeoutOpt = 300.0,
-    device: DeviceOpt = "cpu",
-    out: Annotated[Path, typer.Option(help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
-    jobs: Annotated[Optional[int], typer.Option(help="Oracle calls run at once, in isolated workers (default: one per "
+    jobs: Annotated[Optional[int], typer.Option(metavar="N", rich_help_panel="Search", help="Oracle calls run at once, in isolated workers (default: one per "
                     "visible GPU with --device cuda, each pinned to its GPU; else 1). The result is the same for any value.")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Replace the results of another run in --out.")] = False,
-    set_: SetOpt = None,
-    repeat: RepeatOpt = 1,
-    min_failures: Annotated[Optional[int], typer.Option(help="Of --repeat runs, how many must fail for a candidate "
-                            "to count (default: all where the original failed all; else half as many as it failed, "
-                            "rounded up).")] = None,
-    memory_limit: MemoryLimitOpt = None,
-    import_: ImportOpt = None,
-    emit: Annotated[Optional[list[str]], typer.Option(help="Also write the script for another backend (repeatable): "
-                    "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
-                    "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
-    localize: Annotated[bool, typer.Option(help="For mismatch and nan: first compile the program with every value "
+    localize: Annotated[bool, typer.Option(rich_help_panel="Search", help="For mismatch and nan: first compile the program with every value "
                         "an output and start the search at the first value that is off (one call; saves most of "
                         "the bisection when the bug survives the extra outputs). For a crash: start where the "
                         "compiler's error says it failed (free; fx-based compilers such as Inductor and "
                         "Torch-TensorRT name the node).")] = True,
-    generate_values: Annotated[bool, typer.Option(help="Once the graph is minimal, try seeded random tensors of the "
+    generate_values: Annotated[bool, typer.Option(rich_help_panel="Search", help="Once the graph is minimal, try seeded random tensors of the "
                                "same shape, dtype and scale for its large inputs and weights, and keep those the "
                                "bug does not need: the script makes them, and repro_inputs.pt shrinks or goes "
                                "(1 to 5 oracle calls); then shrink their sizes the bug does not need to 2 "
                                "(0 to 5 calls). Off: every original value and shape is kept.")] = True,
-    verify: Annotated[bool, typer.Option(help="At the end, run repro.py alone in a new process, as a maintainer "
-                      "will, and say what it printed (one compile of the reduced program).")] = True,
+    any_failure: Annotated[bool, typer.Option("--any-failure", rich_help_panel="Search", help="Accept any failure, not only the original one.")] = False,
+    timeout: TimeoutOpt = 300.0,
+    repeat: RepeatOpt = 1,
+    min_failures: Annotated[Optional[int], typer.Option(metavar="N", rich_help_panel="Flaky, slow or heavy compilers", help="Of --repeat runs, how many must fail for a candidate "
+                            "to count (default: all where the original failed all; else half as many as it failed, "
+                            "rounded up).")] = None,
+    memory_limit: MemoryLimitOpt = None,
 ) -> None:
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
     from minimize.workers import Workers
@@ -235,16 +233,16 @@ def check(
     oracle: OracleOpt = None,
     backend: BackendOpt = None,
     inputs: InputsOpt = None,
+    device: DeviceOpt = "cpu",
+    set_: SetOpt = None,
+    import_: ImportOpt = None,
     match: MatchOpt = None,
     atol: AtolOpt = 1e-3,
     rtol: RtolOpt = 1e-3,
     reference: ReferenceOpt = Reference.eager,
     timeout: TimeoutOpt = 300.0,
-    device: DeviceOpt = "cpu",
-    set_: SetOpt = None,
     repeat: CheckRepeatOpt = 1,
     memory_limit: MemoryLimitOpt = None,
-    import_: ImportOpt = None,
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
     from minimize.workers import Workers
@@ -353,7 +351,7 @@ def repros_add(
     out_dir: Annotated[Path, typer.Argument(help="A `trtmin reduce` output folder.")],
     name: Annotated[str, typer.Option(help="The repro's folder name in the suite.")],
     suite: SuiteOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace a repro of that name.")] = False,
+    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace a repro of that name.")] = False,
     upstream: Annotated[Optional[list[str]], typer.Option(help="An upstream issue or PR URL (repeatable).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
