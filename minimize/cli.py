@@ -209,7 +209,8 @@ def reduce(
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
     minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
     console.print("1-minimal: " + ("yes, no single call node can be cut" if minimal.get("proven") else
-                                   "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried)")
+                                   "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried, "
+                                                   "with the program's own values)")
     rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
             for name, s in summary["passes"].items() if s["calls"] or s["removed"]]  # the passes that ran
     console.print("per pass:\n" + "\n".join(rows), highlight=False)

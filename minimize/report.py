@@ -53,7 +53,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     minimal = notes.get("one_minimal")
     if minimal and minimal.get("proven"):
         lines.append(f"- 1-minimal: no single call node can be cut with the bug still there (each of the "
-                     f"{minimal['cuts_tried']} one-node cuts was tried).")
+                     f"{minimal['cuts_tried']} one-node cuts was tried, with the program's own values, before "
+                     "the made values and smaller sizes).")
     if "backend" in notes:
         lines.append(f"- Backend: {notes['backend']}.")
     if "random_draws" in notes:

@@ -211,7 +211,7 @@ def run():
     eager = os.environ.get("TRTMIN_BACKEND") == "eager"
     missing = [name for name in REQUIRES if not any(importlib.util.find_spec(n) for n in name.split("|"))]
     if missing and not eager:
-        print(f"SKIPPED: {{', '.join(missing)}} is not installed")
+        print(f"SKIPPED: {{', '.join(m.replace('|', ' or ') for m in missing)}} is not installed")
         return 2
     try:
         backend = None if eager else load_backend()

@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
@@ -99,11 +100,13 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 _RUNNING: set[subprocess.Popen] = set()  # scripts running now, from any thread
+STOPPING = threading.Event()  # set by kill_running: a script about to start does not
 
 
 def kill_running() -> None:
-    """End every script run_script is running (each with its process group): the scripts of
-    other threads when the main one is interrupted."""
+    """End every script run_script is running (each with its process group), and start no
+    more: the scripts of other threads when the main one is interrupted."""
+    STOPPING.set()
     for proc in list(_RUNNING):
         _kill_group(proc)
 
@@ -115,12 +118,16 @@ def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tup
     env = {**{k: v for k, v in os.environ.items() if k not in without},
            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.monotonic()
+    if STOPPING.is_set():
+        raise KeyboardInterrupt
     proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, encoding="utf-8", errors="replace",
                             start_new_session=(os.name == "posix"))
     _RUNNING.add(proc)
     try:
+        if STOPPING.is_set():  # kill_running ran between the check and the start
+            raise KeyboardInterrupt
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, False, time.monotonic() - start
     except subprocess.TimeoutExpired:

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from oracles.environment import KEY_PACKAGES, package_version
-from oracles.script_run import CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, classify, kill_running, run_script
+from oracles.script_run import (CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, STOPPING, classify, kill_running,
+                                run_script)
 from repros.suite import Repro, find_repros
 
 EXPECTATION_OF = {FIXED: "fixed", REPRODUCED: "reproduces", SKIPPED: "skipped", ERROR: "error"}
@@ -213,6 +214,7 @@ def run_repros(root: Path | str | None = None, names: Sequence[str] | None = Non
     repros = find_repros(root, names)
     _ = facts.gpu  # looked up once, before the threads ask
     results: dict[int, Result] = {}
+    STOPPING.clear()
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
         futures = {pool.submit(run_one, repro, timeout, facts, strict_skips): i for i, repro in enumerate(repros)}

@@ -170,3 +170,46 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     control = run_trt_script(out, TRTMIN_BACKEND="onnxruntime")
     assert control.returncode == 0 and control.stdout.startswith("FIXED"), control.stdout + control.stderr[-2000:]
     assert "import torch" not in (out / "repro_tensorrt.py").read_text()
+
+
+def test_tensorrt_words_keep_what_was_said_and_drop_the_noise() -> None:
+    """A builder error without an 'Error Code' line keeps its first line (it was 'no message',
+    so different failures looked like one bug); catchCudaError's line, which every build logs
+    without a GPU, goes where something else was said, and stays where nothing else was."""
+    from oracles.backends.tensorrt import tensorrt_said
+    cuda = "[checkMacros.cpp::catchCudaError::212] Error Code 1: Cuda Runtime (an illegal memory access)"
+    assert tensorrt_said([], ["Network validation failed.", cuda]) == "Network validation failed."
+    assert tensorrt_said([], ["Requested amount of GPU memory (1 bytes) could not be allocated."]).startswith("Requested")
+    assert tensorrt_said([], [cuda]) == cuda
+    parser = "In node 6 (parseNode): INVALID_NODE: Invalid Node - node_softmax\nITensor::getDimensions: Error Code 3: " \
+             "API Usage Error (at least 2 dimensions are required for input)\n" + cuda
+    said = tensorrt_said([parser], ["ModelImporter.cpp:138: While parsing node number 6 [Softmax]:"])
+    assert said == ("In node 6 (parseNode): INVALID_NODE: Invalid Node - node_softmax | ITensor::getDimensions: Error "
+                    "Code 3: API Usage Error (at least 2 dimensions are required for input)")
+
+
+def test_nvidias_tensorrt_without_a_gpu_is_refused_and_its_script_skips(tmp_path: Path, monkeypatch) -> None:
+    """Only TensorRT-RTX builds without a GPU: NVIDIA's TensorRT cannot start its builder there
+    (a nullptr Builder), which must not be reduced as if it were the bug. The backend refuses
+    in one line; repro_tensorrt.py says SKIPPED before it builds."""
+    if HAS_GPU:
+        pytest.skip("a GPU is visible")
+    import oracles.backends.tensorrt as trt_backend
+    from oracles.errors import TrtminError
+    monkeypatch.setattr(trt_backend, "tensorrt_module_name", lambda: "tensorrt")
+    with pytest.raises(TrtminError, match="needs an NVIDIA GPU"):
+        trt_backend.check_tensorrt("tensorrt")
+    from oracles.backends.onnx_export import export_onnx
+    from oracles.backends.tensorrt_script import write_tensorrt_script
+    from oracles.checks import flatten_outputs
+    torch.manual_seed(0)
+    gm, inputs = candidate(AttnPool().eval(), (torch.randn(12), torch.randn(5, 12)))
+    onnx = export_onnx(gm, inputs, tmp_path / "m" / "model.onnx")
+    script = write_tensorrt_script(tmp_path / "out", onnx.path, inputs, flatten_outputs(gm(*inputs)), "crash",
+                                   1e-3, 1e-3, "header", error_pattern="Softmax", build_time=True)
+    fake = tmp_path / "site" / "tensorrt"  # a module named tensorrt, as NVIDIA's is: not TensorRT-RTX
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '10.0.0'\n")
+    monkeypatch.setenv("PYTHONPATH", str(fake.parent))
+    r = run_repro(script.parent, script="repro_tensorrt.py")
+    assert r.returncode == 2 and r.stdout.startswith("SKIPPED: TensorRT 10.0.0 needs a GPU"), r.stdout + r.stderr

@@ -41,7 +41,7 @@ import torch.fx as fx
 from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.backends.onnxruntime import check_onnx_export
-from oracles.errors import MissingPackageError, NotRunHere
+from oracles.errors import MissingPackageError, NotRunHere, TrtminError
 from oracles.verdict import Verdict
 
 ONNX_NAME = "model.onnx"
@@ -103,6 +103,23 @@ def tensorrt_name(trt):
     return ("TensorRT-RTX " if trt.__name__.startswith("tensorrt_rtx") else "TensorRT ") + str(trt.__version__)
 
 
+def tensorrt_said(parser_errors, logged):
+    """TensorRT's words as one line: each parser error's first line and every "Error Code"
+    line of the log, once, not the node dumps; a logged error with no such line, by its
+    first line. catchCudaError's line ("CUDA failed under the builder", which every build
+    logs where there is no GPU) and the parser's node dumps only where nothing else was said."""
+    lines = []
+    for text, first in [(t, True) for t in parser_errors] + [(t, False) for t in logged]:
+        rows = [row.strip() for row in str(text).splitlines() if row.strip()]
+        coded = [row for row in rows if "Error Code" in row]
+        for row in (rows[:1] if first else []) + (coded if coded else rows[:1]):
+            if row not in lines:
+                lines.append(row)
+    noise = ("catchCudaError", "ModelImporter.cpp")  # the parser's node dumps say where, the others said what
+    shown = [row for row in lines if not any(n in row for n in noise)] or lines
+    return " | ".join(shown) or "no message"
+
+
 def build_plan(trt, onnx_path, settings):
     """ONNX file -> {"plan", "log"}: parse and build a serialized engine, which needs no GPU.
     Raises TensorRTError with TensorRT's words.
@@ -118,19 +135,6 @@ def build_plan(trt, onnx_path, settings):
             if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR):
                 self.errors.append(str(msg))
 
-    def said(parser_errors, logged):
-        """TensorRT's words as one line: each parser error's first line, and every "Error
-        Code" line, once. Not the node dumps, and not catchCudaError's line, which says only
-        that CUDA failed under the builder (every build logs one where there is no GPU)."""
-        lines = []
-        for text, first in [(t, True) for t in parser_errors] + [(t, False) for t in logged]:
-            for i, line in enumerate(str(text).splitlines()):
-                line = line.strip()
-                if line and ((first and i == 0) or "Error Code" in line) and "catchCudaError" not in line \
-                        and line not in lines:
-                    lines.append(line)
-        return " | ".join(lines) or "no message"
-
     log = Log()
     builder = trt.Builder(log)
     flags = 0
@@ -143,7 +147,7 @@ def build_plan(trt, onnx_path, settings):
     parser = trt.OnnxParser(network, log)
     if not parser.parse_from_file(str(onnx_path)):
         errors = [parser.get_error(i) for i in range(parser.num_errors)]
-        raise TensorRTError("the ONNX parser failed: " + said(errors, log.errors))
+        raise TensorRTError("the ONNX parser failed: " + tensorrt_said(errors, log.errors))
     config = builder.create_builder_config()
     for name, on in sorted(settings.get("builder_flags", {}).items()):
         flag = getattr(trt.BuilderFlag, name, None)
@@ -159,7 +163,7 @@ def build_plan(trt, onnx_path, settings):
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(settings["workspace"]))
     plan = builder.build_serialized_network(network, config)
     if plan is None:
-        raise TensorRTError("building the engine failed: " + said([], log.errors))
+        raise TensorRTError("building the engine failed: " + tensorrt_said([], log.errors))
     return {"plan": plan, "log": log}
 
 
@@ -257,10 +261,16 @@ def tensorrt_module_name() -> str | None:
 
 
 def check_tensorrt(spec: str) -> None:
-    if tensorrt_module_name() is None:
+    module = tensorrt_module_name()
+    if module is None:
         raise MissingPackageError(f"backend {spec} needs TensorRT, which is not installed here; install it with "
                                   "pip install tensorrt (NVIDIA's TensorRT) or pip install tensorrt-rtx (TensorRT-RTX)")
     check_onnx_export(spec)
+    if module != "tensorrt_rtx" and not torch.cuda.is_available():  # NVIDIA's builder needs a GPU to start
+        raise TrtminError(f"backend {spec} ({installed_tensorrt_name()}) needs an NVIDIA GPU, and torch "
+                          f"{torch.__version__} sees none here; run on a machine with a CUDA GPU, or install "
+                          "tensorrt-rtx, whose parser and builder run without one")
+
 
 
 def build_failure(message: str) -> bool:
@@ -329,6 +339,9 @@ class TensorRTBackend(Backend):
         body = textwrap.dedent(f"""\
             import atexit, shutil, tempfile
             trt = import_tensorrt()
+            if not torch.cuda.is_available() and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without one
+                print(f"SKIPPED: {{tensorrt_name(trt)}} needs a CUDA GPU, and none is visible here")
+                sys.exit(2)
             gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
             folder = tempfile.mkdtemp(prefix="repro-trt-")
             atexit.register(shutil.rmtree, folder, True)  # the .onnx goes when the script ends
@@ -354,7 +367,7 @@ class TensorRTBackend(Backend):
         from oracles.backends.torch_tensorrt import _indent_body
 
         shared = script_source(TensorRTError, OnnxExportError, export_error, import_tensorrt, tensorrt_name,
-                               build_plan, load_plan, engine_io)
+                               tensorrt_said, build_plan, load_plan, engine_io)
         runner = f"TRT_TO_TORCH = {{{', '.join(f'{k!r}: {v}' for k, v in TRT_TO_TORCH.items())}}}\n\n\n" + \
             script_source(run_engine_torch)
         return ScriptPart(imports=[shared, runner], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],

@@ -21,7 +21,7 @@ import torch
 from oracles.backends.onnx_export import external_data_files, read_onnx_io, script_source
 from oracles.backends.onnxruntime import ort_session, run_onnxruntime
 from oracles.backends.tensorrt import (ONNX_NAME, TensorRTError, build_plan, engine_io, import_tensorrt, load_plan,
-                                       tensorrt_name)
+                                       tensorrt_name, tensorrt_said)
 from oracles.errors import TrtminError
 from oracles.reference import ERROR_RATIO
 from oracles.script_child import CHILD_SOURCE
@@ -346,8 +346,11 @@ def run():
             actual = run_reference(inputs, meta)
         else:
             trt = import_tensorrt()
-            plan = build_plan(trt, ONNX_FILE, TRT_SETTINGS)  # parse and build: no GPU needed
             cannot = gpu_missing()
+            if cannot and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without a GPU
+                print(f"SKIPPED: {{tensorrt_name(trt)}} needs a GPU: {{cannot}}")
+                return 2
+            plan = build_plan(trt, ONNX_FILE, TRT_SETTINGS)  # TensorRT-RTX parses and builds without a GPU
             if cannot and BUILD_TIME:
                 print(f"FIXED: {{tensorrt_name(trt)}} parsed and built the engine without the error (not run: {{cannot}})")
                 return 0
@@ -430,7 +433,7 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
         copied.append(data_file.name)
     save_npz(out_dir / NPZ_NAME, named, expected, exact)
     shared = "\n\n".join([
-        script_source(TensorRTError, import_tensorrt, tensorrt_name, build_plan, load_plan, engine_io),
+        script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said, build_plan, load_plan, engine_io),
         script_source(ort_session, run_onnxruntime),
         script_source(load_npz, as_float64, error_ratio_np, compare_outputs_np),
     ])
