@@ -100,8 +100,8 @@ def _values_section(verdict: Verdict) -> str:
         return ""
     rows = "\n".join(f"| {tuple(i) if len(i) != 1 else i[0]} | {e} | {b} |"
                       for i, e, b in zip(off["index"], off["eager"], off["backend"]))
-    return (f"\nThe first values off in output {verdict.output}:\n\n| index | eager | backend |\n|---|---|---|\n"
-            f"{rows}\n")
+    return (f"The first values off in output {verdict.output}:\n\n| index | eager | backend |\n|---|---|---|\n"
+            f"{rows}\n\n")
 
 
 def _fed_words(script: str) -> str:
@@ -180,8 +180,8 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     return f"""# {info.title}
 
 **What fails:** {info.verdict.describe()}
-{_values_section(info.verdict)}
-{_snippet_section(snippet)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+
+{_snippet_section(snippet)}{_values_section(info.verdict)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(script)}.{snippet_words}
 
