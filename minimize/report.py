@@ -21,9 +21,11 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     exprs = tensor_expressions({**inputs, **constants}, generated, big)
     tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
     dynamic = dynamic_words(info)
+    call = None if dynamic else backend.snippet_call("f")
+    failure = _short_failure(info.verdict)
     return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
-                          f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "
-                          f"{_short_failure(info.verdict)}")
+                          failure if call else f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "
+                          f"{failure}", call, tuple(inputs))
 
 
 def dynamic_words(info: ReproInfo) -> str:
@@ -175,8 +177,12 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items()
                           if s["calls"] or s["removed"])  # passes that ran
     where = "above" if snippet else "in `repro.py` below"
-    snippet_words = (" It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
-                     "the result.") if snippet else ""
+    snippet_words = ""
+    if snippet:
+        snippet_words = (" It runs as it is, eagerly and through the backend; `repro.py` below judges the result."
+                         if "\ngot = " in snippet else
+                         " It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
+                         "the result.")
     return f"""# {info.title}
 
 **What fails:** {info.verdict.describe()}

@@ -21,7 +21,7 @@ from minimize.passes.values import INLINE_MAX_ELEMENTS
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.reference import ERROR_RATIO
-from oracles.script_checks import check_source
+from oracles.script_checks import check_source, error_pattern, tagged_source
 from oracles.script_child import CHILD_SOURCE
 from oracles.verdict import Signature, Verdict
 
@@ -73,10 +73,14 @@ class ReproInfo:
 
 
 def forward_source(gm: fx.GraphModule) -> str:
+    """The graph's forward as fx writes it, less fx's "x = None" frees, with devices spelled
+    torch.device('cuda', 0) rather than fx's device(type='cuda', index=0)."""
     src = gm.graph.python_code(root_module="self").src
     lines = []
     for line in src.strip().splitlines():
-        line = re.sub(r";\s+(\w+ = )+None$", "", line)  # fx's "x = None" frees: noise here
+        line = re.sub(r";\s+(\w+ = )+None$", "", line)
+        line = re.sub(r"(?<![\w.])device\(type='(\w+)'(?:, index=(\d+))?\)",
+                      lambda m: f"torch.device({m[1]!r}{', ' + m[2] if m[2] else ''})", line)
         lines.append(line)
     return "\n".join(lines)
 
@@ -125,149 +129,21 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
     if not items:
         return init, "def make_inputs():\n    return []\n", big
     file_line = f"    tensors = {load}\n" if any(n in big for n in inputs) else ""
-    return init, "def make_inputs():\n" + file_line + "    return [\n" + "\n".join(items) + "\n    ]\n", big
+    one_line = f"    return [{', '.join(input_exprs.values())}]  # {', '.join(input_exprs)}"
+    body = one_line if len(one_line) <= 110 else "    return [\n" + "\n".join(items) + "\n    ]"
+    return init, "def make_inputs():\n" + file_line + body + "\n", big
 
 
-SCRIPT = '''#!/usr/bin/env python3
-"""{title}
-
-{verdict_line}
-
-Reduced by trtmin {trtmin} from {source}: {original} -> {final} in {calls} oracle calls.
-Reduced on: torch {torch}, Python {python}, {os}, device {device}{gpu}.
-Backend: {backend}. Oracle: {oracle}{tolerance}.{memory_words}
-
-Run:      python repro.py
-          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package or file),
-          3 = CHANGED: it still fails, but differently (another error, a hang or a kill)
-Control:  TRTMIN_BACKEND=eager python repro.py
-          runs eager PyTorch in place of the backend, so it must print FIXED
-"""
-
+HEADER = '''#!/usr/bin/env python3
+"""{about}
+Exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run here), 3 CHANGED (it fails another way).
+TRTMIN_BACKEND=eager python repro.py runs eager PyTorch in place of the backend: FIXED.{memory_words}"""
 {std_imports}
 
 try:
     import torch
-except ImportError as exc:  # no torch here: cannot run, which is no verdict on the bug
-    print(f"SKIPPED: torch cannot be imported: {{exc}}")
-    sys.exit(2)
-{device_import}{libraries}
-inf, nan = float("inf"), float("nan")
-DEVICE = {device!r}
-ATOL, RTOL = {atol!r}, {rtol!r}
-REFERENCE = {reference!r}  # float64: a difference counts only beyond ERROR_RATIO x eager's own error from a float64 run
-REQUIRES = {requires!r}  # "a|b": either package
-{dynamic_constant}{memory_constant}{imports}
-
-class Repro(torch.nn.Module):
-{init}{forward}
-
-
-{inputs}
-
-def load_backend():
-    {load_body}
-
-
-def compile_backend(module, inputs, backend):
-    {compile_body}
-
-{checks}
-{dynamic_functions}{child_functions}{memory_functions}
-def exception_chain(e):
-    """The exception and what it wraps (torch.compile wraps a backend's error)."""
-    chain = []
-    while e is not None and len(chain) < 8:
-        chain.append(e)
-        e = getattr(e, "inner_exception", None) or e.__cause__
-    return chain
-
-
-def prepare():
-    """(module, inputs, eager's outputs, the float64 run's or None): everything before the
-    backend is called."""
-    inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
-{mark_inputs}    module = Repro().to(DEVICE)  # its weights too: written (or loaded) on the CPU
-    with torch.no_grad():
-        expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
-{float64_run}
-
-
-def clone(inputs):
-    {clone_body}
-
-
-def first_line(e):
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-    return f"{{type(e).__name__}}: {{lines[0][:300] if lines else ''}}".rstrip(": ")
-
-
-def run():
-    try:
-        module, inputs, expected, exact = prepare()
-    except Exception as e:  # a file beside the script is gone or eager fails here: no news about the bug
-        print(f"SKIPPED: cannot run: {{first_line(e)}}")
-        return 2
-    eager = os.environ.get("TRTMIN_BACKEND") == "eager"
-    missing = [name for name in REQUIRES if not any(importlib.util.find_spec(n) for n in name.split("|"))]
-    if missing and not eager:
-        print(f"SKIPPED: {{', '.join(m.replace('|', ' or ') for m in missing)}} is not installed")
-        return 2
-    try:
-        backend = None if eager else load_backend()
-    except Exception as e:  # plugin.py gone from beside the script, a module not installed: not the bug
-        print(f"SKIPPED: cannot run: the backend cannot be loaded: {{first_line(e)}}")
-        return 2
-{before_call}    with torch.no_grad():
-        try:
-            compiled = module if eager else compile_backend(module, clone(inputs), backend)
-            actual = flatten(compiled(*clone(inputs)))
-            if DEVICE.startswith("cuda"):
-                torch.cuda.synchronize()
-        except Exception as e:  # the compiler failed: is it the same failure?
-            chain = exception_chain(e)
-            text = "\\n".join(f"{{type(x).__name__}}: {{x}}" for x in chain)
-            root = e  # the compiler's own error: what torch.compile's wrapper wraps, not its causes
-            while getattr(root, "inner_exception", None) is not None:
-                root = root.inner_exception
-            error = first_line(root)
-            if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
-                print(f"REPRODUCED: {{error}}")
-                return 1
-            print(f"CHANGED: fails differently now: {{error}}")
-            return 3
-    reproduced, message = outcome(expected, actual, exact)
-    if reproduced is None:
-        print(f"CHANGED: fails differently now: {{message}}")
-        return 3
-    print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
-    return 1 if reproduced else 0
-
-
-def main():
-    if DEVICE.startswith("cuda") and not torch.cuda.is_available():
-        print("SKIPPED: no CUDA GPU is visible here")
-        return 2
-{child_block}    return run()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
-
-
-FLOAT64_RUN = """        with Float64():
-            return module, inputs, expected, flatten(module(*clone(inputs)))"""
-
-
-# torch.compile imports Dynamo (a second or more) on its first call: start-up, as in trtmin's
-# warm workers, so it is done before the child starts the clock, and before the memory limit.
-IMPORT_DYNAMO = "    import torch._dynamo\n"
-ANNOUNCE_CALL = "    announce_call()\n"
-LIMIT_MEMORY = '''    cannot = limit_memory()
-    if cannot:
-        print(f"SKIPPED: cannot run: {cannot}")
-        return 2
+except ImportError:  # no torch: cannot run here, which is no verdict on the bug
+    sys.exit(print("SKIPPED: torch cannot be imported") or 2)
 '''
 
 
@@ -288,18 +164,24 @@ def limit_memory():
         return (f"{limit} is below what this process maps before the backend call ({mapped >> 20} MiB); "
                 f"to run it anyway, set MEMORY_LIMIT_MB to at least {mib_to_ask(mapped)}")
     return None
-
-
 '''
 
 
-CHILD_BLOCK = '''    if not os.environ.get("TRTMIN_CHILD"):
-        return run_in_child()
-'''
+def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> set[str]:
+    """The tagged parts of minimize/repro_main.py and oracles/script_checks.py this bug needs."""
+    wanted = {"cuda": info.device.startswith("cuda"), "requires": bool(part.requires),
+              "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
+              "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
+              "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb)}
+    return {name for name, on in wanted.items() if on}
 
 
 def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                   backend: Backend, generated: dict[str, str] | None = None) -> tuple[str, dict[str, torch.Tensor]]:
+    """repro.py's text and the tensors for the file beside it. The program and the backend
+    call come first, then the constants, then the checks and the run (real functions,
+    copied with only the parts this bug needs)."""
+    from minimize import repro_main
     env = environment()
     part = backend.script_part_for(info.verdict)
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
@@ -307,50 +189,66 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
-    tol = f" (atol {info.atol:g}, rtol {info.rtol:g}{reference_words(info)})" if info.oracle in ("mismatch",) else ""
-    script = SCRIPT.format(
-        title=_docstring_text(info.title), verdict_line=_docstring_text(info.verdict.describe()), trtmin=env["trtmin"],
-        source=_docstring_text(info.source_model), original=info.original_nodes, final=nodes(info.final_nodes),
-        calls=info.oracle_calls,
-        torch=env["torch"], python=env["python"], os=env["os"], device=info.device,
-        gpu=f" ({env['gpu']})" if "gpu" in env else "", backend=_docstring_text(backend.describe()), oracle=info.oracle,
-        tolerance=tol, atol=info.atol, rtol=info.rtol, requires=part.requires,
-        imports="\n".join(part.imports) + ("\n" if part.imports else ""),
-        init=init_src, forward=textwrap.indent(forward_src, "    "), inputs=inputs_src,
-        compile_body=part.compile_body, load_body=part.load_body,
-        checks=check_source(info.signature, match, info.reference == "float64"), reference=info.reference,
-        float64_run=FLOAT64_RUN if info.reference == "float64" else "        return module, inputs, expected, None",
-        device_import=("from torch import device  # the graph below writes devices as device(type=...)\n"
-                       if "device(" in forward_src + init_src + inputs_src else ""),
-        std_imports="\n".join(f"import {m}" for m in ["importlib.util", "os", *(["pathlib"] if big else []), "re",
-                                                         *(["subprocess"] if info.needs_subprocess else []), "sys"]),
-        child_block=_child_block(info), child_functions=_child_functions(info),
-        before_call=_before_call(info), memory_words=_memory_words(info),
-        memory_constant=(f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
-                         "set before the backend is called\n" if info.memory_limit_mb else ""),
-        libraries=_libraries_source(info),
-        memory_functions=MEMORY_FUNCTIONS + address_space_source() + "\n" if info.memory_limit_mb else "",
-        **_dynamic_parts(info, list(inputs)),
-    )
-    return script, big
+    pattern = error_pattern(info.signature, match)
+    dynamic = _dynamic_parts(info, list(inputs))
+    on = script_features(info, part, pattern, bool(dynamic))
+    program = forward_src + init_src + inputs_src
+    gpu = f" ({env['gpu']})" if "gpu" in env else ""
+    about = (f"{info.title}: {info.verdict.describe()}. trtmin {env['trtmin']} cut {info.source_model} from "
+             f"{info.original_nodes} to {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls on torch "
+             f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
+    std = ["os", "sys", *(["importlib", "importlib.util"] if on & {"requires", "dynamo"} or info.imports else []),
+           *(["pathlib"] if big else []), *(["re"] if on & {"pattern", "child"} else []),
+           *(["subprocess"] if "child" in on else [])]
+    head = HEADER.format(about=_docstring_text(textwrap.fill(about, 96, break_on_hyphens=False)),
+                         memory_words=_memory_words(info),
+                         std_imports="\n".join(f"import {m}" for m in sorted(set(std), key=std.index)))
+    head += ("from torch import device  # the graph below writes devices as device(type=...)\n"
+             if re.search(r"(?<![\w.])device\(", program) else "") + _libraries_source(info)
+    backend_arg = ", backend" if "plugin" in on else ""
+    constants_src = "".join([
+        'inf, nan = float("inf"), float("nan")\n' if re.search(r"\b(inf|nan)\b", program) else "",
+        (f"DEVICE, ATOL, RTOL = {info.device!r}, {info.atol!r}, {info.rtol!r}\n" if info.signature.kind == "mismatch"
+         else f"DEVICE = {info.device!r}\n"),
+        f"REQUIRES = {part.requires!r}  # packages the backend needs (\"a|b\": either)\n" if part.requires else "",
+        dynamic.get("constant", ""),
+        (f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
+         "set before the backend is called\n" if info.memory_limit_mb else "")])
+    sections = [
+        head + constants_src,
+        f"\nclass Repro(torch.nn.Module):\n{init_src}{textwrap.indent(forward_src, '    ')}\n",
+        f"def compile_backend(module, inputs{backend_arg}):\n    {part.compile_body}\n",
+        inputs_src,
+        *part.imports,
+    ]
+    if "plugin" in on:
+        sections.append(f"def load_backend():\n    {part.load_body}\n")
+    sections.append(check_source(info.signature, match, "float64" in on, with_pattern=bool(on & {"pattern", "child"})
+                                 ).strip() + "\n")
+    if dynamic:
+        sections.append(dynamic["functions"].strip() + "\n")
+    if "child" in on:
+        sections.append(_child_functions(info).strip() + "\n")
+    if "memory" in on:
+        sections.append(MEMORY_FUNCTIONS.strip() + "\n\n\n" + address_space_source().strip() + "\n")
+    sections += [tagged_source(fn, on, docstring=False) for fn in (repro_main.say, repro_main.call, repro_main.main)]
+    sections.append('if __name__ == "__main__":\n    sys.exit(main())\n')
+    return "\n\n".join(s.strip("\n") + "\n" for s in sections if s.strip()).replace("\n\n\n\n", "\n\n\n"), big
 
 
 def _dynamic_parts(info: ReproInfo, input_names: list[str]) -> dict[str, str]:
-    """The template's parts for the dims the program was exported with as dynamic: a table by
-    input position, inputs marked with it, clones that keep the marks. Empty for a static
-    program, whose script is as it was."""
+    """The script's parts for the dims the program was exported with as dynamic: a table by
+    input position and the functions that mark inputs with it and clone them with their
+    marks. Empty for a static program."""
     table = {i: info.dynamic[name] for i, name in enumerate(input_names) if info.dynamic.get(name)}
     if not table:
-        return {"dynamic_constant": "", "mark_inputs": "", "dynamic_functions": "",
-                "clone_body": "return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]"}
+        return {}
     from oracles.backends.onnx_export import script_source
     from oracles.dynamic import clone_marked, mark_dynamic
     return {
-        "dynamic_constant": f"DYNAMIC = {table!r}  # input -> {{dim: (min, max)}}: sizes the program was exported "
-                            "with as dynamic (torch.export.Dim); the compile keeps them dynamic\n",
-        "mark_inputs": "    inputs = [mark_dynamic(x, DYNAMIC.get(i, {})) for i, x in enumerate(inputs)]\n",
-        "dynamic_functions": script_source(mark_dynamic, clone_marked) + "\n",
-        "clone_body": "return clone_marked(inputs)  # with their dynamic dims"}
+        "constant": f"DYNAMIC = {table!r}  # input -> {{dim: (min, max)}}: sizes the program was exported "
+                    "with as dynamic (torch.export.Dim); the compile keeps them dynamic\n",
+        "functions": script_source(mark_dynamic, clone_marked)}
 
 
 def _libraries_source(info: ReproInfo) -> str:
@@ -365,7 +263,7 @@ def _libraries_source(info: ReproInfo) -> str:
 
 
 def reference_words(info: ReproInfo) -> str:
-    return (f"; only beyond {ERROR_RATIO:g}x eager's own error from a float64 run"
+    return (f", off only beyond {ERROR_RATIO:g}x eager's own error from a float64 run"
             if info.reference == "float64" else "")
 
 
@@ -375,27 +273,12 @@ def _docstring_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', '\\"""')
 
 
-def _before_call(info: ReproInfo) -> str:
-    """run()'s lines between loading the backend and calling it: Dynamo's import (start-up),
-    the memory limit, the child's mark that the call starts."""
-    limit = bool(info.memory_limit_mb)
-    return ((IMPORT_DYNAMO if info.needs_subprocess or limit else "") + (LIMIT_MEMORY if limit else "")
-            + (ANNOUNCE_CALL if info.needs_subprocess else ""))
-
-
 def _memory_words(info: ReproInfo) -> str:
     if not info.memory_limit_mb:
         return ""
-    return (f"\nMemory:   the backend is called under {info.memory_limit_mb} MiB of address space (RLIMIT_AS),\n"
-            "          the reduction's --memory-limit, set as trtmin's workers set it: a host allocation\n"
-            "          over it fails. The eager control runs under it too. Where it cannot be set (no\n"
-            "          `resource` module, as on Windows) the script prints SKIPPED.")
-
-
-def _child_block(info: ReproInfo) -> str:
-    """The part of main() that runs the bug in a child process: only for bugs that kill or
-    hang the process, so that the scripts of the others hold no dead code."""
-    return CHILD_BLOCK if info.needs_subprocess else ""
+    return (f"\nThe backend is called under {info.memory_limit_mb} MiB of address space (RLIMIT_AS), the reduction's\n"
+            "--memory-limit: a host allocation over it fails. The eager control runs under it too;\n"
+            "where it cannot be set (no `resource` module, as on Windows) the script prints SKIPPED.")
 
 
 def _child_functions(info: ReproInfo) -> str:

@@ -1,113 +1,113 @@
-"""Each oracle writes the check part of repro.py, so the script checks what trtmin checked."""
+"""What repro.py checks, as real functions copied by source into each script: the script
+judges a run as trtmin's checks (oracles/checks.py) did, with torch alone.
+
+A line tagged `# [feature]` goes into a script only where the bug needs that feature
+(`# [!feature]`: only where it does not), so each script holds no code it never runs
+(`tagged_source`). The module itself is plain Python: the tests call these functions.
+The copied functions carry no annotations: the scripts import torch alone.
+"""
 
 from __future__ import annotations
 
 import inspect
 import re
+import textwrap
+from typing import Any, Callable, Iterable
+
+import torch
 
 from oracles.checks import oom_pattern
 from oracles.reference import ERROR_RATIO, error_ratio, float64_source
 from oracles.verdict import Signature
 
-_FLATTEN = '''
-def flatten(out):
-    if isinstance(out, (list, tuple)):
-        return [leaf for item in out for leaf in flatten(item)]
-    return [out]
-'''
+ATOL = RTOL = 0.0  # each script sets its own: the reduction's tolerances
 
-_MAX_ERROR = '''
+_TAG = re.compile(r"\s*# \[(!?[\w,]+)\]( .*)?$")
 
-def max_error(expected, actual, exact=None):
-    """(output index, max abs error, offending values, note) of the worst output, or None."""
-    worst = None
+
+def tagged_source(fn: Callable[..., Any], features: Iterable[str], name: str | None = None,
+                  docstring: bool = True) -> str:
+    """`fn`'s source at module level, with only the lines its tags ask for and the tags
+    gone (a tag's words after it stay as the line's comment); renamed to `name`; without
+    its docstring unless `docstring`."""
+    on = set(features)
+    kept = []
+    for line in textwrap.dedent(inspect.getsource(fn)).splitlines():
+        tag = _TAG.search(line)
+        if tag:
+            wanted = tag.group(1)
+            keep = (wanted[1:] not in on) if wanted.startswith("!") else bool(on & set(wanted.split(",")))
+            if not keep:
+                continue
+            line = line[:tag.start()] + (f"  #{tag.group(2)}" if tag.group(2) else "")
+        kept.append(line)
+    text = "\n".join(kept) + "\n"
+    if not docstring:
+        text = re.sub(r'^(def [^\n]*:\n)    """.*?"""\n', r"\1", text, count=1, flags=re.S | re.M)
+    if name:
+        text = text.replace(f"def {fn.__name__}(", f"def {name}(", 1)
+    return text
+
+
+def mismatch_outcome(expected, actual, exact=None):
+    """(True, why): the backend is off eager beyond ATOL/RTOL. (False, why): it matches.
+    (None, why): non-finite values where eager is finite, which trtmin calls a NaN bug."""
+    off = []  # (max abs error, output, values off, note) of each output that is off
     for i, (e, a) in enumerate(zip(expected, actual)):
-        if not isinstance(e, torch.Tensor):
-            if e != a:
-                return i, float("inf"), 1, ""
+        if not isinstance(e, torch.Tensor) or e.shape != a.shape:  # another value or shape: all off
+            off += [(float("inf"), i, "all", "")] if isinstance(e, torch.Tensor) or e != a else []
             continue
-        if e.shape != a.shape:
-            return i, float("inf"), e.numel(), ""
-        wide = torch.complex128 if e.is_complex() else torch.float64
-        e64, a64 = e.detach().cpu().to(wide), a.detach().cpu().to(wide)
-        diff = (e64 - a64).abs().nan_to_num(0.0, float("inf"), float("inf"))
-        both_nan = e64.isnan() & a64.isnan()
-        diff = torch.where(both_nan | (e64 == a64), torch.zeros_like(diff), diff)
-        rounds = e.is_floating_point() or e.is_complex()
-        rtol = RTOL if rounds else 0.0  # integers do not round
-        bad = diff > ATOL + rtol * e64.abs().nan_to_num(0.0, 0.0, 0.0)
-        note = ""
-#EXACT#
-        if bad.any() and (worst is None or float(diff.max()) > worst[1]):
-            worst = (i, float(diff.max()), int(bad.sum()), note)
-    return worst
-'''
+        e64, a64 = (x.detach().cpu().to(torch.complex128 if e.is_complex() else torch.float64) for x in (e, a))
+        if (e64.isfinite() & ~a64.isfinite()).any():
+            return None, f"output {i} has non-finite values where eager is finite"
+        rtol = RTOL if e.is_floating_point() or e.is_complex() else 0.0  # integers do not round
+        bad = ~torch.isclose(a64, e64, rtol=rtol, atol=ATOL, equal_nan=True)  # off by > ATOL + rtol * |eager|
+        note = ""  # [float64]
+        r = exact[i] if exact is not None and i < len(exact) else None  # [float64]
+        if bad.any() and rtol and isinstance(r, torch.Tensor) and r.shape == e.shape:  # [float64]
+            ratio = error_ratio(e64, a64, r.detach().cpu().to(e64.dtype))  # [float64]
+            if ratio is not None and ratio <= ERROR_RATIO:  # [float64]
+                continue  # [float64] no further from the float64 run than eager's own rounding
+            note = "" if ratio is None else f", {ratio:.3g}x eager's own error from float64"  # [float64]
+        if bad.any():
+            err = float((e64 - a64).abs()[bad].nan_to_num(float("inf")).max())  # a lost inf or NaN: inf
+            off.append((err, i, f"{int(bad.sum())} of {bad.numel()}", ""))  # [!float64]
+            off.append((err, i, f"{int(bad.sum())} of {bad.numel()}", note))  # [float64]
+    if not off:
+        return False, "the backend matches eager PyTorch"  # [!float64]
+        within = f" (or is off it by at most {ERROR_RATIO:g}x eager's own error from float64)"  # [float64]
+        return False, "the backend matches eager PyTorch" + (within if exact is not None else "")  # [float64]
+    return True, "output {1} differs from eager by max abs {0:.4g} ({2} values off{3})".format(*max(off, key=lambda o: o[0]))
 
-# With the float64 run's outputs (`exact`), an output whose error from them is within
-# ERROR_RATIO x eager's own is no error; of another shape (a data-dependent one,
-# x[x > t]), eager alone judges, as in trtmin.
-_EXACT = '''        r = exact[i] if exact is not None and i < len(exact) else None
-        if bad.any() and rounds and isinstance(r, torch.Tensor) and r.shape == e.shape:
-            ratio = error_ratio(e64, a64, r.detach().cpu().to(wide))
-            if ratio is not None and ratio <= ERROR_RATIO:
-                continue  # no further from the float64 run than eager's own rounding
-            note = "" if ratio is None else f", {ratio:.3g}x eager's own error from float64"'''
 
-_NON_FINITE = '''
-
-def non_finite(expected, actual):
-    """The first output with non-finite values where eager is finite, as a message, or None."""
+def nan_outcome(expected, actual, exact=None):
+    """(True, why): an output has non-finite values where eager's are finite."""
     for i, (e, a) in enumerate(zip(expected, actual)):
         if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor) and e.shape == a.shape:
             bad = torch.isfinite(e.cpu()) & ~torch.isfinite(a.cpu())
             if bad.any():
-                return f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
-    return None
-'''
+                return True, f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
+    return False, "no non-finite values where eager is finite"
 
 
-def _reference_source() -> str:
-    """The float64 run and its judgement, as oracles/reference.py has them."""
-    return (f"\n\nERROR_RATIO = {ERROR_RATIO!r}\n\n\n{float64_source()}\n\n"
-            f"{inspect.getsource(error_ratio)}")
-
-
-def check_source(sig: Signature, match: str | None, float64: bool = False) -> str:
-    """Source of `outcome(expected, actual, exact) -> (reproduced, message)` and helpers
-    (reproduced None: it fails another way, CHANGED);
-    float64: the script judges a mismatch against a float64 run (oracles/reference.py)."""
-    if sig.kind == "mismatch":
-        fixed = ('within = f" (or is off it by at most {ERROR_RATIO:g}x eager\'s own error from float64)" '
-                 'if exact is not None else ""\n        return False, f"the backend matches eager PyTorch{within}"'
-                 if float64 else 'return False, "the backend matches eager PyTorch"')
-        body = '''
-def outcome(expected, actual, exact=None):
-    """(True, why) reproduced, (False, why) fixed, (None, why) failing another way."""
-    lost = non_finite(expected, actual)  # trtmin's checks call that a nan, not this mismatch
-    if lost:
-        return None, lost
-    worst = max_error(expected, actual, exact)
-    if worst is None:
-        FIXED_LINE
-    i, err, n, note = worst
-    return True, f"output {i} differs from eager by max abs {err:.4g} ({n} values off{note})"
-'''.replace("FIXED_LINE", fixed)
-        helpers = _MAX_ERROR.replace("#EXACT#\n", _EXACT + "\n" if float64 else "") + _NON_FINITE
-    elif sig.kind == "nan":
-        body = '''
-def outcome(expected, actual, exact=None):
-    lost = non_finite(expected, actual)
-    return (True, lost) if lost else (False, "no non-finite values where eager is finite")
-'''
-        helpers = _NON_FINITE
-    else:  # crash, oom, hang: the run itself decides; reaching outputs means it ran
-        body = '''
-def outcome(expected, actual, exact=None):
+def ran_outcome(expected, actual, exact=None):
+    """A crash, OOM or hang bug: reaching the outputs means it is gone."""
     return False, "compiled and ran without error"
-'''
-        helpers = ""
-    reference = _reference_source() if float64 else ""
-    return _FLATTEN + helpers + reference + body + f"\nERROR_PATTERN = {error_pattern(sig, match)!r}\n"
+
+
+OUTCOMES = {"mismatch": mismatch_outcome, "nan": nan_outcome}
+
+
+def check_source(sig: Signature, match: str | None, float64: bool = False, with_pattern: bool = True) -> str:
+    """Source of `outcome(expected, actual, exact=None) -> (reproduced, why)`
+    (reproduced None: it fails another way, CHANGED) and, with_pattern, ERROR_PATTERN, for `sig`;
+    float64: a mismatch is judged against a float64 run too (oracles/reference.py)."""
+    features = ["float64"] if float64 else []
+    outcome = tagged_source(OUTCOMES.get(sig.kind, ran_outcome), features, name="outcome", docstring=False)
+    reference = (f"\n\nERROR_RATIO = {ERROR_RATIO!r}\n\n\n{float64_source()}\n\n{inspect.getsource(error_ratio)}"
+                 if float64 else "")
+    pattern = f"\nERROR_PATTERN = {error_pattern(sig, match)!r}\n" if with_pattern else ""
+    return f"{reference}\n\n{outcome}{pattern}"
 
 
 def error_pattern(sig: Signature, match: str | None) -> str:

@@ -60,8 +60,8 @@ repro = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(repro)
 with torch.no_grad():
     inputs = [x.to(repro.DEVICE) if isinstance(x, torch.Tensor) else x for x in repro.make_inputs()]
-    expected = repro.flatten(repro.Repro().to(repro.DEVICE)(*inputs))
-got = repro.flatten(out)
+    expected = repro.call(repro.Repro().to(repro.DEVICE), inputs)
+got = list(out) if isinstance(out, (list, tuple)) else [out]
 assert len(got) == len(expected), (len(got), len(expected))
 for a, b in zip(got, expected):
     torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)

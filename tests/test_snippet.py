@@ -60,3 +60,17 @@ def test_every_made_value_form_runs_on_another_device():
     exec(text, ns)
     assert [t.device.type for t in ns["out"]] == ["meta"] * 4
     assert [t.dtype for t in ns["out"]] == [v.dtype for v in values.values()]
+
+
+def test_with_a_backend_call_the_snippet_compiles_the_graph_as_a_function():
+    """Where the backend is one short call (Inductor's torch.compile), the snippet is the
+    bug: the graph as f(inputs), run eagerly and through the backend, both of which run."""
+    tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
+    text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", 'torch.compile(f, backend="inductor")',
+                          ("x",))
+    lines = text.splitlines()
+    assert "def f(x):" in lines and lines[-2:] == [
+        "out = f(x)  # eager", 'got = torch.compile(f, backend="inductor")(x)  # output 0 differs']
+    ns: dict = {}
+    exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
+    torch.testing.assert_close(ns["got"], ns["out"], equal_nan=True)

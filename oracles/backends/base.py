@@ -117,6 +117,11 @@ class Backend:
         a bug by where it happened, as TensorRT's build-time failures without a GPU)."""
         return self.script_part()
 
+    def snippet_call(self, fn: str) -> str | None:
+        """This backend's compile of the function `fn`, as report.md's snippet shows it, where
+        that is one short expression that takes the path trtmin took; else None."""
+        return None
+
     def note(self) -> str | None:
         """What a user must know about how this backend judges candidates here, or None."""
         return None

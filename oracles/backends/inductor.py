@@ -36,8 +36,11 @@ class InductorBackend(Backend):
         return {**self.compile_kwargs, **({"options": self.config} if self.config else {})}
 
     def script_part(self) -> ScriptPart:
+        return ScriptPart(compile_body=f"return {self.snippet_call('module')}")
+
+    def snippet_call(self, fn: str) -> str:
         opts = "".join(f", {k}={v!r}" for k, v in self._options().items())
-        return ScriptPart(compile_body=f'return torch.compile(module, backend="inductor"{opts})')
+        return f'torch.compile({fn}, backend="inductor"{opts})'
 
 
 def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor") -> tuple[dict[str, Any], dict[str, Any]]:

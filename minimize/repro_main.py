@@ -1,0 +1,83 @@
+"""The part of repro.py that runs the program eagerly and compiled and prints the verdict,
+as real functions copied by source into each script (minimize/script.py).
+
+Lines tagged `# [feature]` go into a script only where its bug needs them (a GPU, packages
+to check, a plugin to load, dynamic sizes, a float64 reference, an error to match, a child
+process, a memory limit): see oracles/script_checks.tagged_source. The script contract
+(docs/design.md, "The repro script"): exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run
+here), 3 CHANGED (it fails another way); TRTMIN_BACKEND=eager runs eager in place of the
+backend. The names below that the script defines itself are set here to stand-ins, so this
+module is plain, importable Python; its functions carry no annotations for the same reason.
+"""
+
+import importlib.util
+import os
+import re
+
+import torch
+
+from oracles.reference import Float64
+
+# What each script defines for itself: the program, its inputs, the backend call, the checks.
+DEVICE, REQUIRES, ERROR_PATTERN, DYNAMIC = "cpu", [], "", {}
+Repro = make_inputs = compile_backend = load_backend = outcome = None
+mark_dynamic = clone_marked = limit_memory = announce_call = run_in_child = None
+
+
+def say(verdict, why):
+    """Print the verdict line (an error as its type and first line); return its exit code."""
+    text = f"{type(why).__name__}: {str(why).strip()}".rstrip(": ") if isinstance(why, BaseException) else why
+    print(f"{verdict}: {text.splitlines()[0][:300]}")
+    return {"FIXED": 0, "REPRODUCED": 1, "SKIPPED": 2, "CHANGED": 3}[verdict.split(":")[0]]
+
+
+def call(module, inputs):
+    """module's outputs on a copy of the inputs, as a list."""
+    out = module(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])  # [!dynamic]
+    out = module(*clone_marked(inputs))  # [dynamic] with their dynamic dims
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+@torch.no_grad()
+def main():
+    eager = os.environ.get("TRTMIN_BACKEND") == "eager"
+    if DEVICE.startswith("cuda") and not torch.cuda.is_available():  # [cuda]
+        return say("SKIPPED", "no CUDA GPU is visible here")  # [cuda]
+    if not os.environ.get("TRTMIN_CHILD"):  # [child] the bug ends the process: judge it from outside
+        return run_in_child()  # [child]
+    try:  # the eager half runs everywhere, so a broken script shows
+        inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
+        inputs = [mark_dynamic(x, DYNAMIC.get(i, {})) for i, x in enumerate(inputs)]  # [dynamic]
+        module = Repro().to(DEVICE)
+        expected = call(module, inputs)
+        with Float64():  # [float64] the reference: a difference counts beyond eager's own error
+            exact = call(module, inputs)  # [float64]
+    except Exception as e:  # a file beside the script is gone, or eager fails here: no news of the bug
+        return say("SKIPPED: cannot run", e)
+    missing = [name for name in REQUIRES if not any(importlib.util.find_spec(n) for n in name.split("|"))]  # [requires]
+    if missing and not eager:  # [requires]
+        return say("SKIPPED", f"{', '.join(m.replace('|', ' or ') for m in missing)} is not installed")  # [requires]
+    try:  # [plugin]
+        backend = None if eager else load_backend()  # [plugin]
+    except Exception as e:  # [plugin] the plugin's file or module is gone: not the bug
+        return say("SKIPPED: cannot run: the backend cannot be loaded", e)  # [plugin]
+    importlib.import_module("torch._dynamo")  # [dynamo] start-up, before the child's clock and the memory limit
+    cannot = limit_memory()  # [memory]
+    if cannot:  # [memory]
+        return say("SKIPPED", f"cannot run: {cannot}")  # [memory]
+    announce_call()  # [child]
+    try:
+        actual = call(module if eager else compile_backend(module, inputs), inputs)  # [!plugin]
+        actual = call(module if eager else compile_backend(module, inputs, backend), inputs)  # [plugin]
+        torch.cuda.synchronize()  # [cuda] a kernel's error shows here
+    except Exception as e:  # the compiler failed: is it the same failure?
+        root = getattr(e, "inner_exception", None) or e  # [pattern] the backend's own error, which torch.compile wraps
+        chain = [e]  # [pattern] the whole chain is matched
+        while len(chain) < 8 and (getattr(chain[-1], "inner_exception", None) or chain[-1].__cause__):  # [pattern]
+            chain.append(getattr(chain[-1], "inner_exception", None) or chain[-1].__cause__)  # [pattern]
+        if re.search(ERROR_PATTERN, "\n".join(f"{type(x).__name__}: {x}" for x in chain)):  # [pattern]
+            return say("REPRODUCED", root)  # [pattern]
+        return say("CHANGED: fails differently now", getattr(e, "inner_exception", None) or e)
+    reproduced, why = outcome(expected, actual)  # [!float64]
+    reproduced, why = outcome(expected, actual, exact)  # [float64]
+    return say({True: "REPRODUCED", False: "FIXED", None: "CHANGED: fails differently now"}[reproduced], why)
