@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from minimize.options import Options
+from minimize.peek import check_inputs_early
 from oracles.backend_names import check_backend_name
 from oracles.errors import TrtminError
 
@@ -70,6 +71,8 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     if inputs is not None and not inputs.is_file():
         raise TrtminError(f"--inputs {inputs}: " + ("is a folder; pass the file torch.save wrote" if inputs.is_dir()
                           else "no such file; pass the file torch.save wrote of the model's arguments"))
+    if inputs is not None:
+        check_inputs_early(model, inputs)
     if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
         raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
     if match is not None and oracle not in ERROR_ORACLES:

@@ -1,0 +1,136 @@
+"""The program's inputs and the inputs file, read without torch: a wrong shape or dtype is
+refused in a fraction of a second, before torch's import (3 s here) and any worker.
+
+Both files are zip archives: the .pt2 holds the exported program as JSON
+(`models/model.json`: the user inputs' names, sizes and dtypes), torch.save's file a
+pickle whose tensors are rebuilt by `torch._utils._rebuild_tensor_v2` from a typed
+storage. Anything either reader does not know (another archive version, a nested
+structure, a tensor subclass) is left to the full check (minimize/inputs.py), which says
+the same words: this one only answers early where it is sure.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oracles.errors import TrtminError
+
+# torch/_export/serde/schema.py ScalarType -> torch's dtype name
+_SCHEMA_DTYPES = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float16", 7: "float32",
+                  8: "float64", 9: "complex32", 10: "complex64", 11: "complex128", 12: "bool", 13: "bfloat16"}
+# torch.save's typed storage classes -> dtype name
+_STORAGE_DTYPES = {"ByteStorage": "uint8", "CharStorage": "int8", "ShortStorage": "int16", "IntStorage": "int32",
+                   "LongStorage": "int64", "HalfStorage": "float16", "FloatStorage": "float32",
+                   "DoubleStorage": "float64", "BoolStorage": "bool", "BFloat16Storage": "bfloat16",
+                   "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128"}
+
+
+@dataclass(frozen=True)
+class TensorShape:
+    """A tensor as a file describes it: its sizes (None: a dynamic dim) and dtype name."""
+    sizes: tuple[int | None, ...]
+    dtype: str | None
+
+
+def program_inputs(pt2: Path) -> list[tuple[str, TensorShape | None]] | None:
+    """The program's user inputs in order (None for one that is not a tensor), or None
+    where the archive is not one this reader knows."""
+    try:
+        with zipfile.ZipFile(pt2) as z:
+            names = [n for n in z.namelist() if n.endswith("/models/model.json")]
+            if len(names) != 1:
+                return None
+            graph_module = json.loads(z.read(names[0]))["graph_module"]
+        tensors = graph_module["graph"]["tensor_values"]
+        found: list[tuple[str, TensorShape | None]] = []
+        for spec in graph_module["signature"]["input_specs"]:
+            if "user_input" not in spec:
+                continue
+            arg = spec["user_input"]["arg"]
+            if "as_tensor" not in arg:
+                found.append((next(iter(arg.values()), {}).get("name", "?") if arg else "?", None))
+                continue
+            name = arg["as_tensor"]["name"]
+            meta = tensors[name]
+            sizes = tuple(s["as_int"] if "as_int" in s else None for s in meta["sizes"])
+            found.append((name, TensorShape(sizes, _SCHEMA_DTYPES.get(meta["dtype"]))))
+        return found
+    except (OSError, KeyError, TypeError, ValueError, AttributeError, StopIteration, zipfile.BadZipFile):
+        return None
+
+
+class _Storage:
+    def __init__(self, dtype: str | None) -> None:
+        self.dtype = dtype
+
+
+class _Unknown(Exception):
+    """The pickle holds something this reader does not rebuild."""
+
+
+class _ShapeUnpickler(pickle.Unpickler):
+    """Rebuilds torch.save's tensors as TensorShapes; refuses every other global."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+            return lambda storage, offset, size, *rest: TensorShape(tuple(size), storage.dtype)
+        if (module, name) == ("collections", "OrderedDict"):
+            return dict
+        if module == "torch" and name in _STORAGE_DTYPES:
+            return name
+        raise _Unknown(f"{module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        if isinstance(pid, tuple) and len(pid) >= 2 and pid[0] == "storage":
+            return _Storage(_STORAGE_DTYPES.get(pid[1]) if isinstance(pid[1], str) else None)
+        raise _Unknown(repr(pid))
+
+
+def saved_inputs(path: Path) -> Any | None:
+    """What torch.save wrote to `path`, tensors as TensorShapes, or None where this reader
+    cannot tell."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = [n for n in z.namelist() if n.endswith("/data.pkl")]
+            if len(names) != 1:
+                return None
+            return _ShapeUnpickler(z.open(names[0])).load()
+    except Exception:  # noqa: BLE001 - any surprise: the full check, with torch, decides
+        return None
+
+
+def _flat(loaded: Any, count: int) -> list[Any] | None:
+    """The inputs in order where the file holds them in the plain forms: the tensors flat,
+    or (args, {}) of tensors alone. Other forms go to the full check."""
+    if isinstance(loaded, TensorShape):
+        loaded = (loaded,)
+    if (isinstance(loaded, (tuple, list)) and len(loaded) == 2 and isinstance(loaded[0], (tuple, list))
+            and loaded[1] == {}):
+        loaded = loaded[0]
+    if isinstance(loaded, (tuple, list)) and len(loaded) == count and all(isinstance(x, TensorShape) for x in loaded):
+        return list(loaded)
+    return None
+
+
+def check_inputs_early(model: Path, inputs: Path) -> None:
+    """Refuse inputs of another shape or dtype than the program's, in the full check's words,
+    where both files can be read without torch; else leave it to that check."""
+    wanted = program_inputs(model)
+    loaded = saved_inputs(inputs) if wanted else None
+    flat = _flat(loaded, len(wanted)) if wanted and loaded is not None else None
+    if not wanted or flat is None:
+        return
+    for (name, want), got in zip(wanted, flat):
+        if want is None:
+            continue
+        if want.dtype and got.dtype and want.dtype != got.dtype:
+            raise TrtminError(f"input {name!r} in {inputs} is torch.{got.dtype}, the program expects "
+                              f"torch.{want.dtype}; convert it with .to(torch.{want.dtype})")
+        if len(got.sizes) != len(want.sizes) or any(w is not None and w != g for w, g in zip(want.sizes, got.sizes)):
+            shape = "x".join("?" if w is None else str(w) for w in want.sizes)
+            raise TrtminError(f"input {name!r} in {inputs} has shape {got.sizes}, the program expects {shape}")

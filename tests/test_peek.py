@@ -1,0 +1,59 @@
+"""Inputs of the wrong shape or dtype are refused before torch is imported (minimize/peek.py),
+in the words of the full check (minimize/inputs.py), and anything the torch-free reader
+cannot tell is left to that check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from minimize.inputs import load_inputs
+from minimize.peek import check_inputs_early, program_inputs, saved_inputs
+from oracles.errors import TrtminError
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "forecaster.pt2"
+INPUTS = ROOT / "examples" / "forecaster_inputs.pt"
+
+
+def full_check_error(path: Path) -> str:
+    with pytest.raises(TrtminError) as e:
+        load_inputs(path, torch.export.load(str(MODEL)))
+    return str(e.value)
+
+
+def test_the_files_are_read_without_torch():
+    code = ("import sys, pathlib; from minimize.peek import program_inputs, saved_inputs; "
+            f"print(program_inputs(pathlib.Path({str(MODEL)!r})), saved_inputs(pathlib.Path({str(INPUTS)!r}))); "
+            "print('torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "False", r.stdout + r.stderr
+    wanted = program_inputs(MODEL)
+    assert [(n, s.sizes, s.dtype) for n, s in wanted] == [("history", (2, 24, 4), "float32"),
+                                                          ("start_ns", (2, 1), "int64")]
+    assert saved_inputs(INPUTS) == (wanted[0][1], wanted[1][1])  # the example saves (history, start_ns)
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype"])
+def test_a_wrong_input_is_refused_early_as_the_full_check_refuses_it(tmp_path, change):
+    history, start = torch.load(INPUTS)
+    wrong = torch.randn(3, 3) if change == "shape" else history.double()
+    path = tmp_path / "inputs.pt"
+    torch.save(((wrong, start), {}), path)  # (args, kwargs), as torch.export.export took them
+    with pytest.raises(TrtminError) as early:
+        check_inputs_early(MODEL, path)
+    assert str(early.value) == full_check_error(path)
+
+
+def test_what_it_cannot_read_is_left_to_the_full_check(tmp_path):
+    nested = tmp_path / "nested.pt"
+    torch.save({"batch": {"history": torch.randn(3, 3)}}, nested)  # a form only the full check knows
+    check_inputs_early(MODEL, nested)
+    check_inputs_early(MODEL, INPUTS)  # the right inputs pass
+    not_a_zip = tmp_path / "legacy.pt"
+    not_a_zip.write_bytes(b"\x80\x02}q\x00.")
+    check_inputs_early(MODEL, not_a_zip)
