@@ -173,7 +173,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                                     for n, t in replaced.items() if t.shape != session.program.values[n].shape}
         summary["shrunk_sizes"] = {str(k): v for k, v in sizes.items()}  # in the graph's size arguments
         summary["dynamic"] = {n: {str(d): list(b) for d, b in dims.items()} for n, dims in info.dynamic.items()}
-        summary["diagnosis"] = problem.notes
+        summary["diagnosis"] = {k: v for k, v in problem.notes.items() if not k.startswith("_")}  # _: passes' own
         summary["one_minimal"] = bool((problem.notes.get("one_minimal") or {}).get("proven"))
         summary["emitted"] = list(opts.emit)
         summary["journal_header_sha256"] = journal.digest  # repros add: these outputs are this journal's run

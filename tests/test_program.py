@@ -321,3 +321,17 @@ def test_the_result_is_proven_one_minimal_from_the_cache(program: Program, data)
         1 for i in range(len(problem.current))
         if program.normalize(problem.current[:i] + problem.current[i + 1:]) not in ((), problem.current))
     assert problem.pass_stats["prove_one_minimal"].calls == 0
+
+
+def test_a_window_whose_every_node_is_needed_costs_one_call_a_node(chain: Program):
+    """The real Torch-TensorRT RoPE window: all 20 of its nodes needed, where keep_needed
+    galloped about 2*log2(n) calls for each (72) and delete_chunks then asked 10 chunks.
+    Once a needed node sits next to the kept ones, its neighbour's cut is asked first (1
+    call), and delete_chunks asks only the one-node cuts, all cached but the last node's."""
+    core = set(range(20, 40))
+    problem = reduce_with_pure_oracle(chain, core, jobs=1)
+    assert set(problem.current) == core
+    stats = problem.pass_stats
+    assert stats["keep_needed"].accepted == 0 and stats["delete_chunks"].accepted == 0
+    assert stats["keep_needed"].calls <= len(core) + 2 * len(core).bit_length()
+    assert stats["delete_chunks"].calls <= 1

@@ -11,7 +11,10 @@ from minimize.problem import ReductionProblem
 
 
 def delete_chunks(problem: ReductionProblem) -> None:
-    size = max(1, len(problem.current) // 2)
+    """Chunks of half the graph, then a quarter, down to single nodes; only single nodes
+    where keep_needed found every node needed (those cuts are cached)."""
+    all_needed = problem.notes.get("_all_needed") == list(problem.current)
+    size = 1 if all_needed else max(1, len(problem.current) // 2)
     while True:
         pos = 0
         while pos < len(problem.current):
