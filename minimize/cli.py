@@ -64,28 +64,28 @@ ModelArg = Annotated[Path, typer.Argument(metavar="MODEL.pt2", help="The exporte
                                                                    "torch.export.save.", show_default=False)]
 OracleOpt = Annotated[Optional[Oracle], typer.Option(rich_help_panel="The question", help="What counts as the bug (required): crash, nan, mismatch, "
                                                      "oom or hang.", show_default=False)]
-BackendOpt = Annotated[Optional[str], typer.Option(rich_help_panel="The question", metavar="BACKEND", help=BACKEND_HELP + " Required.",
+BackendOpt = Annotated[Optional[str], typer.Option("--backend", rich_help_panel="The question", metavar="BACKEND", help=BACKEND_HELP + " Required.",
                                                    show_default=False)]
-InputsOpt = Annotated[Optional[Path], typer.Option(metavar="FILE", rich_help_panel="The question", help="A torch.save'd file of the arguments as given to "
+InputsOpt = Annotated[Optional[Path], typer.Option("--inputs", metavar="FILE", rich_help_panel="The question", help="A torch.save'd file of the arguments as given to "
                                                    "torch.export.export: a tuple (args) or (args, kwargs), with dicts "
                                                    "and lists inside as the model takes them (loaded with "
                                                    "weights_only=True). Default: seeded inputs made from the "
                                                    "program's shapes.")]
-MatchOpt = Annotated[Optional[str], typer.Option(metavar="REGEX", rich_help_panel="The question", help="Regex on 'ExceptionType: message' that the failure must match.")]
+MatchOpt = Annotated[Optional[str], typer.Option("--match", metavar="REGEX", rich_help_panel="The question", help="Regex on 'ExceptionType: message' that the failure must match.")]
 AtolOpt = Annotated[float, typer.Option(rich_help_panel="Tolerance", help="Absolute tolerance of the mismatch oracle.")]
 RtolOpt = Annotated[float, typer.Option(rich_help_panel="Tolerance", help="Relative tolerance of the mismatch oracle.")]
 ReferenceOpt = Annotated[Reference, typer.Option(rich_help_panel="Tolerance", help="For a mismatch: [bold]float64[/] also runs the program in float64 "
                          "and counts a difference from eager only where the backend is more than twice as far from "
                          "that run as eager is (for bf16 and fp16 programs, whose rounding alone exceeds any atol).")]
-TimeoutOpt = Annotated[float, typer.Option(metavar="SECONDS", rich_help_panel="Flaky, slow or heavy compilers", help="Seconds one oracle call may take before it counts as a hang.")]
-DeviceOpt = Annotated[str, typer.Option(metavar="DEVICE", rich_help_panel="The question", help="cpu or cuda: where the program and the backend run.")]
-RepeatOpt = Annotated[int, typer.Option(rich_help_panel="Flaky, slow or heavy compilers", metavar="N", help="Run each candidate this many times (flaky compilers); "
+TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", rich_help_panel="Flaky, slow or heavy compilers", help="Seconds one oracle call may take before it counts as a hang.")]
+DeviceOpt = Annotated[str, typer.Option("--device", metavar="DEVICE", rich_help_panel="The question", help="cpu or cuda: where the program and the backend run.")]
+RepeatOpt = Annotated[int, typer.Option("--repeat", rich_help_panel="Flaky, slow or heavy compilers", metavar="N", help="Run each candidate this many times (flaky compilers); "
                      "the original's failure rate is measured first.")]
 CheckRepeatOpt = Annotated[int, typer.Option("--repeat", rich_help_panel="Flaky, slow or heavy compilers", metavar="N", help="Run the program this many times, each "
                           "in a fresh compile, and say in how many it fails (flaky compilers).")]
 ImportOpt = Annotated[Optional[list[str]], typer.Option("--import", metavar="MODULE", rich_help_panel="The question", help="A library to import before the program "
                       "is loaded, which registers its custom ops (repeatable), e.g. natten; repro.py imports it too.")]
-MemoryLimitOpt = Annotated[Optional[int], typer.Option(metavar="MIB", rich_help_panel="Flaky, slow or heavy compilers", help="MiB of address space per worker (RLIMIT_AS); "
+MemoryLimitOpt = Annotated[Optional[int], typer.Option("--memory-limit", metavar="MIB", rich_help_panel="Flaky, slow or heavy compilers", help="MiB of address space per worker (RLIMIT_AS); "
                           "going over it is an oom verdict, not the end of trtmin (reduce: repro.py sets it too).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", rich_help_panel="The question", help="A backend setting KEY=VALUE (repeatable), e.g. "
                    "Torch-TensorRT's min_block_size=1, or for inductor mode, dynamic, fullgraph or any "
@@ -136,10 +136,10 @@ def reduce(
     set_: SetOpt = None,
     import_: ImportOpt = None,
     match: MatchOpt = None,
-    out: Annotated[Path, typer.Option(metavar="DIR", rich_help_panel="Output", help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", rich_help_panel="Output", help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
     resume: Annotated[bool, typer.Option("--resume", rich_help_panel="Output", help="Continue an interrupted run in --out.")] = False,
     force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace the results of another run in --out.")] = False,
-    emit: Annotated[Optional[list[str]], typer.Option(metavar="BACKEND", rich_help_panel="Output", help="Also write the script for another backend (repeatable): "
+    emit: Annotated[Optional[list[str]], typer.Option("--emit", metavar="BACKEND", rich_help_panel="Output", help="Also write the script for another backend (repeatable): "
                     "[bold]tensorrt[/] writes a TensorRT-only script (tensorrt + numpy, .onnx, .npz); "
                     "torch_tensorrt, executorch:xnnpack, ... write repro_<name>.py.")] = None,
     verify: Annotated[bool, typer.Option(rich_help_panel="Output", help="At the end, run repro.py alone in a new process, as a maintainer "
@@ -147,7 +147,7 @@ def reduce(
     atol: AtolOpt = 1e-3,
     rtol: RtolOpt = 1e-3,
     reference: ReferenceOpt = Reference.eager,
-    jobs: Annotated[Optional[int], typer.Option(metavar="N", rich_help_panel="Search", help="Oracle calls run at once, in isolated workers (default: one per "
+    jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", rich_help_panel="Search", help="Oracle calls run at once, in isolated workers (default: one per "
                     "visible GPU with --device cuda, each pinned to its GPU; else 1). The result is the same for any value.")] = None,
     localize: Annotated[bool, typer.Option(rich_help_panel="Search", help="For mismatch and nan: first compile the program with every value "
                         "an output and start the search at the first value that is off (one call; saves most of "
@@ -162,7 +162,7 @@ def reduce(
     any_failure: Annotated[bool, typer.Option("--any-failure", rich_help_panel="Search", help="Accept any failure, not only the original one.")] = False,
     timeout: TimeoutOpt = 300.0,
     repeat: RepeatOpt = 1,
-    min_failures: Annotated[Optional[int], typer.Option(metavar="N", rich_help_panel="Flaky, slow or heavy compilers", help="Of --repeat runs, how many must fail for a candidate "
+    min_failures: Annotated[Optional[int], typer.Option("--min-failures", metavar="N", rich_help_panel="Flaky, slow or heavy compilers", help="Of --repeat runs, how many must fail for a candidate "
                             "to count (default: all where the original failed all; else half as many as it failed, "
                             "rounded up).")] = None,
     memory_limit: MemoryLimitOpt = None,
@@ -401,7 +401,7 @@ def repros_run(
     timeout: Annotated[float, typer.Option(help="Seconds each repro may run.")] = 600.0,
     strict_skips: Annotated[bool, typer.Option(help="A repro that cannot run here (no GPU, a missing package) "
                             "counts as not ok: for machines that should run everything.")] = False,
-    jobs: Annotated[int, typer.Option(metavar="N", help="Repros run at a time, each in its own process "
+    jobs: Annotated[int, typer.Option("--jobs", metavar="N", help="Repros run at a time, each in its own process "
                     "(repros that share one GPU may need 1).")] = 1,
 ) -> None:
     """Run each saved repro in its own process; exit 1 if any status differs from its manifest.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -519,3 +520,16 @@ def test_oracle_and_backend_are_the_question_and_have_no_default(host_program):
         assert_one_line_error(r, "--oracle and --backend are required", f"trtmin {command} model.pt2 --oracle")
     r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash")
     assert_one_line_error(r, "--backend is required")
+
+
+def test_every_option_with_a_metavar_names_its_flag():
+    """typer before 0.28 takes an Option's metavar for its name (`--BACKEND`, and then
+    `--backend` is "No such option", as on the GPU machine's typer 0.27.2): every option
+    that sets a metavar names its flag itself."""
+    import ast
+    tree = ast.parse((Path(__file__).resolve().parent.parent / "minimize" / "cli.py").read_text())
+    unnamed = [node.lineno for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Option"
+               and any(k.arg == "metavar" for k in node.keywords)
+               and not (node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("--"))]
+    assert not unnamed, f"typer.Option with a metavar and no --flag at minimize/cli.py lines {unnamed}"
