@@ -71,12 +71,11 @@ def main():
         actual = call(module if eager else compile_backend(module, inputs, backend), inputs)  # [plugin]
         torch.cuda.synchronize()  # [cuda] a kernel's error shows here
     except Exception as e:  # the compiler failed: is it the same failure?
-        root = getattr(e, "inner_exception", None) or e  # [pattern] the backend's own error, which torch.compile wraps
-        chain = [e]  # [pattern] the whole chain is matched
-        while len(chain) < 8 and (getattr(chain[-1], "inner_exception", None) or chain[-1].__cause__):  # [pattern]
-            chain.append(getattr(chain[-1], "inner_exception", None) or chain[-1].__cause__)  # [pattern]
+        chain, x = [], e  # [pattern]
+        while x is not None and len(chain) < 8:  # [pattern] torch.compile wraps the backend's error: match them all
+            chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern]
         if re.search(ERROR_PATTERN, "\n".join(f"{type(x).__name__}: {x}" for x in chain)):  # [pattern]
-            return say("REPRODUCED", root)  # [pattern]
+            return say("REPRODUCED", getattr(e, "inner_exception", None) or e)  # [pattern] the backend's own error
         return say("CHANGED: fails differently now", getattr(e, "inner_exception", None) or e)
     reproduced, why = outcome(expected, actual)  # [!float64]
     reproduced, why = outcome(expected, actual, exact)  # [float64]

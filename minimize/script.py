@@ -183,21 +183,22 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     copied with only the parts this bug needs)."""
     from minimize import repro_main
     env = environment()
-    part = backend.script_part_for(info.verdict)
+    dynamic = _dynamic_parts(info, list(inputs))
+    part = backend.script_part_for(info.verdict, dynamic=bool(dynamic))
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
     forward_src = forward_source(gm)
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
     pattern = error_pattern(info.signature, match)
-    dynamic = _dynamic_parts(info, list(inputs))
     on = script_features(info, part, pattern, bool(dynamic))
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""
     about = (f"{info.title}: {info.verdict.describe()}. trtmin {env['trtmin']} cut {info.source_model} from "
              f"{info.original_nodes} to {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls on torch "
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
-    std = ["os", "sys", *(["importlib", "importlib.util"] if on & {"requires", "dynamo"} or info.imports else []),
+    std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
+           *(["importlib.util"] if "requires" in on else []),
            *(["pathlib"] if big else []), *(["re"] if on & {"pattern", "child"} else []),
            *(["subprocess"] if "child" in on else [])]
     head = HEADER.format(about=_docstring_text(textwrap.fill(about, 96, break_on_hyphens=False)),

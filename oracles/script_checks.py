@@ -106,7 +106,7 @@ def check_source(sig: Signature, match: str | None, float64: bool = False, with_
     outcome = tagged_source(OUTCOMES.get(sig.kind, ran_outcome), features, name="outcome", docstring=False)
     reference = (f"\n\nERROR_RATIO = {ERROR_RATIO!r}\n\n\n{float64_source()}\n\n{inspect.getsource(error_ratio)}"
                  if float64 else "")
-    pattern = f"\nERROR_PATTERN = {error_pattern(sig, match)!r}\n" if with_pattern else ""
+    pattern = f"\n\nERROR_PATTERN = {error_pattern(sig, match)!r}\n" if with_pattern else ""
     return f"{reference}\n\n{outcome}{pattern}"
 
 

@@ -112,9 +112,10 @@ class Backend:
     def script_part(self) -> ScriptPart:
         raise NotImplementedError
 
-    def script_part_for(self, verdict: Any) -> ScriptPart:
+    def script_part_for(self, verdict: Any, dynamic: bool = True) -> ScriptPart:
         """script_part for a script that reproduces `verdict` (a backend whose script judges
-        a bug by where it happened, as TensorRT's build-time failures without a GPU)."""
+        a bug by where it happened, as TensorRT's build-time failures without a GPU), of a
+        program with (or without) dynamic dims."""
         return self.script_part()
 
     def snippet_call(self, fn: str) -> str | None:
