@@ -263,10 +263,20 @@ class ReductionProblem:
         return self.partition_cache[key]
 
     # ---- acceptance -----------------------------------------------------------------
-    def accept(self, cand: Candidate) -> None:
-        self.current = cand
+    def consider(self, cand: Candidate, settings: Settings | None = None) -> bool:
+        """The one place a reduction step is taken (docs/design.md, "Acceptance"): a pass
+        proposes `cand` (under `settings`, default the current ones); it is adopted, counted
+        and shown only if it fails the same way (the pass asked already: from the cache) and
+        is no larger than what it replaces. Passes never assign current or settings."""
+        settings = self.settings if settings is None else settings
+        if (cand, settings) == (self.current, self.settings) or len(cand) > len(self.current):
+            return False
+        if not self.is_interesting(cand, settings):
+            return False
+        self.current, self.settings = cand, settings
         self.counters.accepted += 1
         self.on_change(self)
+        return True
 
     def establish_original(self) -> Verdict | None:
         """The original's verdict, which sets the signature candidates must match and

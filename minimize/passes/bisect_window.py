@@ -75,4 +75,4 @@ def bisect_window(problem: ReductionProblem) -> None:
         off = named_failing_position(problem, cur)
     window = problem.run_search(lambda: _window_search(problem, cur, off))
     if window and window != cur and problem.is_interesting(window):
-        problem.accept(window)
+        problem.consider(window)

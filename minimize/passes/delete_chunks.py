@@ -28,7 +28,7 @@ def delete_chunks(problem: ReductionProblem) -> None:
             i = problem.try_first(cands)
             if i is None:
                 break
-            problem.accept(cands[i])
+            problem.consider(cands[i])
             pos = starts[i]
         if size == 1:
             return
@@ -43,5 +43,5 @@ def prove_one_minimal(problem: ReductionProblem) -> None:
     cuts = [c for c in (problem.program.normalize(cur[:i] + cur[i + 1:]) for i in range(len(cur))) if c and c != cur]
     i = problem.try_first(cuts)
     if i is not None:
-        problem.accept(cuts[i])
+        problem.consider(cuts[i])
     problem.notes["one_minimal"] = {"proven": i is None, "cuts_tried": len(cuts) if i is None else i + 1}

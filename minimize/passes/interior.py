@@ -53,4 +53,4 @@ def keep_needed(problem: ReductionProblem) -> None:
     if needed == cur:
         problem.notes["_all_needed"] = list(cur)  # each one-node cut was asked, and passes
     elif needed and problem.is_interesting(needed):
-        problem.accept(needed)
+        problem.consider(needed)

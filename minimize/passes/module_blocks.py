@@ -31,4 +31,4 @@ def delete_module_blocks(problem: ReductionProblem) -> None:
             i = problem.try_first(cands)
             if i is None:
                 break
-            problem.accept(cands[i])
+            problem.consider(cands[i])

@@ -32,7 +32,7 @@ def keep_one_output(problem: ReductionProblem) -> None:
         i = problem.try_first(cands)
         if i is None:
             return
-        problem.accept(cands[i])
+        problem.consider(cands[i])
 
 
 def failing_output_cone(problem: ReductionProblem, cand: Candidate) -> Candidate | None:

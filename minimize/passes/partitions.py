@@ -35,7 +35,7 @@ def isolate_partition(problem: ReductionProblem) -> None:
     if i is not None:
         n = cands.index(usable[i])
         problem.notes["failing_engine"] = f"engine {n} of {len(parts)} ({len(usable[i])} call nodes)"
-        problem.accept(usable[i])
+        problem.consider(usable[i])
 
 
 def shrink_list(items: list[T], keeps_property: Callable[[list[list[T]]], int | None]) -> list[T]:
@@ -64,7 +64,8 @@ def bisect_settings(problem: ReductionProblem) -> None:
     needed = shrink_list(given, lambda cands: problem.first_settings([as_settings(c) for c in cands]))
     problem.notes["settings_needed"] = dict(needed)
     problem.notes["settings_dropped"] = sorted(k for k, _ in given if k not in dict(needed))
-    problem.settings = as_settings(needed)
+    if len(needed) < len(given):
+        problem.consider(problem.current, as_settings(needed))
 
 
 def bisect_op_fallback(problem: ReductionProblem) -> None:

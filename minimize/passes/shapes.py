@@ -204,8 +204,7 @@ def generate_small_values(problem: ReductionProblem) -> None:
     plan = _SizePlan(problem, with_generated(problem.settings, exprs))
     trial = plan.trial({d: SHRUNK_TO for d in plan.sizes}) if plan.sizes else None
     if trial is not None and problem.is_interesting(problem.current, trial, EXPECTED_P):
-        problem.settings = trial
-        problem.counters.accepted += 1
+        problem.consider(problem.current, trial)
 
 
 def shrink_shapes(problem: ReductionProblem) -> None:
@@ -219,8 +218,7 @@ def shrink_shapes(problem: ReductionProblem) -> None:
         trial = plan.trial({**done, **more})
         if trial is None or not problem.is_interesting(problem.current, trial, p_true):
             return False
-        problem.settings = trial
-        problem.counters.accepted += 1
+        problem.consider(problem.current, trial)
         done.update(more)
         return True
 

@@ -209,9 +209,7 @@ def generate_values(problem: ReductionProblem) -> None:
         trial = with_generated(problem.settings, {**generated_of(problem.settings), **more})
         if not problem.is_interesting(problem.current, trial, p_true):
             return False
-        problem.settings = trial
-        problem.counters.accepted += 1
-        return True
+        return problem.consider(problem.current, trial)
 
     if not exprs or keeps_failing(exprs, EXPECTED_P):  # most bugs are in the graph, not its values
         return
