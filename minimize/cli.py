@@ -4,7 +4,6 @@ one red line and exit code 2 (docs/design.md, Conventions). The only module that
 
 from __future__ import annotations
 
-import re
 import signal
 import sys
 import time
@@ -22,6 +21,7 @@ from minimize.libraries import checked_imports
 from minimize.out_dir import JOURNAL, check_out_dir, earlier_runs_files
 from oracles import bytecode
 from oracles.errors import TrtminError, unjudgeable
+from oracles.verdict import answers
 from oracles.worker import exit_now
 
 app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
@@ -270,7 +270,7 @@ def check(
     v = runs[0]
     if v.kind == "invalid":
         _fail(unjudgeable(v.exc_type, v.message))
-    fails = v.kind == oracle.value and (match is None or re.search(match, f"{v.exc_type}: {v.message}"))
+    fails = answers(v, oracle.value, match)
     where = f"{backend} on {device}"
     if fails:
         print(f"FAILS ({oracle.value}) {where}: {v.describe()}")
@@ -323,7 +323,7 @@ def the_question(oracle: Optional[Oracle], backend: Optional[str], command: str)
 
 
 def _print_flakiness(runs: list, oracle: Oracle, match: Optional[str]) -> None:
-    fails = [v for v in runs if v.kind == oracle.value and (match is None or re.search(match, f"{v.exc_type}: {v.message}"))]
+    fails = [v for v in runs if answers(v, oracle.value, match)]
     if fails:
         print(f"FAILS ({oracle.value}) in {len(fails)} of {len(runs)} runs: {fails[0].describe()}")
         raise typer.Exit(1)

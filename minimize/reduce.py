@@ -32,7 +32,7 @@ from minimize.verify import run_alone
 from minimize.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
-from oracles.verdict import Verdict, low_precision_note
+from oracles.verdict import Verdict, answers, low_precision_note
 
 
 def file_digest(path: Path) -> str:
@@ -220,10 +220,7 @@ def _forget_run(out: Path, made_out: bool) -> None:
 def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -> None:
     if v.kind == "invalid":
         raise unjudgeable(v.exc_type, v.message)
-    sig_ok = v.kind == opts.oracle and (match is None or match.search(f"{v.exc_type}: {v.message}"))
-    if opts.any_failure and v.failed:
-        return
-    if not sig_ok:
+    if not answers(v, opts.oracle, match, opts.any_failure):
         hint = (f"it fails as {v.kind} instead; try --oracle {v.kind}" if v.failed and v.kind != opts.oracle
                 else f"check --backend, --device{' and the tolerances' if opts.oracle == 'mismatch' else ''}"
                      + (", or, if it fails only sometimes, measure it with trtmin check --repeat 10 and reduce "

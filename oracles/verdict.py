@@ -103,6 +103,18 @@ def mismatch_decade(max_abs: float | None) -> int:
     return math.floor(math.log10(max_abs))
 
 
+def answers(v: Verdict, oracle: str, match: re.Pattern[str] | str | None = None, any_failure: bool = False) -> bool:
+    """The one judge of whether a verdict is the failure the user asks about (check, reduce,
+    every candidate through Signature.matches): the oracle's kind, with its
+    'Type: message' taken by --match where it has one (crash, oom); with --any-failure,
+    any failure at all."""
+    if any_failure:
+        return v.failed
+    if v.kind != oracle:
+        return False
+    return match is None or v.kind not in ("crash", "oom") or re.search(match, f"{v.exc_type}: {v.message}") is not None
+
+
 @dataclass(frozen=True)
 class Signature:
     """What stays fixed across a reduction."""
@@ -125,13 +137,8 @@ class Signature:
     MISMATCH_DECADES = 3
 
     def matches(self, v: Verdict, match: re.Pattern[str] | None = None, any_failure: bool = False) -> bool:
-        if any_failure:
-            return v.failed
-        if v.kind != self.kind:
-            return False
-        if match is not None and v.kind in ("crash", "oom"):
-            if not match.search(f"{v.exc_type}: {v.message}"):
-                return False
+        if any_failure or not answers(v, self.kind, match):
+            return answers(v, self.kind, match, any_failure)
         if self.kind == "crash":
             return (v.exc_type, normalize_message(v.message)) == (self.exc_type, self.message)
         if self.kind == "mismatch" and self.decade is not None:

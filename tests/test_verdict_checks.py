@@ -1,9 +1,10 @@
+import re
+
 import torch
 
 from oracles.checks import Tolerance, classify_exception, compare_outputs
 from oracles.script_checks import error_pattern
 from oracles.verdict import Signature, Verdict, normalize_message
-import re
 
 
 def test_normalize_makes_numbers_and_addresses_generic():
@@ -201,3 +202,16 @@ def test_a_mismatch_carries_its_first_values_off_for_the_report():
     assert off["index"][:2] == [[0, 3], [0, 4]] and off["eager"][0] == 3000000000 and off["backend"][0] == -1294967296
     assert "| (0, 3) | 3000000000 | -1294967296 |" in _values_section(v)
     assert _values_section(compare_outputs([eager], [eager], Tolerance())) == ""
+
+
+def test_one_judge_answers_whether_a_verdict_is_the_failure_asked_about():
+    """check, reduce and every candidate (Signature.matches) judge through oracles.verdict.answers."""
+    from oracles.verdict import Signature, Verdict, answers
+    crash = Verdict("crash", "RuntimeError", "no converter for aten::sin")
+    assert answers(crash, "crash") and not answers(crash, "mismatch")
+    assert answers(crash, "crash", "converter") and not answers(crash, "crash", "^ValueError")
+    assert answers(Verdict("nan", output=0), "nan", "ignored: a NaN has no message")
+    assert answers(crash, "mismatch", any_failure=True) and not answers(Verdict("pass"), "crash", any_failure=True)
+    sig = Signature.of(crash)
+    assert sig.matches(crash) and not sig.matches(crash, re.compile("^ValueError"))
+    assert not sig.matches(Verdict("crash", "RuntimeError", "another error"))
