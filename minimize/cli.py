@@ -441,14 +441,14 @@ def repros_table(files: Annotated[list[Path], typer.Argument(help="JSON files fr
         _fail(e)
 
 
-def _usage_path(ctx: object) -> str:
+def _usage_path(ctx: object, argv: list[str]) -> str:
     """`trtmin repros run`, not `trtmin`, for an error the group's context raised while the
     subcommand's options were read (`--json` without its value)."""
     if ctx is None:  # raised before any context (an option without its value): from the top
         path, command = "trtmin", typer.main.get_command(app)
     else:
         path, command = getattr(ctx, "command_path", "trtmin"), getattr(ctx, "command", None)
-    for word in sys.argv[1:]:
+    for word in argv:
         sub = getattr(command, "commands", {}).get(word)
         if sub is None:
             break
@@ -460,19 +460,17 @@ def _usage_path(ctx: object) -> str:
 USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
-def main() -> None:
-    # torch's own deprecation chatter (pytree LeafSpec, ...) is not the user's problem
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
-    bytecode.enable()  # before torch is imported: seconds per process on installs without bytecode
-    interrupts.install()
+def run(argv: list[str]) -> object:
+    """The exit code of the command line `argv`: usage and domain errors as one line, no
+    traceback. main() adds what a process of its own needs (signal handlers, the fast exit);
+    the tests call this in-process for errors found before any worker starts."""
     try:
-        code: object = app(standalone_mode=False)  # returns the exit code; usage errors are raised
+        code: object = app(args=argv, prog_name="trtmin", standalone_mode=False)  # usage errors are raised
     except USAGE_ERROR as e:
         if e.ctx is not None and not e.ctx.args and not e.ctx.params and type(e).__name__ == "NoArgsIsHelpError":
             e.show()  # a bare `trtmin` or `trtmin repros`: the help
         else:  # one line, as for every other bad input, not typer's boxed panel
-            where = _usage_path(e.ctx)
+            where = _usage_path(e.ctx, argv)
             message = e.format_message().replace("Value error, ", "").rstrip(".")
             err.print(f"[red]error:[/] {message}; see {where} --help", highlight=False)
         code = 2
@@ -483,6 +481,16 @@ def main() -> None:
         code = _report(e)
     except SystemExit as e:
         code = e.code
+    return code
+
+
+def main() -> None:
+    # torch's own deprecation chatter (pytree LeafSpec, ...) is not the user's problem
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
+    bytecode.enable()  # before torch is imported: seconds per process on installs without bytecode
+    interrupts.install()
+    code = run(sys.argv[1:])
     if code is None or isinstance(code, int):
         exit_now(code or 0)  # outputs written, workers stopped: the interpreter's teardown is only waiting
     sys.exit(code)

@@ -28,6 +28,35 @@ def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str
                           timeout=timeout, env=env, cwd=ROOT)
 
 
+def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command line in this process (minimize.cli.run, what `trtmin` runs less its
+    signal handlers and fast exit), for errors found before any worker starts: the same
+    words and exit code without a new interpreter importing torch (3-7 s each). An
+    exception that escapes is written to stderr as its traceback, as a process would."""
+    import contextlib
+    import io
+    import traceback
+
+    from minimize import cli
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.run(list(args))
+        except BaseException:  # noqa: BLE001 - a traceback is what the test must see
+            traceback.print_exc()
+            code = 1
+    code = code if isinstance(code, int) else (0 if code is None else 1)
+    return subprocess.CompletedProcess(["trtmin", *args], code, out.getvalue(), err.getvalue())
+
+
+def check_here(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli_here("check", *with_question(*args))
+
+
+def reduce_here(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli_here("reduce", *with_question(*args))
+
+
 def with_question(*args: str) -> tuple[str, ...]:
     """`check` or `reduce` arguments with the question asked: --oracle mismatch and
     --backend inductor where a test about something else gives neither."""

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.conftest import plugin, save_program
-from tests.helpers import run_check, run_cli, run_reduce
+from tests.helpers import check_here, reduce_here, run_check, run_cli, run_cli_here, run_reduce
 
 
 def assert_one_line_error(r, *words: str) -> None:
@@ -29,22 +29,22 @@ def test_truncated_pt2(host_program, tmp_path):
     data = host_program[0].read_bytes()
     bad = tmp_path / "cut.pt2"
     bad.write_bytes(data[: len(data) // 2])
-    assert_one_line_error(run_check(str(bad)), "cut.pt2", "torch.export.save")
+    assert_one_line_error(check_here(str(bad)), "cut.pt2", "torch.export.save")
 
 
 def test_not_a_pt2(tmp_path):
     bad = tmp_path / "notes.pt2"
     bad.write_text("hello")
-    assert_one_line_error(run_reduce(str(bad), "--out", str(tmp_path / "o")), "not a .pt2")
+    assert_one_line_error(reduce_here(str(bad), "--out", str(tmp_path / "o")), "not a .pt2")
     z = tmp_path / "other.pt2"
     with zipfile.ZipFile(z, "w") as f:
         f.writestr("readme.txt", "not a program")
-    assert_one_line_error(run_check(str(z)), "other.pt2")
+    assert_one_line_error(check_here(str(z)), "other.pt2")
 
 
 def test_missing_file(tmp_path):
-    assert_one_line_error(run_check(str(tmp_path / "nope.pt2")), "no such file")
-    assert_one_line_error(run_reduce(str(tmp_path / "nope.pt2"), "--out", str(tmp_path / "o")), "no such file")
+    assert_one_line_error(check_here(str(tmp_path / "nope.pt2")), "no such file")
+    assert_one_line_error(reduce_here(str(tmp_path / "nope.pt2"), "--out", str(tmp_path / "o")), "no such file")
     assert not (tmp_path / "o").exists()
 
 
@@ -78,28 +78,28 @@ def test_eager_run_fails(tmp_path):
 
 def test_bad_plugin_specs(host_program, tmp_path):
     model, inputs = host_program
-    assert_one_line_error(run_check(str(model), "--backend", str(tmp_path / "none.py") + ":f"), "does not exist")
-    assert_one_line_error(run_check(str(model), "--backend", plugin("no_such_fn")), "no function 'no_such_fn'")
-    assert_one_line_error(run_check(str(model), "--backend", plugin("NOT_CALLABLE")), "not callable")
-    assert_one_line_error(run_check(str(model), "--backend", "tvm"), "unknown backend")
+    assert_one_line_error(check_here(str(model), "--backend", str(tmp_path / "none.py") + ":f"), "does not exist")
+    assert_one_line_error(check_here(str(model), "--backend", plugin("no_such_fn")), "no function 'no_such_fn'")
+    assert_one_line_error(check_here(str(model), "--backend", plugin("NOT_CALLABLE")), "not callable")
+    assert_one_line_error(check_here(str(model), "--backend", "tvm"), "unknown backend")
 
 
 def test_inputs_file_mismatches(host_program, tmp_path):
     model, _ = host_program
     f = tmp_path / "in.pt"
     torch.save((torch.randn(4, 8), torch.randn(1)), f)
-    assert_one_line_error(run_check(str(model), "--inputs", str(f)), "2 inputs", "takes 1")
+    assert_one_line_error(check_here(str(model), "--inputs", str(f)), "2 inputs", "takes 1")
     torch.save((torch.randn(4, 8).double(),), f)
-    assert_one_line_error(run_check(str(model), "--inputs", str(f)), "torch.float64")
+    assert_one_line_error(check_here(str(model), "--inputs", str(f)), "torch.float64")
     torch.save((torch.randn(4, 9),), f)
-    assert_one_line_error(run_check(str(model), "--inputs", str(f)), "shape")
+    assert_one_line_error(check_here(str(model), "--inputs", str(f)), "shape")
 
 
 def test_a_folder_given_as_inputs_is_named_as_one(host_program, tmp_path):
     """It was 'cannot be loaded with weights_only=True (IsADirectoryError ...)': the fix it
     pointed at (weights_only, a plain tuple) was not the problem."""
     model, _ = host_program
-    assert_one_line_error(run_check(str(model), "--inputs", str(tmp_path)), "is a folder", "torch.save")
+    assert_one_line_error(check_here(str(model), "--inputs", str(tmp_path)), "is a folder", "torch.save")
 
 
 def test_out_folder_with_other_files_is_not_overwritten(host_program, tmp_path):
@@ -126,15 +126,15 @@ def test_missing_backend_package_is_one_line_and_help_still_works(host_program):
     import importlib.util
     model, _ = host_program
     if importlib.util.find_spec("torch_tensorrt") is None:
-        assert_one_line_error(run_check(str(model), "--backend", "torch_tensorrt"),
+        assert_one_line_error(check_here(str(model), "--backend", "torch_tensorrt"),
                               "torch_tensorrt package", "pip install")
     r = run_cli("--help")
     assert r.returncode == 0 and "reduce" in r.stdout
 
 
 def test_folder_given_as_model(tmp_path):
-    assert_one_line_error(run_check(str(tmp_path)), "is a folder")
-    assert_one_line_error(run_reduce(str(tmp_path), "--out", str(tmp_path / "o")), "is a folder")
+    assert_one_line_error(check_here(str(tmp_path)), "is a folder")
+    assert_one_line_error(reduce_here(str(tmp_path), "--out", str(tmp_path / "o")), "is a folder")
 
 
 def test_unknown_setting_is_refused_with_a_suggestion(host_program):
@@ -155,19 +155,19 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
                     plugin("crash_on_sin"), "--out", str(out), *args)
         assert_one_line_error(r, *words)
         assert "loaded" not in r.stderr and not out.exists()  # refused before the model loaded: no run lost
-    assert_one_line_error(run_check(str(model), "--repeat", "0"), "--repeat 0")
-    assert_one_line_error(run_check(str(model), "--memory-limit", "0"), "--memory-limit 0")
-    assert_one_line_error(run_cli("repros", "run", "--timeout", "-1"), "--timeout -1")
+    assert_one_line_error(check_here(str(model), "--repeat", "0"), "--repeat 0")
+    assert_one_line_error(check_here(str(model), "--memory-limit", "0"), "--memory-limit 0")
+    assert_one_line_error(run_cli_here("repros", "run", "--timeout", "-1"), "--timeout -1")
 
 
 def test_usage_errors_are_one_line_too(host_program):
     model, _ = host_program
-    assert_one_line_error(run_cli("reduce", str(model), "--oracle", "bogus"), "--oracle", "'mismatch'", "--help")
-    assert_one_line_error(run_cli("reduce"), "Missing argument", "reduce --help")
-    assert_one_line_error(run_check(str(model), "--jobs", "2"), "No such option")
-    assert_one_line_error(run_cli("reduse", str(model)), "No such command")
-    assert_one_line_error(run_check(str(model), "--match", "x"), "--match applies", "drop --match")
-    assert_one_line_error(run_cli("repros", "run", "--json"), "requires an argument", "repros run --help")
+    assert_one_line_error(run_cli_here("reduce", str(model), "--oracle", "bogus"), "--oracle", "'mismatch'", "--help")
+    assert_one_line_error(run_cli_here("reduce"), "Missing argument", "reduce --help")
+    assert_one_line_error(check_here(str(model), "--jobs", "2"), "No such option")
+    assert_one_line_error(run_cli_here("reduse", str(model)), "No such command")
+    assert_one_line_error(check_here(str(model), "--match", "x"), "--match applies", "drop --match")
+    assert_one_line_error(run_cli_here("repros", "run", "--json"), "requires an argument", "repros run --help")
 
 
 def test_a_memory_limit_below_a_workers_own_start_is_named_not_called_a_crash(host_program, tmp_path):
@@ -181,9 +181,9 @@ def test_settings_are_checked_and_parsed_for_inductor_and_refused_for_eager(host
     from oracles.backends import resolve
     from oracles.errors import TrtminError
     model, _ = host_program
-    assert_one_line_error(run_check(str(model), "--backend", "inductor", "--set", "max_autotun=1"),
+    assert_one_line_error(check_here(str(model), "--backend", "inductor", "--set", "max_autotun=1"),
                           "no setting 'max_autotun'", "did you mean max_autotune")
-    assert_one_line_error(run_check(str(model), "--backend", "eager", "--set", "x=1"), "takes no settings")
+    assert_one_line_error(check_here(str(model), "--backend", "eager", "--set", "x=1"), "takes no settings")
     backend = resolve("inductor", {"dynamic": "true", "fullgraph": "false", "cpp.simdlen": "8", "max_autotune": "off"})
     assert backend._options() == {"dynamic": True, "fullgraph": False,
                                   "options": {"cpp.simdlen": 8, "max_autotune": False}}
@@ -203,7 +203,7 @@ def test_an_inputs_file_torch_cannot_read_is_one_line(host_program, tmp_path):
     for text in ("hello", "abc", ""):
         f = tmp_path / "in.pt"
         f.write_text(text)
-        assert_one_line_error(run_check(str(model), "--inputs", str(f)), "cannot be loaded", "torch.save")
+        assert_one_line_error(check_here(str(model), "--inputs", str(f)), "cannot be loaded", "torch.save")
 
 
 def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, tmp_path):
@@ -217,7 +217,7 @@ def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, t
     assert (mine / "repro.py").read_text() == "my own script"
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    assert_one_line_error(run_reduce(str(model), *args, "--out", str(tmp_path / "other"), "--resume"),
+    assert_one_line_error(reduce_here(str(model), *args, "--out", str(tmp_path / "other"), "--resume"),
                           "no interrupted run", "drop --resume")
     # --resume where nothing was journaled yet (Ctrl-C before the first verdict): a fresh run
     fresh = run_reduce(str(model), *args, "--out", str(tmp_path / "new"), "--resume", "--no-verify")
@@ -227,7 +227,7 @@ def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, t
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True).returncode:
         return
     try:
-        assert_one_line_error(run_reduce(str(model), *args, "--out", str(ro / "o")), "cannot be written")
+        assert_one_line_error(reduce_here(str(model), *args, "--out", str(ro / "o")), "cannot be written")
     finally:
         subprocess.run(["umount", str(ro)], capture_output=True)
 
@@ -239,7 +239,7 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     r = run_reduce(str(model), *args, "--resume", "--timeout", "60")
     assert_one_line_error(r, "--timeout 300.0 there, 60.0 now", "--force")
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
-    assert_one_line_error(run_reduce(str(model), *args, "--timeout", "60"), "holds another run", "--force")
+    assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds another run", "--force")
     r = run_reduce(str(model), *args, "--timeout", "60", "--force")
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "repro.py").exists()
@@ -249,10 +249,10 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
 
 def test_repros_commands_refuse_folders_and_files_in_each_others_place(tmp_path):
     (tmp_path / "afile").write_text("x")
-    assert_one_line_error(run_cli("repros", "add", str(tmp_path), "--name", "p", "--suite", str(tmp_path / "afile")),
+    assert_one_line_error(run_cli_here("repros", "add", str(tmp_path), "--name", "p", "--suite", str(tmp_path / "afile")),
                           "is a file")
-    assert_one_line_error(run_cli("repros", "table", str(tmp_path)), "is a folder")
-    assert_one_line_error(run_cli("repros", "run", "--json", str(tmp_path)), "is a folder")
+    assert_one_line_error(run_cli_here("repros", "table", str(tmp_path)), "is a folder")
+    assert_one_line_error(run_cli_here("repros", "run", "--json", str(tmp_path)), "is a folder")
 
 
 def test_a_users_own_journal_and_a_file_in_the_outs_path_are_told_apart(host_program, tmp_path):
@@ -262,9 +262,9 @@ def test_a_users_own_journal_and_a_file_in_the_outs_path_are_told_apart(host_pro
     (mine / "journal.jsonl").write_text('{"day": 1}\n')  # the user's, not a trtmin run's
     (mine / "report.md").write_text("my report")
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin")]
-    assert_one_line_error(run_reduce(str(model), *args, "--out", str(mine), "--force"), "no trtmin run wrote")
+    assert_one_line_error(reduce_here(str(model), *args, "--out", str(mine), "--force"), "no trtmin run wrote")
     assert (mine / "report.md").read_text() == "my report" and (mine / "journal.jsonl").read_text() == '{"day": 1}\n'
-    assert_one_line_error(run_reduce(str(model), *args, "--out", str(mine / "report.md" / "o")),
+    assert_one_line_error(reduce_here(str(model), *args, "--out", str(mine / "report.md" / "o")),
                           "report.md is a file, not a folder")
 
 
@@ -439,7 +439,7 @@ def test_a_setting_the_plugin_function_does_not_take_is_refused(host_program, tm
                 "crash", "--set", "min_block_size=1", "--out", str(out))
     assert_one_line_error(r, "--set min_block_size", "crash_on_sin", "no keyword argument 'min_block_size'")
     assert not (out / "repro.py").exists()
-    assert_one_line_error(run_check(str(model), "--backend", plugin("crash_on_sin"), "--set", "x=1"),
+    assert_one_line_error(check_here(str(model), "--backend", plugin("crash_on_sin"), "--set", "x=1"),
                           "no keyword argument 'x'")
 
 
@@ -449,11 +449,11 @@ def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_p
     model, inputs = host_program
     args = ("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"))
     out = tmp_path / "o"
-    assert_one_line_error(run_cli(*args, "--oracle", "mismatch", "--out", str(out)), "try --oracle crash")
+    assert_one_line_error(run_cli_here(*args, "--oracle", "mismatch", "--out", str(out)), "try --oracle crash")
     assert not out.exists()  # this run made it: nothing of it is left
     mine = tmp_path / "mine"
     mine.mkdir()
-    assert_one_line_error(run_cli(*args, "--oracle", "nan", "--out", str(mine)), "does not fail the nan oracle")
+    assert_one_line_error(run_cli_here(*args, "--oracle", "nan", "--out", str(mine)), "does not fail the nan oracle")
     assert mine.is_dir() and not list(mine.iterdir())  # the user's folder stays, empty as it was
 
 
@@ -500,15 +500,15 @@ def test_what_is_mistaken_for_a_pt2_is_named(host_program, tmp_path):
     module saved with torch.save or torch.jit.save: each was 'not a .pt2 archive' or 'could
     not be loaded (... check the warnings above)', which did not say what to export."""
     model, inputs = host_program
-    assert_one_line_error(run_check(str(inputs)), "written by torch.save", "torch.export.export(model, args)")
+    assert_one_line_error(check_here(str(inputs)), "written by torch.save", "torch.export.export(model, args)")
     ts = tmp_path / "model.pt"
     torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(ts))
-    assert_one_line_error(run_check(str(ts)), "TorchScript archive")
+    assert_one_line_error(check_here(str(ts)), "TorchScript archive")
     pytest.importorskip("executorch")
     from executorch.exir import to_edge
     pte = tmp_path / "model.pte"
     pte.write_bytes(to_edge(torch.export.load(str(model))).to_executorch().buffer)
-    assert_one_line_error(run_check(str(pte)), "ExecuTorch program (.pte)", "torch.export.save(ep")
+    assert_one_line_error(check_here(str(pte)), "ExecuTorch program (.pte)", "torch.export.save(ep")
 
 
 def test_oracle_and_backend_are_the_question_and_have_no_default(host_program):
