@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,7 +88,7 @@ def test_emitted_scripts_for_the_tensorrt_family(reduced):
         skips = ("SKIPPED: torch_tensorrt is not installed", "SKIPPED: no CUDA GPU is visible here")
         assert r.returncode == 2 and r.stdout.strip() in skips, r.stdout + r.stderr
     assert "torch_tensorrt.dynamo.compile" in (reduced / "repro_torch_tensorrt.py").read_text()
-    assert "DEVICE = 'cuda'" in (reduced / "repro_torch_tensorrt.py").read_text()
+    assert re.search(r"^DEVICE(, ATOL, RTOL)? = 'cuda'", (reduced / "repro_torch_tensorrt.py").read_text(), re.M)
     assert "`repro_tensorrt.py`, `model.onnx`, `repro_tensorrt.npz` (tensorrt); `repro_torch_tensorrt.py` " \
         "(torch_tensorrt)" in (reduced / "report.md").read_text()
     # TensorRT-only: no torch in it; its ONNX file and npz are checked against onnxruntime.
