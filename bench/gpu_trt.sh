@@ -29,6 +29,7 @@ reduce)
   for h in ${HOSTS:-camera_policy video_policy}; do
     python3 -m bench.hosts $h $T >> $L 2>&1
     opts=$(python3 -c "import bench.hosts.$h as m; print(' '.join(m.RUN))")
+    rm -rf $T/out_$h  # a fresh run each time: an earlier one in the folder is refused
     s0=$(date +%s.%N)
     trtmin reduce $T/$h.pt2 --inputs $T/${h}_inputs.pt $opts --jobs ${JOBS:-1} --out $T/out_$h > $T/$h.log 2>&1
     echo "== $h rc=$? $(python3 -c "print(round($(date +%s.%N) - $s0, 1))") s" >> $L
