@@ -52,8 +52,8 @@ def program_inputs(pt2: Path) -> list[tuple[str, TensorShape | None]] | None:
             if "user_input" not in spec:
                 continue
             arg = spec["user_input"]["arg"]
-            if "as_tensor" not in arg:
-                found.append((next(iter(arg.values()), {}).get("name", "?") if arg else "?", None))
+            if "as_tensor" not in arg:  # an int, a float...: the full check reads it
+                found.append(("", None))
                 continue
             name = arg["as_tensor"]["name"]
             meta = tensors[name]

@@ -137,8 +137,10 @@ class Signature:
     MISMATCH_DECADES = 3
 
     def matches(self, v: Verdict, match: re.Pattern[str] | None = None, any_failure: bool = False) -> bool:
-        if any_failure or not answers(v, self.kind, match):
-            return answers(v, self.kind, match, any_failure)
+        if not answers(v, self.kind, match, any_failure):
+            return False
+        if any_failure:
+            return True
         if self.kind == "crash":
             return (v.exc_type, normalize_message(v.message)) == (self.exc_type, self.message)
         if self.kind == "mismatch" and self.decade is not None:

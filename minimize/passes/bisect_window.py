@@ -74,5 +74,5 @@ def bisect_window(problem: ReductionProblem) -> None:
     if off is None:
         off = named_failing_position(problem, cur)
     window = problem.run_search(lambda: _window_search(problem, cur, off))
-    if window and window != cur and problem.is_interesting(window):
+    if window:
         problem.consider(window)

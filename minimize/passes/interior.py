@@ -52,5 +52,5 @@ def keep_needed(problem: ReductionProblem) -> None:
     needed = problem.run_search(lambda: _needed_search(problem, cur))
     if needed == cur:
         problem.notes["_all_needed"] = list(cur)  # each one-node cut was asked, and passes
-    elif needed and problem.is_interesting(needed):
+    elif needed:
         problem.consider(needed)
