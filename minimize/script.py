@@ -21,7 +21,7 @@ from minimize.passes.values import INLINE_MAX_ELEMENTS
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.reference import ERROR_RATIO
-from oracles.script_checks import check_source, error_pattern, tagged_source
+from oracles.script_checks import OUTCOMES, check_source, error_pattern, tagged_source
 from oracles.script_child import CHILD_SOURCE
 from oracles.verdict import Signature, Verdict
 
@@ -172,7 +172,8 @@ def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> 
     wanted = {"cuda": info.device.startswith("cuda"), "requires": bool(part.requires),
               "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
-              "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb)}
+              "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb),
+              "failure": info.signature.kind not in OUTCOMES}  # a crash, OOM or hang: no values to judge
     return {name for name, on in wanted.items() if on}
 
 
@@ -212,6 +213,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         (f"DEVICE, ATOL, RTOL = {info.device!r}, {info.atol!r}, {info.rtol!r}\n" if info.signature.kind == "mismatch"
          else f"DEVICE = {info.device!r}\n"),
         f"REQUIRES = {part.requires!r}  # packages the backend needs (\"a|b\": either)\n" if part.requires else "",
+        f"ERROR_PATTERN = {pattern!r}  # the failure's text, as a regex\n" if on & {"pattern", "child"} else "",
         dynamic.get("constant", ""),
         (f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
          "set before the backend is called\n" if info.memory_limit_mb else "")])
@@ -224,8 +226,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     ]
     if "plugin" in on:
         sections.append(f"def load_backend():\n    {part.load_body}\n")
-    sections.append(check_source(info.signature, match, "float64" in on, with_pattern=bool(on & {"pattern", "child"})
-                                 ).strip() + "\n")
+    sections.append(check_source(info.signature, "float64" in on).strip() + "\n")
     if dynamic:
         sections.append(dynamic["functions"].strip() + "\n")
     if "child" in on:

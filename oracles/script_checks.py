@@ -2,8 +2,8 @@
 judges a run as trtmin's checks (oracles/checks.py) did, with torch alone.
 
 A line tagged `# [feature]` goes into a script only where the bug needs that feature
-(`# [!feature]`: only where it does not), so each script holds no code it never runs
-(`tagged_source`). The module itself is plain Python: the tests call these functions.
+(`# [!feature]`: only where it does not; `# [a,!b]`: where all of them hold), so each
+script holds no code it never runs (`tagged_source`). The module itself is plain Python: the tests call these functions.
 The copied functions carry no annotations: the scripts import torch alone.
 """
 
@@ -22,7 +22,7 @@ from oracles.verdict import Signature
 
 ATOL = RTOL = 0.0  # each script sets its own: the reduction's tolerances
 
-_TAG = re.compile(r"\s*# \[(!?[\w,]+)\]( .*)?$")
+_TAG = re.compile(r"\s*# \[(!?\w+(?:,!?\w+)*)\]( .*)?$")
 
 
 def tagged_source(fn: Callable[..., Any], features: Iterable[str], name: str | None = None,
@@ -35,9 +35,8 @@ def tagged_source(fn: Callable[..., Any], features: Iterable[str], name: str | N
     for line in textwrap.dedent(inspect.getsource(fn)).splitlines():
         tag = _TAG.search(line)
         if tag:
-            wanted = tag.group(1)
-            keep = (wanted[1:] not in on) if wanted.startswith("!") else bool(on & set(wanted.split(",")))
-            if not keep:
+            terms = tag.group(1).split(",")
+            if not all((t[1:] not in on) if t.startswith("!") else (t in on) for t in terms):
                 continue
             line = line[:tag.start()] + (f"  #{tag.group(2)}" if tag.group(2) else "")
         kept.append(line)
@@ -90,24 +89,20 @@ def nan_outcome(expected, actual, exact=None):
     return False, "no non-finite values where eager is finite"
 
 
-def ran_outcome(expected, actual, exact=None):
-    """A crash, OOM or hang bug: reaching the outputs means it is gone."""
-    return False, "compiled and ran without error"
-
-
 OUTCOMES = {"mismatch": mismatch_outcome, "nan": nan_outcome}
 
 
-def check_source(sig: Signature, match: str | None, float64: bool = False, with_pattern: bool = True) -> str:
-    """Source of `outcome(expected, actual, exact=None) -> (reproduced, why)`
-    (reproduced None: it fails another way, CHANGED) and, with_pattern, ERROR_PATTERN, for `sig`;
-    float64: a mismatch is judged against a float64 run too (oracles/reference.py)."""
-    features = ["float64"] if float64 else []
-    outcome = tagged_source(OUTCOMES.get(sig.kind, ran_outcome), features, name="outcome", docstring=False)
+def check_source(sig: Signature, float64: bool = False) -> str:
+    """Source of `outcome(expected, actual, exact=None) -> (reproduced, why)` (reproduced
+    None: it fails another way, CHANGED) for a bug in the values (mismatch, NaN); float64:
+    a mismatch is judged against a float64 run too (oracles/reference.py). Empty for a
+    failure (crash, OOM, hang): the script's main judges those by ERROR_PATTERN alone."""
+    if sig.kind not in OUTCOMES:
+        return ""
+    outcome = tagged_source(OUTCOMES[sig.kind], ["float64"] if float64 else [], name="outcome", docstring=False)
     reference = (f"\n\nERROR_RATIO = {ERROR_RATIO!r}\n\n\n{float64_source()}\n\n{inspect.getsource(error_ratio)}"
                  if float64 else "")
-    pattern = f"\n\nERROR_PATTERN = {error_pattern(sig, match)!r}\n" if with_pattern else ""
-    return f"{reference}\n\n{outcome}{pattern}"
+    return f"{reference}\n\n{outcome}"
 
 
 def error_pattern(sig: Signature, match: str | None) -> str:

@@ -237,7 +237,7 @@ def test_the_script_judges_a_float64_output_of_another_shape_as_the_oracle_does(
     from oracles.script_checks import check_source
     from oracles.verdict import Signature
     ns = {"torch": torch, "ATOL": 1e-4, "RTOL": 1e-4}
-    exec(check_source(Signature("mismatch", decade=-1), None, True), ns)  # noqa: S102 - the script's own source
+    exec(check_source(Signature("mismatch", decade=-1), True), ns)  # noqa: S102 - the script's own source
     r = torch.randn(64, dtype=torch.float64)
     e, a = r.float(), (r * 1.1).float()
     tol = Tolerance(1e-4, 1e-4, "float64")
