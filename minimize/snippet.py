@@ -14,19 +14,23 @@ from __future__ import annotations
 import re
 import textwrap
 
+from oracles.backends.base import SnippetCall
+
 MAX_LINES = 40  # a longer graph is read in repro.py itself
 _SELF_READ = re.compile(r"^(\w+) = self\.(\w+)$")
 
 
 def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_file: str | None,
-                   device: str, failure: str, call: str | None = None, params: tuple[str, ...] = ()) -> str | None:
+                   device: str, failure: str, call: SnippetCall | None = None, params: tuple[str, ...] = ()
+                   ) -> str | None:
     """`forward`: Repro.forward's source; `tensors`: each input's and weight's name, in
     that order, with the expression that makes it and whether it is a tensor (moved to
     `device`); `loads_file`: the tensors file the expressions read, if any; `failure`:
-    what the compiler does with it; `call`: the backend's call of a function `f`, where it
-    has one as short as `torch.compile(f, backend="inductor")` (else the failure is a
-    comment), with `params`, the program's inputs, as f's arguments. None where the graph is not straight-line code (a higher-order op's
-    subgraph lives on `self`) or is too long to be read here."""
+    what the compiler does with it; `call`: the backend's compile of the graph `f`, where
+    it has one as short as `torch.compile(f, backend="inductor")` (else the failure is a
+    comment), with `params`, the program's inputs, as f's arguments. None where the graph
+    is not straight-line code (a higher-order op's subgraph lives on `self`) or is too
+    long to be read here."""
     lines = textwrap.dedent("\n".join(forward.splitlines()[1:])).splitlines()  # without `def forward(...)`
     body = []
     for line in lines:
@@ -42,22 +46,26 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
         return None
     move = "" if device == "cpu" else f".to({device!r})"
     made = [f"{name} = {_operand(expr) + move if is_tensor and move else expr}" for name, (expr, is_tensor) in tensors.items()]
-    if call:  # the graph as a function f, run eagerly and by the backend
+    if call:  # the graph as f, run eagerly and by the backend
         args = ", ".join(params)
-        ending = ["", "", f"def f({args}):", *(f"    {line}" for line in body), "", "",
-                  f"out = f({args})  # eager", f"got = {call}({args})  # {failure}"]
+        if call.module:  # an nn.Module, for a compiler that exports it first
+            define = ["class F(torch.nn.Module):", f"    def forward(self{''.join(', ' + p for p in params)}):",
+                      *(f"        {line}" for line in body), "", "", "f = F()"]
+        else:
+            define = [f"def f({args}):", *(f"    {line}" for line in body), "", ""]
+        ending = ["", "", *define, f"out = f({args})  # eager", f"got = {call.compiled}({args})  # {failure}"]
     else:
         body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
         ending = body
     text = "\n".join(made + ending).lstrip("\n")
-    head = ["import torch"]
+    head = ["import torch", *(call.imports if call else ())]
     if re.search(r"(?<![\w.])device\(", text):
         head.append("from torch import device")
     if re.search(r"\b(inf|nan)\b", text):
         head.append('inf, nan = float("inf"), float("nan")')
     if loads_file:
         head.append(f"tensors = torch.load({loads_file!r}, weights_only=True)  # beside repro.py")
-    return "\n".join(head) + ("\n\n\n" if text.startswith("def ") else "\n\n") + text
+    return "\n".join(head) + ("\n\n\n" if text.startswith(("def ", "class ")) else "\n\n") + text
 
 
 def _operand(expr: str) -> str:

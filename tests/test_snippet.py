@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch
 
 from minimize.snippet import MAX_LINES, snippet_source
+from oracles.backends import BUILTIN
+from oracles.backends.base import SnippetCall
 
 FORWARD = """def forward(self, x):
     w = self.w
@@ -66,11 +68,35 @@ def test_with_a_backend_call_the_snippet_compiles_the_graph_as_a_function():
     """Where the backend is one short call (Inductor's torch.compile), the snippet is the
     bug: the graph as f(inputs), run eagerly and through the backend, both of which run."""
     tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
-    text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", 'torch.compile(f, backend="inductor")',
-                          ("x",))
+    call = BUILTIN["inductor"]("inductor", {}).snippet_call(["x"])
+    text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", call, ("x",))
     lines = text.splitlines()
     assert "def f(x):" in lines and lines[-2:] == [
         "out = f(x)  # eager", 'got = torch.compile(f, backend="inductor")(x)  # output 0 differs']
     ns: dict = {}
     exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
     torch.testing.assert_close(ns["got"], ns["out"], equal_nan=True)
+
+
+def test_a_compiler_that_exports_gets_the_graph_as_a_module_that_exports():
+    """Torch-TensorRT compiles an ExportedProgram, and torch.export takes no function: the
+    snippet's graph is then class F, whose weights (snippet variables) export as the
+    program's constants. Here an export then Inductor stands in for Torch-TensorRT's
+    call, which needs a GPU (tests/test_torch_tensorrt_gpu.py runs that one); the
+    Torch-TensorRT form itself must be lint-clean."""
+    from tests.test_script_lint import lint
+
+    tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
+    exported = SnippetCall('torch.compile(torch.export.export(f, (x,)).module(), backend="inductor")', module=True)
+    text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", exported, ("x",))
+    assert "class F(torch.nn.Module):" in text and "    def forward(self, x):" in text and "f = F()" in text
+    ns: dict = {}
+    exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
+    torch.testing.assert_close(ns["got"], ns["out"], equal_nan=True)
+
+    trt = BUILTIN["torch_tensorrt"]("torch_tensorrt", {}).snippet_call(["x"])
+    text = snippet_source(FORWARD, tensors, None, "cuda", "crash", trt, ("x",))
+    assert text.splitlines()[:2] == ["import torch", "import torch_tensorrt"]
+    assert text.splitlines()[-1] == ("got = torch_tensorrt.dynamo.compile(torch.export.export(f, (x,)), arg_inputs=[x], "
+                                     "min_block_size=1)(x)  # crash"), text
+    assert not lint(text, "snippet.py")

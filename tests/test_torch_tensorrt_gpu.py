@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from tests.conftest import save_program
-from tests.helpers import run_cli, run_repro
+from tests.helpers import run_cli, run_report_snippet, run_repro
 
 HAS_TORCH_TRT = importlib.util.find_spec("torch_tensorrt") is not None
 pytestmark = pytest.mark.skipif(not (HAS_TORCH_TRT and torch.cuda.is_available()),
@@ -127,6 +127,9 @@ def test_real_crash_reduced_culprit_named_settings_dropped_scripts_reproduce(tmp
     assert run_repro(out, backend="eager").returncode == 0
     copy = run_repro(out, script="repro_torch_tensorrt.py")
     assert copy.returncode == 1 and copy.stdout.startswith("REPRODUCED"), copy.stdout + copy.stderr[-2000:]
+    snippet = run_report_snippet(out)  # report.md's snippet compiles with Torch-TensorRT: it is the crash
+    exc_type = summary["signature"].split(": ")[1]
+    assert snippet.returncode != 0 and exc_type in snippet.stderr, snippet.stdout + snippet.stderr[-2000:]
 
 
 def test_tensorrt_backend_on_the_gpu_reduces_and_both_scripts_reproduce(tmp_path: Path) -> None:

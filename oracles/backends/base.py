@@ -70,6 +70,17 @@ class ScriptPart:
     files: dict[str, Path] = field(default_factory=dict)  # name in out dir -> source file
 
 
+@dataclass(frozen=True)
+class SnippetCall:
+    """How report.md's snippet compiles its graph: `compiled`, one expression that is the
+    compiled callable; the `imports` it needs; `module`: the graph must be an nn.Module
+    (torch.export takes no plain function), named `f` either way."""
+
+    compiled: str
+    imports: tuple[str, ...] = ()
+    module: bool = False
+
+
 class Backend:
     name = "backend"
     devices: tuple[str, ...] = ("cpu", "cuda")  # where trtmin may run the program for it
@@ -118,9 +129,10 @@ class Backend:
         program with (or without) dynamic dims."""
         return self.script_part()
 
-    def snippet_call(self, fn: str) -> str | None:
-        """This backend's compile of the function `fn`, as report.md's snippet shows it, where
-        that is one short expression that takes the path trtmin took; else None."""
+    def snippet_call(self, args: Sequence[str]) -> SnippetCall | None:
+        """This backend's compile of the graph `f` taking the variables `args`, as report.md's
+        snippet shows it, where that is one short expression that takes the path trtmin
+        took; else None."""
         return None
 
     def note(self) -> str | None:

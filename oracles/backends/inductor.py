@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import CUDAGRAPH_TREES, Backend, ScriptPart, reset_dynamo
+from oracles.backends.base import CUDAGRAPH_TREES, Backend, ScriptPart, SnippetCall, reset_dynamo
 from oracles.errors import TrtminError
 
 COMPILE_KEYS = ("mode", "dynamic", "fullgraph")  # torch.compile's own arguments
@@ -36,9 +36,12 @@ class InductorBackend(Backend):
         return {**self.compile_kwargs, **({"options": self.config} if self.config else {})}
 
     def script_part(self) -> ScriptPart:
-        return ScriptPart(compile_body=f"return {self.snippet_call('module')}")
+        return ScriptPart(compile_body=f"return {self._call('module')}")
 
-    def snippet_call(self, fn: str) -> str:
+    def snippet_call(self, args: Sequence[str]) -> SnippetCall:
+        return SnippetCall(self._call("f"))
+
+    def _call(self, fn: str) -> str:
         opts = "".join(f", {k}={v!r}" for k, v in self._options().items())
         return f'torch.compile({fn}, backend="inductor"{opts})'
 
