@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import minimize.scheduler as scheduler  # noqa: E402
 from minimize.inputs import make_inputs, prepare  # noqa: E402
-from minimize.localize import split_mark_all  # noqa: E402
+from minimize.candidate import Candidate  # noqa: E402
 from minimize.problem import ReductionProblem  # noqa: E402
 from minimize.program import Program, load_exported  # noqa: E402
 from oracles.verdict import Verdict  # noqa: E402
@@ -38,7 +38,7 @@ def main() -> None:
     def verdict(kept: tuple[int, ...], settings) -> Verdict:
         if not core <= set(kept):
             return Verdict("pass")
-        if split_mark_all(settings)[1]:
+        if Candidate.of(((), settings)).mark_all:
             off = [[i, Verdict("nan").to_dict()] for i in kept if i >= max(core)][:64]
             return Verdict("nan", extra={"deviating": off})
         return Verdict("nan")

@@ -22,22 +22,13 @@ from typing import Any
 
 from torch.fx.node import _get_qualified_name
 
-from minimize.problem import Candidate, PathEnds, ReductionProblem, Settings
+from minimize.candidate import Nodes, with_mark_all
+from minimize.problem import PathEnds, ReductionProblem
 from oracles.verdict import Verdict
 
-MARK_ALL = ("trtmin.mark_all", "1")  # a pseudo-setting: the key under which such runs are cached and journaled
 LOCALIZABLE = ("mismatch", "nan")    # verdicts that name the output that is off
 MIN_NODES = 16                       # below this a binary search costs <= 4 calls: not worth a run
 MAX_REPORTED = 64                    # off values a worker sends back
-
-
-def split_mark_all(settings: Settings) -> tuple[Settings, bool]:
-    """The real backend settings, and whether the run marks every value as an output."""
-    return tuple(kv for kv in settings if kv != MARK_ALL), MARK_ALL in settings
-
-
-def mark_all_settings(problem: ReductionProblem) -> Settings:
-    return tuple(sorted(problem.settings + (MARK_ALL,)))
 
 
 def off_values(node_of_leaf: list[int], each: list[Verdict]) -> list[list[Any]]:
@@ -45,7 +36,7 @@ def off_values(node_of_leaf: list[int], each: list[Verdict]) -> list[list[Any]]:
     return [[node_of_leaf[i], v.to_dict()] for i, v in enumerate(each) if v.kind in LOCALIZABLE][:MAX_REPORTED]
 
 
-def worth_localizing(problem: ReductionProblem, cand: Candidate) -> bool:
+def worth_localizing(problem: ReductionProblem, cand: Nodes) -> bool:
     """Whether a localization run may be made on `cand`. Without the original's verdict
     (a replay that hypothesizes it) the oracle decides alone: problem.localize is only
     set for localizable oracles."""
@@ -53,7 +44,7 @@ def worth_localizing(problem: ReductionProblem, cand: Candidate) -> bool:
     return problem.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in LOCALIZABLE)
 
 
-def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None:
+def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
     """Position in `cand` of the first node whose value is off the way the original is
     (else the first one off at all), from one run with every value an output; None
     when localization is off, does not apply, or finds nothing."""
@@ -61,7 +52,7 @@ def first_off_position(problem: ReductionProblem, cand: Candidate) -> int | None
         return None
     shown, problem.current_pass = problem.current_pass, f"{problem.current_pass}: localizing"  # for the live view
     try:
-        runs = problem.runs(cand, mark_all_settings(problem))
+        runs = problem.runs(cand, with_mark_all(problem.settings))
     finally:
         problem.current_pass = shown
     sig = problem.signature
@@ -103,7 +94,7 @@ def _target_name(target: Any) -> str:
     return name.removeprefix("torch.ops.")  # Inductor prints aten.sin.default
 
 
-def named_failing_position(problem: ReductionProblem, cand: Candidate) -> int | None:
+def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None:
     """Position in `cand` of the node the compiler's error on `cand` says it was working
     on, or None. Its graph is Dynamo's or AOT's, not ours (names differ), so it is matched by
     the source stack it was traced from (what torch keeps), then by target (an op the

@@ -17,27 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from minimize.candidate import Candidate, Key, Nodes, Settings
 from minimize.program import Program
 from minimize.search import SearchFactory, drive
 from oracles.verdict import Signature, Verdict
-
-Candidate = tuple[int, ...]
-Settings = tuple[tuple[str, str], ...]  # backend settings (--set), sorted: part of the cache key
-Key = tuple[Candidate, Settings]
-
-
-# Pseudo-settings carry a candidate's state outside the graph (generated values, shrunk
-# sizes) in its settings, as text, so that runs of it are cached and journaled like any.
-def pseudo_setting(settings: Settings, name: str) -> str | None:
-    """The text of pseudo-setting `name`, or None where the settings hold none."""
-    return next((v for k, v in settings if k == name), None)
-
-
-def with_pseudo_setting(settings: Settings, name: str, text: str | None) -> Settings:
-    """The settings with pseudo-setting `name` set to `text` (None: without it)."""
-    rest = tuple(kv for kv in settings if kv[0] != name)
-    return tuple(sorted(rest + ((name, text),))) if text is not None else rest
-
 
 ORIGINAL_FAILS_P = 0.95  # the user says it fails
 GUESS_RIGHT_P = 0.9  # a candidate without the node localization named fails with 1 - this
@@ -108,7 +91,7 @@ class ReductionProblem:
         self.match = match
         self.any_failure = any_failure
         self.on_change = on_change or (lambda p: None)
-        self.current: Candidate = program.normalize(program.all_kept())
+        self.current: Nodes = program.normalize(program.all_kept())
         self._initial_current, self._initial_settings = self.current, self.settings
         self.cache: dict[Key, list[Verdict]] = {}
         self._charged: set[Key] = set()
@@ -139,7 +122,7 @@ class ReductionProblem:
         return dry
 
     # ---- evaluation --------------------------------------------------------------
-    def key(self, cand: Candidate, settings: Settings | None = None) -> Key:
+    def key(self, cand: Nodes, settings: Settings | None = None) -> Key:
         return (cand, self.settings if settings is None else settings)
 
     def _ensure_keys(self, keys: Sequence[Key]) -> None:
@@ -167,7 +150,7 @@ class ReductionProblem:
         """Verdicts from an interrupted run's journal: replaying them is free."""
         self.cache.update(cache)
 
-    def runs(self, cand: Candidate, settings: Settings | None = None, p_true: float = 0.5) -> list[Verdict]:
+    def runs(self, cand: Nodes, settings: Settings | None = None, p_true: float = 0.5) -> list[Verdict]:
         """The sequential algorithm asks for a verdict: charge it once. p_true: how
         likely the caller thinks it fails, for ranking speculation."""
         key = self.key(cand, settings)
@@ -182,7 +165,7 @@ class ReductionProblem:
         self.on_change(self)
         return self.cache[key]
 
-    def _prior(self, cand: Candidate, p_true: float) -> float:
+    def _prior(self, cand: Nodes, p_true: float) -> float:
         """How likely `cand` fails, for ranking speculation only: a candidate without the
         node localization named (its value was the first off; the compiler's error named
         it) rarely fails, where its caller gave no better estimate. A 2-node window's
@@ -199,15 +182,15 @@ class ReductionProblem:
     def _count_failures(self, runs: list[Verdict]) -> int:
         return sum(1 for v in runs if self._matches(v))
 
-    def failures(self, cand: Candidate, settings: Settings | None = None) -> int:
+    def failures(self, cand: Nodes, settings: Settings | None = None) -> int:
         return self._count_failures(self.runs(cand, settings))
 
-    def verdict(self, cand: Candidate, settings: Settings | None = None) -> Verdict:
+    def verdict(self, cand: Nodes, settings: Settings | None = None) -> Verdict:
         """The representative verdict: the first run that fails the same way, else the first."""
         self.runs(cand, settings)
         return self.known_verdict(cand, settings)  # type: ignore[return-value]
 
-    def is_interesting(self, cand: Candidate, settings: Settings | None = None, p_true: float = 0.5) -> bool:
+    def is_interesting(self, cand: Nodes, settings: Settings | None = None, p_true: float = 0.5) -> bool:
         key = self.key(cand, settings)
         if self.hypotheses is not None and key not in self.cache and key in self.hypotheses:
             return self.hypotheses[key]
@@ -221,22 +204,22 @@ class ReductionProblem:
         want_failure=False, passes)."""
         return next((i for i, o in enumerate(options) if self.is_interesting(self.current, o) == want_failure), None)
 
-    def try_first(self, cands: Sequence[Candidate]) -> int | None:
+    def try_first(self, cands: Sequence[Nodes]) -> int | None:
         """Index of the first interesting candidate, in order."""
         return next((i for i, c in enumerate(cands) if self.is_interesting(c)), None)
 
-    def run_search(self, factory: SearchFactory, make: Callable[[Any], Candidate] = lambda c: c) -> Any:
+    def run_search(self, factory: SearchFactory, make: Callable[[Any], Nodes] = lambda c: c) -> Any:
         """A sequential search over candidates (or over whatever `make` turns into
         candidates); its Expect hints rank what is speculated beside it."""
         return drive(factory, lambda p, p_true: self.is_interesting(make(p), p_true=p_true))
 
-    def known_verdict(self, cand: Candidate, settings: Settings | None = None) -> Verdict | None:
+    def known_verdict(self, cand: Nodes, settings: Settings | None = None) -> Verdict | None:
         """The representative verdict of a candidate already evaluated, uncharged (a
         search replayed under hypothetical answers may ask for one it has not got)."""
         runs = self.cache.get(self.key(cand, settings))
         return None if runs is None else next((v for v in runs if self._matches(v)), runs[0])
 
-    def failing_sink(self, cand: Candidate) -> int | None:
+    def failing_sink(self, cand: Nodes) -> int | None:
         """The node whose value a mismatch or NaN verdict on `cand` names (the verdict
         counts flattened tensors; a node may return several), or None if it names none.
         A replay that only hypothesizes that `cand` fails (minimize/speculate.py) guesses
@@ -263,13 +246,14 @@ class ReductionProblem:
         return self.partition_cache[key]
 
     # ---- acceptance -----------------------------------------------------------------
-    def consider(self, cand: Candidate, settings: Settings | None = None) -> bool:
+    def consider(self, cand: Nodes, settings: Settings | None = None) -> bool:
         """The one place a reduction step is taken (docs/design.md, "Acceptance"): a pass
         proposes `cand` (under `settings`, default the current ones); it is adopted, counted
-        and shown only if it fails the same way (the pass asked already: from the cache) and
-        is no larger than what it replaces. Passes never assign current or settings."""
+        and shown only if it is smaller than what it replaces (Candidate.size_key) and fails
+        the same way (the pass asked already: from the cache). Passes never assign current
+        or settings."""
         settings = self.settings if settings is None else settings
-        if (cand, settings) == (self.current, self.settings) or len(cand) > len(self.current):
+        if not Candidate.of((cand, settings)).size_key() < Candidate.of((self.current, self.settings)).size_key():
             return False
         if not self.is_interesting(cand, settings):
             return False

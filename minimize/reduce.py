@@ -21,8 +21,7 @@ from minimize.journal import Journal
 from minimize.libraries import uses_custom_ops
 from minimize.localize import LOCALIZABLE
 from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run
-from minimize.passes.shapes import split_sizes
-from minimize.passes.values import make, split_generated
+from minimize.candidate import Candidate, make
 from minimize.problem import ReductionProblem
 from minimize.program import random_draws_note
 from minimize.scheduler import run_reduction
@@ -141,8 +140,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             journal.close()
         original = problem.first_verdict
         assert original is not None
-        needed_settings, generated = split_generated(problem.settings)
-        needed_settings, sizes = split_sizes(needed_settings)
+        found = Candidate.of(problem.key(problem.current))
+        needed_settings, generated, sizes = found.settings, dict(found.made), dict(found.sizes or ())
         replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
         values = {**session.program.values, **replaced}  # what the final verdict ran on
         final = session.program.materialize(problem.current, replaced=replaced, sizes=sizes)

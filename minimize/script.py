@@ -17,7 +17,7 @@ import torch
 import torch.fx as fx
 
 import minimize
-from minimize.passes.values import INLINE_MAX_ELEMENTS
+from minimize.candidate import INLINE_MAX_ELEMENTS
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.reference import ERROR_RATIO

@@ -11,9 +11,7 @@ from minimize import interrupts
 from minimize.heap import collect_parked, gc_paused
 from minimize.inputs import load_inputs, make_inputs, prepare, to_device
 from minimize.libraries import import_libraries
-from minimize.localize import split_mark_all
-from minimize.passes.shapes import split_sizes
-from minimize.passes.values import split_generated
+from minimize.candidate import Candidate
 from minimize.options import Options
 from minimize.program import Program, load_exported
 from minimize.steps import StepClock
@@ -102,10 +100,5 @@ class Session:
 
 
 def _job(key: tuple[tuple[int, ...], tuple[tuple[str, str], ...]]) -> dict[str, Any]:
-    """What a worker is sent for a (candidate, settings) key: the backend's own settings,
-    with the pseudo-settings (localization's mark_all, generated values, shrunk sizes) as fields of their own."""
-    real, mark_all = split_mark_all(key[1])
-    real, generated = split_generated(real)
-    real, sizes = split_sizes(real)
-    return {"kept": list(key[0]), "settings": dict(real), **({"mark_all": True} if mark_all else {}),
-            **({"generated": generated} if generated else {}), **({"sizes": sizes} if sizes else {})}
+    """What a worker is sent for a (candidate, settings) key."""
+    return Candidate.of(key).job()

@@ -18,7 +18,7 @@ from minimize import graph_io
 from minimize.heap import freeze_heap, gc_paused
 from minimize.libraries import import_libraries
 from minimize.localize import off_values
-from minimize.passes.values import make
+from minimize.candidate import make
 from minimize.program import Program
 from minimize.steps import StepClock
 from oracles.backends import resolve

@@ -12,8 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minimize.candidate import Candidate
 from minimize.inputs import prepare
-from minimize.localize import split_mark_all
 from minimize.problem import ReductionProblem
 from minimize.program import Program
 from minimize.scheduler import run_reduction
@@ -83,9 +83,9 @@ def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: s
             return Verdict("pass")
         if kind == "crash":
             return Verdict("crash", "E", "planted")
-        if split_mark_all(settings)[1] and hidden:
+        if Candidate.of(((), settings)).mark_all and hidden:
             return Verdict("pass", extra={"deviating": []})
-        if split_mark_all(settings)[1]:
+        if Candidate.of(((), settings)).mark_all:
             start = max(core) if first_off is None else first_off
             off = [[i, Verdict("mismatch", max_abs=1.0).to_dict()] for i in kept if i >= start]
             return Verdict("mismatch", max_abs=1.0, extra={"deviating": off})
@@ -196,7 +196,7 @@ def test_a_guess_whose_cone_passes_falls_back_to_the_prefix_search(chain: Progra
     right = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
     wrong = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True, first_off=10)
     assert set(wrong.current) == set(right.current) == core
-    probed = [kept for kept, settings in wrong.evaluated if not split_mark_all(settings)[1]]
+    probed = [kept for kept, settings in wrong.evaluated if not Candidate.of(((), settings)).mark_all]
     # after the original: node 10 alone, 9 and 10, then the whole cone, all passing
     assert probed[1:4] == [(10,), (9, 10), tuple(range(11))]
     assert wrong.counters.oracle_calls <= right.counters.oracle_calls + 14

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch.fx as fx
 
-from minimize.passes.shapes import sizes_of
-from minimize.passes.values import expression, generated_of, make, reshaped
+from minimize.candidate import made_of, make, sizes_of
+from minimize.passes.values import expression, reshaped
 from minimize.problem import ReductionProblem
 from minimize.program import Program, size_arguments
 from minimize.scheduler import run_reduction
@@ -71,7 +71,7 @@ def _reduce(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], needs: se
     asked: list[dict[str, str]] = []
 
     def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        generated = generated_of(settings)
+        generated = made_of(settings)
         asked.append(generated)
         in_graph = {x for n in program.materialize(kept, sizes=sizes_of(settings)).gm.graph.nodes
                     for _, value in size_arguments(n) for x in value}
@@ -92,7 +92,7 @@ def _attention_inputs() -> tuple[torch.Tensor, ...]:
 
 
 def _shapes(problem: ReductionProblem) -> dict[str, tuple[int, ...]]:
-    return {n: tuple(make(e).shape) for n, e in generated_of(problem.settings).items()}
+    return {n: tuple(make(e).shape) for n, e in made_of(problem.settings).items()}
 
 
 def _size_calls(problem: ReductionProblem) -> int:
@@ -207,7 +207,7 @@ def _eager_reduce(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
     program = Program(torch.export.export(module, inputs), inputs)
 
     def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        made = {n: make(e) for n, e in generated_of(settings).items()}
+        made = {n: make(e) for n, e in made_of(settings).items()}
         piece = program.materialize(kept, replaced=made, sizes=sizes_of(settings))
         args = program.inputs_for(piece, made)
         try:
@@ -234,7 +234,7 @@ def test_made_indices_stay_inside_the_table_they_index(low: int) -> None:
     ids = torch.randint(low, 50, (4, 6))
     ids[0, 0] = low
     problem = _eager_reduce(_Lookup(), (ids,), _whole_lookup)
-    made = generated_of(problem.settings)
+    made = made_of(problem.settings)
     assert _shapes(problem) == {"p_table": (2, 2), "ids": (2, 2)}, made
     assert made["ids"].startswith("torch.randint(0, 2, (2, 2), generator=") and int(make(made["ids"]).max()) < 2
     assert _size_calls(problem) == 1 and problem.counters.invalid == 0
@@ -253,7 +253,7 @@ def test_integers_no_indexing_op_reads_keep_their_range() -> None:
     problem = _eager_reduce(_Counts(), (torch.randn(128, 8), n),
                             lambda gm, args: len(args) == 2 and int(args[1].max()) >= 10)
     assert sorted(_shapes(problem).values()) == [(2, 2), (2, 2)]  # n, and x's tanh (the cut's input)
-    assert generated_of(problem.settings)["n"].startswith("torch.randint(0, 87, (2, 2)")
+    assert made_of(problem.settings)["n"].startswith("torch.randint(0, 87, (2, 2)")
     assert _size_calls(problem) == 1
 
 
@@ -266,7 +266,7 @@ def test_a_refused_fake_run_writes_nothing_to_the_log(caplog: pytest.LogCaptureF
 
 def test_no_generated_values_no_smaller_shapes() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set(), on=False)
-    assert generated_of(problem.settings) == {} and _size_calls(problem) == 0
+    assert made_of(problem.settings) == {} and _size_calls(problem) == 0
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from minimize.passes.values import expression, generated_of, make
+from minimize.candidate import made_of, make
+from minimize.passes.values import expression
 from minimize.problem import ReductionProblem
 from minimize.program import Program
 from minimize.scheduler import run_reduction
@@ -72,7 +73,7 @@ def _reduce(needs: set[str], jobs: int) -> ReductionProblem:
     fill = next(i for i, n in enumerate(program.nodes) if "masked_fill" in str(n.target))
 
     def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        generated = generated_of(settings)
+        generated = made_of(settings)
         if fill not in kept or any(name in generated for name in needs):
             return Verdict("pass")
         return Verdict("crash", "E", "planted")
@@ -85,14 +86,14 @@ def _reduce(needs: set[str], jobs: int) -> ReductionProblem:
 
 def test_what_the_bug_does_not_need_is_generated_in_few_calls() -> None:
     free = _reduce(set(), jobs=1)
-    assert sorted(generated_of(free.settings)) == ["mask", "mul"]
+    assert sorted(made_of(free.settings)) == ["mask", "mul"]
     # all at once, and at smaller sizes (minimize/passes/shapes.py generate_small_values)
     assert (free.pass_stats["generate_small_values"].calls, free.pass_stats["generate_values"].calls) == (1, 0)
     needs_mask = _reduce({"mask"}, jobs=1)
-    assert sorted(generated_of(needs_mask.settings)) == ["mul"]  # then the floats together
+    assert sorted(made_of(needs_mask.settings)) == ["mul"]  # then the floats together
     assert needs_mask.pass_stats["generate_values"].calls == 2  # after the small run failed
     needs_all = _reduce({"mask", "mul"}, jobs=1)
-    assert generated_of(needs_all.settings) == {}
+    assert made_of(needs_all.settings) == {}
     assert needs_all.pass_stats["generate_values"].calls == 2  # one float: nothing to try alone
     # speculation changes nothing of the result
     assert _reduce({"mask"}, jobs=4).settings == needs_mask.settings
@@ -166,7 +167,7 @@ def test_constants_and_masks_are_made_in_a_fresh_process() -> None:
     not called torch.full before, e.g. at the end of a reduction, which it lost."""
     import subprocess
     import sys
-    code = ("from minimize.passes.values import make\n"
+    code = ("from minimize.candidate import make\n"
             "print(make('torch.full((32,), 1.0, dtype=torch.float32)').sum().item(),\n"
             "      make('torch.rand((20,), generator=torch.Generator().manual_seed(3)) < 0.25').dtype)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -248,7 +249,7 @@ def test_the_same_text_makes_the_same_floats_on_every_cpu_kernel() -> None:
                        f"{expression(value.to(torch.complex64), 4)}.real.double()",
                        f"({expression(value > 0.3, 5)}).double()",
                        f"{expression((value * 100).to(torch.int64), 6)}.double()"])
-    code = ("import hashlib, sys\nfrom minimize.passes.values import make\n"
+    code = ("import hashlib, sys\nfrom minimize.candidate import make\n"
             "print(hashlib.sha256(make(sys.argv[1]).numpy().tobytes()).hexdigest())\n")
     digests = set()
     for capability in ("default", "avx2"):
@@ -295,7 +296,7 @@ def test_a_value_no_expression_can_be_made_for_is_kept_not_the_end_of_the_reduct
 
     monkeypatch.setattr(values, "expression", fails_on_masks)
     problem = _reduce(set(), jobs=1)
-    assert sorted(generated_of(problem.settings)) == ["mul"]
+    assert sorted(made_of(problem.settings)) == ["mul"]
     assert problem.pass_stats["generate_small_values"].calls + problem.pass_stats["generate_values"].calls == 1
 
 

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 from minimize.localize import first_off_position, named_failing_position
 from minimize.passes.outputs import cone, failing_output_cone
-from minimize.problem import Candidate, ReductionProblem
+from minimize.candidate import Nodes
+from minimize.problem import ReductionProblem
 from minimize.search import LOCALIZED_P, Expect, Search, gallop_first_true, guided_first_true, mapped
 
 MIN_LEN = 4  # below this, delta debugging is as cheap
 
 
-def _guessed_window(problem: ReductionProblem, cur: Candidate, off: int) -> Search:
+def _guessed_window(problem: ReductionProblem, cur: Nodes, off: int) -> Search:
     """The shortest failing suffix of the cone of cur[off] (the node the guess names)
     within cur[:off + 1], or None when the whole cone passes."""
     norm = problem.program.normalize
@@ -50,7 +51,7 @@ def _guessed_window(problem: ReductionProblem, cur: Candidate, off: int) -> Sear
     return suffix((yield from mapped(gallop_first_true(len(short) + 1, len(nodes)), suffix)))
 
 
-def _window_search(problem: ReductionProblem, cur: Candidate, off: int | None) -> Search:
+def _window_search(problem: ReductionProblem, cur: Nodes, off: int | None) -> Search:
     """The minimal failing window of `cur`; off: the position localization names."""
     norm = problem.program.normalize
     if off is not None:

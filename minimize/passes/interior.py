@@ -18,13 +18,14 @@ all needed this way has had every one-node cut asked, so delete_chunks asks only
 
 from __future__ import annotations
 
-from minimize.problem import Candidate, ReductionProblem
+from minimize.candidate import Nodes
+from minimize.problem import ReductionProblem
 from minimize.search import Search, gallop_first_true, mapped
 
 MIN_LEN = 8  # below this, delta debugging is as cheap
 
 
-def _needed_search(problem: ReductionProblem, cur: Candidate) -> Search:
+def _needed_search(problem: ReductionProblem, cur: Nodes) -> Search:
     """The nodes of `cur` found needed, its last node first kept."""
     norm = problem.program.normalize
     kept, left = [cur[-1]], list(cur[:-1])

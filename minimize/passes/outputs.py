@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from minimize.problem import Candidate, ReductionProblem
+from minimize.candidate import Nodes
+from minimize.problem import ReductionProblem
 
 
-def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = None) -> Candidate:
+def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = None) -> Nodes:
     """The nodes of `within` (default: the current candidate) that `sink` depends on."""
     prog = problem.program
     keep = set(problem.current if within is None else within)
@@ -35,7 +36,7 @@ def keep_one_output(problem: ReductionProblem) -> None:
         problem.consider(cands[i])
 
 
-def failing_output_cone(problem: ReductionProblem, cand: Candidate) -> Candidate | None:
+def failing_output_cone(problem: ReductionProblem, cand: Nodes) -> Nodes | None:
     """The cone of the node whose value a failing verdict on `cand` names, or None."""
     sink = problem.failing_sink(cand)
     return None if sink is None else cone(problem, sink, cand)

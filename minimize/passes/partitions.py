@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
-from minimize.problem import ReductionProblem, Settings
+from minimize.candidate import Settings
+from minimize.problem import ReductionProblem
 
 T = TypeVar("T")
 

@@ -20,15 +20,14 @@ every size to 2 at once, else the largest few one at a time, each to 2. At most
 generate_small_values tries the made tensors with every size shrunk, in one call: where
 that keeps the bug, both passes are done; where not, this pass's first try is that run.
 
-The new sizes are the candidate's state, as pseudo-settings: the made tensors' expressions
-(`trtmin.generated`) and the graph's size map (`trtmin.sizes`), so they are cached,
-journaled, resumed and speculated like every run.
+The new sizes are the candidate's state (minimize/candidate.py): the made tensors'
+expressions and the graph's size map, cached, journaled, resumed and speculated like
+every run.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 from typing import Mapping
@@ -37,32 +36,16 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from minimize.passes.values import bounded, generated_of, index_bound, made_expressions, reshaped, with_generated
-from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_pseudo_setting
+from minimize.candidate import Candidate, Settings, made_of, with_made, with_sizes
+from minimize.passes.values import bounded, index_bound, made_expressions, reshaped
+from minimize.problem import ReductionProblem
 from minimize.program import Slice, size_arguments
 from minimize.search import EXPECTED_P
 
-SIZES = "trtmin.sizes"  # pseudo-setting: JSON {size: smaller size} for the graph's size arguments
 SHRUNK_TO = 2  # not 1: a size of 1 broadcasts and squeezes, which many compilers special-case
 ONE_AT_A_TIME = 4
 INDEXING_OPS = ("embedding", "index", "gather", "take", "scatter")  # in the op's name
 MAX_TRIES = 16  # fake runs per candidate (milliseconds each): as mapped, then with products of its sizes
-
-
-def sizes_of(settings: Settings) -> dict[int, int]:
-    """The size map a run's settings carry ({} for none)."""
-    return {int(k): v for k, v in json.loads(pseudo_setting(settings, SIZES) or "{}").items()}
-
-
-def split_sizes(settings: Settings) -> tuple[Settings, dict[int, int]]:
-    """The other settings, and the size map."""
-    return with_pseudo_setting(settings, SIZES, None), sizes_of(settings)
-
-
-def with_sizes(settings: Settings, sizes: Mapping[int, int]) -> Settings:
-    """The settings of a shrunk run: the graph's size map, {} where only made tensors shrank
-    (present either way: it says the shapes were shrunk)."""
-    return with_pseudo_setting(settings, SIZES, json.dumps({str(k): v for k, v in sorted(sizes.items())}))
 
 
 def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: dict[int, int]) -> bool:
@@ -148,7 +131,7 @@ class _SizePlan:
     def __init__(self, problem: ReductionProblem, settings: Settings) -> None:
         prog = problem.program
         self.problem, self.settings = problem, settings
-        self.generated = generated_of(settings)
+        self.generated = made_of(settings)
         piece = prog.materialize(problem.current)
         self.indices = _indices(piece)
         self.held = {d for n in piece.input_names + piece.constant_names if n not in self.generated
@@ -188,7 +171,7 @@ class _SizePlan:
         prog, shapes = self.problem.program, self._shapes_for(mapped)
         exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in self.generated.items()}
         exprs = {n: _in_bounds(e, mapped) if n in self.indices else e for n, e in exprs.items()}
-        return with_sizes(with_generated(self.settings, exprs), {d: t for d, t in mapped.items() if d in self.in_graph})
+        return with_sizes(with_made(self.settings, exprs), {d: t for d, t in mapped.items() if d in self.in_graph})
 
 
 def generate_small_values(problem: ReductionProblem) -> None:
@@ -196,12 +179,12 @@ def generate_small_values(problem: ReductionProblem) -> None:
     shrink_shapes try each part: most bugs need neither the values nor most sizes, and
     those two tries were two dependent calls where one does. Where this loses the bug, the
     two passes run as before, and shrink_shapes' first try is this run, already answered."""
-    if not problem.generate_values or generated_of(problem.settings):
+    if not problem.generate_values or made_of(problem.settings):
         return
     exprs = made_expressions(problem)
     if not exprs:
         return
-    plan = _SizePlan(problem, with_generated(problem.settings, exprs))
+    plan = _SizePlan(problem, with_made(problem.settings, exprs))
     trial = plan.trial({d: SHRUNK_TO for d in plan.sizes}) if plan.sizes else None
     if trial is not None and problem.is_interesting(problem.current, trial, EXPECTED_P):
         problem.consider(problem.current, trial)
@@ -210,7 +193,7 @@ def generate_small_values(problem: ReductionProblem) -> None:
 def shrink_shapes(problem: ReductionProblem) -> None:
     """Shrink the sizes the bug does not need, in the generated tensors and the graph's size
     arguments: all at once, else the largest ONE_AT_A_TIME one at a time."""
-    if not problem.generate_values or pseudo_setting(problem.settings, SIZES) is not None:
+    if not problem.generate_values or Candidate.of(((), problem.settings)).sizes is not None:
         return  # nothing made, or shrunk with the values already (generate_small_values)
     plan, done = _SizePlan(problem, problem.settings), {}
 

@@ -9,25 +9,22 @@ the range; booleans: the share of True): all of them at once, then the floating-
 ones together, then the largest few one at a time, and keeps what still fails the same way. The script then makes them with one line each
 (`torch.randn(...)`), and the file shrinks or goes.
 
-The expressions are the candidate's state: they ride in the settings as a pseudo-setting
-(like localization's mark_all), so they are cached, journaled and speculated as any run
-is, and the worker evaluates the same text that repro.py holds.
+The expressions are the candidate's state (minimize/candidate.py): cached, journaled and
+speculated as any run is, and the worker evaluates the same text that repro.py holds.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
 
 import torch
 
-from minimize.problem import ReductionProblem, Settings, pseudo_setting, with_pseudo_setting
+from minimize.candidate import INLINE_MAX_ELEMENTS, made_of, make, with_made
+from minimize.problem import ReductionProblem
 from minimize.search import EXPECTED_P
 
-GENERATED = "trtmin.generated"  # pseudo-setting: JSON {value name: expression}
-INLINE_MAX_ELEMENTS = 16  # smaller tensors are written into the script as literals (minimize/script.py)
 ONE_AT_A_TIME = 3  # where all at once loses the bug: the largest tensors, each alone
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _COMPLEX = (torch.complex64, torch.complex128)
@@ -122,13 +119,6 @@ def _integer_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen
     return f"torch.randint({low}, {high + 1}, {shape!r}, {gen}, dtype={dtype})"
 
 
-def make(expr: str) -> torch.Tensor:
-    """The tensor an expression of `expression` makes: the same text repro.py runs."""
-    # With the builtins: torch's C code imports through the calling frame's __import__ (a
-    # Python float as a fill value or an operand: torch.full, `< 0.5`), KeyError without them.
-    return eval(expr, {"torch": torch})  # noqa: S307  (our own text, never the user's)
-
-
 def reshaped(expr: str, old: tuple[int, ...], new: tuple[int, ...]) -> str:
     """An expression of `expression` that makes a tensor of shape `new` in place of `old`
     (minimize/passes/shapes.py): each form holds its shape once, as the first tuple that
@@ -154,20 +144,6 @@ def bounded(expr: str, low: int, high: int) -> str:
     m = _INDICES.fullmatch(expr)
     assert m is not None and 0 <= low < high, expr
     return f"torch.randint({low}, {high}, {m[3]}, dtype=torch.{m[4]})"
-
-
-def generated_of(settings: Settings) -> dict[str, str]:
-    """The expressions a run's settings carry ({} for none)."""
-    return json.loads(pseudo_setting(settings, GENERATED) or "{}")
-
-
-def split_generated(settings: Settings) -> tuple[Settings, dict[str, str]]:
-    """The other settings, and the expressions."""
-    return with_pseudo_setting(settings, GENERATED, None), generated_of(settings)
-
-
-def with_generated(settings: Settings, exprs: dict[str, str]) -> Settings:
-    return with_pseudo_setting(settings, GENERATED, json.dumps(exprs, sort_keys=True) if exprs else None)
 
 
 def _expression_of(problem: ReductionProblem, name: str, seed: int) -> str | None:
@@ -198,7 +174,7 @@ def generate_values(problem: ReductionProblem) -> None:
     bug survives it: all at once; else the floating-point ones together (masks and indices
     are often the bug's structure, activations and weights rarely); else the largest of
     those one at a time. 1 call, at most 2 + ONE_AT_A_TIME; none when nothing is large."""
-    if not problem.generate_values or generated_of(problem.settings):
+    if not problem.generate_values or made_of(problem.settings):
         return  # off, or made already, at smaller sizes (minimize/passes/shapes.py generate_small_values)
     prog = problem.program
     exprs = made_expressions(problem)
@@ -206,7 +182,7 @@ def generate_values(problem: ReductionProblem) -> None:
     floats = {n: e for n, e in exprs.items() if prog.values[n].dtype in _FLOATS}
 
     def keeps_failing(more: dict[str, str], p_true: float = 0.5) -> bool:
-        trial = with_generated(problem.settings, {**generated_of(problem.settings), **more})
+        trial = with_made(problem.settings, {**made_of(problem.settings), **more})
         if not problem.is_interesting(problem.current, trial, p_true):
             return False
         return problem.consider(problem.current, trial)
