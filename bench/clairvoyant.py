@@ -10,7 +10,7 @@ that case: what the fixed costs and the calls' count allow, whatever the priors.
 tool, not a feature: the journal must come from the same case, options and commit.
 
 The CLI starts its workers before it imports torch; the patch is put in when
-`minimize.scheduler` is first imported, so that order, and the timing, stay as they are.
+`minimize.search.scheduler` is first imported, so that order, and the timing, stay as they are.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def recorded_calls(journal: Path) -> list[Any]:
-    from minimize.journal import decode_kept
+    from minimize.emit.journal import decode_kept
     keys = []
     for line in journal.read_text().splitlines()[1:]:
         rec = json.loads(line)
@@ -36,13 +36,13 @@ def recorded_calls(journal: Path) -> list[Any]:
 
 
 class _PatchScheduler(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Loads minimize.scheduler as usual, then swaps its next_runs for the recorded order."""
+    """Loads minimize.search.scheduler as usual, then swaps its next_runs for the recorded order."""
 
     def __init__(self, journal: Path) -> None:
         self.journal = journal
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "minimize.scheduler":
+        if name != "minimize.search.scheduler":
             return None
         sys.meta_path.remove(self)
         self.spec = importlib.machinery.PathFinder.find_spec(name, path)

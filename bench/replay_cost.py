@@ -1,7 +1,7 @@
 """What speculation's replays cost trtmin itself, on a big model, without any compiler.
 
 The whole reduction is replayed from its start for every speculative round
-(minimize/speculate.py). This runs it on a .pt2 with a pure in-process oracle (a planted
+(minimize/search/speculate.py). This runs it on a .pt2 with a pure in-process oracle (a planted
 2-node NaN near the end, localizable or not), at --jobs 1 and 4, and prints the rounds
 and the seconds spent choosing speculative runs.
 
@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import minimize.scheduler as scheduler  # noqa: E402
-from minimize.inputs import make_inputs, prepare  # noqa: E402
-from minimize.candidate import Candidate  # noqa: E402
-from minimize.problem import ReductionProblem  # noqa: E402
-from minimize.program import Program, load_exported  # noqa: E402
+import minimize.search.scheduler as scheduler  # noqa: E402
+from minimize.program.inputs import make_inputs, prepare  # noqa: E402
+from minimize.program.candidate import Candidate  # noqa: E402
+from minimize.search.problem import ReductionProblem  # noqa: E402
+from minimize.program.model import Program, load_exported  # noqa: E402
 from oracles.verdict import Verdict  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """Benchmark: trtmin (--jobs 1 and --jobs 4) against torch._functorch.fx_minifier on the same cases.
 
-Both start from the same graph (the .pt2 after trtmin's own minimize.inputs.prepare) and
+Both start from the same graph (the .pt2 after trtmin's own minimize.program.inputs.prepare) and
 apply the same oracle: oracles.evaluate.evaluate with the case's backend, accepted when
 Signature.of(first verdict).matches(v, MATCH). trtmin runs each oracle call in a worker
 process; fx_minifier runs in this process (no isolation). Results merge into --json after
@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.cases import CASES  # noqa: E402
 from bench.export_case import export_case  # noqa: E402
-from minimize.inputs import load_inputs, prepare  # noqa: E402
-from minimize.program import count_call_nodes, lifted_args, load_exported  # noqa: E402
+from minimize.program.inputs import load_inputs, prepare  # noqa: E402
+from minimize.program.model import count_call_nodes, lifted_args, load_exported  # noqa: E402
 from minimize.reduce import reduce  # noqa: E402
-from minimize.session import Options  # noqa: E402
+from minimize.run.session import Options  # noqa: E402
 from oracles.backends import resolve  # noqa: E402
 from oracles.checks import Tolerance  # noqa: E402
 from oracles.evaluate import evaluate  # noqa: E402

@@ -8,12 +8,11 @@ from __future__ import annotations
 import math
 import os
 import re
-import zipfile
 from pathlib import Path
 from typing import Optional
 
 from minimize.options import Options
-from minimize.peek import check_inputs_early
+from minimize.program.peek import check_inputs_early, check_model_file
 from oracles.backend_names import check_backend_name
 from oracles.errors import TrtminError
 
@@ -49,7 +48,7 @@ def check_timeout(timeout: float, example: int = 300) -> None:
 
 
 def default_jobs(device: str) -> int:
-    from minimize.workers import visible_gpu_count
+    from minimize.run.workers import visible_gpu_count
     return max(1, visible_gpu_count()) if device == "cuda" else 1
 
 
@@ -93,55 +92,3 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
                    settings=parse_settings(settings), emit=list(emit or []), reference=reference)
-
-
-def check_model_file(path: Path) -> None:
-    """The model file's own mistakes, found without torch: missing, a folder, unreadable,
-    another format users mistake for a .pt2, or no zip archive at all."""
-    if not path.exists():
-        raise TrtminError(f"{path}: no such file; pass the .pt2 written by torch.export.save")
-    if path.is_dir():
-        raise TrtminError(f"{path} is a folder; pass the .pt2 file written by torch.export.save")
-    try:
-        with open(path, "rb") as f:
-            f.read(1)
-    except OSError as e:
-        raise TrtminError(f"{path}: cannot read it ({e.strerror}); check its permissions") from None
-    other = _other_format(path)
-    if other:
-        raise TrtminError(f"{path} is {other}, not a program saved by torch.export.save; trtmin reduces the "
-                          "exported program: ep = torch.export.export(model, args), then "
-                          "torch.export.save(ep, 'model.pt2')")
-    if not zipfile.is_zipfile(path):
-        raise TrtminError(f"{path} is not a .pt2 archive (truncated or another format); "
-                          "re-save it with torch.export.save(ep, path)")
-
-
-def _other_format(path: Path) -> str | None:
-    """What a file that users mistake for a .pt2 is: the compiled program a bug report starts
-    from (an ExecuTorch .pte, an engine), or the other archives torch writes."""
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head[4:6] == b"ET":  # a flatbuffer's file identifier: ExecuTorch's "ET12"
-        return "an ExecuTorch program (.pte), already lowered"
-    names = {".onnx": "an ONNX model", ".engine": "a TensorRT engine", ".plan": "a TensorRT engine",
-             ".trt": "a TensorRT engine"}
-    if names.get(path.suffix.lower()):
-        return names[path.suffix.lower()]
-    if not zipfile.is_zipfile(path):
-        return None
-    try:
-        with zipfile.ZipFile(path) as z:
-            files = z.namelist()
-    except zipfile.BadZipFile:  # damaged: torch.export.load's error says so
-        return None
-    if any(f.endswith("/archive_format") or "/models/" in f or f.endswith("serialized_exported_program.json")
-           for f in files):
-        return None  # torch.export's own archive, of whatever version: its loader says what is wrong
-    if any("/code/" in f for f in files):
-        return "a TorchScript archive (torch.jit.save)"
-    if any(f.endswith("/data.pkl") for f in files):
-        return "a file written by torch.save (a module, a state_dict or tensors)"
-    return None
-
-

@@ -15,10 +15,10 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from minimize import interrupts
+from minimize.run import interrupts
 from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
-from minimize.libraries import checked_imports
-from minimize.out_dir import JOURNAL, check_out_dir, earlier_runs_files
+from minimize.program.libraries import checked_imports
+from minimize.emit.out_dir import JOURNAL, check_out_dir, earlier_runs_files
 from oracles import bytecode
 from oracles.errors import TrtminError, unjudgeable
 from oracles.verdict import answers
@@ -168,7 +168,7 @@ def reduce(
     memory_limit: MemoryLimitOpt = None,
 ) -> None:
     """Shrink MODEL while it keeps failing the same way; write a standalone repro.py."""
-    from minimize.workers import Workers
+    from minimize.run.workers import Workers
     console = Console(stderr=True, soft_wrap=True)
     _stop_like_ctrl_c()
     started = time.time()
@@ -203,7 +203,7 @@ def reduce(
         else:
             err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
         raise typer.Exit(130)
-    from minimize.script import nodes  # torch is loaded by now
+    from minimize.emit.script import nodes  # torch is loaded by now
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {time.time() - started:.0f} s")  # the command's wall time
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
@@ -216,7 +216,7 @@ def reduce(
     console.print("per pass:\n" + "\n".join(rows), highlight=False)
     alone = summary.get("repro_alone")
     if alone is not None:
-        from minimize.verify import report_line
+        from minimize.emit.verify import report_line
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
@@ -246,7 +246,7 @@ def check(
     memory_limit: MemoryLimitOpt = None,
 ) -> None:
     """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
-    from minimize.workers import Workers
+    from minimize.run.workers import Workers
     try:
         oracle, backend = the_question(oracle, backend, "check")
         check_numbers(atol, rtol, timeout, repeat, memory_limit)
@@ -255,9 +255,9 @@ def check(
         opts.repeat, opts.memory_limit_mb = repeat, memory_limit
         opts.imports = checked_imports(import_)
         with Workers(opts) as workers:  # before torch is imported (see reduce)
-            from minimize.session import Session
+            from minimize.run.session import Session
             with Session(opts, workers) as session:
-                from minimize.program import random_draws_note
+                from minimize.program.model import random_draws_note
                 for note in (session.backend.note(), random_draws_note(session.program)):
                     if note:
                         print(f"note: {note}", file=sys.stderr)

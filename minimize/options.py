@@ -1,5 +1,5 @@
 """What one trtmin run was asked to do. Imports nothing heavy: the CLI builds it before
-torch is imported, to start the workers first (minimize/workers.py)."""
+torch is imported, to start the workers first (minimize/run/workers.py)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ class Options:
     memory_limit_mb: int | None = None
     emit: list[str] = field(default_factory=list)  # extra scripts for other backends
     repeat: int = 1                 # runs per candidate, for flaky compilers
-    min_failures: int | None = None  # of `repeat` runs; default: minimize/problem.py establish_original
+    min_failures: int | None = None  # of `repeat` runs; default: minimize/search/problem.py establish_original
     localize: bool = True           # guess the bug's place from one run with every value an output
-    generate_values: bool = True    # try seeded random tensors for the large inputs and weights (minimize/passes/values.py)
-    verify: bool = True             # run repro.py alone at the end, as a maintainer will (minimize/verify.py)
-    imports: list[str] = field(default_factory=list)  # libraries registering custom ops (minimize/libraries.py)
+    generate_values: bool = True    # try seeded random tensors for the large inputs and weights (minimize/search/passes/values.py)
+    verify: bool = True             # run repro.py alone at the end, as a maintainer will (minimize/emit/verify.py)
+    imports: list[str] = field(default_factory=list)  # libraries registering custom ops (minimize/program/libraries.py)

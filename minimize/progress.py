@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from minimize.problem import ReductionProblem
+    from minimize.search.problem import ReductionProblem
 
 
 class ProgressView:

@@ -1,6 +1,6 @@
 """The reduce job: check the original, shrink it, write the outputs.
 
-Every verdict is journaled in --out as it arrives (minimize/journal.py), so an
+Every verdict is journaled in --out as it arrives (minimize/emit/journal.py), so an
 interrupted run continues with `--resume` and reaches the same repro.
 """
 
@@ -16,22 +16,21 @@ from typing import Any, Callable
 
 import torch
 
-from minimize.emit import check_emit, write_extra_script, write_outputs
-from minimize.journal import Journal
-from minimize.libraries import uses_custom_ops
-from minimize.localize import LOCALIZABLE
-from minimize.out_dir import JOURNAL, check_out_dir, held_by_this_run
-from minimize.candidate import Candidate, make
-from minimize.problem import ReductionProblem
-from minimize.program import random_draws_note
-from minimize.scheduler import run_reduction
-from minimize.script import ReproInfo, environment
-from minimize.session import Options, Session
-from minimize.verify import run_alone
-from minimize.workers import Workers
+from minimize.emit.outputs import check_emit, write_extra_script, write_outputs
+from minimize.emit.journal import Journal
+from minimize.program.libraries import uses_custom_ops
+from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run
+from minimize.program.candidate import Candidate, make
+from minimize.search.problem import ReductionProblem
+from minimize.program.model import random_draws_note
+from minimize.search.scheduler import run_reduction
+from minimize.emit.script import ReproInfo, environment
+from minimize.run.session import Options, Session
+from minimize.emit.verify import run_alone
+from minimize.run.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
-from oracles.verdict import Verdict, answers, low_precision_note
+from oracles.verdict import VALUE_ORACLES, Verdict, answers, low_precision_note
 
 
 def file_digest(path: Path) -> str:
@@ -124,7 +123,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             problem.notes["random_draws"] = random_note
         if backend_note:
             problem.notes["backend"] = backend_note
-        problem.localize = opts.localize and opts.oracle in LOCALIZABLE
+        problem.localize = opts.localize and opts.oracle in VALUE_ORACLES
         problem.locate_from_errors = opts.localize
         problem.generate_values = opts.generate_values
         problem.preload(journal.cache)

@@ -10,7 +10,7 @@ times over few cores.
 
 What must not cross a fork stays out of the zygote. It never starts CUDA: each worker
 does, after the fork, pinned to its own GPU (where CUDA is available, the preload stops
-before Dynamo's first compile, which starts the driver: minimize/worker_side.py). And it
+before Dynamo's first compile, which starts the driver: minimize/run/worker_side.py). And it
 runs no parallel CPU op: GNU OpenMP hangs a fork whose parent used its threads. After the
 preload a test fork checks both; if it fails, the pool spawns workers instead, as it does
 when the zygote dies or a fork cannot start. Workers are the zygote's children; it

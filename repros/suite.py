@@ -65,7 +65,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from minimize.out_dir import JOURNAL, OUR_PATTERN
+from minimize.emit.out_dir import JOURNAL, OUR_PATTERN
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 
@@ -414,7 +414,7 @@ def _title_from(out_dir: Path, fallback: str) -> str:
 def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
     """The outputs must be the journal's run: a run started over an earlier one (--force)
     and stopped before it wrote its own leaves the earlier run's repro beside its journal."""
-    from minimize.journal import header_digest
+    from minimize.emit.journal import header_digest
     journal = out_dir / JOURNAL
     recorded = summary.get("journal_header_sha256")
     if recorded is None or not journal.is_file():

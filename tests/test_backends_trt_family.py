@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch import nn
 
-from minimize.program import Program
+from minimize.program.model import Program
 from oracles.backends import BUILTIN, resolve
 from oracles.backends.onnx_export import export_onnx
 from oracles.backends.tensorrt import TensorRTBackend, parse_trt_settings

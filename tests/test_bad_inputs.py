@@ -283,7 +283,7 @@ def test_inductor_config_values_that_text_cannot_give_are_refused():
 def test_resume_reads_a_journal_from_before_an_option_was_recorded(tmp_path):
     import json
 
-    from minimize.journal import Journal
+    from minimize.emit.journal import Journal
     from oracles.errors import TrtminError
     old = {"model_sha256": "ab", "options": {"oracle": "crash", "atol": 0.001}}
     (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")
@@ -337,8 +337,8 @@ def test_journal_damage(tmp_path):
 
     import pytest
 
-    from minimize.journal import Journal
-    from minimize.out_dir import check_out_dir
+    from minimize.emit.journal import Journal
+    from minimize.emit.out_dir import check_out_dir
     from oracles.errors import TrtminError
     from oracles.verdict import Verdict
     header = {"model_sha256": "ab", "options": {"oracle": "crash"}}
@@ -374,7 +374,7 @@ def test_journal_damage(tmp_path):
 def test_one_run_at_a_time_in_a_folder(host_program, tmp_path):
     """A second run into a folder a live run is writing (--force or --resume beside it)
     is refused before it writes anything: both had appended to one journal."""
-    from minimize.out_dir import held_by_this_run
+    from minimize.emit.out_dir import held_by_this_run
     model, inputs = host_program
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path)]
     with held_by_this_run(tmp_path):  # as the live run holds it
@@ -393,7 +393,7 @@ def test_a_journal_without_an_inputs_digest_still_compares_the_inputs_path(tmp_p
 
     import pytest
 
-    from minimize.journal import Journal
+    from minimize.emit.journal import Journal
     from oracles.errors import TrtminError
     old = {"model_sha256": "ab", "options": {"oracle": "crash", "inputs": "/data/a.pt"}}
     (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")

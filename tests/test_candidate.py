@@ -1,13 +1,13 @@
-"""The candidate as a value (minimize/candidate.py): its key, the text form runs are
+"""The candidate as a value (minimize/program/candidate.py): its key, the text form runs are
 cached and journaled under, and the order a reduction step must make it smaller in."""
 
 from __future__ import annotations
 
 import torch
 
-from minimize.candidate import Candidate, made_of, sizes_of, with_made, with_mark_all, with_sizes
-from minimize.problem import ReductionProblem
-from minimize.program import Program
+from minimize.program.candidate import Candidate, made_of, sizes_of, with_made, with_mark_all, with_sizes
+from minimize.search.problem import ReductionProblem
+from minimize.program.model import Program
 from oracles.verdict import Verdict
 from tests.conftest import Host
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.export import Dim
 
-from minimize.program import dynamic_bounds
+from minimize.program.model import dynamic_bounds
 from oracles.backends import resolve
 from oracles.dynamic import mark_dynamic
 from tests.conftest import plugin

@@ -47,7 +47,7 @@ def test_the_zygote_imports_what_inductors_first_compile_needs_and_no_more_for_a
     trees), which its workers' first compile would import each; a plugin's workers, none.
     Either way, what Dynamo's first compile imports (functorch.compile, aot_autograd)."""
     code = ("import sys, json\n"
-            "from minimize.worker_side import preload\n"
+            "from minimize.run.worker_side import preload\n"
             "torch.cuda.is_available = lambda: True\n"
             "preload({backend!r}, {{}})\n"
             "print(json.dumps([m in sys.modules for m in ('torch._inductor.compile_fx', "

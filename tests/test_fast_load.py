@@ -1,4 +1,4 @@
-"""minimize/fast_load.py: the same exported program, with far fewer type-hint lookups."""
+"""minimize/program/fast_load.py: the same exported program, with far fewer type-hint lookups."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 from torch._export.serde import serialize, union
 
-from minimize.fast_load import fast_schema_decoding
-from minimize.program import load_exported
+from minimize.program.fast_load import fast_schema_decoding
+from minimize.program.model import load_exported
 from tests.conftest import Host
 
 TORCH_DECODER = serialize._dict_to_dataclass  # torch's own, before any load of trtmin's
@@ -67,7 +67,7 @@ def test_the_schema_decoder_builds_the_objects_torch_builds():
 
     from torch._export.serde import schema
 
-    from minimize.fast_load import _SchemaDecoder
+    from minimize.program.fast_load import _SchemaDecoder
     ep = torch.export.export(Host().eval(), (torch.randn(4, 8),))
     data = json.loads(serialize.serialize(ep).exported_program)
     ours = _SchemaDecoder(serialize, union)(schema.ExportedProgram, data)

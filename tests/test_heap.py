@@ -1,4 +1,4 @@
-"""minimize/heap.py: the collector is paused inside, and what was made garbage inside is freed after."""
+"""minimize/run/heap.py: the collector is paused inside, and what was made garbage inside is freed after."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import weakref
 
 import torch
 
-from minimize.heap import collect_parked, gc_paused
+from minimize.run.heap import collect_parked, gc_paused
 
 
 class _Node:

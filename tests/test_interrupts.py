@@ -7,7 +7,9 @@ import signal
 import pytest
 import typer
 
-from minimize import cli, interrupts
+from minimize import cli
+
+from minimize.run import interrupts
 from oracles.errors import TrtminError
 
 

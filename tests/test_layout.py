@@ -2,9 +2,14 @@
 
 oracles/ (backends, checks, workers, running a script) is what both sides share: it imports
 neither minimize/ nor repros/. minimize/ does not import repros/, except its CLI, which wires
-every command. repros/ reads a reduction's output folder through minimize/out_dir.py and
-minimize/journal.py (the folder's layout is minimize's), and nothing else of minimize/.
+every command. repros/ reads a reduction's output folder through minimize/emit/out_dir.py and
+minimize/emit/journal.py (the folder's layout is minimize's), and nothing else of minimize/.
 Only minimize/cli.py imports typer.
+
+Inside minimize/, four rooms and the app: `program/` (the model, the candidate) imports no
+other room; `search/`, `run/` and `emit/` each import `program/` and no other room; the
+app (minimize/*.py: cli, reduce, arguments, options, progress) wires them all. Every room
+may read the shared `minimize.options` and the package's version.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REPROS_MAY_READ = {"minimize.out_dir", "minimize.journal"}
+REPROS_MAY_READ = {"minimize.emit.out_dir", "minimize.emit.journal"}
+ROOMS_MAY_IMPORT = {"program": set(), "search": {"program"}, "run": {"program"}, "emit": {"program"}}
+SHARED = {"minimize", "minimize.options"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -53,6 +60,27 @@ def test_repros_read_only_the_output_folder_of_minimize() -> None:
                                               if _top(m) == "minimize" and m not in REPROS_MAY_READ)
              for p in package_files("repros")}
     assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def room_of(module: str) -> str | None:
+    """The room of a minimize module ("minimize.search.passes.values": "search"), None for the app's."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ROOMS_MAY_IMPORT else None
+
+
+def test_rooms_inside_minimize_import_only_the_program_room() -> None:
+    wrong = {}
+    for p in package_files("minimize"):
+        own = p.relative_to(ROOT / "minimize").parts[0]
+        if own not in ROOMS_MAY_IMPORT:
+            continue  # the app's modules wire the rooms
+        bad = sorted(m for m in imported_modules(p) if _top(m) == "minimize" and m not in SHARED
+                     and room_of(m) not in {own, *ROOMS_MAY_IMPORT[own]})
+        if bad:
+            wrong[str(p.relative_to(ROOT))] = bad
+    assert wrong == {}
+    assert room_of("minimize.search.passes.values") == room_of("minimize.search") == "search"
+    assert room_of("minimize.reduce") is None
 
 
 def test_only_the_cli_imports_typer() -> None:

@@ -122,11 +122,11 @@ def test_lowering_toggle_says_whether_the_bug_vanished_or_changed(toggled: str, 
     """In-process, with a pure oracle: a toggle that takes the bug away is named as its cause
     only where the program then passes; where it fails another way (Torch-TensorRT-RTX 2.11
     with attn_bias_is_causal=false crashes in add_cast on the video policy), the note says so."""
-    from minimize.passes.partitions import lowering_toggle
-    from minimize.problem import ReductionProblem
-    from minimize.program import Program
+    from minimize.search.passes.partitions import lowering_toggle
+    from minimize.search.problem import ReductionProblem
+    from minimize.program.model import Program
     from oracles.verdict import Verdict
-    from minimize.inputs import prepare
+    from minimize.program.inputs import prepare
     from tests.conftest import Host
 
     x = torch.randn(4, 8)

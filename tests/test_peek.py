@@ -1,5 +1,5 @@
-"""Inputs of the wrong shape or dtype are refused before torch is imported (minimize/peek.py),
-in the words of the full check (minimize/inputs.py), and anything the torch-free reader
+"""Inputs of the wrong shape or dtype are refused before torch is imported (minimize/program/peek.py),
+in the words of the full check (minimize/program/inputs.py), and anything the torch-free reader
 cannot tell is left to that check."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from minimize.inputs import load_inputs
-from minimize.peek import check_inputs_early, program_inputs, saved_inputs
+from minimize.program.inputs import load_inputs
+from minimize.program.peek import check_inputs_early, program_inputs, saved_inputs
 from oracles.errors import TrtminError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ def full_check_error(path: Path) -> str:
 
 
 def test_the_files_are_read_without_torch():
-    code = ("import sys, pathlib; from minimize.peek import program_inputs, saved_inputs; "
+    code = ("import sys, pathlib; from minimize.program.peek import program_inputs, saved_inputs; "
             f"print(program_inputs(pathlib.Path({str(MODEL)!r})), saved_inputs(pathlib.Path({str(INPUTS)!r}))); "
             "print('torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)

@@ -122,7 +122,7 @@ def test_the_cli_starts_its_workers_before_it_imports_torch(host_program, tmp_pa
 
 
 def test_one_worker_per_visible_gpu_without_importing_torch(monkeypatch):
-    from minimize import workers
+    from minimize.run import workers
     monkeypatch.setattr(workers, "nvml_gpu_count", lambda: 8)  # what the driver says
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
     assert workers.gpu_env(3, "cuda") == [{"CUDA_VISIBLE_DEVICES": d} for d in ("3", "5", "3")]
@@ -142,7 +142,7 @@ def test_one_worker_per_visible_gpu_without_importing_torch(monkeypatch):
 
 def test_workers_that_cannot_start_leave_no_state_behind(monkeypatch):
     from minimize.options import Options
-    from minimize.workers import Workers
+    from minimize.run.workers import Workers
     made = []
     real = WorkerPool.start
 

@@ -12,11 +12,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minimize.candidate import Candidate
-from minimize.inputs import prepare
-from minimize.problem import ReductionProblem
-from minimize.program import Program
-from minimize.scheduler import run_reduction
+from minimize.program.candidate import Candidate
+from minimize.program.inputs import prepare
+from minimize.search.problem import ReductionProblem
+from minimize.program.model import Program
+from minimize.search.scheduler import run_reduction
 from oracles.checks import flatten_outputs
 from oracles.verdict import Verdict
 from tests.conftest import Host
@@ -261,7 +261,7 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     source stack), by the source stack, or, with no stack at all, by a target only one node
     has. A stack that names none of ours is no guess: a decomposed op's target (rsqrt, from
     layer_norm's decomposition) would name an unrelated node."""
-    from minimize.localize import named_failing_position
+    from minimize.search.localize import named_failing_position
     problem = ReductionProblem(program, lambda keys: [])
     problem.locate_from_errors = True
     cand = problem.current

@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from minimize.inputs import prepare
-from minimize.program import Program
+from minimize.program.inputs import prepare
+from minimize.program.model import Program
 from tests.conftest import plugin, save_program
 from tests.helpers import run_cli
 

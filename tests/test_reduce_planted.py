@@ -99,7 +99,7 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
     # Idle workers take the runs the reduction asks next, across passes: the original with
     # the localization run, the localized node's two shortest suffixes, the last deletion;
-    # then the generated values at smaller shapes, in one (minimize/passes/shapes.py
+    # then the generated values at smaller shapes, in one (minimize/search/passes/shapes.py
     # generate_small_values), which need the final graph.
     assert (one["oracle_calls"], one["timing"]["batches"]) == (6, 6)
     assert one["passes"]["generate_small_values"]["calls"] == 1

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import torch
 
-from minimize.emit import write_reduced
-from minimize.inputs import prepare
-from minimize.program import Program, Slice, load_exported
+from minimize.emit.outputs import write_reduced
+from minimize.program.inputs import prepare
+from minimize.program.model import Program, Slice, load_exported
 
 
 def test_reduced_pt2_is_the_same_bytes_for_the_same_program(host_program, tmp_path: Path):

@@ -222,7 +222,7 @@ def test_a_backend_that_loses_an_inf_or_nan_the_float64_run_has_is_off():
 def test_a_journal_from_before_reference_does_not_resume_with_float64(tmp_path):
     """Such a journal's verdicts were judged against eager alone: replayed under
     --reference float64 they kept a rounding-only repro that its script calls float64's."""
-    from minimize.journal import Journal
+    from minimize.emit.journal import Journal
     from oracles.errors import TrtminError
     old = {"model_sha256": "ab", "options": {"oracle": "mismatch", "atol": 0.001}}
     (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")

@@ -492,7 +492,7 @@ def test_add_refuses_an_earlier_runs_outputs_beside_a_later_journal(tmp_path: Pa
     """A run started over an earlier one (--force) and stopped before its own outputs
     leaves the earlier repro beside its journal: summary.json names its journal's header,
     so repros add does not save it as the later run's."""
-    from minimize.journal import header_digest, header_line
+    from minimize.emit.journal import header_digest, header_line
     out = _reduce_out(tmp_path / "out")
     earlier = header_line({"model_sha256": "a", "options": {}})
     summary = json.loads((out / "summary.json").read_text())
@@ -509,7 +509,7 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     or ONNX Runtime bug never said which release it was seen in (add_repro looks for them)."""
     import importlib.metadata as md
 
-    from minimize.script import environment
+    from minimize.emit.script import environment
 
     env = environment()
     for package in ("executorch", "onnxruntime"):

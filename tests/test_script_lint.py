@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from minimize.program import Program
-from minimize.script import ReproInfo, render_script
+from minimize.program.model import Program
+from minimize.emit.script import ReproInfo, render_script
 from oracles.backends import BUILTIN
 from oracles.backends.command import CommandBackend
 from oracles.backends.plugin import PluginBackend

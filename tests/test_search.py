@@ -1,4 +1,4 @@
-"""The searches of minimize/search.py: exact answers, their probe counts, and speculation
+"""The searches of minimize/search/searches.py: exact answers, their probe counts, and speculation
 that only ever proposes probes the sequential search can ask for."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from minimize.search import (binary_first_true, gallop_first_true, guided_first_true, mapped, replay,
+from minimize.search.searches import (binary_first_true, gallop_first_true, guided_first_true, mapped, replay,
                             search_walk, speculative_probes)
 
 

@@ -1,4 +1,4 @@
-"""Smaller shapes (minimize/passes/shapes.py): the sizes of generated tensors that the bug
+"""Smaller shapes (minimize/search/passes/shapes.py): the sizes of generated tensors that the bug
 does not need shrink to 2, one size everywhere at once, and shapes the graph fixes are
 never sent to the oracle."""
 
@@ -13,11 +13,11 @@ import pytest
 import torch
 import torch.fx as fx
 
-from minimize.candidate import made_of, make, sizes_of
-from minimize.passes.values import expression, reshaped
-from minimize.problem import ReductionProblem
-from minimize.program import Program, size_arguments
-from minimize.scheduler import run_reduction
+from minimize.program.candidate import made_of, make, sizes_of
+from minimize.search.passes.values import expression, reshaped
+from minimize.search.problem import ReductionProblem
+from minimize.program.model import Program, size_arguments
+from minimize.search.scheduler import run_reduction
 from oracles.verdict import Verdict
 from tests.conftest import plugin, save_program
 from tests.helpers import run_cli, run_repro

@@ -1,11 +1,11 @@
-"""The eager snippet at the top of report.md (minimize/snippet.py), on forward sources
+"""The eager snippet at the top of report.md (minimize/emit/snippet.py), on forward sources
 as repro.py writes them."""
 
 from __future__ import annotations
 
 import torch
 
-from minimize.snippet import MAX_LINES, snippet_source
+from minimize.emit.snippet import MAX_LINES, snippet_source
 from oracles.backends import BUILTIN
 from oracles.backends.base import SnippetCall
 
@@ -44,11 +44,11 @@ def test_no_snippet_for_subgraphs_on_self_or_long_graphs():
 
 
 def test_every_made_value_form_runs_on_another_device():
-    """Each form the made values take (minimize/passes/values.py: randn, a bool mask made
+    """Each form the made values take (minimize/search/passes/values.py: randn, a bool mask made
     by a comparison, integers, complex), moved to a device: the move binds to the whole
     expression (`torch.rand(...) < 0.75` then `.to(...)` raised as `0.75.to(...)`). 'meta'
     stands for a GPU here: the code must run, the values need not."""
-    from minimize.passes.values import expression
+    from minimize.search.passes.values import expression
 
     forward = """def forward(self, a, b, c, d):
     return (a, b, c, d)"""

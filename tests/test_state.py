@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from minimize.worker_side import _owned
+from minimize.run.worker_side import _owned
 
 
 def test_only_what_cannot_be_saved_as_it_is_gets_a_storage_of_its_own(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from minimize.inputs import load_inputs
+from minimize.program.inputs import load_inputs
 from tests.conftest import plugin
 from tests.helpers import run_check, run_cli, run_repro
 from tests.test_bad_inputs import assert_one_line_error

@@ -172,7 +172,7 @@ def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     temporary folder; the next run removes it, and only it: not a live run's."""
     import tempfile
 
-    from minimize.workers import STATE_PREFIX, remove_stale_state
+    from minimize.run.workers import STATE_PREFIX, remove_stale_state
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

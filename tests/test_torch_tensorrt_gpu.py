@@ -49,7 +49,7 @@ class Camera(nn.Module):
 
 
 def gpu_candidate(model: nn.Module, inputs: tuple) -> tuple[torch.fx.GraphModule, list]:
-    from minimize.program import Program
+    from minimize.program.model import Program
     model, inputs = model.cuda().eval(), tuple(x.cuda() for x in inputs)
     program = Program(torch.export.export(model, inputs).run_decompositions({}), list(inputs), device="cuda")
     piece = program.materialize(program.all_kept())
@@ -87,7 +87,7 @@ def test_fast_partition_reports_engines_around_a_fallback_op() -> None:
 def test_dynamic_sizes_compile_to_one_engine_that_runs_at_other_lengths() -> None:
     from oracles.backends.torch_tensorrt import TorchTensorRTBackend
     from oracles.dynamic import mark_dynamic
-    from minimize.program import Program
+    from minimize.program.model import Program
 
     torch.manual_seed(0)
     model, x = Mlp().cuda().eval(), torch.randn(6, 16, device="cuda")

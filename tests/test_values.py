@@ -1,4 +1,4 @@
-"""Generated values (minimize/passes/values.py): the script makes the tensors the bug does
+"""Generated values (minimize/search/passes/values.py): the script makes the tensors the bug does
 not need the exact values of, and loads only the rest."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from minimize.candidate import made_of, make
-from minimize.passes.values import expression
-from minimize.problem import ReductionProblem
-from minimize.program import Program
-from minimize.scheduler import run_reduction
+from minimize.program.candidate import made_of, make
+from minimize.search.passes.values import expression
+from minimize.search.problem import ReductionProblem
+from minimize.program.model import Program
+from minimize.search.scheduler import run_reduction
 from oracles.verdict import Verdict
 from tests.conftest import plugin
 from tests.helpers import run_cli, run_repro
@@ -87,7 +87,7 @@ def _reduce(needs: set[str], jobs: int) -> ReductionProblem:
 def test_what_the_bug_does_not_need_is_generated_in_few_calls() -> None:
     free = _reduce(set(), jobs=1)
     assert sorted(made_of(free.settings)) == ["mask", "mul"]
-    # all at once, and at smaller sizes (minimize/passes/shapes.py generate_small_values)
+    # all at once, and at smaller sizes (minimize/search/passes/shapes.py generate_small_values)
     assert (free.pass_stats["generate_small_values"].calls, free.pass_stats["generate_values"].calls) == (1, 0)
     needs_mask = _reduce({"mask"}, jobs=1)
     assert sorted(made_of(needs_mask.settings)) == ["mul"]  # then the floats together
@@ -109,7 +109,7 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     # made and shrunk in one call (generate_small_values): the two passes that try each have nothing left
     assert [summary["passes"][p]["calls"] for p in ("generate_small_values", "generate_values", "shrink_shapes")] == [1, 0, 0]
     script = (tmp_path / "made" / "repro.py").read_text()
-    # and the sizes it does not need shrink (minimize/passes/shapes.py): the bias's 16 stays
+    # and the sizes it does not need shrink (minimize/search/passes/shapes.py): the bias's 16 stays
     assert "self.register_buffer('p_l1_weight', torch.randn((16, 2), generator=torch.Generator().manual_seed(" in script
     assert summary["shrunk_shapes"] == {"p_l1_weight": [[16, 8], [16, 2]], "x": [[4, 8], [2, 2]]}
     assert not (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" not in summary["files"]
@@ -167,7 +167,7 @@ def test_constants_and_masks_are_made_in_a_fresh_process() -> None:
     not called torch.full before, e.g. at the end of a reduction, which it lost."""
     import subprocess
     import sys
-    code = ("from minimize.candidate import make\n"
+    code = ("from minimize.program.candidate import make\n"
             "print(make('torch.full((32,), 1.0, dtype=torch.float32)').sum().item(),\n"
             "      make('torch.rand((20,), generator=torch.Generator().manual_seed(3)) < 0.25').dtype)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -198,7 +198,7 @@ def test_a_worker_makes_each_generated_value_apart_even_where_two_texts_are_the_
     aliased weights into one graph input, so the compiler was given another graph."""
     import gc
 
-    from minimize.worker_side import save_state, worker_setup
+    from minimize.run.worker_side import save_state, worker_setup
     inputs = (torch.randn(32),)
     program = Program(torch.export.export(_TwoOnes(), inputs), inputs)
     exprs = {n: expression(program.values[n], seed) for seed, n in enumerate(sorted(program.constants))}
@@ -249,7 +249,7 @@ def test_the_same_text_makes_the_same_floats_on_every_cpu_kernel() -> None:
                        f"{expression(value.to(torch.complex64), 4)}.real.double()",
                        f"({expression(value > 0.3, 5)}).double()",
                        f"{expression((value * 100).to(torch.int64), 6)}.double()"])
-    code = ("import hashlib, sys\nfrom minimize.candidate import make\n"
+    code = ("import hashlib, sys\nfrom minimize.program.candidate import make\n"
             "print(hashlib.sha256(make(sys.argv[1]).numpy().tobytes()).hexdigest())\n")
     digests = set()
     for capability in ("default", "avx2"):
@@ -286,7 +286,7 @@ def test_a_mask_almost_all_true_is_not_made_all_true() -> None:
 
 def test_a_value_no_expression_can_be_made_for_is_kept_not_the_end_of_the_reduction(monkeypatch) -> None:
     """The pass is an optional last step: a value it cannot make stays as it is."""
-    import minimize.passes.values as values
+    import minimize.search.passes.values as values
     real = values.expression
 
     def fails_on_masks(value, seed):

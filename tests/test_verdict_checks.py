@@ -193,7 +193,7 @@ def test_a_mismatch_carries_its_first_values_off_for_the_report():
     the backend's, with their indices."""
     import torch
 
-    from minimize.report import _values_section
+    from minimize.emit.report import _values_section
 
     eager = torch.arange(24, dtype=torch.int64).reshape(3, 8) * 1_000_000_000
     wrapped = (torch.arange(24, dtype=torch.int32).reshape(3, 8) * 1_000_000_000).to(torch.int64)

@@ -260,9 +260,9 @@ def test_forked_workers_start_cuda_themselves_and_a_zygote_with_cuda_forks_none(
 
 def test_the_zygote_loads_a_cpu_program_once_written_for_the_workers_forked_after(host_program, tmp_path,
                                                                                  monkeypatch):
-    from minimize import worker_side
-    from minimize.inputs import load_inputs, prepare
-    from minimize.program import Program, load_exported
+    from minimize.run import worker_side
+    from minimize.program.inputs import load_inputs, prepare
+    from minimize.program.model import Program, load_exported
     model, inputs = host_program
     monkeypatch.setattr(worker_side, "_zygote_program", None)
     state = tmp_path / "state"

@@ -4,7 +4,7 @@ trace (which CUDA calls that compile makes), none (no compile), hide (is_availab
 hide_all (and no devices), guard (the CUDA device guard a no-op), hide_guard (all of it).
 Each prints the parent's CUDA state and whether a fork then starts CUDA and compiles.
 Measured on the H200: only hide_guard leaves the fork its CUDA; workers forked after such a
-warm-up were slower, so trtmin does not do it (minimize/worker_side.py, preload)."""
+warm-up were slower, so trtmin does not do it (minimize/run/worker_side.py, preload)."""
 import os, sys, time, json
 os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
 variant = sys.argv[1]

@@ -1,7 +1,7 @@
 """Graph preparation shared by the export-based backends, and the ONNX export.
 
 Candidates read the program's weights as attributes (get_attr), not inputs, as in the
-user's model (minimize/program.py), so exporters see them as weights.
+user's model (minimize/program/model.py), so exporters see them as weights.
 
 * `script_source`: a function's source, pasted into repro scripts, so a script runs
   the same helper code the backend ran.

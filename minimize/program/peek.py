@@ -1,11 +1,12 @@
-"""The program's inputs and the inputs file, read without torch: a wrong shape or dtype is
-refused in a fraction of a second, before torch's import (3 s here) and any worker.
+"""The model file and the inputs file, read without torch: a file that is no .pt2, or inputs
+of a wrong shape or dtype, are refused in a fraction of a second, before torch's import
+(3 s here) and any worker.
 
 Both files are zip archives: the .pt2 holds the exported program as JSON
 (`models/model.json`: the user inputs' names, sizes and dtypes), torch.save's file a
 pickle whose tensors are rebuilt by `torch._utils._rebuild_tensor_v2` from a typed
 storage. Anything either reader does not know (another archive version, a nested
-structure, a tensor subclass) is left to the full check (minimize/inputs.py), which says
+structure, a tensor subclass) is left to the full check (minimize/program/inputs.py), which says
 the same words: this one only answers early where it is sure.
 """
 
@@ -134,3 +135,53 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
         if len(got.sizes) != len(want.sizes) or any(w is not None and w != g for w, g in zip(want.sizes, got.sizes)):
             shape = "x".join("?" if w is None else str(w) for w in want.sizes)
             raise TrtminError(f"input {name!r} in {inputs} has shape {got.sizes}, the program expects {shape}")
+
+
+def check_model_file(path: Path) -> None:
+    """The model file's own mistakes, found without torch: missing, a folder, unreadable,
+    another format users mistake for a .pt2, or no zip archive at all."""
+    if not path.exists():
+        raise TrtminError(f"{path}: no such file; pass the .pt2 written by torch.export.save")
+    if path.is_dir():
+        raise TrtminError(f"{path} is a folder; pass the .pt2 file written by torch.export.save")
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        raise TrtminError(f"{path}: cannot read it ({e.strerror}); check its permissions") from None
+    other = _other_format(path)
+    if other:
+        raise TrtminError(f"{path} is {other}, not a program saved by torch.export.save; trtmin reduces the "
+                          "exported program: ep = torch.export.export(model, args), then "
+                          "torch.export.save(ep, 'model.pt2')")
+    if not zipfile.is_zipfile(path):
+        raise TrtminError(f"{path} is not a .pt2 archive (truncated or another format); "
+                          "re-save it with torch.export.save(ep, path)")
+
+
+def _other_format(path: Path) -> str | None:
+    """What a file that users mistake for a .pt2 is: the compiled program a bug report starts
+    from (an ExecuTorch .pte, an engine), or the other archives torch writes."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head[4:6] == b"ET":  # a flatbuffer's file identifier: ExecuTorch's "ET12"
+        return "an ExecuTorch program (.pte), already lowered"
+    names = {".onnx": "an ONNX model", ".engine": "a TensorRT engine", ".plan": "a TensorRT engine",
+             ".trt": "a TensorRT engine"}
+    if names.get(path.suffix.lower()):
+        return names[path.suffix.lower()]
+    if not zipfile.is_zipfile(path):
+        return None
+    try:
+        with zipfile.ZipFile(path) as z:
+            files = z.namelist()
+    except zipfile.BadZipFile:  # damaged: torch.export.load's error says so
+        return None
+    if any(f.endswith("/archive_format") or "/models/" in f or f.endswith("serialized_exported_program.json")
+           for f in files):
+        return None  # torch.export's own archive, of whatever version: its loader says what is wrong
+    if any("/code/" in f for f in files):
+        return "a TorchScript archive (torch.jit.save)"
+    if any(f.endswith("/data.pkl") for f in files):
+        return "a file written by torch.save (a module, a state_dict or tensors)"
+    return None

@@ -7,7 +7,7 @@ same chunk size resumes at the same position, so progress is deterministic.
 
 from __future__ import annotations
 
-from minimize.problem import ReductionProblem
+from minimize.search.problem import ReductionProblem
 
 
 def delete_chunks(problem: ReductionProblem) -> None:

@@ -4,7 +4,7 @@ Passes only propose candidates and ask for them one at a time, as sequential cod
 (docs/design.md#speculation). With N workers, each time the reduction needs a verdict it has
 not got, up to N-1 more runs are evaluated beside it *speculatively*: the ones the
 rest of the reduction, every pass, is most likely to ask for next
-(minimize/speculate.py replays it from the start under hypothetical answers). The
+(minimize/search/speculate.py replays it from the start under hypothetical answers). The
 walk itself only ever uses real verdicts, so the result is byte-identical for any N,
 and `oracle_calls` counts only the calls the sequential (N=1) algorithm makes;
 speculative extra work is reported separately, as timing.
@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from minimize.candidate import Candidate, Key, Nodes, Settings
-from minimize.program import Program
-from minimize.search import SearchFactory, drive
+from minimize.program.candidate import Candidate, Key, Nodes, Settings
+from minimize.program.model import Program
+from minimize.search.searches import SearchFactory, drive
 from oracles.verdict import Signature, Verdict
 
 ORIGINAL_FAILS_P = 0.95  # the user says it fails
@@ -73,12 +73,12 @@ class ReductionProblem:
         self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
         self.lowering_toggles: tuple[tuple[str, str], ...] = ()  # e.g. (("attn_bias_is_causal", "false"),)
         self.notes: dict[str, Any] = {}  # diagnostics for the report: culprit op, failing engine
-        self.localize = False  # may bisect_window guess from a run with every value an output (minimize/localize.py)
+        self.localize = False  # may bisect_window guess from a run with every value an output (minimize/search/localize.py)
         self.locate_from_errors = False  # ... or from the node a compiler's error names (free)
         self.guessed_node: int | None = None  # the node that guess named: ranks speculation only
-        self.generate_values = False  # may the last pass try generated values (minimize/passes/values.py)
+        self.generate_values = False  # may the last pass try generated values (minimize/search/passes/values.py)
         self.value_expressions: dict[tuple[str, int], str | None] = {}  # its texts, shared with replays
-        self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (minimize/passes/shapes.py), likewise
+        self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (minimize/search/passes/shapes.py), likewise
         # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
         # least `min_failures` of them fail the same way (default: half as many as the original).
         self.min_failures_option = min_failures
@@ -101,7 +101,7 @@ class ReductionProblem:
         self.first_verdict: Verdict | None = None
         self.last_verdict: Verdict | None = None
         self.current_pass = "check"
-        # What to evaluate beside a needed run (set by minimize/scheduler.py when jobs > 1).
+        # What to evaluate beside a needed run (set by minimize/search/scheduler.py when jobs > 1).
         self.speculate: Callable[[int], list[Key]] | None = None
         self.hypotheses: dict[Key, bool] | None = None  # set on a replay (dry_copy): never evaluates
 
@@ -222,7 +222,7 @@ class ReductionProblem:
     def failing_sink(self, cand: Nodes) -> int | None:
         """The node whose value a mismatch or NaN verdict on `cand` names (the verdict
         counts flattened tensors; a node may return several), or None if it names none.
-        A replay that only hypothesizes that `cand` fails (minimize/speculate.py) guesses
+        A replay that only hypothesizes that `cand` fails (minimize/search/speculate.py) guesses
         its last node: where a localized prefix ends, the value seen off."""
         verdict = self.known_verdict(cand)
         if verdict is None:

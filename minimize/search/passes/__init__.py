@@ -2,7 +2,7 @@
 
 A pass proposes candidates through the ReductionProblem (try_first / run_search) and
 accepts what fails the same way, as sequential code: speculation over all passes is
-the problem's (minimize/speculate.py). Passes make deterministic progress and do not loop
+the problem's (minimize/search/speculate.py). Passes make deterministic progress and do not loop
 to a fixed point themselves; the scheduler does (docs/design.md#a-reduction-end-to-end).
 """
 
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from minimize.passes.bisect_window import bisect_window
-from minimize.passes.delete_chunks import delete_chunks, prove_one_minimal
-from minimize.passes.interior import keep_needed
-from minimize.passes.module_blocks import delete_module_blocks
-from minimize.passes.outputs import keep_one_output
-from minimize.passes.partitions import bisect_op_fallback, bisect_settings, isolate_partition
-from minimize.passes.shapes import generate_small_values, shrink_shapes
-from minimize.passes.values import generate_values
-from minimize.problem import ReductionProblem
+from minimize.search.passes.bisect_window import bisect_window
+from minimize.search.passes.delete_chunks import delete_chunks, prove_one_minimal
+from minimize.search.passes.interior import keep_needed
+from minimize.search.passes.module_blocks import delete_module_blocks
+from minimize.search.passes.outputs import keep_one_output
+from minimize.search.passes.partitions import bisect_op_fallback, bisect_settings, isolate_partition
+from minimize.search.passes.shapes import generate_small_values, shrink_shapes
+from minimize.search.passes.values import generate_values
+from minimize.search.problem import ReductionProblem
 
 Pass = Callable[[ReductionProblem], None]
 PROOF: tuple[str, Pass] = ("prove_one_minimal", prove_one_minimal)  # after the tiers' fixed point

@@ -1,5 +1,5 @@
 """Writes the reduce output: repro.py, report.md, summary.json, reduced.pt2 and tensors
-(the script's text: minimize/script.py; the report's: minimize/report.py).
+(the script's text: minimize/emit/script.py; the report's: minimize/emit/report.py).
 
 Every file is written to a temporary name and renamed, so a crash never leaves a
 half-written file in --out.
@@ -18,9 +18,9 @@ import torch
 import torch.fx as fx
 from torch.fx.traceback import NodeSource
 
-from minimize.program import Slice
-from minimize.report import emitted_names, render_report, report_snippet
-from minimize.script import INPUTS_FILE, ReproInfo, render_script
+from minimize.program.model import Slice
+from minimize.emit.report import emitted_names, render_report, report_snippet
+from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
 from oracles.backends.base import Backend
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from oracles.reference import float64_outputs
@@ -94,7 +94,7 @@ def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
                   summary: dict[str, Any], verify: Callable[[Path], dict[str, Any]] | None = None,
                   generated: dict[str, str] | None = None) -> dict[str, Path]:
-    """The outputs; `verify` runs the written repro.py (minimize/verify.py) before the
+    """The outputs; `verify` runs the written repro.py (minimize/emit/verify.py) before the
     report and the summary, which say what it did. `values` holds the generated tensors
     in place of the originals, and `generated` the expressions the script makes them with."""
     out.mkdir(parents=True, exist_ok=True)

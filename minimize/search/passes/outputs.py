@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from minimize.candidate import Nodes
-from minimize.problem import ReductionProblem
+from minimize.program.candidate import Nodes
+from minimize.search.problem import ReductionProblem
 
 
 def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = None) -> Nodes:

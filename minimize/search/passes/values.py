@@ -9,7 +9,7 @@ the range; booleans: the share of True): all of them at once, then the floating-
 ones together, then the largest few one at a time, and keeps what still fails the same way. The script then makes them with one line each
 (`torch.randn(...)`), and the file shrinks or goes.
 
-The expressions are the candidate's state (minimize/candidate.py): cached, journaled and
+The expressions are the candidate's state (minimize/program/candidate.py): cached, journaled and
 speculated as any run is, and the worker evaluates the same text that repro.py holds.
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from minimize.candidate import INLINE_MAX_ELEMENTS, made_of, make, with_made
-from minimize.problem import ReductionProblem
-from minimize.search import EXPECTED_P
+from minimize.program.candidate import INLINE_MAX_ELEMENTS, made_of, make, with_made
+from minimize.search.problem import ReductionProblem
+from minimize.search.searches import EXPECTED_P
 
 ONE_AT_A_TIME = 3  # where all at once loses the bug: the largest tensors, each alone
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -121,7 +121,7 @@ def _integer_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen
 
 def reshaped(expr: str, old: tuple[int, ...], new: tuple[int, ...]) -> str:
     """An expression of `expression` that makes a tensor of shape `new` in place of `old`
-    (minimize/passes/shapes.py): each form holds its shape once, as the first tuple that
+    (minimize/search/passes/shapes.py): each form holds its shape once, as the first tuple that
     repr writes (randint's bounds before it are two numbers, not a tuple)."""
     if repr(old) not in expr:
         raise ValueError(f"no shape {old!r} in {expr!r}")
@@ -133,7 +133,7 @@ _INDICES = re.compile(r"torch\.randint\((\d+), (\d+), (.*), dtype=torch\.(int64|
 
 def index_bound(expr: str) -> tuple[int, int] | None:
     """(low, high) of an expression that makes int64 or int32 values in [low, high) from 0
-    up, the dtypes of indices (minimize/passes/shapes.py keeps them inside a shrunk table);
+    up, the dtypes of indices (minimize/search/passes/shapes.py keeps them inside a shrunk table);
     None for any other."""
     m = _INDICES.fullmatch(expr)
     return (int(m[1]), int(m[2])) if m else None
@@ -175,7 +175,7 @@ def generate_values(problem: ReductionProblem) -> None:
     are often the bug's structure, activations and weights rarely); else the largest of
     those one at a time. 1 call, at most 2 + ONE_AT_A_TIME; none when nothing is large."""
     if not problem.generate_values or made_of(problem.settings):
-        return  # off, or made already, at smaller sizes (minimize/passes/shapes.py generate_small_values)
+        return  # off, or made already, at smaller sizes (minimize/search/passes/shapes.py generate_small_values)
     prog = problem.program
     exprs = made_expressions(problem)
     names = list(exprs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from minimize.problem import ReductionProblem
+from minimize.search.problem import ReductionProblem
 
 
 def _groups(problem: ReductionProblem, depth: int) -> list[tuple[int, ...]]:

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from oracles.errors import TrtminError
 
-JOURNAL = "journal.jsonl"  # minimize/journal.py writes it first, so every run's folder has one
+JOURNAL = "journal.jsonl"  # minimize/emit/journal.py writes it first, so every run's folder has one
 OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
              "model.onnx", "repro_tensorrt.npz"}
 # --emit's scripts (repro_tensorrt.py, repro_torch_tensorrt.py) and the copies of the files a

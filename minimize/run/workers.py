@@ -95,7 +95,7 @@ def remove_stale_state() -> list[Path]:
 
 class Workers:
     """The started pool, and the folder where the main process leaves the program for it
-    (minimize/worker_side.py: the workers wait for it). A context manager that stops
+    (minimize/run/worker_side.py: the workers wait for it). A context manager that stops
     them; closing twice does nothing (the session that takes them closes them too)."""
 
     def __init__(self, opts: Options):
@@ -106,9 +106,9 @@ class Workers:
         scratch = self.state_dir / SCRATCH  # backends' files: go with the state, even from a killed worker
         scratch.mkdir()
         cfg = WorkerConfig(
-            setup="minimize.worker_side:worker_setup",
-            preload="minimize.worker_side:preload",
-            prefork="minimize.worker_side:before_fork",
+            setup="minimize.run.worker_side:worker_setup",
+            preload="minimize.run.worker_side:preload",
+            prefork="minimize.run.worker_side:before_fork",
             setup_kwargs={"state": self._state.name, "scratch": str(scratch), "backend": opts.backend, "settings": opts.settings,
                           "atol": opts.atol, "rtol": opts.rtol, "reference": opts.reference, "device": opts.device},
             timeout_s=opts.timeout,

@@ -21,9 +21,9 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
-from minimize.arguments import check_model_file
-from minimize.fast_load import fast_schema_decoding
-from minimize.libraries import unresolved_op
+from minimize.program.fast_load import fast_schema_decoding
+from minimize.program.libraries import unresolved_op
+from minimize.program.peek import check_model_file
 from oracles.checks import flatten_outputs
 from oracles.errors import TrtminError, first_line
 
@@ -240,10 +240,10 @@ class Program:
     def materialize(self, kept: Sequence[int], mark_all: bool = False,
                     replaced: Mapping[str, Any] | None = None, sizes: Mapping[int, int] | None = None) -> Slice:
         """The runnable slice of `kept`. mark_all: every kept node with a tensor value
-        is an output too, in topological order (for localization, minimize/localize.py).
-        replaced: weights to use in place of the program's (minimize/passes/values.py).
+        is an output too, in topological order (for localization, minimize/search/localize.py).
+        replaced: weights to use in place of the program's (minimize/search/passes/values.py).
         sizes: numbers to write in place of others in the nodes' size arguments
-        (minimize/passes/shapes.py)."""
+        (minimize/search/passes/shapes.py)."""
         kept = self.normalize(kept)
         if not kept:
             raise ValueError("empty candidate")

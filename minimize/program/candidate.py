@@ -1,8 +1,8 @@
 """A candidate: one program to try, as a frozen value (docs/design.md, "The candidate").
 
 It is the kept nodes, the backend's settings (--set) and its state outside the graph:
-made values (minimize/passes/values.py), shrunk sizes (minimize/passes/shapes.py) and
-localization's every-value-an-output run (minimize/localize.py). Its text form, the
+made values (minimize/search/passes/values.py), shrunk sizes (minimize/search/passes/shapes.py) and
+localization's every-value-an-output run (minimize/search/localize.py). Its text form, the
 `Key` (nodes, settings), holds that state as pseudo-settings (`trtmin.generated`,
 `trtmin.sizes`, `trtmin.mark_all`), so a run is cached, journaled and sent to a worker
 under one key; only this module reads or writes them.

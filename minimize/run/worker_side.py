@@ -14,22 +14,29 @@ from typing import Any, Callable
 
 import torch
 
-from minimize import graph_io
-from minimize.heap import freeze_heap, gc_paused
-from minimize.libraries import import_libraries
-from minimize.localize import off_values
-from minimize.candidate import make
-from minimize.program import Program
-from minimize.steps import StepClock
+from minimize.program import graph_io
+from minimize.run.heap import freeze_heap, gc_paused
+from minimize.program.libraries import import_libraries
+from minimize.program.candidate import make
+from minimize.program.model import Program
+from minimize.run.steps import StepClock
 from oracles.backends import resolve
 from oracles.backends.base import reset_dynamo, use_scratch_root
 from oracles.checks import Tolerance, flatten_outputs
 from oracles.dynamic import mark_dynamic
 from oracles.evaluate import evaluate, evaluate_each
+from oracles.verdict import VALUE_ORACLES, Verdict
 
 GRAPH_FILE = "graph.bin"
 VALUES_FILE = "values.pt"
 READY_FILE = "ready"  # written last: workers start before the state exists and wait for it
+MAX_REPORTED = 64  # off values a localization run sends back
+
+
+def off_values(node_of_leaf: list[int], each: list[Verdict]) -> list[list[Any]]:
+    """[node index, verdict dict] of the first MAX_REPORTED outputs of a localization run
+    (every value an output) that are off (minimize/search/localize.py reads them)."""
+    return [[node_of_leaf[i], v.to_dict()] for i, v in enumerate(each) if v.kind in VALUE_ORACLES][:MAX_REPORTED]
 
 
 def _owned(values: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +79,7 @@ def wait_for_state(folder: Path, poll_s: float = 0.05) -> None:
 
 
 def load_state(folder: Path, device: str) -> Program:
-    """The program the main process left, with the collector paused (minimize/heap.py)."""
+    """The program the main process left, with the collector paused (minimize/run/heap.py)."""
     with gc_paused():
         # weights_only=False: the C unpickler, twice as fast at 10,000 values (0.42 against
         # 0.82 s at 5,112 nodes), for a file this run wrote into its own private (0700) folder

@@ -20,7 +20,7 @@ every size to 2 at once, else the largest few one at a time, each to 2. At most
 generate_small_values tries the made tensors with every size shrunk, in one call: where
 that keeps the bug, both passes are done; where not, this pass's first try is that run.
 
-The new sizes are the candidate's state (minimize/candidate.py): the made tensors'
+The new sizes are the candidate's state (minimize/program/candidate.py): the made tensors'
 expressions and the graph's size map, cached, journaled, resumed and speculated like
 every run.
 """
@@ -36,11 +36,11 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from minimize.candidate import Candidate, Settings, made_of, with_made, with_sizes
-from minimize.passes.values import bounded, index_bound, made_expressions, reshaped
-from minimize.problem import ReductionProblem
-from minimize.program import Slice, size_arguments
-from minimize.search import EXPECTED_P
+from minimize.program.candidate import Candidate, Settings, made_of, with_made, with_sizes
+from minimize.search.passes.values import bounded, index_bound, made_expressions, reshaped
+from minimize.search.problem import ReductionProblem
+from minimize.program.model import Slice, size_arguments
+from minimize.search.searches import EXPECTED_P
 
 SHRUNK_TO = 2  # not 1: a size of 1 broadcasts and squeezes, which many compilers special-case
 ONE_AT_A_TIME = 4

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
-from minimize.candidate import Settings
-from minimize.problem import ReductionProblem
+from minimize.program.candidate import Settings
+from minimize.search.problem import ReductionProblem
 
 T = TypeVar("T")
 

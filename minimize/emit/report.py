@@ -8,15 +8,15 @@ import torch
 import torch.fx as fx
 
 import minimize
-from minimize.script import INPUTS_FILE, ReproInfo, forward_source, nodes, reference_words, tensor_expressions
-from minimize.snippet import snippet_source
+from minimize.emit.script import INPUTS_FILE, ReproInfo, forward_source, nodes, reference_words, tensor_expressions
+from minimize.emit.snippet import snippet_source
 from oracles.backends.base import Backend
 from oracles.verdict import Verdict
 
 
 def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                    backend: Backend, generated: dict[str, str] | None = None) -> str | None:
-    """The reduced program as straight-line eager code for the report (minimize/snippet.py)."""
+    """The reduced program as straight-line eager code for the report (minimize/emit/snippet.py)."""
     big: dict[str, torch.Tensor] = {}
     exprs = tensor_expressions({**inputs, **constants}, generated, big)
     tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
@@ -139,7 +139,7 @@ def _emitted_line(summary: dict[str, Any]) -> str:
 
 
 def _alone_line(summary: dict[str, Any]) -> str:
-    from minimize.verify import report_line
+    from minimize.emit.verify import report_line
     if "repro_alone" not in summary:
         return ""
     return f"\n{report_line(summary['repro_alone'], (summary.get('flakiness') or {}).get('repeat', 1))}\n"

@@ -9,7 +9,7 @@ expects (`Expect`), which only changes what is speculated.
 Speculation (`speculative_probes`) works on any *walk*: a function that replays a
 sequential algorithm from its start under some hypothetical answers and returns the
 first probe it cannot answer. The reducer's walk is the whole reduction, every pass
-(minimize/speculate.py); the tests also walk single searches (`search_walk`). The
+(minimize/search/speculate.py); the tests also walk single searches (`search_walk`). The
 next probes the algorithm may need are found by replaying it under both answers of
 each unknown probe, most probable path first.
 """
@@ -93,7 +93,7 @@ def guided_first_true(lo: int, hi: int, guess: int | None) -> Search:
     is taken as false unasked): 1 probe when the guess is right. A guess too low gallops
     up from it (a miss by d < 8 costs about 2*log2(d) + 1 probes, any miss at most 5
     more than a binary search). A guess too high is taken as it is: the window ends a
-    few nodes late, and delta debugging removes them (minimize/passes/delete_chunks.py)."""
+    few nodes late, and delta debugging removes them (minimize/search/passes/delete_chunks.py)."""
     if guess is None or not lo <= guess <= hi:
         return (yield from binary_first_true(lo, hi))
     if guess < hi and not (yield Expect(guess, True, LOCALIZED_P)):

@@ -1,7 +1,7 @@
 """Block bisection: the minimal contiguous failing window, in O(log n) oracle calls.
 
 With a guess of where the bug is (localization's first value off, or the node the
-compiler's error names: minimize/localize.py), the window is searched where the bug
+compiler's error names: minimize/search/localize.py), the window is searched where the bug
 shows, with no prefix confirmed first:
 1. The guessed node's cone (what it depends on, up to it), cut to inputs on its left:
    its last node, its last 2, then the whole cone, and when that fails its shortest
@@ -19,7 +19,7 @@ Without a guess, one search over candidates, in three steps:
 3. The shortest failing suffix of what is left: its last w nodes, w = 1, 2, 4, 8, then
    a binary search. Bug cores are a few nodes, so this costs about 2*log2(w) calls.
 With --jobs, idle workers already try the suffixes that follow the answers expected,
-and what the next passes ask of the expected window (minimize/speculate.py). Searching
+and what the next passes ask of the expected window (minimize/search/speculate.py). Searching
 the suffix of the whole program at the same time would parallelize better, but costs
 more calls at --jobs 1, and oracle calls are the currency. Borrowed in spirit from
 torch.fx net_min_base's block traverse and Polygraphy's `debug reduce`.
@@ -27,11 +27,11 @@ torch.fx net_min_base's block traverse and Polygraphy's `debug reduce`.
 
 from __future__ import annotations
 
-from minimize.localize import first_off_position, named_failing_position
-from minimize.passes.outputs import cone, failing_output_cone
-from minimize.candidate import Nodes
-from minimize.problem import ReductionProblem
-from minimize.search import LOCALIZED_P, Expect, Search, gallop_first_true, guided_first_true, mapped
+from minimize.search.localize import first_off_position, named_failing_position
+from minimize.search.passes.outputs import cone, failing_output_cone
+from minimize.program.candidate import Nodes
+from minimize.search.problem import ReductionProblem
+from minimize.search.searches import LOCALIZED_P, Expect, Search, gallop_first_true, guided_first_true, mapped
 
 MIN_LEN = 4  # below this, delta debugging is as cheap
 

@@ -5,7 +5,7 @@ output of the compiled graph (what Polygraphy users do by hand with `--trt-outpu
 all`) usually ends the shortest failing prefix. trtmin takes it as a guess only: the
 window search tries that node's shortest suffixes first, so a right guess costs the
 localization run and 1 or 2 calls where bisection costs 2*log2(n), and a wrong one a
-few calls more, never a different kind of answer (minimize/passes/bisect_window.py).
+few calls more, never a different kind of answer (minimize/search/passes/bisect_window.py).
 Marking outputs can change what a compiler fuses, so the bug may not show at all;
 then there is no guess and the search is a plain binary search, one call dearer.
 
@@ -22,18 +22,11 @@ from typing import Any
 
 from torch.fx.node import _get_qualified_name
 
-from minimize.candidate import Nodes, with_mark_all
-from minimize.problem import PathEnds, ReductionProblem
-from oracles.verdict import Verdict
+from minimize.program.candidate import Nodes, with_mark_all
+from minimize.search.problem import PathEnds, ReductionProblem
+from oracles.verdict import VALUE_ORACLES, Verdict
 
-LOCALIZABLE = ("mismatch", "nan")    # verdicts that name the output that is off
 MIN_NODES = 16                       # below this a binary search costs <= 4 calls: not worth a run
-MAX_REPORTED = 64                    # off values a worker sends back
-
-
-def off_values(node_of_leaf: list[int], each: list[Verdict]) -> list[list[Any]]:
-    """Worker side: [node index, verdict dict] of the first MAX_REPORTED outputs that are off."""
-    return [[node_of_leaf[i], v.to_dict()] for i, v in enumerate(each) if v.kind in LOCALIZABLE][:MAX_REPORTED]
 
 
 def worth_localizing(problem: ReductionProblem, cand: Nodes) -> bool:
@@ -41,7 +34,7 @@ def worth_localizing(problem: ReductionProblem, cand: Nodes) -> bool:
     (a replay that hypothesizes it) the oracle decides alone: problem.localize is only
     set for localizable oracles."""
     sig = problem.signature
-    return problem.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in LOCALIZABLE)
+    return problem.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in VALUE_ORACLES)
 
 
 def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
@@ -56,7 +49,7 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
     finally:
         problem.current_pass = shown
     sig = problem.signature
-    if sig is None:  # only on a replay that hypothesizes the original's verdict (minimize/speculate.py)
+    if sig is None:  # only on a replay that hypothesizes the original's verdict (minimize/search/speculate.py)
         raise PathEnds
     run = next((r for r in runs if r.extra.get("deviating")), runs[0])
     off = [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]

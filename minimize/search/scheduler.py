@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from minimize.passes import FINISHERS, PROOF, TIERS, Pass
-from minimize.problem import PassStats, ReductionProblem
-from minimize.speculate import next_runs
+from minimize.search.passes import FINISHERS, PROOF, TIERS, Pass
+from minimize.search.problem import PassStats, ReductionProblem
+from minimize.search.speculate import next_runs
 
 
 def _run(problem: ReductionProblem, name: str, run_pass: Pass) -> None:
@@ -37,7 +37,7 @@ def reduce_to_fixpoint(problem: ReductionProblem, max_rounds: int = 20) -> None:
 
 def reduction(problem: ReductionProblem) -> None:
     """Everything the reducer asks the oracle, in order: a pure function of the verdicts,
-    so that speculation can replay it (minimize/speculate.py)."""
+    so that speculation can replay it (minimize/search/speculate.py)."""
     problem.establish_original()
     reduce_to_fixpoint(problem)
 

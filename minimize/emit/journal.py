@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from minimize.options import Options
-from minimize.out_dir import JOURNAL
+from minimize.emit.out_dir import JOURNAL
 from oracles.errors import TrtminError
 from oracles.verdict import Verdict
 

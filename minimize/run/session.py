@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from minimize import interrupts
-from minimize.heap import collect_parked, gc_paused
-from minimize.inputs import load_inputs, make_inputs, prepare, to_device
-from minimize.libraries import import_libraries
-from minimize.candidate import Candidate
+from minimize.run import interrupts
+from minimize.run.heap import collect_parked, gc_paused
+from minimize.program.inputs import load_inputs, make_inputs, prepare, to_device
+from minimize.program.libraries import import_libraries
+from minimize.program.candidate import Candidate
 from minimize.options import Options
-from minimize.program import Program, load_exported
-from minimize.steps import StepClock
-from minimize.worker_side import save_state
-from minimize.workers import Workers
+from minimize.program.model import Program, load_exported
+from minimize.run.steps import StepClock
+from minimize.run.worker_side import save_state
+from minimize.run.workers import Workers
 from oracles.backends import resolve
 from oracles.backends.plugin import PluginBackend
 from oracles.errors import TrtminError

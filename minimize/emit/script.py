@@ -17,7 +17,7 @@ import torch
 import torch.fx as fx
 
 import minimize
-from minimize.candidate import INLINE_MAX_ELEMENTS
+from minimize.program.candidate import INLINE_MAX_ELEMENTS
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.reference import ERROR_RATIO
@@ -97,7 +97,7 @@ def _literal(v: Any) -> str:
 def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
                        big: dict[str, torch.Tensor]) -> dict[str, str]:
     """The expression that makes each value in repro.py: generated ones as the expression
-    (minimize/passes/values.py), small ones inline, the other large ones read from
+    (minimize/search/passes/values.py), small ones inline, the other large ones read from
     `tensors`, the file beside the script (added to `big`)."""
     made = generated or {}
 
@@ -168,7 +168,7 @@ def limit_memory():
 
 
 def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> set[str]:
-    """The tagged parts of minimize/repro_main.py and oracles/script_checks.py this bug needs."""
+    """The tagged parts of minimize/emit/repro_main.py and oracles/script_checks.py this bug needs."""
     wanted = {"cuda": info.device.startswith("cuda"), "requires": bool(part.requires),
               "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
@@ -182,7 +182,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     """repro.py's text and the tensors for the file beside it. The program and the backend
     call come first, then the constants, then the checks and the run (real functions,
     copied with only the parts this bug needs)."""
-    from minimize import repro_main
+    from minimize.emit import repro_main
     env = environment()
     dynamic = _dynamic_parts(info, list(inputs))
     part = backend.script_part_for(info.verdict, dynamic=bool(dynamic))

@@ -1,5 +1,5 @@
 """The part of repro.py that runs the program eagerly and compiled and prints the verdict,
-as real functions copied by source into each script (minimize/script.py).
+as real functions copied by source into each script (minimize/emit/script.py).
 
 Lines tagged `# [feature]` go into a script only where its bug needs them (a GPU, packages
 to check, a plugin to load, dynamic sizes, a float64 reference, an error to match, a child

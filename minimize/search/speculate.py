@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-from minimize.problem import Key, NeedsProbe, PathEnds, ReductionProblem
-from minimize.search import Walk, speculative_probes
+from minimize.search.problem import Key, NeedsProbe, PathEnds, ReductionProblem
+from minimize.search.searches import Walk, speculative_probes
 
 Pipeline = Callable[[ReductionProblem], None]
 

@@ -18,9 +18,9 @@ all needed this way has had every one-node cut asked, so delete_chunks asks only
 
 from __future__ import annotations
 
-from minimize.candidate import Nodes
-from minimize.problem import ReductionProblem
-from minimize.search import Search, gallop_first_true, mapped
+from minimize.program.candidate import Nodes
+from minimize.search.problem import ReductionProblem
+from minimize.search.searches import Search, gallop_first_true, mapped
 
 MIN_LEN = 8  # below this, delta debugging is as cheap
 

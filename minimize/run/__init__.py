@@ -1,0 +1,2 @@
+"""Running candidates: the session over isolated workers (a zygote forked per worker), the
+worker's side of each run, and Ctrl-C handling. (docs/design.md, "Rooms")"""

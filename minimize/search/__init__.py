@@ -1,0 +1,2 @@
+"""The search: the reduction problem (the one place a step is taken), the scheduler of passes
+in tiers, the searches as generators, speculation, localization, and the passes. (docs/design.md, "Rooms")"""
