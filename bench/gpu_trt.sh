@@ -6,6 +6,7 @@
 #   bash bench/gpu_trt.sh reduce   # the real hosts (bench/hosts): check, reduce, repro.py alone
 #   bash bench/gpu_trt.sh lowering # the video policy with attn_bias_is_causal true and false
 #   bash bench/gpu_trt.sh probe    # what torch_executed_ops does to the video policy
+#   CASES=video_policy JOBS="1 4" bash bench/gpu_trt.sh bench  # bench/run_bench.py beside fx_minifier
 # Logs and JSON go to $OUT (the device tool brings them back).
 set -u
 PART=${1:-tests}
@@ -45,6 +46,11 @@ lowering)  # the video policy's mismatch with Torch-TensorRT's attention lowerin
     trtmin check $T/video_policy.pt2 --inputs $T/video_policy_inputs.pt --oracle mismatch --backend torch_tensorrt \
       --device cuda --atol 1e-2 --set $setting 2>&1 | grep -v -i "warn\|modelopt\|TRT-LLM" >> $L
   done
+  ;;
+bench)  # successive calls on one warm machine add to one JSON (--resume)
+  timeout ${LIMIT:-560} python3 bench/run_bench.py --cases ${CASES:-video_policy} --jobs ${JOBS:-1 4} \
+    --json $T/bench.json --resume ${FX_ARGS:-} >> $L 2>&1
+  cp $T/bench.json $O/bench_h200.json
   ;;
 probe)
   timeout 200 python3 bench/hosts/probe_fallback.py >> $L 2>&1
