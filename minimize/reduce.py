@@ -22,7 +22,7 @@ from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run
 from minimize.program.candidate import Candidate, make
 from minimize.search.problem import ReductionProblem
-from minimize.program.model import random_draws_note
+from minimize.program.model import Slice, random_draws_note
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
@@ -112,21 +112,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                 problem.notes["precision"] = precision
                 log(f"note: {precision}")
 
-        problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
-                                   any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
-                                   settings=opts.settings,
-                                   partitions=session.partitions if session.backend.reports_partitions else None,
-                                   min_failures=opts.min_failures, check_original=check)
-        problem.op_fallback_setting = session.backend.op_fallback_setting
-        problem.lowering_toggles = session.backend.lowering_toggles
-        if random_note:
-            problem.notes["random_draws"] = random_note
-        if backend_note:
-            problem.notes["backend"] = backend_note
-        problem.localize = opts.localize and opts.oracle in VALUE_ORACLES
-        problem.locate_from_errors = opts.localize
-        problem.generate_values = opts.generate_values
-        problem.preload(journal.cache)
+        problem = _new_problem(opts, session, journal, match, check, on_change)
+        problem.notes.update({k: v for k, v in (("random_draws", random_note), ("backend", backend_note)) if v})
         original_nodes = len(problem.current)  # each kept node is one call node of its slice
         try:
             run_reduction(problem)
@@ -137,60 +124,94 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             raise
         finally:
             journal.close()
-        original = problem.first_verdict
-        assert original is not None
-        found = Candidate.of(problem.key(problem.current))
-        needed_settings, generated, sizes = found.settings, dict(found.made), dict(found.sizes or ())
-        replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
-        values = {**session.program.values, **replaced}  # what the final verdict ran on
-        final = session.program.materialize(problem.current, replaced=replaced, sizes=sizes)
-        final_verdict = problem.verdict(problem.current)
-        seconds = time.monotonic() - t0
-        summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
-                           session.pool.restarts)
+        info, final, values, summary = _result(opts, session, problem, original_nodes, journal.digest, t0)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
-        summary["timing"]["load"] = session.load_phases
-        summary["timing"]["worker_start"] = session.pool.first_start_phases  # seconds by step, imports to state
-        summary["timing"]["forked_workers"] = session.pool.forked  # of the workers started, from the zygote
-        summary["flakiness"] = {"repeat": opts.repeat, "original_failures": problem.original_failures,
-                                "final_failures": problem.failures(problem.current),
-                                "min_failures": problem.min_failures}
-        info = ReproInfo(
-            title=f"{session.backend.describe()} {final_verdict.kind} on {opts.device}: "
-                  f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
-            source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
-            oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
-            verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
-            reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
-            imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
-            dynamic=_kept_dynamic(session, final.input_names, values),
-            needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
-        summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
-        summary["generated_values"] = generated
-        summary["shrunk_shapes"] = {n: [list(session.program.values[n].shape), list(t.shape)]
-                                    for n, t in replaced.items() if t.shape != session.program.values[n].shape}
-        summary["shrunk_sizes"] = {str(k): v for k, v in sizes.items()}  # in the graph's size arguments
-        summary["dynamic"] = {n: {str(d): list(b) for d, b in dims.items()} for n, dims in info.dynamic.items()}
-        summary["diagnosis"] = {k: v for k, v in problem.notes.items() if not k.startswith("_")}  # _: passes' own
-        summary["one_minimal"] = bool((problem.notes.get("one_minimal") or {}).get("proven"))
-        summary["emitted"] = list(opts.emit)
-        summary["journal_header_sha256"] = journal.digest  # repros add: these outputs are this journal's run
-        backend = session.backend if dict(needed_settings) == opts.settings else \
-            resolve(opts.backend, dict(needed_settings))  # the repro keeps only the settings the bug needs
-        def verify(script: Path) -> dict[str, Any]:
-            log("running repro.py alone, in a new process, as a maintainer will")
-            on_phase("verifying: repro.py runs alone, in a new process")
-            return run_alone(script, opts.timeout)
-
-        try:
-            write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated)
-            for spec in opts.emit:
-                write_extra_script(out, info, final, values, spec, dict(needed_settings), generated,
-                                   reduced_with=opts.backend)
-        except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
-            raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
-                              "rerun with --resume (it replays the journal, no oracle call)") from None
+        _write(out, opts, session, info, final, values, summary, log, on_phase)
         return summary
+
+
+def _new_problem(opts: Options, session: Session, journal: Journal, match: re.Pattern[str] | None,
+                 check: Callable[[Verdict], None],
+                 on_change: Callable[[ReductionProblem], None] | None) -> ReductionProblem:
+    """The reduction problem of this run: the session's oracle, the journal's verdicts
+    replayed, what the backend and the options allow the passes."""
+    problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
+                               any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
+                               settings=opts.settings,
+                               partitions=session.partitions if session.backend.reports_partitions else None,
+                               min_failures=opts.min_failures, check_original=check)
+    problem.op_fallback_setting = session.backend.op_fallback_setting
+    problem.lowering_toggles = session.backend.lowering_toggles
+    problem.localize = opts.localize and opts.oracle in VALUE_ORACLES
+    problem.locate_from_errors = opts.localize
+    problem.generate_values = opts.generate_values
+    problem.preload(journal.cache)
+    return problem
+
+
+def _result(opts: Options, session: Session, problem: ReductionProblem, original_nodes: int,
+            journal_digest: str, t0: float) -> tuple[ReproInfo, Slice, dict[str, Any], dict[str, Any]]:
+    """What the reduction found, for the outputs: the script's facts, the final slice, the
+    values it runs on (made ones included) and summary.json."""
+    original = problem.first_verdict
+    assert original is not None
+    found = Candidate.of(problem.key(problem.current))
+    needed_settings, generated, sizes = found.settings, dict(found.made), dict(found.sizes or ())
+    replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
+    values = {**session.program.values, **replaced}  # what the final verdict ran on
+    final = session.program.materialize(problem.current, replaced=replaced, sizes=sizes)
+    final_verdict = problem.verdict(problem.current)
+    seconds = time.monotonic() - t0
+    summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
+                       session.pool.restarts)
+    summary["timing"]["load"] = session.load_phases
+    summary["timing"]["worker_start"] = session.pool.first_start_phases  # seconds by step, imports to state
+    summary["timing"]["forked_workers"] = session.pool.forked  # of the workers started, from the zygote
+    summary["flakiness"] = {"repeat": opts.repeat, "original_failures": problem.original_failures,
+                            "final_failures": problem.failures(problem.current),
+                            "min_failures": problem.min_failures}
+    info = ReproInfo(
+        title=f"{session.backend.describe()} {final_verdict.kind} on {opts.device}: "
+              f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
+        source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
+        oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
+        verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
+        reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
+        imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
+        dynamic=_kept_dynamic(session, final.input_names, values),
+        needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
+    summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
+    summary["generated_values"] = generated
+    summary["shrunk_shapes"] = {n: [list(session.program.values[n].shape), list(t.shape)]
+                                for n, t in replaced.items() if t.shape != session.program.values[n].shape}
+    summary["shrunk_sizes"] = {str(k): v for k, v in sizes.items()}  # in the graph's size arguments
+    summary["dynamic"] = {n: {str(d): list(b) for d, b in dims.items()} for n, dims in info.dynamic.items()}
+    summary["diagnosis"] = {k: v for k, v in problem.notes.items() if not k.startswith("_")}  # _: passes' own
+    summary["one_minimal"] = bool((problem.notes.get("one_minimal") or {}).get("proven"))
+    summary["emitted"] = list(opts.emit)
+    summary["journal_header_sha256"] = journal_digest  # repros add: these outputs are this journal's run
+    return info, final, values, summary
+
+
+def _write(out: Path, opts: Options, session: Session, info: ReproInfo, final: Slice, values: dict[str, Any],
+           summary: dict[str, Any], log: Callable[[str], None], on_phase: Callable[[str], None]) -> None:
+    """repro.py (run alone once, unless --no-verify), report.md, summary.json and the --emit
+    scripts, with only the settings the bug needs."""
+    needed_settings, generated = summary["settings"]["needed"], summary["generated_values"]
+    backend = session.backend if needed_settings == opts.settings else resolve(opts.backend, needed_settings)
+
+    def verify(script: Path) -> dict[str, Any]:
+        log("running repro.py alone, in a new process, as a maintainer will")
+        on_phase("verifying: repro.py runs alone, in a new process")
+        return run_alone(script, opts.timeout)
+
+    try:
+        write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated)
+        for spec in opts.emit:
+            write_extra_script(out, info, final, values, spec, needed_settings, generated, reduced_with=opts.backend)
+    except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
+        raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
+                          "rerun with --resume (it replays the journal, no oracle call)") from None
 
 
 def _kept_dynamic(session: Session, names: list[str], values: dict[str, Any]) -> dict[str, dict[int, Any]]:
