@@ -9,7 +9,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
@@ -64,7 +64,9 @@ def jobs_note(jobs: int, device: str) -> str | None:
 def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path], match: Optional[str],
              atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
              settings: Optional[list[str]] = None, emit: Optional[list[str]] = None,
-             reference: str = "eager") -> Options:
+             reference: str = "eager", **more: Any) -> Options:
+    """The run's Options from the command line's values, each checked (`more`: Options'
+    other fields as they are)."""
     check_model_file(model)  # these, before any worker starts or torch is imported: an answer in a second
     check_backend_name(backend)
     if inputs is not None and not inputs.is_file():
@@ -91,4 +93,4 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
         raise TrtminError("--jobs must be at least 1")
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
-                   settings=parse_settings(settings), emit=list(emit or []), reference=reference)
+                   settings=parse_settings(settings), emit=list(emit or []), reference=reference, **more)

@@ -180,11 +180,10 @@ def reduce(
         # the options' own mistakes first (a --device typo), then --out: the fix for --out
         # (--force, --resume) must not lead to a rerun that fails on the next flag
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, jobs, any_failure,
-                        set_, emit, reference.value)
+                             set_, emit, reference.value, repeat=repeat, min_failures=min_failures,
+                             memory_limit_mb=memory_limit, imports=checked_imports(import_), localize=localize,
+                             verify=verify, generate_values=generate_values)
         check_out_dir(out, resume, force)  # before any worker starts or the model loads
-        opts.repeat, opts.min_failures, opts.memory_limit_mb = repeat, min_failures, memory_limit
-        opts.imports = checked_imports(import_)
-        opts.localize, opts.verify, opts.generate_values = localize, verify, generate_values
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
@@ -203,29 +202,7 @@ def reduce(
         else:
             err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
         raise typer.Exit(130)
-    from minimize.emit.script import nodes  # torch is loaded by now
-    console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
-                  f"{summary['oracle_calls']} oracle calls, {time.time() - started:.0f} s")  # the command's wall time
-    console.print(f"bug: {summary['final_verdict']}", highlight=False)
-    minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
-    console.print("1-minimal: " + ("yes, no single call node can be cut" if minimal.get("proven") else
-                                   "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried, "
-                                                   "with the program's own values)")
-    rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
-            for name, s in summary["passes"].items() if s["calls"] or s["removed"]]  # the passes that ran
-    console.print("per pass:\n" + "\n".join(rows), highlight=False)
-    alone = summary.get("repro_alone")
-    if alone is not None:
-        from minimize.emit.verify import report_line
-        line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
-        console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
-    console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
-    _say_known_bugs(console, out)
-    earlier = earlier_runs_files(out, summary.get("files", []))
-    if earlier:
-        console.print(f"[yellow]note[/]: {', '.join(earlier)} in {out} are from an earlier run, not this one "
-                      "(--force replaces trtmin's files, it deletes none); `repros add` leaves them out",
-                      highlight=False)
+    _print_result(console, summary, out, time.time() - started)
 
 
 @app.command()
@@ -251,9 +228,8 @@ def check(
         oracle, backend = the_question(oracle, backend, "check")
         check_numbers(atol, rtol, timeout, repeat, memory_limit)
         opts = build_options(model, oracle.value, backend, inputs, match, atol, rtol, timeout, device, settings=set_,
-                             reference=reference.value)
-        opts.repeat, opts.memory_limit_mb = repeat, memory_limit
-        opts.imports = checked_imports(import_)
+                             reference=reference.value, repeat=repeat, memory_limit_mb=memory_limit,
+                             imports=checked_imports(import_))
         with Workers(opts) as workers:  # before torch is imported (see reduce)
             from minimize.run.session import Session
             with Session(opts, workers) as session:
@@ -292,6 +268,34 @@ def check(
         print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch"
               f"{tolerance}; the bug does not reproduce here")
     raise typer.Exit(0)
+
+
+def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds: float) -> None:
+    """The end of a reduction on screen: sizes, the bug, 1-minimal, the passes that ran, what
+    repro.py printed alone, the files, a known bug it looks like. `seconds`: the command's wall time."""
+    from minimize.emit.script import nodes  # torch is loaded by now
+    console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
+                  f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s")
+    console.print(f"bug: {summary['final_verdict']}", highlight=False)
+    minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
+    console.print("1-minimal: " + ("yes, no single call node can be cut" if minimal.get("proven") else
+                                   "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried, "
+                                                   "with the program's own values)")
+    rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
+            for name, s in summary["passes"].items() if s["calls"] or s["removed"]]  # the passes that ran
+    console.print("per pass:\n" + "\n".join(rows), highlight=False)
+    alone = summary.get("repro_alone")
+    if alone is not None:
+        from minimize.emit.verify import report_line
+        line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
+        console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
+    console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
+    _say_known_bugs(console, out)
+    earlier = earlier_runs_files(out, summary.get("files", []))
+    if earlier:
+        console.print(f"[yellow]note[/]: {', '.join(earlier)} in {out} are from an earlier run, not this one "
+                      "(--force replaces trtmin's files, it deletes none); `repros add` leaves them out",
+                      highlight=False)
 
 
 def _say_known_bugs(console: Console, out: Path) -> None:

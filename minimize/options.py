@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
     model: Path
     oracle: str
