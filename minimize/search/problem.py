@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
 from minimize.program.candidate import Candidate, Key, Nodes, Settings
@@ -45,6 +45,30 @@ class Counters:
     oracle_seconds: float = 0.0
 
 
+@dataclass
+class Walk:
+    """What one walk of the reduction changes, from its start: the current candidate and
+    what the walk has learnt and counted. A replay (dry_copy) starts a fresh Walk over the
+    same knowledge (program, verdict cache, options), so nothing here needs resetting by
+    hand; each field reads and writes as an attribute of the problem."""
+
+    current: Nodes
+    settings: Settings
+    notes: dict[str, Any] = field(default_factory=dict)  # diagnostics for the report: culprit op, failing engine
+    pass_stats: dict[str, PassStats] = field(default_factory=dict)
+    counters: Counters = field(default_factory=Counters)
+    charged: set[Key] = field(default_factory=set)  # runs counted as oracle calls
+    signature: Signature | None = None
+    first_verdict: Verdict | None = None
+    last_verdict: Verdict | None = None
+    guessed_node: int | None = None  # the node localization named: ranks speculation only
+    # With --repeat N, a candidate's verdicts are N runs; it is interesting when at least
+    # `min_failures` of them fail the same way (default: half as many as the original).
+    min_failures: int = 1
+    original_failures: int = 0
+    current_pass: str = "check"
+
+
 class NeedsProbe(BaseException):
     """A replay under hypothetical answers reached a run it has neither a verdict nor a
     hypothesis for: the next probe on that path (BaseException: no pass may swallow it)."""
@@ -60,6 +84,11 @@ class PathEnds(BaseException):
 
 
 class ReductionProblem:
+    """One reduction: the program, the oracle behind a verdict cache, and the walk (the
+    current candidate, notes and counters; its fields read as attributes: problem.current).
+    Passes ask `is_interesting` and propose with `consider`, the one place a step is taken
+    (docs/design.md, "Acceptance"); `dry_copy` replays the walk for speculation."""
+
     def __init__(self, program: Program, evaluate_batch: Callable[[list[Key]], Sequence[Verdict | list[Verdict]]],
                  jobs: int = 1, match: re.Pattern[str] | None = None, any_failure: bool = False,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
@@ -67,23 +96,18 @@ class ReductionProblem:
                  settings: dict[str, str] | None = None, partitions: Callable[[Key], list[list[str]]] | None = None,
                  min_failures: int | None = None, check_original: Callable[[Verdict], None] = lambda v: None):
         self.program = program
-        self.settings: Settings = tuple(sorted((settings or {}).items()))
+        self.walk = Walk(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
+        self._start = (self.walk.current, self.walk.settings)
         self._partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
         self.partition_cache: dict[Key, list[list[str]]] = {}
         self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
         self.lowering_toggles: tuple[tuple[str, str], ...] = ()  # e.g. (("attn_bias_is_causal", "false"),)
-        self.notes: dict[str, Any] = {}  # diagnostics for the report: culprit op, failing engine
         self.localize = False  # may bisect_window guess from a run with every value an output (minimize/search/localize.py)
         self.locate_from_errors = False  # ... or from the node a compiler's error names (free)
-        self.guessed_node: int | None = None  # the node that guess named: ranks speculation only
         self.generate_values = False  # may the last pass try generated values (minimize/search/passes/values.py)
         self.value_expressions: dict[tuple[str, int], str | None] = {}  # its texts, shared with replays
         self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (minimize/search/passes/shapes.py), likewise
-        # With --repeat N, a candidate's verdicts are N runs; it is interesting when at
-        # least `min_failures` of them fail the same way (default: half as many as the original).
-        self.min_failures_option = min_failures
-        self.min_failures = 1
-        self.original_failures = 0
+        self.min_failures_option = min_failures  # --min-failures, else from the original (establish_original)
         self.check_original = check_original  # raises when the original does not fail as asked
         self.on_evaluated = on_evaluated or (lambda c, v: None)
         self._evaluate_batch = evaluate_batch
@@ -91,16 +115,7 @@ class ReductionProblem:
         self.match = match
         self.any_failure = any_failure
         self.on_change = on_change or (lambda p: None)
-        self.current: Nodes = program.normalize(program.all_kept())
-        self._initial_current, self._initial_settings = self.current, self.settings
         self.cache: dict[Key, list[Verdict]] = {}
-        self._charged: set[Key] = set()
-        self.counters = Counters()
-        self.pass_stats: dict[str, PassStats] = {}
-        self.signature: Signature | None = None
-        self.first_verdict: Verdict | None = None
-        self.last_verdict: Verdict | None = None
-        self.current_pass = "check"
         # What to evaluate beside a needed run (set by minimize/search/scheduler.py when jobs > 1).
         self.speculate: Callable[[int], list[Key]] | None = None
         self.hypotheses: dict[Key, bool] | None = None  # set on a replay (dry_copy): never evaluates
@@ -110,12 +125,8 @@ class ReductionProblem:
         and answers the rest from `hypotheses`, to replay the reduction without running
         anything: evaluating, charging and reporting are not done there."""
         dry = ReductionProblem.__new__(ReductionProblem)
-        dry.__dict__.update(self.__dict__)
-        dry.settings = self._initial_settings
-        dry.current = self._initial_current
-        dry.notes, dry.pass_stats, dry.counters, dry._charged = {}, {}, Counters(), set()
-        dry.signature = dry.first_verdict = dry.last_verdict = dry.guessed_node = None
-        dry.min_failures, dry.current_pass = 1, "check"
+        dry.__dict__.update(self.__dict__)  # the knowledge, shared: program, cache, options
+        dry.walk = Walk(*self._start)
         dry.on_change, dry.on_evaluated, dry.speculate = (lambda p: None), (lambda c, v: None), None
         dry.check_original = lambda v: None  # the real walk checked (and said) it already
         dry.hypotheses = hypotheses
@@ -159,8 +170,8 @@ class ReductionProblem:
                 raise PathEnds  # a hypothesis is a yes/no, not a verdict
             raise NeedsProbe(key, self._prior(cand, p_true))
         self._ensure_keys([key])
-        if key not in self._charged:
-            self._charged.add(key)
+        if key not in self.charged:
+            self.charged.add(key)
             self.counters.oracle_calls += 1
         self.on_change(self)
         return self.cache[key]
@@ -285,3 +296,11 @@ class ReductionProblem:
         self.min_failures = self.min_failures_option or (n if n == repeat else max(1, (n + 1) // 2))
         self.check_original(v)
         return v
+
+
+def _walk_field(name: str) -> property:
+    return property(lambda self: getattr(self.walk, name), lambda self, value: setattr(self.walk, name, value))
+
+
+for _field in fields(Walk):  # problem.current, problem.notes, ...: the walk's, as attributes
+    setattr(ReductionProblem, _field.name, _walk_field(_field.name))
