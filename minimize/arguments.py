@@ -53,7 +53,8 @@ def default_jobs(device: str) -> int:
 
 
 def jobs_note(jobs: int, device: str) -> str | None:
-    """Measured on 2 cores: --jobs 4 made every small case 2-3x slower than --jobs 1."""
+    """A warning where --jobs asks for more CPU workers than cores: they compete, and each
+    call gets slower (bench/README.md)."""
     cores = os.cpu_count() or 1
     if device == "cpu" and jobs > cores:
         return (f"--jobs {jobs} starts more workers than this machine's {cores} CPU cores; they will compete "

@@ -2,8 +2,7 @@
 
 uv installs packages without compiling them, and many container images set
 PYTHONDONTWRITEBYTECODE=1: then every Python process compiles torch's sources again
-(measured on the H200 machine: `import torch, torch._dynamo` 8 s, most of it
-`compile()`), and trtmin starts a process per worker and per restart after a crash.
+(most of the seconds `import torch` takes there), and trtmin starts a process per worker and per restart after a crash.
 When torch has no bytecode next to it, trtmin keeps its own under
 $XDG_CACHE_HOME/trtmin/pycache (sys.pycache_prefix: the installed packages are not
 written to), for itself and its workers. An install with bytecode is left alone, as is

@@ -1,12 +1,11 @@
 """The zygote: one process that imports torch and the compiler and warms Dynamo up once,
 then forks a worker whenever the pool asks for one.
 
-A spawned worker pays that start itself: 2.6 s on 2 CPU cores, 3-5 s on the H200 (torch,
-Inductor, Dynamo's first compile). A compiler that segfaults kills its worker on every
-failing candidate, twice (the pool retries a death once), so on a crash oracle the starts
-were the run: 9 restarts and 25 s of a 28 s reduction of an 18-node graph. A fork of the
-warm zygote is ready in a fraction of a second, and `--jobs N` imports torch once, not N
-times over few cores.
+A spawned worker pays that start itself (torch, the compiler, Dynamo's first compile:
+seconds). A compiler that segfaults kills its worker on every failing candidate, twice
+(the pool retries a death once), so on a crash oracle the starts were most of the run. A
+fork of the warm zygote is ready in a fraction of a second, and `--jobs N` imports torch
+once, not N times over few cores.
 
 What must not cross a fork stays out of the zygote. It never starts CUDA: each worker
 does, after the fork, pinned to its own GPU (where CUDA is available, the preload stops

@@ -6,11 +6,8 @@ for a 5,112-node graph, ~530,000 calls, ~195,000 `typing.get_type_hints` and ~50
 `dataclasses.fields`, most of a load's time. None of those answers changes during a
 load, so while trtmin loads a model `_dict_to_dataclass` is replaced by a decoder that
 works out each schema type once and keeps a small function for it (`_SchemaDecoder`;
-the same objects, tested): 21 `get_type_hints` and 25 `fields` calls a load.
-Measured at 5,112 nodes: 10.5-12.4 s unpatched; 5.4-7.2 s with both functions memoized
-per class (third session; the decoder left that nothing to do, so it is gone); 5.1-5.2 s
-with the decoder.
-What is left is mostly torch's own: fake tensors for each node's metadata, its union
+the same objects, tested): a load of a 5,112-node graph takes about half as long
+(bench/README.md). What is left is mostly torch's own: fake tensors for each node's metadata, its union
 objects and its first import of the deserializer.
 If a torch release renames what this relies on, that part of the load simply runs
 unpatched.

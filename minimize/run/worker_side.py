@@ -116,10 +116,8 @@ def _warm_up_dynamo() -> None:
         _dynamo_warm = True
 
 
-# What Dynamo's first compile imports beyond reset() (with torch 2.13, 413 of its 421
-# modules): imports only, so the zygote can take them off each GPU worker's start (0.3-0.4 s
-# on the H200 once reset_dynamo() stopped importing Inductor's CUDA graph trees, which had
-# brought most of them).
+# What Dynamo's first compile imports beyond reset() (with torch 2.13, most of its modules):
+# imports only, so the zygote takes them off each GPU worker's start.
 FIRST_COMPILE_IMPORTS = ("functorch.compile", "torch._dynamo.backends.debugging",
                          "torch._dynamo.repro.after_dynamo", "torch.export._trace")
 
@@ -127,15 +125,10 @@ FIRST_COMPILE_IMPORTS = ("functorch.compile", "torch._dynamo.backends.debugging"
 def preload(backend: str, settings: dict[str, Any], **_: Any) -> dict[str, float]:
     """In the zygote (oracles/zygote.py), before it forks workers: what every worker then
     has, and nothing that starts CUDA, which a fork cannot use: the backend's warm_imports
-    and Dynamo's. Measured on the H200: a fork after the compiler's import and reset()
-    starts CUDA and its first compile in 0.5 s; after Dynamo's
-    first compile it cannot start CUDA at all (that compile saves the CUDA RNG state, and
-    starts the driver even with is_available hidden). So only without CUDA is the warm-up
-    done here; with it, each worker does it after starting CUDA. (That compile can be run
-    here with CUDA hidden from torch, the CUDA device guard included, and forks then start
-    CUDA; but workers were slower, not faster: on one H200 host, alternating, an 18-node
-    crash reduction took 18.2-19.0 s against 12.2-13.0 s, and slow_oracle at --jobs 4
-    8.4-13.0 s against 7.0-8.0 s. bench/probes/probe_warm.py has the patches.)"""
+    and Dynamo's. A fork after Dynamo's first compile cannot start CUDA at all (that
+    compile saves the CUDA RNG state and starts the driver), so only without CUDA is the
+    warm-up done here; with it, each worker does it after starting CUDA (hiding CUDA for
+    the zygote's warm-up made workers slower: bench/README.md, bench/probes/probe_warm.py)."""
     clock = StepClock()
     for module in _backend(backend, settings).warm_imports:
         importlib.import_module(module)

@@ -1,7 +1,7 @@
 """The oracle's worker pool and the state folder it reads, started before the main process
 imports torch: a worker's start (torch, the compiler, Dynamo, CUDA) is the longer path to
-the first oracle call, and on the H200 the CLI's own imports took 1.6 s before it began.
-So this module imports nothing heavy.
+the first oracle call, and the CLI's own imports would delay it. So this module imports
+nothing heavy.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ COMPILE_KEYS = ("mode", "dynamic", "fullgraph")  # torch.compile's own arguments
 
 class InductorBackend(Backend):
     name = "inductor"
-    warm_imports = ("torch._inductor.compile_fx", CUDAGRAPH_TREES)  # 0.7 s on the H200
+    warm_imports = ("torch._inductor.compile_fx", CUDAGRAPH_TREES)
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
