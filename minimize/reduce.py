@@ -28,6 +28,7 @@ from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
 from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
+from oracles.backend_names import parse_backend
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
 from oracles.verdict import VALUE_ORACLES, Verdict, answers, low_precision_note
@@ -56,7 +57,7 @@ def _header(opts: Options) -> dict[str, Any]:
     """What a journal's verdicts depend on: a resume with any of it changed is refused. The
     model, the inputs and a plugin file by their contents (a path may name other contents
     after a kill), torch by its version."""
-    plugin = Path(opts.backend.rpartition(":")[0]) if ".py:" in opts.backend else None
+    plugin = parse_backend(opts.backend).plugin_file
     return {"model_sha256": file_digest(opts.model), "options": _options_key(opts),
             "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
             "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None,

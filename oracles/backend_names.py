@@ -1,9 +1,12 @@
-"""The backend names trtmin knows, torch-free: the CLI checks a --backend before any worker
-starts or torch is imported (outside oracles/backends/, whose package imports every
-backend), and the registry (oracles/backends/__init__.py) refuses an
-unknown one with the same words."""
+"""The backend names trtmin knows, and a --backend parsed once into a BackendSpec,
+torch-free: the CLI checks a --backend before any worker starts or torch is imported
+(outside oracles/backends/, whose package imports every backend), and the registry
+(oracles/backends/__init__.py) refuses an unknown one with the same words."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 from oracles.errors import TrtminError
 
@@ -13,9 +16,66 @@ BUILTIN_NAMES = ("eager", "inductor", "torch_tensorrt", "tensorrt", "onnxruntime
 COMMAND_PREFIX = "cmd:"
 
 
+@dataclass(frozen=True)
+class BackendSpec:
+    """A --backend: a built-in name (`kind` "builtin"), an external command ("command":
+    a line that may hold ':'), or a plugin ("plugin": `target` a file.py or a module, and
+    its `function`)."""
+
+    text: str
+    kind: str
+    target: str = ""
+    function: str = ""
+
+    @property
+    def plugin_file(self) -> Path | None:
+        """The plugin's file, where the plugin is one (a module plugin is none)."""
+        return Path(self.target) if self.kind == "plugin" and (self.target.endswith(".py") or "/" in self.target) \
+            else None
+
+    @property
+    def shown(self) -> str:
+        """As titles, reports and manifests show it: a plugin file by its name, not its path
+        (a user's home folder in an issue says nothing; the suite copies the file as plugin.py)."""
+        return f"{Path(self.target).name}:{self.function}" if self.target.endswith(".py") else self.text
+
+    def packages(self, default: tuple[str, ...]) -> tuple[str, ...]:
+        """The packages whose versions say where this backend's bug was seen (a plugin may use
+        any: `default`)."""
+        if self.kind == "command":  # the compiler is outside this Python: only the export is torch's
+            return ("torch",)
+        if self.text in ("eager", "inductor"):
+            return ("torch",)
+        if self.text in ("torch_tensorrt", "executorch:tensorrt"):
+            return ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx") + (
+                ("executorch",) if self.text.startswith("executorch") else ())
+        if self.text == "tensorrt":
+            return ("torch", "tensorrt", "tensorrt_rtx")
+        if self.text.startswith("executorch:"):
+            return ("torch", "executorch")
+        if self.text == "onnxruntime":
+            return ("torch", "onnxruntime")
+        return default
+
+
+def parse_backend(spec: str) -> BackendSpec:
+    """`spec` parsed, or a one-line error for one that is neither a built-in name, an
+    external command, nor a plugin spec (path/to/file.py:function or package.module:function)."""
+    check_backend_name(spec)
+    if spec in BUILTIN_NAMES:
+        return BackendSpec(spec, "builtin")
+    if spec.startswith(COMMAND_PREFIX):
+        return BackendSpec(spec, "command")
+    target, _, function = spec.rpartition(":")
+    if not target or not function:
+        raise TrtminError(f"plugin backend {spec!r} is not of the form path/to/file.py:function or "
+                          "package.module:function")
+    return BackendSpec(spec, "plugin", target, function)
+
+
 def check_backend_name(spec: str) -> None:
     """A one-line error for a --backend that is neither a built-in name, an external
-    command, nor a plugin spec (path/to/file.py:function or package.module:function)."""
+    command, nor a plugin spec (use parse_backend for what it is)."""
     if spec in BUILTIN_NAMES or spec.startswith(COMMAND_PREFIX):
         return
     if spec.startswith("executorch:"):

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
 from minimize.emit.out_dir import JOURNAL, OUR_PATTERN
+from oracles.backend_names import parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 
@@ -428,22 +429,8 @@ def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
 
 
 def packages_of(backend: str) -> tuple[str, ...]:
-    """The packages whose versions say where a backend's bug was seen (first_seen); a
-    plugin may use any of them."""
-    if backend in ("eager", "inductor"):
-        return ("torch",)
-    if backend in ("torch_tensorrt", "executorch:tensorrt"):
-        return ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx") + (
-            ("executorch",) if backend.startswith("executorch") else ())
-    if backend == "tensorrt":
-        return ("torch", "tensorrt", "tensorrt_rtx")
-    if backend.startswith("executorch:"):
-        return ("torch", "executorch")
-    if backend == "onnxruntime":
-        return ("torch", "onnxruntime")
-    if backend.startswith("cmd:"):  # the compiler is outside this Python: only the export is torch's
-        return ("torch",)
-    return KEY_PACKAGES
+    """The packages whose versions say where a backend's bug was seen (first_seen)."""
+    return parse_backend(backend).packages(KEY_PACKAGES)
 
 
 def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
@@ -461,9 +448,7 @@ def _shown_backend(spec: str) -> str:
     """A plugin's file name, not the path it had on the machine that reduced (it is copied
     as plugin.py). shown_spec leaves built-in names and module specs as they are; a cmd:
     line may hold 'x.py:y' and is no plugin."""
-    from oracles.backends import COMMAND_PREFIX
-    from oracles.backends.plugin import shown_spec
-    return spec if spec.startswith(COMMAND_PREFIX) else shown_spec(spec)
+    return parse_backend(spec).shown
 
 
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,

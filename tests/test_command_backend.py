@@ -247,3 +247,18 @@ def test_a_runner_script_that_is_the_commands_program_is_copied_too(host_program
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed"), r.stdout + r.stderr[-2000:]
     from oracles.backends.command import CommandBackend
     assert CommandBackend("cmd:/usr/bin/env python3 {model}").copied_files() == {}
+
+
+def test_a_backend_spec_is_parsed_once_into_what_it_is():
+    """oracles/backend_names.parse_backend: a command line holding 'x.py:y' is a command,
+    not a plugin; a plugin file shows by its name; a module plugin has no file."""
+    from oracles.backend_names import parse_backend
+    cmd = parse_backend("cmd:python /home/me/run.py:main {model}")
+    assert cmd.kind == "command" and cmd.plugin_file is None and cmd.shown == cmd.text
+    plugin = parse_backend("/home/me/my_backend.py:compile_it")
+    assert (plugin.kind, plugin.target, plugin.function) == ("plugin", "/home/me/my_backend.py", "compile_it")
+    assert plugin.plugin_file == Path("/home/me/my_backend.py") and plugin.shown == "my_backend.py:compile_it"
+    module = parse_backend("mypkg.backends:compile_it")
+    assert module.plugin_file is None and module.shown == "mypkg.backends:compile_it"
+    assert parse_backend("executorch:xnnpack").packages(("any",)) == ("torch", "executorch")
+    assert module.packages(("any",)) == ("any",)

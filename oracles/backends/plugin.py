@@ -25,26 +25,8 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, reset_dynamo
+from oracles.backend_names import parse_backend
 from oracles.errors import TrtminError
-
-
-def is_plugin_spec(spec: str) -> bool:
-    return ":" in spec
-
-
-def split_spec(spec: str) -> tuple[str, str]:
-    target, _, fn = spec.rpartition(":")
-    if not target or not fn:
-        raise TrtminError(f"plugin backend {spec!r} is not of the form path/to/file.py:function or package.module:function")
-    return target, fn
-
-
-def shown_spec(spec: str) -> str:
-    """A plugin spec as titles, reports and manifests show it: the file's name, not the path
-    to it (a user's home folder in an issue says nothing; the suite copies the file as
-    plugin.py beside repro.py anyway). A module spec stays as it is."""
-    target, _, fn = spec.rpartition(":")
-    return f"{Path(target).name}:{fn}" if target.endswith(".py") else spec
 
 
 def parse_setting(value: Any) -> Any:
@@ -61,12 +43,13 @@ def parse_setting(value: Any) -> Any:
 
 
 def load_plugin(spec: str) -> Callable[..., Any]:
-    return getattr(load_plugin_module(spec), split_spec(spec)[1])
+    return getattr(load_plugin_module(spec), parse_backend(spec).function)
 
 
 def load_plugin_module(spec: str) -> ModuleType:
-    target, fn_name = split_spec(spec)
-    if target.endswith(".py") or "/" in target:
+    parsed = parse_backend(spec)
+    target, fn_name = parsed.target, parsed.function
+    if parsed.plugin_file is not None:
         path = Path(target)
         if not path.is_file():
             raise TrtminError(f"plugin file {path} does not exist; pass --backend path/to/file.py:function")
@@ -99,7 +82,8 @@ class PluginBackend(Backend):
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
-        self.target, self.fn_name = split_spec(spec)
+        parsed = parse_backend(spec)
+        self.target, self.fn_name = parsed.target, parsed.function
         self.kwargs = {k: parse_setting(v) for k, v in self.settings.items()}
         self._module: ModuleType | None = None
 
@@ -110,7 +94,7 @@ class PluginBackend(Backend):
         return self._module
 
     def describe(self) -> str:
-        return shown_spec(self.spec)
+        return parse_backend(self.spec).shown
 
     def validate(self) -> None:
         module = self.module
