@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers import ROOT, run_cli, run_repro
+from tests.helpers import ROOT, run_cli, run_cli_here, run_repro
 
 RUNNER = ROOT / "tests" / "plugins" / "command_runner.py"
 
@@ -30,28 +30,24 @@ def ops_in(script: Path) -> list[str]:
     return [line.split("torch.ops.aten.")[1].split("(")[0] for line in body.splitlines() if "torch.ops.aten." in line]
 
 
-def test_a_command_that_exits_non_zero_is_reduced_to_the_node_it_fails_on(host_program, tmp_path):
-    model, inputs = host_program
-    summary = reduce(model, inputs, tmp_path, "crash", command("crash_on_sin"))
-    assert ops_in(tmp_path / "repro.py") == ["sin.default"]
-    assert summary["signature"] == "crash: CommandFailed: exit <n>: RuntimeError: sin is not supported by this runtime"
-    assert summary["repro_alone"]["status"] == "REPRODUCED"
-    r = run_repro(tmp_path)  # the script runs the same command, from its own folder
-    assert r.returncode == 1 and "REPRODUCED: CommandFailed: exit 1: RuntimeError: sin is not" in r.stdout, r.stdout
-    r = run_repro(tmp_path, backend="eager")
-    assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout
-
-
-def test_a_repro_runs_the_copy_of_its_command_file_where_the_file_is_gone(host_program, tmp_path):
-    """The runner script the command names is the repro's to run, as plugin.py is: it is
-    copied beside repro.py (and into the suite with it), and run from there where the
-    original is gone (a maintainer's machine). Gone from both, the script cannot run here
-    (SKIPPED), which is no news of the bug (it said CHANGED)."""
+def test_a_failing_command_is_reduced_and_its_repro_runs_the_copy_of_its_file(host_program, tmp_path):
+    """A command that exits non-zero is reduced to the node it fails on. The runner script
+    the command names is the repro's to run, as plugin.py is: it is copied beside repro.py
+    (and into the suite with it), and run from there where the original is gone (a
+    maintainer's machine). Gone from both, the script cannot run here (SKIPPED), which is
+    no news of the bug (it said CHANGED)."""
     model, inputs = host_program
     runner = tmp_path / "my runner.py"
     runner.write_bytes(RUNNER.read_bytes())
     summary = reduce(model, inputs, tmp_path / "out", "crash",
                      f"cmd:{sys.executable} '{runner}' crash_on_sin {{model}} {{inputs}}")
+    assert ops_in(tmp_path / "out" / "repro.py") == ["sin.default"]
+    assert summary["signature"] == "crash: CommandFailed: exit <n>: RuntimeError: sin is not supported by this runtime"
+    assert summary["repro_alone"]["status"] == "REPRODUCED"
+    r = run_repro(tmp_path / "out")  # the script runs the same command, from its own folder
+    assert r.returncode == 1 and "REPRODUCED: CommandFailed: exit 1: RuntimeError: sin is not" in r.stdout, r.stdout
+    r = run_repro(tmp_path / "out", backend="eager")
+    assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout
     copy = tmp_path / "out" / "repro_cmd_my_runner.py"
     assert copy.read_bytes() == RUNNER.read_bytes() and copy.name in summary["files"]
     assert "`repro_cmd_my_runner.py` (a copy of what the command runs)" in (tmp_path / "out" / "report.md").read_text()
@@ -66,17 +62,6 @@ def test_a_repro_runs_the_copy_of_its_command_file_where_the_file_is_gone(host_p
     r = run_repro(tmp_path / "out")
     assert r.returncode == 2 and r.stdout.startswith("SKIPPED: cannot run: the backend cannot be loaded: "
                                                      "FileNotFoundError: ") and "my runner.py" in r.stdout, r.stdout
-
-
-def test_an_error_with_quotes_and_backslashes_makes_a_script_that_runs(host_program, tmp_path):
-    """The verdict line is in repro.py's docstring: three quotes ended it, and '\\x' without
-    hex digits was a SyntaxError (a script that exits 1 with no verdict)."""
-    model, inputs = host_program
-    reduce(model, inputs, tmp_path, "crash", command("crash_on_sin_odd_text"))
-    r = run_repro(tmp_path)
-    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed: exit 1: RuntimeError: sin is not"), \
-        r.stdout + r.stderr
-    assert r'"""sin""" at C:\xla\new\N' in (tmp_path / "report.md").read_text()
 
 
 def test_a_commands_outputs_are_compared_with_eager(host_program, tmp_path):
@@ -158,7 +143,8 @@ def test_a_hang_repros_command_dies_with_its_child(host_program, tmp_path):
     os.environ["TRTMIN_TEST_STATE"] = str(tmp_path)
     try:
         # a timeout the command's start-up (torch's import, on a loaded machine) stays well within
-        reduce(model, inputs, tmp_path / "out", "hang", _through_a_shell(tmp_path), "--timeout", "10")
+        reduce(model, inputs, tmp_path / "out", "hang", _through_a_shell(tmp_path), "--timeout", "10",
+               "--jobs", "2")  # two hangs waited out at once: the result is the same for any --jobs
         assert ops_in(tmp_path / "out" / "repro.py") == ["sin.default"]
         (tmp_path / "hung.pid").unlink()
         r = run_repro(tmp_path / "out")
@@ -186,8 +172,8 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         "cmd:pyhton run.py {model}": "pyhton, the command's program, is not found",
     }
     for backend, said in cases.items():
-        r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend,
-                    "--out", str(tmp_path / "out"))
+        r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend,
+                         "--out", str(tmp_path / "out"))
         assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (backend, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / "out" / "journal.jsonl").exists()
@@ -234,17 +220,21 @@ def test_each_file_the_command_names_gets_a_copy_of_its_own(tmp_path, monkeypatc
 def test_a_runner_script_that_is_the_commands_program_is_copied_too(host_program, tmp_path):
     """`cmd:./run.sh {model} ...`: the script is the command's program, not an argument; it
     was never copied, and the repro was SKIPPED once it was gone (a system program such as
-    /usr/bin/env, no script, is not copied)."""
+    /usr/bin/env, no script, is not copied). Its error holds quotes and backslashes: the
+    verdict line is in repro.py's docstring, where three quotes ended it and '\\x' without
+    hex digits was a SyntaxError (a script that exits 1 with no verdict)."""
     model, inputs = host_program
     runner = tmp_path / "run.sh"
-    runner.write_text(f'#!/bin/sh\nexec {sys.executable} {RUNNER} crash_on_sin "$@"\n')
+    runner.write_text(f'#!/bin/sh\nexec {sys.executable} {RUNNER} crash_on_sin_odd_text "$@"\n')
     runner.chmod(0o755)
     summary = reduce(model, inputs, tmp_path / "out", "crash", f"cmd:{runner} {{model}} {{inputs}}")
+    assert r'"""sin""" at C:\xla\new\N' in (tmp_path / "out" / "report.md").read_text()
     copy = tmp_path / "out" / "repro_cmd_run.sh"
     assert copy.name in summary["files"] and os.access(copy, os.X_OK)
     runner.unlink()
     r = run_repro(tmp_path / "out")
-    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed"), r.stdout + r.stderr[-2000:]
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed: exit 1: RuntimeError: sin is not"), \
+        r.stdout + r.stderr[-2000:]
     from oracles.backends.command import CommandBackend
     assert CommandBackend("cmd:/usr/bin/env python3 {model}").copied_files() == {}
 
