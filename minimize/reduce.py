@@ -241,7 +241,9 @@ def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -
     if v.kind == "invalid":
         raise unjudgeable(v.exc_type, v.message)
     if not answers(v, opts.oracle, match, opts.any_failure):
-        hint = (f"it fails as {v.kind} instead; try --oracle {v.kind}" if v.failed and v.kind != opts.oracle
+        hint = (f"no result within --timeout {opts.timeout:g} s: if the compile is only slow (a big graph), raise "
+                f"--timeout; if it never ends, try --oracle hang" if v.kind == "hang" and opts.oracle != "hang"
+                else f"it fails as {v.kind} instead; try --oracle {v.kind}" if v.failed and v.kind != opts.oracle
                 else f"check --backend, --device{' and the tolerances' if opts.oracle == 'mismatch' else ''}"
                      + (", or, if it fails only sometimes, measure it with trtmin check --repeat 10 and reduce "
                         "with --repeat" if opts.repeat == 1 else "")

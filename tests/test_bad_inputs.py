@@ -450,6 +450,9 @@ def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_p
     args = ("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"))
     out = tmp_path / "o"
     assert_one_line_error(run_cli_here(*args, "--oracle", "mismatch", "--out", str(out)), "try --oracle crash")
+    slow = ("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("hang_on_tanh"), "--timeout", "3")
+    assert_one_line_error(run_cli_here(*slow, "--oracle", "crash", "--out", str(tmp_path / "slow")),
+                          "no result within --timeout 3 s", "raise --timeout", "try --oracle hang")
     assert not out.exists()  # this run made it: nothing of it is left
     mine = tmp_path / "mine"
     mine.mkdir()
