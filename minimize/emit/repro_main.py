@@ -68,10 +68,10 @@ def main():
         return say("SKIPPED", f"cannot run: {cannot}")  # [memory]
     announce_call()  # [child]
     try:
-        compiled = module if eager else compile_backend(module, inputs)  # [!plugin]
-        compiled = module if eager else compile_backend(module, inputs, backend)  # [plugin]
-        actual = call(compiled, inputs)  # [!failure]
-        call(compiled, inputs)  # [failure]
+        actual = call(module if eager else compile_backend(module, inputs), inputs)  # [!plugin,!failure]
+        actual = call(module if eager else compile_backend(module, inputs, backend), inputs)  # [plugin,!failure]
+        call(module if eager else compile_backend(module, inputs), inputs)  # [!plugin,failure] outputs unused
+        call(module if eager else compile_backend(module, inputs, backend), inputs)  # [plugin,failure]
         torch.cuda.synchronize()  # [cuda] a kernel's error shows here
     except Exception as e:  # the compiler failed: is it the same failure?
         chain, x = [], e  # [pattern]
