@@ -1,0 +1,43 @@
+"""Lines of repro.py for a 3-node graph (relu, mul, cast) in each common form: a crash and
+a mismatch, on Inductor and Torch-TensorRT, device cuda, inputs in the tensors file.
+Issue 23's target is 80 lines for a bug of at most 5 nodes. Rendering needs neither a
+GPU nor torch_tensorrt: `python bench/script_lengths.py`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from minimize.emit.script import ReproInfo, render_script  # noqa: E402
+from minimize.program.model import Program  # noqa: E402
+from oracles.backends import BUILTIN  # noqa: E402
+from oracles.verdict import Signature, Verdict  # noqa: E402
+
+VERDICTS = {"crash": Verdict("crash", "RuntimeError", "converter failed on node 12"),
+            "mismatch": Verdict("mismatch", output=0, max_abs=1.0)}
+
+
+class ThreeNodes(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (torch.relu(x) * 2).to(torch.uint8)
+
+
+def main() -> None:
+    x = torch.randn(4, 8)
+    program = Program(torch.export.export(ThreeNodes().eval(), (x,)).run_decompositions({}), [x])
+    piece = program.materialize(program.all_kept())
+    for backend in ("inductor", "torch_tensorrt"):
+        for kind, verdict in VERDICTS.items():
+            info = ReproInfo(title="lengths", source_model="model.pt2", original_nodes=100, final_nodes=3,
+                             oracle_calls=5, oracle=kind, verdict=verdict, signature=Signature.of(verdict),
+                             match=None, atol=1e-3, rtol=1e-3, device="cuda", needs_subprocess=False, timeout=300.0)
+            script, _ = render_script(info, piece.gm, {n: x for n in piece.input_names}, {},
+                                      BUILTIN[backend](backend, {}))
+            print(f"{backend:<15} {kind:<9} {len(script.splitlines())} lines")
+
+
+if __name__ == "__main__":
+    main()
