@@ -236,8 +236,8 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     model, inputs = host_program
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path)]
     assert run_reduce(str(model), *args).returncode == 0
-    r = run_reduce(str(model), *args, "--resume", "--timeout", "60")
-    assert_one_line_error(r, "--timeout 300.0 there, 60.0 now", "--force")
+    assert_one_line_error(reduce_here(str(model), *args, "--resume", "--timeout", "60"),
+                          "--timeout 300.0 there, 60.0 now", "--force")
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
     assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds another run", "--force")
     r = run_reduce(str(model), *args, "--timeout", "60", "--force")
@@ -317,8 +317,8 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
     (out / "journal.jsonl").write_text("\n".join(lines[:3]) + "\n")  # as if killed after two verdicts
     (out / "summary.json").unlink()
     torch.save(tuple(t * 0.01 for t in torch.load(mine)), mine)
-    r = run_cli("reduce", str(model), "--inputs", str(mine), "--oracle", "crash", "--backend", plugin("crash_on_sin"),
-                "--out", str(out), "--resume")
+    r = run_cli_here("reduce", str(model), "--inputs", str(mine), "--oracle", "crash", "--backend",
+                     plugin("crash_on_sin"), "--out", str(out), "--resume")
     assert r.returncode == 2 and "with other inputs (the --inputs file's contents differ)" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("error:") == 1 and not (out / "summary.json").exists()
     shutil.copy(inputs, mine)

@@ -79,8 +79,8 @@ def test_outputs_not_saved_as_the_outputs_in_order_are_the_commands_error(host_p
     model, inputs = host_program
     for mode, said in {"dict_on_sin": "exit 0, but {outputs} holds a dict, not the outputs in order",
                        "garbage_on_sin": "exit 0, but torch.load cannot read {outputs}"}.items():
-        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
-                    "--backend", command(mode, outputs=True))
+        r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                         "--backend", command(mode, outputs=True))
         assert r.returncode == 0 and "does not fail the mismatch oracle" in r.stdout, r.stdout + r.stderr
         assert f"CRASH: CommandFailed: {said}" in " ".join(r.stdout.split()), r.stdout
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.conftest import plugin, save_program
-from tests.helpers import run_cli, run_report_snippet, run_repro
+from tests.helpers import run_cli, run_cli_here, run_report_snippet, run_repro
 
 
 def reduce_cli(model: Path, inputs: Path, out: Path, oracle: str, backend: str, *extra: str):
@@ -73,17 +73,21 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
 
 
 def test_check_prints_one_verdict(host_program):
+    """In this process (cli.run): the same words and exit codes as `trtmin check`, whose
+    process of its own the end-to-end tests run."""
     model, inputs = host_program
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash",
+                     "--backend", plugin("crash_on_sin"))
     assert r.returncode == 1 and r.stdout.count("\n") == 1 and "aten::sin" in r.stdout
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "nan", "--backend", plugin("crash_on_sin"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "nan",
+                     "--backend", plugin("crash_on_sin"))
     assert r.returncode == 0 and "does not fail the nan oracle" in r.stdout
     # It crashes, but not with what --match asks: said so (it read as if it did not crash)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
-                "--backend", plugin("crash_on_sin"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
+                     "--backend", plugin("crash_on_sin"))
     assert r.returncode == 0 and "as --match 'nope' asks: CRASH: RuntimeError" in r.stdout, r.stdout
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "nan", "--repeat", "2",
-                "--backend", plugin("crash_on_sin"))  # --repeat keeps the detail a single run gives
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "nan", "--repeat", "2",
+                     "--backend", plugin("crash_on_sin"))  # --repeat keeps the detail a single run gives
     assert r.returncode == 0 and "in any of 2 runs, but 2 fail otherwise: CRASH" in r.stdout, r.stdout
 
 
