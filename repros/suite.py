@@ -446,8 +446,8 @@ def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
 
 def _shown_backend(spec: str) -> str:
     """A plugin's file name, not the path it had on the machine that reduced (it is copied
-    as plugin.py). shown_spec leaves built-in names and module specs as they are; a cmd:
-    line may hold 'x.py:y' and is no plugin."""
+    as plugin.py); built-in names, module specs and cmd: lines (which may hold 'x.py:y')
+    as they are (BackendSpec.shown)."""
     return parse_backend(spec).shown
 
 

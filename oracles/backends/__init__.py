@@ -16,7 +16,7 @@ from oracles.backends.eager import EagerBackend
 from oracles.backends.executorch import ExecuTorchBackend
 from oracles.backends.inductor import InductorBackend
 from oracles.backends.onnxruntime import OnnxRuntimeBackend
-from oracles.backend_names import BUILTIN_NAMES, COMMAND_PREFIX, EXECUTORCH_VARIANTS, check_backend_name
+from oracles.backend_names import BUILTIN_NAMES, EXECUTORCH_VARIANTS, parse_backend
 from oracles.backends.plugin import PluginBackend
 from oracles.backends.tensorrt import TensorRTBackend
 from oracles.backends.torch_tensorrt import TorchTensorRTBackend
@@ -42,7 +42,8 @@ def resolve(spec: str, settings: dict[str, Any] | None = None) -> Backend:
         if check is not None:
             check(spec)  # MissingPackageError / TrtminError, one line
         return cls(spec, settings)
-    check_backend_name(spec)  # an unknown name, worded as the CLI words it before anything starts
-    if spec.startswith(COMMAND_PREFIX):  # before plugins: a command line may hold a ':'
+    # An unknown name is refused as the CLI refuses it before anything starts; a command
+    # line may hold a ':' and is no plugin.
+    if parse_backend(spec).kind == "command":
         return CommandBackend(spec, settings)
     return PluginBackend(spec, settings)

@@ -18,7 +18,6 @@ import importlib.util
 import inspect
 import sys
 from types import ModuleType
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
@@ -48,9 +47,8 @@ def load_plugin(spec: str) -> Callable[..., Any]:
 
 def load_plugin_module(spec: str) -> ModuleType:
     parsed = parse_backend(spec)
-    target, fn_name = parsed.target, parsed.function
-    if parsed.plugin_file is not None:
-        path = Path(target)
+    target, fn_name, path = parsed.target, parsed.function, parsed.plugin_file
+    if path is not None:
         if not path.is_file():
             raise TrtminError(f"plugin file {path} does not exist; pass --backend path/to/file.py:function")
         mod_name = f"trtmin_plugin_{abs(hash(str(path.resolve())))}"
@@ -82,8 +80,8 @@ class PluginBackend(Backend):
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
-        parsed = parse_backend(spec)
-        self.target, self.fn_name = parsed.target, parsed.function
+        self.parsed = parse_backend(spec)
+        self.target, self.fn_name = self.parsed.target, self.parsed.function
         self.kwargs = {k: parse_setting(v) for k, v in self.settings.items()}
         self._module: ModuleType | None = None
 
@@ -94,7 +92,7 @@ class PluginBackend(Backend):
         return self._module
 
     def describe(self) -> str:
-        return parse_backend(self.spec).shown
+        return self.parsed.shown
 
     def validate(self) -> None:
         module = self.module
@@ -134,8 +132,8 @@ class PluginBackend(Backend):
         return report(gm, list(example_inputs), **self.kwargs) if report else []
 
     def script_part(self) -> ScriptPart:
-        is_file = self.target.endswith(".py") or "/" in self.target
-        if is_file:
+        plugin_file = self.parsed.plugin_file
+        if plugin_file is not None:
             # The plugin file is copied beside the script, so the folder is self-contained.
             load = ("import importlib.util, pathlib\n"
                     "    path = pathlib.Path(__file__).with_name('plugin.py')\n"
@@ -146,7 +144,7 @@ class PluginBackend(Backend):
                     "    plugin = importlib.util.module_from_spec(spec)\n"
                     "    spec.loader.exec_module(plugin)\n"
                     "    return plugin")
-            files = {"plugin.py": Path(self.target)}
+            files = {"plugin.py": plugin_file}
         else:
             load = f"import importlib\n    return importlib.import_module({self.target!r})"
             files = {}
