@@ -27,12 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def recorded_calls(journal: Path) -> list[Any]:
-    from minimize.emit.journal import decode_kept
-    keys = []
-    for line in journal.read_text().splitlines()[1:]:
-        rec = json.loads(line)
-        keys.append((decode_kept(rec["kept"]), tuple((k, v) for k, v in rec.get("settings", []))))
-    return keys
+    from minimize.program.candidate import Candidate
+    return [Candidate.from_record(json.loads(line)) for line in journal.read_text().splitlines()[1:]]
 
 
 class _PatchScheduler(importlib.abc.MetaPathFinder, importlib.abc.Loader):

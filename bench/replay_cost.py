@@ -35,11 +35,11 @@ def main() -> None:
     n = len(program.nodes)
     core = {n - 40, n - 39}
 
-    def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        if not core <= set(kept):
+    def verdict(cand: Candidate) -> Verdict:
+        if not core <= set(cand.nodes):
             return Verdict("pass")
-        if Candidate.of(((), settings)).mark_all:
-            off = [[i, Verdict("nan").to_dict()] for i in kept if i >= max(core)][:64]
+        if cand.mark_all:
+            off = [[i, Verdict("nan").to_dict()] for i in cand.nodes if i >= max(core)][:64]
             return Verdict("nan", extra={"deviating": off})
         return Verdict("nan")
 
@@ -55,14 +55,14 @@ def main() -> None:
             return out
 
         scheduler.next_runs = timed
-        problem = ReductionProblem(program, lambda keys: [verdict(c, s) for c, s in keys], jobs=jobs)
+        problem = ReductionProblem(program, lambda cands: [verdict(c) for c in cands], jobs=jobs)
         problem.localize = not a.no_localize
         t0 = time.monotonic()
         scheduler.run_reduction(problem)
         c = problem.counters
         print(f"{n} nodes, --jobs {jobs}: {time.monotonic() - t0:.2f} s, {c.oracle_calls} calls, {c.batches} rounds, "
               f"{c.evaluations} runs; choosing speculative runs {spent[0]:.2f} s in {spent[1]} rounds; "
-              f"result {sorted(problem.current) == sorted(core)}")
+              f"result {sorted(problem.current.nodes) == sorted(core)}")
     scheduler.next_runs = real_next_runs
 
 

@@ -99,7 +99,7 @@ def run_trtmin(case: Case, jobs: int, out: Path) -> dict[str, Any]:
     def progress(p: Any) -> None:
         if p.counters.oracle_calls >= seen[0] + 25:
             seen[0] = p.counters.oracle_calls
-            print(f"  [trtmin j{jobs}] {p.counters.oracle_calls} calls, {len(p.current)} nodes, "
+            print(f"  [trtmin j{jobs}] {p.counters.oracle_calls} calls, {len(p.current.nodes)} nodes, "
                   f"pass {p.current_pass}", flush=True)
 
     t0 = time.monotonic()

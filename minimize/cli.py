@@ -233,12 +233,13 @@ def check(
         with Workers(opts) as workers:  # before torch is imported (see reduce)
             from minimize.run.session import Session
             with Session(opts, workers) as session:
+                from minimize.program.candidate import Candidate
                 from minimize.program.model import random_draws_note
                 for note in (session.backend.note(), random_draws_note(session.program)):
                     if note:
                         print(f"note: {note}", file=sys.stderr)
                 whole = session.program.normalize(session.program.all_kept())
-                runs = session.evaluate([(whole, tuple(sorted(opts.settings.items())))])[0]
+                runs = session.evaluate([Candidate(whole, tuple(sorted(opts.settings.items())))])[0]
     except TrtminError as e:
         _fail(e)
     if repeat > 1:

@@ -47,7 +47,7 @@ class ProgressView:
 
     def update(self, p: "ReductionProblem") -> None:
         self.doing = None
-        nodes = len(p.current)
+        nodes = len(p.current.nodes)
         if self.start_nodes is None:
             self.start_nodes = nodes
         self.line = Text.assemble(

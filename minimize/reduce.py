@@ -115,7 +115,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
 
         problem = _new_problem(opts, session, journal, match, check, on_change)
         problem.notes.update({k: v for k, v in (("random_draws", random_note), ("backend", backend_note)) if v})
-        original_nodes = len(problem.current)  # each kept node is one call node of its slice
+        original_nodes = len(problem.current.nodes)  # each kept node is one call node of its slice
         try:
             run_reduction(problem)
         except TrtminError:
@@ -127,7 +127,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             journal.close()
         info, final, values, summary = _result(opts, session, problem, original_nodes, journal.digest, t0)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
-        _write(out, opts, session, info, final, values, summary, log, on_phase)
+        _write(out, opts, session, problem.current, info, final, values, summary, log, on_phase)
         return summary
 
 
@@ -156,12 +156,12 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
     values it runs on (made ones included) and summary.json."""
     original = problem.first_verdict
     assert original is not None
-    found = Candidate.of(problem.key(problem.current))
+    found = problem.current
     needed_settings, generated, sizes = found.settings, dict(found.made), dict(found.sizes or ())
     replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
     values = {**session.program.values, **replaced}  # what the final verdict ran on
-    final = session.program.materialize(problem.current, replaced=replaced, sizes=sizes)
-    final_verdict = problem.verdict(problem.current)
+    final = session.program.materialize(found.nodes, replaced=replaced, sizes=sizes)
+    final_verdict = problem.verdict(found)
     seconds = time.monotonic() - t0
     summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                        session.pool.restarts)
@@ -169,7 +169,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
     summary["timing"]["worker_start"] = session.pool.first_start_phases  # seconds by step, imports to state
     summary["timing"]["forked_workers"] = session.pool.forked  # of the workers started, from the zygote
     summary["flakiness"] = {"repeat": opts.repeat, "original_failures": problem.original_failures,
-                            "final_failures": problem.failures(problem.current),
+                            "final_failures": problem.failures(found),
                             "min_failures": problem.min_failures}
     info = ReproInfo(
         title=f"{session.backend.describe()} {final_verdict.kind} on {opts.device}: "
@@ -194,11 +194,12 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
     return info, final, values, summary
 
 
-def _write(out: Path, opts: Options, session: Session, info: ReproInfo, final: Slice, values: dict[str, Any],
-           summary: dict[str, Any], log: Callable[[str], None], on_phase: Callable[[str], None]) -> None:
+def _write(out: Path, opts: Options, session: Session, found: Candidate, info: ReproInfo, final: Slice,
+           values: dict[str, Any], summary: dict[str, Any], log: Callable[[str], None],
+           on_phase: Callable[[str], None]) -> None:
     """repro.py (run alone once, unless --no-verify), report.md, summary.json and the --emit
-    scripts, with only the settings the bug needs."""
-    needed_settings, generated = summary["settings"]["needed"], summary["generated_values"]
+    scripts of the candidate found, with only the settings the bug needs."""
+    needed_settings, generated = dict(found.settings), dict(found.made)
     backend = session.backend if needed_settings == opts.settings else resolve(opts.backend, needed_settings)
 
     def verify(script: Path) -> dict[str, Any]:

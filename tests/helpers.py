@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,3 +108,29 @@ def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
     env = alone_env()
     return subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=300, env=env,
                           cwd=folder)
+
+
+def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any], None] | None = None,
+                jobs: int = 1, settings: dict[str, str] | None = None, **attributes: Any) -> Any:
+    """A reduction in this process against a pure oracle, as the CLI runs it but with no
+    workers: `judge(candidate)` gives a Verdict (or a list, for --repeat); `passes(problem)`
+    is what runs (default: the whole reduction); `attributes` are the problem's switches
+    (localize, generate_values, check_original, ...). The problem comes back with
+    `.evaluated`, every candidate the oracle was asked, in order."""
+    from minimize.search.problem import ReductionProblem
+    from minimize.search.scheduler import run_reduction
+
+    evaluated: list[Any] = []
+
+    def evaluate(cands: list[Any]) -> list[Any]:
+        evaluated.extend(cands)
+        return [judge(c) for c in cands]
+
+    problem = ReductionProblem(program, evaluate, jobs=jobs, settings=settings,
+                               check_original=attributes.pop("check_original", lambda v: None))
+    for name, value in attributes.items():
+        assert hasattr(problem, name), name  # a misspelt switch would be silently ignored
+        setattr(problem, name, value)
+    problem.evaluated = evaluated
+    (passes or run_reduction)(problem)
+    return problem

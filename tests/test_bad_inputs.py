@@ -340,16 +340,17 @@ def test_journal_damage(tmp_path):
     from minimize.emit.journal import Journal
     from minimize.emit.out_dir import check_out_dir
     from oracles.errors import TrtminError
+    from minimize.program.candidate import Candidate
     from oracles.verdict import Verdict
     header = {"model_sha256": "ab", "options": {"oracle": "crash"}}
-    Journal(tmp_path, header, resume=False).record(((0, 1), ()), [Verdict("pass")])
+    Journal(tmp_path, header, resume=False).record(Candidate((0, 1)), [Verdict("pass")])
     path = tmp_path / "journal.jsonl"
     path.write_bytes(path.read_bytes() + b'{"kept": [[0, 3]], "runs": [{"kind": "cr')  # killed mid-write
     j = Journal(tmp_path, header, resume=True)
-    assert list(j.cache) == [((0, 1), ())]
-    j.record(((0, 2), ()), [Verdict("crash", "E", "m")])
+    assert list(j.cache) == [Candidate((0, 1))]
+    j.record(Candidate((0, 2)), [Verdict("crash", "E", "m")])
     j.close()
-    assert set(Journal(tmp_path, header, resume=True).cache) == {((0, 1), ()), ((0, 2), ())}
+    assert set(Journal(tmp_path, header, resume=True).cache) == {Candidate((0, 1)), Candidate((0, 2))}
     whole_line = path.read_bytes().splitlines(keepends=True)[-1]
     path.write_bytes(path.read_bytes()[:-1])  # killed after the record, before its newline
     Journal(tmp_path, header, resume=True).close()

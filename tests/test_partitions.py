@@ -123,22 +123,23 @@ def test_lowering_toggle_says_whether_the_bug_vanished_or_changed(toggled: str, 
     only where the program then passes; where it fails another way (Torch-TensorRT-RTX 2.11
     with attn_bias_is_causal=false crashes in add_cast on the video policy), the note says so."""
     from minimize.search.passes.partitions import lowering_toggle
-    from minimize.search.problem import ReductionProblem
     from minimize.program.model import Program
     from oracles.verdict import Verdict
     from minimize.program.inputs import prepare
     from tests.conftest import Host
+    from tests.helpers import reduce_with
 
     x = torch.randn(4, 8)
     program = Program(prepare(torch.export.export(Host().eval(), (x,)), "cpu"), [x])
 
-    def verdict(settings) -> Verdict:
-        if ("lowering_pass", "false") in settings:
+    def verdict(cand) -> Verdict:
+        if ("lowering_pass", "false") in cand.settings:
             return Verdict("pass") if toggled == "pass" else Verdict("crash", "E", "other")
         return Verdict("mismatch", output=0, max_abs=1.0)
 
-    problem = ReductionProblem(program, lambda keys: [[verdict(s)] for _, s in keys])
-    problem.lowering_toggles = (("lowering_pass", "false"),)
-    problem.establish_original()  # the bug, as the reduction saw it first
-    lowering_toggle(problem)
+    def passes(problem) -> None:
+        problem.establish_original()  # the bug, as the reduction saw it first
+        lowering_toggle(problem)
+
+    problem = reduce_with(program, verdict, passes, lowering_toggles=(("lowering_pass", "false"),))
     assert problem.notes["lowering"].endswith(note), problem.notes

@@ -16,10 +16,10 @@ from minimize.program.candidate import Candidate
 from minimize.program.inputs import prepare
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Program
-from minimize.search.scheduler import run_reduction
 from oracles.checks import flatten_outputs
 from oracles.verdict import Verdict
 from tests.conftest import Host
+from tests.helpers import reduce_with
 
 
 @pytest.fixture(scope="module")
@@ -78,31 +78,21 @@ def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: s
     compiler that keeps the bug would) and what follows it as off; hidden: nothing is off
     there (the extra outputs changed what the compiler fused). finishers: generated values
     and smaller shapes are tried at the end, as the CLI does (the bug survives them)."""
-    def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        if not core <= set(kept):
+    def verdict(cand: Candidate) -> Verdict:
+        if not core <= set(cand.nodes):
             return Verdict("pass")
         if kind == "crash":
             return Verdict("crash", "E", "planted")
-        if Candidate.of(((), settings)).mark_all and hidden:
+        if cand.mark_all and hidden:
             return Verdict("pass", extra={"deviating": []})
-        if Candidate.of(((), settings)).mark_all:
+        if cand.mark_all:
             start = max(core) if first_off is None else first_off
-            off = [[i, Verdict("mismatch", max_abs=1.0).to_dict()] for i in kept if i >= start]
+            off = [[i, Verdict("mismatch", max_abs=1.0).to_dict()] for i in cand.nodes if i >= start]
             return Verdict("mismatch", max_abs=1.0, extra={"deviating": off})
-        return Verdict("mismatch", output=off_output(program, kept, max(core)), max_abs=1.0)
+        return Verdict("mismatch", output=off_output(program, cand.nodes, max(core)), max_abs=1.0)
 
-    evaluated: list = []
-
-    def evaluate(cands):
-        evaluated.extend(cands)
-        return [verdict(kept, settings) for kept, settings in cands]
-
-    problem = ReductionProblem(program, evaluate, jobs=jobs, check_original=check_original)
-    problem.evaluated = evaluated  # type: ignore[attr-defined]
-    problem.localize = localize
-    problem.generate_values = finishers
-    run_reduction(problem)
-    return problem
+    return reduce_with(program, verdict, jobs=jobs, check_original=check_original, localize=localize,
+                       generate_values=finishers)
 
 
 @settings(max_examples=30, deadline=None)
@@ -116,7 +106,7 @@ def test_reducer_finds_exactly_the_core_for_any_jobs(program: Program, data):
     localize = data.draw(st.booleans())
     first_off = data.draw(st.one_of(st.none(), st.integers(0, len(program.nodes) - 1)))
     one = reduce_with_pure_oracle(program, core, jobs=1, kind=kind, localize=localize, first_off=first_off)
-    assert set(one.current) == core
+    assert set(one.current.nodes) == core
     many = reduce_with_pure_oracle(program, core, jobs=data.draw(st.integers(2, 6)), kind=kind,
                                    localize=localize, first_off=first_off)
     assert many.current == one.current
@@ -127,7 +117,7 @@ def test_reducer_finds_exactly_the_core_for_any_jobs(program: Program, data):
 
 def test_single_node_core_takes_few_calls(program: Program):
     problem = reduce_with_pure_oracle(program, {len(program.nodes) // 2}, jobs=1)
-    assert len(problem.current) == 1
+    assert len(problem.current.nodes) == 1
     assert problem.counters.oracle_calls <= 2 * len(program.nodes).bit_length() + 8
 
 
@@ -152,7 +142,7 @@ def test_a_right_localization_replaces_the_binary_search_with_two_probes(chain: 
     core = {30, 31}
     plain = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch")
     guided = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
-    assert set(guided.current) == set(plain.current) == core
+    assert set(guided.current.nodes) == set(plain.current.nodes) == core
     # one localization run and 2 prefix probes where a binary search takes log2(n) >= 6
     assert guided.counters.oracle_calls <= plain.counters.oracle_calls - 3
     assert str(chain.nodes[max(core)].name) in guided.notes["first_off_value"]
@@ -195,8 +185,8 @@ def test_a_guess_whose_cone_passes_falls_back_to_the_prefix_search(chain: Progra
     core = {30, 31}
     right = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
     wrong = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True, first_off=10)
-    assert set(wrong.current) == set(right.current) == core
-    probed = [kept for kept, settings in wrong.evaluated if not Candidate.of(((), settings)).mark_all]
+    assert set(wrong.current.nodes) == set(right.current.nodes) == core
+    probed = [c.nodes for c in wrong.evaluated if not c.mark_all]
     # after the original: node 10 alone, 9 and 10, then the whole cone, all passing
     assert probed[1:4] == [(10,), (9, 10), tuple(range(11))]
     assert wrong.counters.oracle_calls <= right.counters.oracle_calls + 14
@@ -210,7 +200,7 @@ def test_speculation_spans_passes(chain: Program):
     core = {30, 31}
     one = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True)
     four = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True)
-    assert set(one.current) == set(four.current) == core
+    assert set(one.current.nodes) == set(four.current.nodes) == core
     # original, localization, suffixes [31] and [30, 31] of 31's cone (no prefix confirmed first), then [30]
     assert one.counters.oracle_calls == four.counters.oracle_calls == 5
     assert one.counters.batches == 5
@@ -226,7 +216,7 @@ def test_speculation_ranks_candidates_without_the_localized_node_as_passing(chai
     the finishers' path and cost a round: 3 rounds, where it was 4."""
     core = {30, 31}
     four = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True, finishers=True)
-    assert set(four.current) == core and four.guessed_node == 31
+    assert set(four.current.nodes) == core and four.guessed_node == 31
     # original, localization, [31], [30, 31], [30], then values made at smaller sizes in one
     assert four.counters.oracle_calls == 6
     assert four.pass_stats["generate_small_values"].accepted == 1
@@ -249,7 +239,7 @@ def test_the_nodes_a_wide_window_needs_take_log_calls_each(program: Program):
     n = len(program.nodes)
     core = set(program.normalize({n // 4, n // 2, 3 * n // 4}))
     problem = reduce_with_pure_oracle(program, core, jobs=1)
-    assert set(problem.current) == core
+    assert set(problem.current.nodes) == core
     stats = problem.pass_stats
     assert stats["keep_needed"].accepted == 1 and stats["delete_chunks"].accepted == 0
     assert stats["keep_needed"].calls <= 2 * (n // 2).bit_length() + 4
@@ -264,12 +254,12 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     from minimize.search.localize import named_failing_position
     problem = ReductionProblem(program, lambda keys: [])
     problem.locate_from_errors = True
-    cand = problem.current
+    cand = problem.current.nodes
     names = [program.nodes[i].name for i in cand]
 
     def guess(target: str, stack: str) -> str | None:
         hint = {"name": "", "target": target, "stack": stack}
-        problem.cache[problem.key(cand)] = [Verdict("crash", "E", "m", extra={"failing_node": hint})]
+        problem.cache[problem.at(cand)] = [Verdict("crash", "E", "m", extra={"failing_node": hint})]
         pos = named_failing_position(problem, cand)
         return None if pos is None else names[pos]
 
@@ -317,9 +307,9 @@ def test_the_result_is_proven_one_minimal_from_the_cache(program: Program, data)
     core = set(data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=3)))
     problem = reduce_with_pure_oracle(program, core, jobs=1)
     minimal = problem.notes["one_minimal"]
+    found = problem.current.nodes
     assert minimal["proven"] and minimal["cuts_tried"] == sum(
-        1 for i in range(len(problem.current))
-        if program.normalize(problem.current[:i] + problem.current[i + 1:]) not in ((), problem.current))
+        1 for i in range(len(found)) if program.normalize(found[:i] + found[i + 1:]) not in ((), found))
     assert problem.pass_stats["prove_one_minimal"].calls == 0
 
 
@@ -330,7 +320,7 @@ def test_a_window_whose_every_node_is_needed_costs_one_call_a_node(chain: Progra
     call), and delete_chunks asks only the one-node cuts, all cached but the last node's."""
     core = set(range(20, 40))
     problem = reduce_with_pure_oracle(chain, core, jobs=1)
-    assert set(problem.current) == core
+    assert set(problem.current.nodes) == core
     stats = problem.pass_stats
     assert stats["keep_needed"].accepted == 0 and stats["delete_chunks"].accepted == 0
     assert stats["keep_needed"].calls <= len(core) + 2 * len(core).bit_length()

@@ -13,14 +13,13 @@ import pytest
 import torch
 import torch.fx as fx
 
-from minimize.program.candidate import made_of, make, sizes_of
+from minimize.program.candidate import Candidate, make
 from minimize.search.passes.values import expression, reshaped
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Program, size_arguments
-from minimize.search.scheduler import run_reduction
 from oracles.verdict import Verdict
 from tests.conftest import plugin, save_program
-from tests.helpers import run_cli, run_repro
+from tests.helpers import reduce_with, run_cli, run_repro
 
 
 @pytest.mark.parametrize("value", [
@@ -70,20 +69,17 @@ def _reduce(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], needs: se
     whole = set(program.all_kept())
     asked: list[dict[str, str]] = []
 
-    def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        generated = made_of(settings)
+    def verdict(cand: Candidate) -> Verdict:
+        generated = dict(cand.made)
         asked.append(generated)
-        in_graph = {x for n in program.materialize(kept, sizes=sizes_of(settings)).gm.graph.nodes
+        in_graph = {x for n in program.materialize(cand.nodes, sizes=dict(cand.sizes or ())).gm.graph.nodes
                     for _, value in size_arguments(n) for x in value}
         sizes = {d for e in generated.values() for d in make(e).shape} | in_graph
-        if not whole <= set(kept) or not all(d in sizes for d in needs if generated):
+        if not whole <= set(cand.nodes) or not all(d in sizes for d in needs if generated):
             return Verdict("pass")
         return Verdict("crash", "E", "planted")
 
-    problem = ReductionProblem(program, lambda keys: [verdict(k, s) for k, s in keys], jobs=jobs)
-    problem.generate_values = on
-    run_reduction(problem)
-    return problem, asked
+    return reduce_with(program, verdict, jobs=jobs, generate_values=on), asked
 
 
 def _attention_inputs() -> tuple[torch.Tensor, ...]:
@@ -92,7 +88,11 @@ def _attention_inputs() -> tuple[torch.Tensor, ...]:
 
 
 def _shapes(problem: ReductionProblem) -> dict[str, tuple[int, ...]]:
-    return {n: tuple(make(e).shape) for n, e in made_of(problem.settings).items()}
+    return {n: tuple(make(e).shape) for n, e in dict(problem.current.made).items()}
+
+
+def _sizes(problem: ReductionProblem) -> dict[int, int]:
+    return dict(problem.current.sizes or ())
 
 
 def _size_calls(problem: ReductionProblem) -> int:
@@ -117,17 +117,17 @@ def test_a_size_the_bug_needs_stays_and_the_others_shrink_one_at_a_time() -> Non
     # asks it again (answered, not charged) before the three alone
     stats = problem.pass_stats
     assert (stats["generate_small_values"].calls, stats["generate_values"].calls, stats["shrink_shapes"].calls) == (1, 1, 3)
-    assert _reduce(_Attention(), _attention_inputs(), needs={10}, jobs=4)[0].settings == problem.settings
+    assert _reduce(_Attention(), _attention_inputs(), needs={10}, jobs=4)[0].current == problem.current
 
 
 def test_a_size_in_the_graphs_size_arguments_shrinks_with_the_tensors() -> None:
     problem, _ = _reduce(_Normed(), (torch.randn(6, 32),), needs=set())
-    assert _shapes(problem) == {"x": (2, 2)} and sizes_of(problem.settings) == {32: 2}
+    assert _shapes(problem) == {"x": (2, 2)} and _sizes(problem) == {32: 2}
     assert _size_calls(problem) == 1
-    piece = problem.program.materialize(problem.current, sizes=sizes_of(problem.settings))
+    piece = problem.program.materialize(problem.current.nodes, sizes=_sizes(problem))
     norm = next(n for n in piece.gm.graph.nodes if "layer_norm" in str(n.target))
     assert list(norm.args[1]) == [2]
-    assert [list(v) for _, v in size_arguments(problem.program.nodes[problem.current[0]])] == [[32]]  # untouched
+    assert [list(v) for _, v in size_arguments(problem.program.nodes[problem.current.nodes[0]])] == [[32]]  # untouched
 
 
 def test_positions_are_not_sizes() -> None:
@@ -151,10 +151,10 @@ class _Heads(torch.nn.Module):
 def test_a_size_that_is_a_product_of_others_shrinks_with_them() -> None:
     problem, _ = _reduce(_Heads(), (torch.randn(2, 12, 48),), needs=set())
     assert _shapes(problem) == {"x": (2, 2, 4)}  # 48 = 6 * 8 -> 2 * 2
-    assert sizes_of(problem.settings) == {6: 2, 8: 2, 12: 2}
+    assert _sizes(problem) == {6: 2, 8: 2, 12: 2}
     assert _size_calls(problem) == 1
     needs_8, _ = _reduce(_Heads(), (torch.randn(2, 12, 48),), needs={8})  # a head size the bug needs
-    assert _shapes(needs_8) == {"x": (2, 2, 16)} and sizes_of(needs_8.settings) == {6: 2, 12: 2}
+    assert _shapes(needs_8) == {"x": (2, 2, 16)} and _sizes(needs_8) == {6: 2, 12: 2}
 
 
 def test_a_size_the_graph_fixes_costs_no_oracle_call() -> None:
@@ -206,9 +206,9 @@ def _eager_reduce(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
     first (an invalid candidate where it raises), and fails it where `fails` says."""
     program = Program(torch.export.export(module, inputs), inputs)
 
-    def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        made = {n: make(e) for n, e in made_of(settings).items()}
-        piece = program.materialize(kept, replaced=made, sizes=sizes_of(settings))
+    def verdict(cand: Candidate) -> Verdict:
+        made = {n: make(e) for n, e in cand.made}
+        piece = program.materialize(cand.nodes, replaced=made, sizes=dict(cand.sizes or ()))
         args = program.inputs_for(piece, made)
         try:
             piece.gm(*args)
@@ -216,10 +216,7 @@ def _eager_reduce(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
             return Verdict("invalid", type(e).__name__, str(e))
         return Verdict("crash", "E", "planted") if fails(piece.gm, args) else Verdict("pass")
 
-    problem = ReductionProblem(program, lambda keys: [verdict(k, s) for k, s in keys])
-    problem.generate_values = True
-    run_reduction(problem)
-    return problem
+    return reduce_with(program, verdict, generate_values=True)
 
 
 def _whole_lookup(gm: fx.GraphModule, args: list[torch.Tensor]) -> bool:
@@ -234,7 +231,7 @@ def test_made_indices_stay_inside_the_table_they_index(low: int) -> None:
     ids = torch.randint(low, 50, (4, 6))
     ids[0, 0] = low
     problem = _eager_reduce(_Lookup(), (ids,), _whole_lookup)
-    made = made_of(problem.settings)
+    made = dict(problem.current.made)
     assert _shapes(problem) == {"p_table": (2, 2), "ids": (2, 2)}, made
     assert made["ids"].startswith("torch.randint(0, 2, (2, 2), generator=") and int(make(made["ids"]).max()) < 2
     assert _size_calls(problem) == 1 and problem.counters.invalid == 0
@@ -253,7 +250,7 @@ def test_integers_no_indexing_op_reads_keep_their_range() -> None:
     problem = _eager_reduce(_Counts(), (torch.randn(128, 8), n),
                             lambda gm, args: len(args) == 2 and int(args[1].max()) >= 10)
     assert sorted(_shapes(problem).values()) == [(2, 2), (2, 2)]  # n, and x's tanh (the cut's input)
-    assert made_of(problem.settings)["n"].startswith("torch.randint(0, 87, (2, 2)")
+    assert dict(problem.current.made)["n"].startswith("torch.randint(0, 87, (2, 2)")
     assert _size_calls(problem) == 1
 
 
@@ -266,7 +263,7 @@ def test_a_refused_fake_run_writes_nothing_to_the_log(caplog: pytest.LogCaptureF
 
 def test_no_generated_values_no_smaller_shapes() -> None:
     problem, _ = _reduce(_Attention(), _attention_inputs(), needs=set(), on=False)
-    assert made_of(problem.settings) == {} and _size_calls(problem) == 0
+    assert dict(problem.current.made) == {} and _size_calls(problem) == 0
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

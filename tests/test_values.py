@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from minimize.program.candidate import made_of, make
+from minimize.program.candidate import Candidate, make
 from minimize.search.passes.values import expression
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Program
-from minimize.search.scheduler import run_reduction
 from oracles.verdict import Verdict
 from tests.conftest import plugin
-from tests.helpers import run_cli, run_repro
+from tests.helpers import reduce_with, run_cli, run_repro
 
 
 def test_a_float_tensor_is_made_again_with_its_shape_dtype_and_scale() -> None:
@@ -72,31 +71,27 @@ def _reduce(needs: set[str], jobs: int) -> ReductionProblem:
     program = _program()
     fill = next(i for i, n in enumerate(program.nodes) if "masked_fill" in str(n.target))
 
-    def verdict(kept: tuple[int, ...], settings) -> Verdict:
-        generated = made_of(settings)
-        if fill not in kept or any(name in generated for name in needs):
+    def verdict(cand: Candidate) -> Verdict:
+        if fill not in cand.nodes or any(name in dict(cand.made) for name in needs):
             return Verdict("pass")
         return Verdict("crash", "E", "planted")
 
-    problem = ReductionProblem(program, lambda keys: [verdict(k, s) for k, s in keys], jobs=jobs)
-    problem.generate_values = True
-    run_reduction(problem)
-    return problem
+    return reduce_with(program, verdict, jobs=jobs, generate_values=True)
 
 
 def test_what_the_bug_does_not_need_is_generated_in_few_calls() -> None:
     free = _reduce(set(), jobs=1)
-    assert sorted(made_of(free.settings)) == ["mask", "mul"]
+    assert sorted(dict(free.current.made)) == ["mask", "mul"]
     # all at once, and at smaller sizes (minimize/search/passes/shapes.py generate_small_values)
     assert (free.pass_stats["generate_small_values"].calls, free.pass_stats["generate_values"].calls) == (1, 0)
     needs_mask = _reduce({"mask"}, jobs=1)
-    assert sorted(made_of(needs_mask.settings)) == ["mul"]  # then the floats together
+    assert sorted(dict(needs_mask.current.made)) == ["mul"]  # then the floats together
     assert needs_mask.pass_stats["generate_values"].calls == 2  # after the small run failed
     needs_all = _reduce({"mask", "mul"}, jobs=1)
-    assert made_of(needs_all.settings) == {}
+    assert dict(needs_all.current.made) == {}
     assert needs_all.pass_stats["generate_values"].calls == 2  # one float: nothing to try alone
     # speculation changes nothing of the result
-    assert _reduce({"mask"}, jobs=4).settings == needs_mask.settings
+    assert _reduce({"mask"}, jobs=4).current == needs_mask.current
 
 
 def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(host_program, tmp_path: Path) -> None:
@@ -296,7 +291,7 @@ def test_a_value_no_expression_can_be_made_for_is_kept_not_the_end_of_the_reduct
 
     monkeypatch.setattr(values, "expression", fails_on_masks)
     problem = _reduce(set(), jobs=1)
-    assert sorted(made_of(problem.settings)) == ["mul"]
+    assert sorted(dict(problem.current.made)) == ["mul"]
     assert problem.pass_stats["generate_small_values"].calls + problem.pass_stats["generate_values"].calls == 1
 
 

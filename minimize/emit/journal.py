@@ -14,27 +14,13 @@ import json
 import os
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from minimize.options import Options
+from minimize.program.candidate import Candidate
 from minimize.emit.out_dir import JOURNAL
 from oracles.errors import TrtminError
 from oracles.verdict import Verdict
-
-
-def encode_kept(kept: Sequence[int]) -> list[list[int]]:
-    """Runs of consecutive indices: a 5,000-node prefix is one pair, not 5,000 numbers."""
-    runs: list[list[int]] = []
-    for i in kept:
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return runs
-
-
-def decode_kept(runs: list[list[int]]) -> tuple[int, ...]:
-    return tuple(i for a, b in runs for i in range(a, b + 1))
 
 
 def header_line(header: dict[str, Any]) -> str:
@@ -50,7 +36,7 @@ def header_digest(line: str) -> str:
 class Journal:
     def __init__(self, folder: Path, header: dict[str, Any], resume: bool):
         self.path = folder / JOURNAL
-        self.cache: dict[tuple[tuple[int, ...], tuple[tuple[str, str], ...]], list[Verdict]] = {}
+        self.cache: dict[Candidate, list[Verdict]] = {}
         if resume:
             data = self._load(header)
             self._cut_torn_tail(data)
@@ -84,11 +70,10 @@ class Journal:
             except json.JSONDecodeError:
                 continue  # a line torn by a kill mid-write
             try:
-                settings = tuple((k, v) for k, v in rec.get("settings", []))
                 runs = [Verdict.from_dict(v) for v in rec["runs"]]
                 if not runs:
                     raise ValueError("no runs")
-                self.cache[(decode_kept(rec["kept"]), settings)] = runs
+                self.cache[Candidate.from_record(rec)] = runs
             except (AttributeError, KeyError, TypeError, ValueError):
                 raise TrtminError(f"--resume: {self.path} is damaged (line {number} is not a verdict); "
                                   "start over with --force") from None
@@ -119,10 +104,8 @@ class Journal:
             raise TrtminError(f"cannot write {self.path} ({e.strerror or e}); free space or choose another "
                               f"--out, then rerun with {then}") from None
 
-    def record(self, key: tuple[Sequence[int], tuple[tuple[str, str], ...]], runs: list[Verdict]) -> None:
-        kept, settings = key
-        self._write({"kept": encode_kept(kept), "settings": [list(kv) for kv in settings],
-                     "runs": [v.to_dict() for v in runs]})
+    def record(self, cand: Candidate, runs: list[Verdict]) -> None:
+        self._write({**cand.record(), "runs": [v.to_dict() for v in runs]})
 
     def close(self) -> None:
         self._file.close()

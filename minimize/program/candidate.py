@@ -1,11 +1,9 @@
 """A candidate: one program to try, as a frozen value (docs/design.md, "The candidate").
 
 It is the kept nodes, the backend's settings (--set) and its state outside the graph:
-made values (minimize/search/passes/values.py), shrunk sizes (minimize/search/passes/shapes.py) and
-localization's every-value-an-output run (minimize/search/localize.py). Its text form, the
-`Key` (nodes, settings), holds that state as pseudo-settings (`trtmin.generated`,
-`trtmin.sizes`, `trtmin.mark_all`), so a run is cached, journaled and sent to a worker
-under one key; only this module reads or writes them.
+made values (minimize/search/passes/values.py), shrunk sizes (minimize/search/passes/shapes.py)
+and localization's every-value-an-output run (minimize/search/localize.py). Runs are cached
+and speculated under it, journaled as its `record()` and sent to a worker as its `job()`.
 """
 
 from __future__ import annotations
@@ -19,12 +17,11 @@ from typing import Any, Mapping
 import torch
 
 Nodes = tuple[int, ...]
-Settings = tuple[tuple[str, str], ...]  # sorted (name, text) pairs: part of the cache key
-Key = tuple[Nodes, Settings]
+Settings = tuple[tuple[str, str], ...]  # sorted (name, text) pairs
 
-MADE = "trtmin.generated"  # JSON {value name: expression}
-SIZES = "trtmin.sizes"  # JSON {size: smaller size} for the graph's size arguments
-MARK_ALL = "trtmin.mark_all"  # "1": every kept value is an output
+# How journals written before the type existed carried the state outside the graph: as
+# settings named so (read by Candidate.from_record, never written).
+_OLD_MADE, _OLD_SIZES, _OLD_MARK_ALL = "trtmin.generated", "trtmin.sizes", "trtmin.mark_all"
 INLINE_MAX_ELEMENTS = 16  # smaller tensors are literals in repro.py, never made values
 
 
@@ -48,23 +45,27 @@ class Candidate:
     sizes: tuple[tuple[int, int], ...] | None = None  # None: not shrunk; (): only made tensors shrank
     mark_all: bool = False
 
-    @classmethod
-    def of(cls, key: Key) -> Candidate:
-        """The candidate a key stands for."""
-        nodes, settings = key
-        pseudo = {k: v for k, v in settings if k.startswith("trtmin.")}
-        sizes = pseudo.get(SIZES)
-        return cls(tuple(nodes), tuple(kv for kv in settings if not kv[0].startswith("trtmin.")),
-                   tuple(sorted(json.loads(pseudo.get(MADE, "{}")).items())),
-                   None if sizes is None else tuple(sorted((int(k), v) for k, v in json.loads(sizes).items())),
-                   pseudo.get(MARK_ALL) == "1")
+    def record(self) -> dict[str, Any]:
+        """Its JSON form in the journal (nodes as runs of consecutive indices: a 5,000-node
+        prefix is one pair)."""
+        return {"kept": _runs(self.nodes), "settings": [list(kv) for kv in self.settings],
+                **({"made": dict(self.made)} if self.made else {}),
+                **({"sizes": {str(k): v for k, v in self.sizes}} if self.sizes is not None else {}),
+                **({"mark_all": True} if self.mark_all else {})}
 
-    @property
-    def key(self) -> Key:
-        pseudo = ([(MADE, json.dumps(dict(self.made), sort_keys=True))] if self.made else []) \
-            + ([(SIZES, json.dumps({str(k): v for k, v in self.sizes}))] if self.sizes is not None else []) \
-            + ([(MARK_ALL, "1")] if self.mark_all else [])
-        return self.nodes, tuple(sorted([*self.settings, *pseudo]))
+    @classmethod
+    def from_record(cls, rec: Mapping[str, Any]) -> Candidate:
+        """The candidate a journal record names, also one written before this type (its
+        made values, sizes and marks as `trtmin.*` settings)."""
+        settings = [(str(k), str(v)) for k, v in rec.get("settings", [])]
+        old = {k: v for k, v in settings if k.startswith("trtmin.")}
+        made = rec.get("made", json.loads(old.get(_OLD_MADE, "{}")))
+        sizes = rec.get("sizes", json.loads(old[_OLD_SIZES]) if _OLD_SIZES in old else None)
+        return cls(tuple(i for a, b in rec["kept"] for i in range(a, b + 1)),
+                   tuple(sorted(kv for kv in settings if not kv[0].startswith("trtmin."))),
+                   tuple(sorted(made.items())),
+                   None if sizes is None else tuple(sorted((int(k), int(v)) for k, v in sizes.items())),
+                   bool(rec.get("mark_all", old.get(_OLD_MARK_ALL) == "1")))
 
     def but(self, **changes: Any) -> Candidate:
         """This candidate with some fields changed (made and sizes given as mappings)."""
@@ -89,25 +90,11 @@ class Candidate:
                 -sum(old - new for old, new in self.sizes or ()))
 
 
-def made_of(settings: Settings) -> dict[str, str]:
-    """The made values' expressions a run's settings carry ({} for none)."""
-    return dict(Candidate.of(((), settings)).made)
-
-
-def with_made(settings: Settings, exprs: Mapping[str, str]) -> Settings:
-    return Candidate.of(((), settings)).but(made=exprs).key[1]
-
-
-def sizes_of(settings: Settings) -> dict[int, int]:
-    """The size map a run's settings carry ({} for none)."""
-    return dict(Candidate.of(((), settings)).sizes or ())
-
-
-def with_sizes(settings: Settings, sizes: Mapping[int, int]) -> Settings:
-    """The settings of a shrunk run: the graph's size map, {} where only made tensors shrank
-    (present either way: it says the shapes were shrunk)."""
-    return Candidate.of(((), settings)).but(sizes=sizes).key[1]
-
-
-def with_mark_all(settings: Settings) -> Settings:
-    return Candidate.of(((), settings)).but(mark_all=True).key[1]
+def _runs(kept: Nodes) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for i in kept:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return runs

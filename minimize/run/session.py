@@ -71,21 +71,21 @@ class Session:
         save_state(self.program, self.workers.state_dir, opts.imports)
         clock.step("save_state")
 
-    def evaluate(self, keys: list[tuple[tuple[int, ...], tuple[tuple[str, str], ...]]]) -> list[list[Verdict]]:
-        """Each (candidate, settings)'s runs (--repeat of them), each in a fresh compile."""
+    def evaluate(self, cands: list[Candidate]) -> list[list[Verdict]]:
+        """Each candidate's runs (--repeat of them), each in a fresh compile."""
         interrupts.check()
         n = self.opts.repeat
-        jobs = [job for key in keys for job in [_job(key)] * n]
+        jobs = [job for cand in cands for job in [cand.job()] * n]
         results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
-        return [verdicts[i * n:(i + 1) * n] for i in range(len(keys))]
+        return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
 
-    def partitions(self, key: tuple[tuple[int, ...], tuple[tuple[str, str], ...]]) -> list[list[str]]:
+    def partitions(self, cand: Candidate) -> list[list[str]]:
         """The backend's compiled partitions (engines) of a candidate, as node names; []
         when the backend does not report them."""
         if not self.backend.reports_partitions:
             return []
-        job = {k: v for k, v in _job(key).items() if k != "mark_all"}
+        job = cand.but(mark_all=False).job()
         result = self.pool.run([{**job, "partitions": True}])[0]
         return result.get("partitions", []) if isinstance(result, dict) else []
 
@@ -98,7 +98,3 @@ class Session:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-
-def _job(key: tuple[tuple[int, ...], tuple[tuple[str, str], ...]]) -> dict[str, Any]:
-    """What a worker is sent for a (candidate, settings) key."""
-    return Candidate.of(key).job()

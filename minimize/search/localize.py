@@ -22,7 +22,7 @@ from typing import Any
 
 from torch.fx.node import _get_qualified_name
 
-from minimize.program.candidate import Nodes, with_mark_all
+from minimize.program.candidate import Nodes
 from minimize.search.problem import PathEnds, ReductionProblem
 from oracles.verdict import VALUE_ORACLES, Verdict
 
@@ -45,7 +45,7 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
         return None
     shown, problem.current_pass = problem.current_pass, f"{problem.current_pass}: localizing"  # for the live view
     try:
-        runs = problem.runs(cand, with_mark_all(problem.settings))
+        runs = problem.runs(problem.at(cand).but(mark_all=True))
     finally:
         problem.current_pass = shown
     sig = problem.signature
@@ -97,7 +97,7 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
     a run without such an error."""
     if not problem.locate_from_errors:
         return None
-    verdict = problem.known_verdict(cand)
+    verdict = problem.known_verdict(problem.at(cand))
     hint = verdict.extra.get("failing_node") if verdict is not None else None
     if not hint:
         return None

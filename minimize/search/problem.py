@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
-from minimize.program.candidate import Candidate, Key, Nodes, Settings
+from minimize.program.candidate import Candidate, Settings
 from minimize.program.model import Program
 from minimize.search.searches import SearchFactory, drive
 from oracles.verdict import Signature, Verdict
@@ -52,12 +52,11 @@ class Walk:
     same knowledge (program, verdict cache, options), so nothing here needs resetting by
     hand; each field reads and writes as an attribute of the problem."""
 
-    current: Nodes
-    settings: Settings
+    current: Candidate
     notes: dict[str, Any] = field(default_factory=dict)  # diagnostics for the report: culprit op, failing engine
     pass_stats: dict[str, PassStats] = field(default_factory=dict)
     counters: Counters = field(default_factory=Counters)
-    charged: set[Key] = field(default_factory=set)  # runs counted as oracle calls
+    charged: set[Candidate] = field(default_factory=set)  # runs counted as oracle calls
     signature: Signature | None = None
     first_verdict: Verdict | None = None
     last_verdict: Verdict | None = None
@@ -73,9 +72,9 @@ class NeedsProbe(BaseException):
     """A replay under hypothetical answers reached a run it has neither a verdict nor a
     hypothesis for: the next probe on that path (BaseException: no pass may swallow it)."""
 
-    def __init__(self, key: Key, p_true: float):
-        super().__init__(key)
-        self.key, self.p_true = key, p_true
+    def __init__(self, cand: Candidate, p_true: float):
+        super().__init__(cand)
+        self.cand, self.p_true = cand, p_true
 
 
 class PathEnds(BaseException):
@@ -86,20 +85,23 @@ class PathEnds(BaseException):
 class ReductionProblem:
     """One reduction: the program, the oracle behind a verdict cache, and the walk (the
     current candidate, notes and counters; its fields read as attributes: problem.current).
-    Passes ask `is_interesting` and propose with `consider`, the one place a step is taken
-    (docs/design.md, "Acceptance"); `dry_copy` replays the walk for speculation."""
+    Passes ask `is_interesting` of Candidate values and propose them with `consider`, the one
+    place a step is taken (docs/design.md, "Acceptance"); `dry_copy` replays the walk for
+    speculation."""
 
-    def __init__(self, program: Program, evaluate_batch: Callable[[list[Key]], Sequence[Verdict | list[Verdict]]],
+    def __init__(self, program: Program,
+                 evaluate_batch: Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
                  jobs: int = 1, match: re.Pattern[str] | None = None, any_failure: bool = False,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
-                 on_evaluated: Callable[[Key, list[Verdict]], None] | None = None,
-                 settings: dict[str, str] | None = None, partitions: Callable[[Key], list[list[str]]] | None = None,
+                 on_evaluated: Callable[[Candidate, list[Verdict]], None] | None = None,
+                 settings: dict[str, str] | None = None,
+                 partitions: Callable[[Candidate], list[list[str]]] | None = None,
                  min_failures: int | None = None, check_original: Callable[[Verdict], None] = lambda v: None):
         self.program = program
-        self.walk = Walk(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
-        self._start = (self.walk.current, self.walk.settings)
+        self._start = Candidate(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
+        self.walk = Walk(self._start)
         self._partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
-        self.partition_cache: dict[Key, list[list[str]]] = {}
+        self.partition_cache: dict[Candidate, list[list[str]]] = {}
         self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
         self.lowering_toggles: tuple[tuple[str, str], ...] = ()  # e.g. (("attn_bias_is_causal", "false"),)
         self.localize = False  # may bisect_window guess from a run with every value an output (minimize/search/localize.py)
@@ -115,29 +117,30 @@ class ReductionProblem:
         self.match = match
         self.any_failure = any_failure
         self.on_change = on_change or (lambda p: None)
-        self.cache: dict[Key, list[Verdict]] = {}
+        self.cache: dict[Candidate, list[Verdict]] = {}
         # What to evaluate beside a needed run (set by minimize/search/scheduler.py when jobs > 1).
-        self.speculate: Callable[[int], list[Key]] | None = None
-        self.hypotheses: dict[Key, bool] | None = None  # set on a replay (dry_copy): never evaluates
+        self.speculate: Callable[[int], list[Candidate]] | None = None
+        self.hypotheses: dict[Candidate, bool] | None = None  # set on a replay (dry_copy): never evaluates
 
-    def dry_copy(self, hypotheses: dict[Key, bool]) -> "ReductionProblem":
+    def dry_copy(self, hypotheses: dict[Candidate, bool]) -> "ReductionProblem":
         """A fresh problem at the start of the reduction that reads this one's verdicts
         and answers the rest from `hypotheses`, to replay the reduction without running
         anything: evaluating, charging and reporting are not done there."""
         dry = ReductionProblem.__new__(ReductionProblem)
         dry.__dict__.update(self.__dict__)  # the knowledge, shared: program, cache, options
-        dry.walk = Walk(*self._start)
+        dry.walk = Walk(self._start)
         dry.on_change, dry.on_evaluated, dry.speculate = (lambda p: None), (lambda c, v: None), None
         dry.check_original = lambda v: None  # the real walk checked (and said) it already
         dry.hypotheses = hypotheses
         return dry
 
     # ---- evaluation --------------------------------------------------------------
-    def key(self, cand: Nodes, settings: Settings | None = None) -> Key:
-        return (cand, self.settings if settings is None else settings)
+    def at(self, nodes: Sequence[int]) -> Candidate:
+        """The current candidate with other nodes: what a pass that cuts nodes proposes."""
+        return self.current.but(nodes=tuple(nodes))
 
-    def _ensure_keys(self, keys: Sequence[Key]) -> None:
-        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+    def _ensure(self, cands: Sequence[Candidate]) -> None:
+        todo = list(dict.fromkeys(c for c in cands if c not in self.cache))
         if not todo:
             return
         if self.speculate is not None and len(todo) < self.jobs:
@@ -157,31 +160,30 @@ class ReductionProblem:
             if runs[0].kind == "invalid":
                 self.counters.invalid += 1
 
-    def preload(self, cache: dict[Key, list[Verdict]]) -> None:
+    def preload(self, cache: dict[Candidate, list[Verdict]]) -> None:
         """Verdicts from an interrupted run's journal: replaying them is free."""
         self.cache.update(cache)
 
-    def runs(self, cand: Nodes, settings: Settings | None = None, p_true: float = 0.5) -> list[Verdict]:
+    def runs(self, cand: Candidate, p_true: float = 0.5) -> list[Verdict]:
         """The sequential algorithm asks for a verdict: charge it once. p_true: how
         likely the caller thinks it fails, for ranking speculation."""
-        key = self.key(cand, settings)
-        if self.hypotheses is not None and key not in self.cache:
-            if key in self.hypotheses:
+        if self.hypotheses is not None and cand not in self.cache:
+            if cand in self.hypotheses:
                 raise PathEnds  # a hypothesis is a yes/no, not a verdict
-            raise NeedsProbe(key, self._prior(cand, p_true))
-        self._ensure_keys([key])
-        if key not in self.charged:
-            self.charged.add(key)
+            raise NeedsProbe(cand, self._prior(cand, p_true))
+        self._ensure([cand])
+        if cand not in self.charged:
+            self.charged.add(cand)
             self.counters.oracle_calls += 1
         self.on_change(self)
-        return self.cache[key]
+        return self.cache[cand]
 
-    def _prior(self, cand: Nodes, p_true: float) -> float:
+    def _prior(self, cand: Candidate, p_true: float) -> float:
         """How likely `cand` fails, for ranking speculation only: a candidate without the
         node localization named (its value was the first off; the compiler's error named
         it) rarely fails, where its caller gave no better estimate. A 2-node window's
         module-block deletion that keeps only the node before it is such a candidate."""
-        if p_true == 0.5 and self.guessed_node is not None and self.guessed_node not in cand:
+        if p_true == 0.5 and self.guessed_node is not None and self.guessed_node not in cand.nodes:
             return 1 - GUESS_RIGHT_P
         return p_true
 
@@ -193,82 +195,81 @@ class ReductionProblem:
     def _count_failures(self, runs: list[Verdict]) -> int:
         return sum(1 for v in runs if self._matches(v))
 
-    def failures(self, cand: Nodes, settings: Settings | None = None) -> int:
-        return self._count_failures(self.runs(cand, settings))
+    def failures(self, cand: Candidate) -> int:
+        return self._count_failures(self.runs(cand))
 
-    def verdict(self, cand: Nodes, settings: Settings | None = None) -> Verdict:
+    def verdict(self, cand: Candidate) -> Verdict:
         """The representative verdict: the first run that fails the same way, else the first."""
-        self.runs(cand, settings)
-        return self.known_verdict(cand, settings)  # type: ignore[return-value]
+        self.runs(cand)
+        return self.known_verdict(cand)  # type: ignore[return-value]
 
-    def is_interesting(self, cand: Nodes, settings: Settings | None = None, p_true: float = 0.5) -> bool:
-        key = self.key(cand, settings)
-        if self.hypotheses is not None and key not in self.cache and key in self.hypotheses:
-            return self.hypotheses[key]
-        ok = self._count_failures(self.runs(cand, settings, p_true)) >= self.min_failures
+    def is_interesting(self, cand: Candidate, p_true: float = 0.5) -> bool:
+        if self.hypotheses is not None and cand not in self.cache and cand in self.hypotheses:
+            return self.hypotheses[cand]
+        ok = self._count_failures(self.runs(cand, p_true)) >= self.min_failures
         if ok:
-            self.last_verdict = self.verdict(cand, settings)
+            self.last_verdict = self.verdict(cand)
         return ok
 
     def first_settings(self, options: Sequence[Settings], want_failure: bool = True) -> int | None:
         """Index of the first settings under which the current candidate fails (or, with
         want_failure=False, passes)."""
-        return next((i for i, o in enumerate(options) if self.is_interesting(self.current, o) == want_failure), None)
+        return next((i for i, o in enumerate(options)
+                     if self.is_interesting(self.current.but(settings=o)) == want_failure), None)
 
-    def try_first(self, cands: Sequence[Nodes]) -> int | None:
+    def try_first(self, cands: Sequence[Candidate]) -> int | None:
         """Index of the first interesting candidate, in order."""
         return next((i for i, c in enumerate(cands) if self.is_interesting(c)), None)
 
-    def run_search(self, factory: SearchFactory, make: Callable[[Any], Nodes] = lambda c: c) -> Any:
-        """A sequential search over candidates (or over whatever `make` turns into
+    def run_search(self, factory: SearchFactory, make: Callable[[Any], Candidate] | None = None) -> Any:
+        """A sequential search over node sets (or over whatever `make` turns into
         candidates); its Expect hints rank what is speculated beside it."""
+        make = make or self.at
         return drive(factory, lambda p, p_true: self.is_interesting(make(p), p_true=p_true))
 
-    def known_verdict(self, cand: Nodes, settings: Settings | None = None) -> Verdict | None:
+    def known_verdict(self, cand: Candidate) -> Verdict | None:
         """The representative verdict of a candidate already evaluated, uncharged (a
         search replayed under hypothetical answers may ask for one it has not got)."""
-        runs = self.cache.get(self.key(cand, settings))
+        runs = self.cache.get(cand)
         return None if runs is None else next((v for v in runs if self._matches(v)), runs[0])
 
-    def failing_sink(self, cand: Nodes) -> int | None:
+    def failing_sink(self, cand: Candidate) -> int | None:
         """The node whose value a mismatch or NaN verdict on `cand` names (the verdict
         counts flattened tensors; a node may return several), or None if it names none.
         A replay that only hypothesizes that `cand` fails (minimize/search/speculate.py) guesses
         its last node: where a localized prefix ends, the value seen off."""
-        verdict = self.known_verdict(cand)
+        verdict, nodes = self.known_verdict(cand), cand.nodes
         if verdict is None:
-            hypothesized = self.hypotheses is not None and cand and cand[-1] in self.program.outputs_of(cand)
-            return cand[-1] if hypothesized else None
+            hypothesized = self.hypotheses is not None and nodes and nodes[-1] in self.program.outputs_of(nodes)
+            return nodes[-1] if hypothesized else None
         if verdict.output is None:
             return None
         prog = self.program
-        leaves = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(cand)])
+        leaves = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(nodes)])
         return leaves[verdict.output] if verdict.output < len(leaves) else None
 
     def has_partitions(self) -> bool:
         return self._partitions is not None
 
-    def partitions(self, key: Key) -> list[list[str]]:
+    def partitions(self, cand: Candidate) -> list[list[str]]:
         """The backend's compiled partitions (engines) of a candidate, as node names."""
-        if key not in self.partition_cache:
+        if cand not in self.partition_cache:
             if self.hypotheses is not None or self._partitions is None:
                 raise PathEnds
-            self.partition_cache[key] = self._partitions(key)
-        return self.partition_cache[key]
+            self.partition_cache[cand] = self._partitions(cand)
+        return self.partition_cache[cand]
 
     # ---- acceptance -----------------------------------------------------------------
-    def consider(self, cand: Nodes, settings: Settings | None = None) -> bool:
+    def consider(self, cand: Candidate) -> bool:
         """The one place a reduction step is taken (docs/design.md, "Acceptance"): a pass
-        proposes `cand` (under `settings`, default the current ones); it is adopted, counted
-        and shown only if it is smaller than what it replaces (Candidate.size_key) and fails
-        the same way (the pass asked already: from the cache). Passes never assign current
-        or settings."""
-        settings = self.settings if settings is None else settings
-        if not Candidate.of((cand, settings)).size_key() < Candidate.of((self.current, self.settings)).size_key():
+        proposes `cand`; it is adopted, counted and shown only if it is smaller than what it
+        replaces (Candidate.size_key) and fails the same way (the pass asked already: from
+        the cache). Passes never assign the current candidate."""
+        if not cand.size_key() < self.current.size_key():
             return False
-        if not self.is_interesting(cand, settings):
+        if not self.is_interesting(cand):
             return False
-        self.current, self.settings = cand, settings
+        self.current = cand
         self.counters.accepted += 1
         self.on_change(self)
         return True
@@ -277,8 +278,8 @@ class ReductionProblem:
         """The original's verdict, which sets the signature candidates must match and
         how many of --repeat runs must fail. A replay that only hypothesizes it goes on
         with the failure it is expected to be (or ends, hypothesized to pass)."""
-        key = self.key(self.current)
-        if self.hypotheses is not None and key not in self.cache:
+        original = self.current
+        if self.hypotheses is not None and original not in self.cache:
             if not self.is_interesting(self.current, p_true=ORIGINAL_FAILS_P):
                 raise PathEnds
             return None
@@ -292,7 +293,7 @@ class ReductionProblem:
         # 50% rate and --repeat 4: 85% of the time, against 61% for the whole count). Not
         # for an original that always fails: another, flaky bug of the same signature would
         # then pass as easily as the one asked for.
-        n, repeat = self.original_failures, len(self.cache[key])
+        n, repeat = self.original_failures, len(self.cache[original])
         self.min_failures = self.min_failures_option or (n if n == repeat else max(1, (n + 1) // 2))
         self.check_original(v)
         return v

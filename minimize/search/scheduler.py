@@ -12,24 +12,24 @@ from minimize.search.speculate import next_runs
 
 def _run(problem: ReductionProblem, name: str, run_pass: Pass) -> None:
     stats = problem.pass_stats.setdefault(name, PassStats())
-    calls0, acc0, size0 = problem.counters.oracle_calls, problem.counters.accepted, len(problem.current)
+    calls0, acc0, size0 = problem.counters.oracle_calls, problem.counters.accepted, len(problem.current.nodes)
     t0 = time.monotonic()
     problem.current_pass = name
     run_pass(problem)
     stats.calls += problem.counters.oracle_calls - calls0
     stats.accepted += problem.counters.accepted - acc0
-    stats.removed += size0 - len(problem.current)
+    stats.removed += size0 - len(problem.current.nodes)
     stats.seconds += time.monotonic() - t0
 
 
 def reduce_to_fixpoint(problem: ReductionProblem, max_rounds: int = 20) -> None:
     for _ in range(max_rounds):
-        before = problem.current
+        before = problem.current.nodes
         for name, run_pass in TIERS:
             _run(problem, name, run_pass)
-        if problem.current == before:
+        if problem.current.nodes == before:
             _run(problem, *PROOF)  # every one-node cut, mostly from the cache
-            if problem.current == before:
+            if problem.current.nodes == before:
                 break
     for name, run_pass in FINISHERS:
         _run(problem, name, run_pass)

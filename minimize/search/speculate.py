@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
-from minimize.search.problem import Key, NeedsProbe, PathEnds, ReductionProblem
+from minimize.program.candidate import Candidate
+from minimize.search.problem import NeedsProbe, PathEnds, ReductionProblem
 from minimize.search.searches import Walk, speculative_probes
 
 Pipeline = Callable[[ReductionProblem], None]
@@ -29,13 +30,13 @@ def reduction_walk(problem: ReductionProblem, pipeline: Pipeline) -> Walk:
         try:
             pipeline(problem.dry_copy(guess))
         except NeedsProbe as need:
-            return need.key, need.p_true
+            return need.cand, need.p_true
         except PathEnds:
             pass
         return None
     return walk
 
 
-def next_runs(problem: ReductionProblem, pipeline: Pipeline, budget: int) -> list[Key]:
+def next_runs(problem: ReductionProblem, pipeline: Pipeline, budget: int) -> list[Candidate]:
     """Up to `budget` runs the reduction may ask for next, the one it needs now first."""
     return speculative_probes(reduction_walk(problem, pipeline), budget)

@@ -68,7 +68,7 @@ def _window_search(problem: ReductionProblem, cur: Nodes, off: int | None) -> Se
 
 
 def bisect_window(problem: ReductionProblem) -> None:
-    cur = problem.current
+    cur = problem.current.nodes
     if len(cur) < MIN_LEN:
         return
     off = first_off_position(problem, cur)
@@ -76,4 +76,4 @@ def bisect_window(problem: ReductionProblem) -> None:
         off = named_failing_position(problem, cur)
     window = problem.run_search(lambda: _window_search(problem, cur, off))
     if window:
-        problem.consider(window)
+        problem.consider(problem.at(window))

@@ -13,17 +13,17 @@ from minimize.search.problem import ReductionProblem
 def delete_chunks(problem: ReductionProblem) -> None:
     """Chunks of half the graph, then a quarter, down to single nodes; only single nodes
     where keep_needed found every node needed (those cuts are cached)."""
-    all_needed = problem.notes.get("_all_needed") == list(problem.current)
-    size = 1 if all_needed else max(1, len(problem.current) // 2)
+    all_needed = problem.notes.get("_all_needed") == list(problem.current.nodes)
+    size = 1 if all_needed else max(1, len(problem.current.nodes) // 2)
     while True:
         pos = 0
-        while pos < len(problem.current):
-            cur = problem.current
+        while pos < len(problem.current.nodes):
+            cur = problem.current.nodes
             cands, starts = [], []
             for start in range(pos, len(cur), size):
                 c = problem.program.normalize(cur[:start] + cur[start + size:])
                 if c and c != cur:
-                    cands.append(c)
+                    cands.append(problem.at(c))
                     starts.append(start)
             i = problem.try_first(cands)
             if i is None:
@@ -39,8 +39,9 @@ def prove_one_minimal(problem: ReductionProblem) -> None:
     """Whether the graph is 1-minimal: no single node can be cut with the bug still there.
     Each one-node cut is tried (delete_chunks' last round asked them all, so they come from
     the cache); one that still fails is taken, and the tiers run again."""
-    cur = problem.current
-    cuts = [c for c in (problem.program.normalize(cur[:i] + cur[i + 1:]) for i in range(len(cur))) if c and c != cur]
+    cur = problem.current.nodes
+    cuts = [problem.at(c) for c in (problem.program.normalize(cur[:i] + cur[i + 1:]) for i in range(len(cur)))
+            if c and c != cur]
     i = problem.try_first(cuts)
     if i is not None:
         problem.consider(cuts[i])

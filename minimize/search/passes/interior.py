@@ -47,11 +47,11 @@ def _needed_search(problem: ReductionProblem, cur: Nodes) -> Search:
 
 
 def keep_needed(problem: ReductionProblem) -> None:
-    cur = problem.current
+    cur = problem.current.nodes
     if len(cur) < MIN_LEN:
         return
     needed = problem.run_search(lambda: _needed_search(problem, cur))
     if needed == cur:
         problem.notes["_all_needed"] = list(cur)  # each one-node cut was asked, and passes
     elif needed:
-        problem.consider(needed)
+        problem.consider(problem.at(needed))

@@ -11,7 +11,7 @@ from minimize.search.problem import ReductionProblem
 def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = None) -> Nodes:
     """The nodes of `within` (default: the current candidate) that `sink` depends on."""
     prog = problem.program
-    keep = set(problem.current if within is None else within)
+    keep = set(problem.current.nodes if within is None else within)
     seen = {sink}
     stack = [sink]
     while stack:
@@ -26,10 +26,10 @@ def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = No
 
 def keep_one_output(problem: ReductionProblem) -> None:
     while True:
-        outs = problem.program.outputs_of(problem.current)
+        outs = problem.program.outputs_of(problem.current.nodes)
         if len(outs) < 2:
             return
-        cands = [c for c in (cone(problem, o) for o in outs) if c and c != problem.current]
+        cands = [problem.at(c) for c in (cone(problem, o) for o in outs) if c and c != problem.current.nodes]
         i = problem.try_first(cands)
         if i is None:
             return
@@ -38,5 +38,5 @@ def keep_one_output(problem: ReductionProblem) -> None:
 
 def failing_output_cone(problem: ReductionProblem, cand: Nodes) -> Nodes | None:
     """The cone of the node whose value a failing verdict on `cand` names, or None."""
-    sink = problem.failing_sink(cand)
+    sink = problem.failing_sink(problem.at(cand))
     return None if sink is None else cone(problem, sink, cand)

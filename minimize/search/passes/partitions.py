@@ -22,21 +22,21 @@ T = TypeVar("T")
 def isolate_partition(problem: ReductionProblem) -> None:
     if not problem.has_partitions():
         return
-    parts = problem.partitions(problem.key(problem.current))
+    parts = problem.partitions(problem.current)
     if len(parts) < 2:
         return
-    keep = set(problem.current)
+    keep = set(problem.current.nodes)
     cands = []
     for names in parts:
         idx = {problem.program.index[n] for n in names if n in problem.program.index} & keep
         c = problem.program.normalize(idx)
-        cands.append(c if c and c != problem.current else ())
+        cands.append(c if c and c != problem.current.nodes else ())
     usable = [c for c in cands if c]
-    i = problem.try_first(usable)
+    i = problem.try_first([problem.at(c) for c in usable])
     if i is not None:
         n = cands.index(usable[i])
         problem.notes["failing_engine"] = f"engine {n} of {len(parts)} ({len(usable[i])} call nodes)"
-        problem.consider(usable[i])
+        problem.consider(problem.at(usable[i]))
 
 
 def shrink_list(items: list[T], keeps_property: Callable[[list[list[T]]], int | None]) -> list[T]:
@@ -58,7 +58,7 @@ def shrink_list(items: list[T], keeps_property: Callable[[list[list[T]]], int | 
 
 
 def bisect_settings(problem: ReductionProblem) -> None:
-    given = list(problem.settings)
+    given = list(problem.current.settings)
     if not given:
         return
     as_settings = lambda kvs: tuple(sorted(kvs))  # noqa: E731
@@ -66,17 +66,17 @@ def bisect_settings(problem: ReductionProblem) -> None:
     problem.notes["settings_needed"] = dict(needed)
     problem.notes["settings_dropped"] = sorted(k for k, _ in given if k not in dict(needed))
     if len(needed) < len(given):
-        problem.consider(problem.current, as_settings(needed))
+        problem.consider(problem.current.but(settings=as_settings(needed)))
 
 
 def bisect_op_fallback(problem: ReductionProblem) -> None:
     setting = problem.op_fallback_setting
     if not setting:
         return
-    ops = sorted({str(problem.program.nodes[i].target) for i in problem.current})
+    ops = sorted({str(problem.program.nodes[i].target) for i in problem.current.nodes})
 
     def with_fallback(subset: Sequence[str]) -> Settings:
-        base = [kv for kv in problem.settings if kv[0] != setting]
+        base = [kv for kv in problem.current.settings if kv[0] != setting]
         return tuple(sorted(base + [(setting, ",".join(subset))]))
 
     if problem.first_settings([with_fallback(ops)], want_failure=False) is None:
@@ -94,13 +94,13 @@ def lowering_toggle(problem: ReductionProblem) -> None:
     partitioning, so torch_executed_ops cannot undo them). Name the backend's lowering
     option whose other value makes it vanish, one call each, until one does."""
     toggles = problem.lowering_toggles
-    base = [kv for kv in problem.settings if kv[0] not in {k for k, _ in toggles}]
-    options = [tuple(sorted(base + [kv])) for kv in toggles if kv not in problem.settings]
+    base = [kv for kv in problem.current.settings if kv[0] not in {k for k, _ in toggles}]
+    options = [tuple(sorted(base + [kv])) for kv in toggles if kv not in problem.current.settings]
     i = problem.first_settings(options, want_failure=False)
     if i is None:
         return
     key, value = next(kv for kv in options[i] if kv not in base)
-    verdict = problem.known_verdict(problem.current, options[i])
+    verdict = problem.known_verdict(problem.current.but(settings=options[i]))
     if verdict is not None and verdict.kind == "pass":
         problem.notes["lowering"] = (f"the bug is in the compiler's lowering of the whole graph, before its ops are "
                                      f"converted: it vanishes with --set {key}={value}")

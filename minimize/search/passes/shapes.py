@@ -36,7 +36,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from minimize.program.candidate import Candidate, Settings, made_of, with_made, with_sizes
+from minimize.program.candidate import Candidate
 from minimize.search.passes.values import bounded, index_bound, made_expressions, reshaped
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Slice, size_arguments
@@ -51,7 +51,7 @@ MAX_TRIES = 16  # fake runs per candidate (milliseconds each): as mapped, then w
 def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: dict[int, int]) -> bool:
     """Whether the current graph, its sizes mapped, runs on made tensors of these shapes, on
     fake tensors (once per candidate: speculation replays the pass)."""
-    key = (problem.current, tuple(sorted(shapes.items())), tuple(sorted(sizes.items())))
+    key = (problem.current.nodes, tuple(sorted(shapes.items())), tuple(sorted(sizes.items())))
     if key not in problem.shape_checks:
         prog = problem.program
         quiet = logging.getLogger("torch._subclasses.fake_tensor")  # logs a traceback per refusal
@@ -63,7 +63,7 @@ def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: 
             with FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv()):
                 fakes = {n: torch.empty(s, dtype=prog.values[n].dtype, device=prog.values[n].device)
                          for n, s in shapes.items()}
-                piece = prog.materialize(problem.current, replaced=fakes, sizes=sizes)
+                piece = prog.materialize(problem.current.nodes, replaced=fakes, sizes=sizes)
                 piece.gm(*prog.inputs_for(piece, fakes))
             problem.shape_checks[key] = True
         except Exception:  # noqa: BLE001 - any failure means these sizes do not fit the graph
@@ -124,19 +124,19 @@ def _indices(piece: Slice) -> set[str]:
 
 
 class _SizePlan:
-    """Which sizes of the current graph can shrink, with `settings`' made tensors at the
-    user's shapes, and the settings that shrink some of them: one construction, so that
-    generate_small_values' try and shrink_shapes' first are the same run."""
+    """Which sizes of a candidate (the current one's graph, its made tensors at the user's
+    shapes) can shrink, and the candidates that shrink some of them: one construction, so
+    that generate_small_values' try and shrink_shapes' first are the same run."""
 
-    def __init__(self, problem: ReductionProblem, settings: Settings) -> None:
+    def __init__(self, problem: ReductionProblem, cand: Candidate) -> None:
         prog = problem.program
-        self.problem, self.settings = problem, settings
-        self.generated = made_of(settings)
-        piece = prog.materialize(problem.current)
+        self.problem, self.cand = problem, cand
+        self.generated = dict(cand.made)
+        piece = prog.materialize(cand.nodes)
         self.indices = _indices(piece)
         self.held = {d for n in piece.input_names + piece.constant_names if n not in self.generated
                      and isinstance(v := prog.values[n], torch.Tensor) for d in v.shape}
-        self.in_graph = {x for i in problem.current for _, value in size_arguments(prog.nodes[i])
+        self.in_graph = {x for i in cand.nodes for _, value in size_arguments(prog.nodes[i])
                          for x in value if type(x) is int}
         in_tensors = {d for n in self.generated for d in prog.values[n].shape}
         self.present = tuple(sorted(d for d in in_tensors | self.in_graph if d > 1))
@@ -162,8 +162,8 @@ class _SizePlan:
         tries = ([mapped] + alone + (together if len(options) > 1 else []))[:MAX_TRIES]
         return next((full for full in tries if _fits(self.problem, self._shapes_for(full), full)), None)
 
-    def trial(self, wanted: dict[int, int]) -> Settings | None:
-        """The settings with the sizes in `wanted` shrunk (and the products that must follow
+    def trial(self, wanted: dict[int, int]) -> Candidate | None:
+        """The candidate with the sizes in `wanted` shrunk (and the products that must follow
         them), or None where the graph cannot run so."""
         mapped = self._fitting(wanted)
         if mapped is None:
@@ -171,7 +171,7 @@ class _SizePlan:
         prog, shapes = self.problem.program, self._shapes_for(mapped)
         exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in self.generated.items()}
         exprs = {n: _in_bounds(e, mapped) if n in self.indices else e for n, e in exprs.items()}
-        return with_sizes(with_made(self.settings, exprs), {d: t for d, t in mapped.items() if d in self.in_graph})
+        return self.cand.but(made=exprs, sizes={d: t for d, t in mapped.items() if d in self.in_graph})
 
 
 def generate_small_values(problem: ReductionProblem) -> None:
@@ -179,29 +179,29 @@ def generate_small_values(problem: ReductionProblem) -> None:
     shrink_shapes try each part: most bugs need neither the values nor most sizes, and
     those two tries were two dependent calls where one does. Where this loses the bug, the
     two passes run as before, and shrink_shapes' first try is this run, already answered."""
-    if not problem.generate_values or made_of(problem.settings):
+    if not problem.generate_values or problem.current.made:
         return
     exprs = made_expressions(problem)
     if not exprs:
         return
-    plan = _SizePlan(problem, with_made(problem.settings, exprs))
+    plan = _SizePlan(problem, problem.current.but(made=exprs))
     trial = plan.trial({d: SHRUNK_TO for d in plan.sizes}) if plan.sizes else None
-    if trial is not None and problem.is_interesting(problem.current, trial, EXPECTED_P):
-        problem.consider(problem.current, trial)
+    if trial is not None and problem.is_interesting(trial, EXPECTED_P):
+        problem.consider(trial)
 
 
 def shrink_shapes(problem: ReductionProblem) -> None:
     """Shrink the sizes the bug does not need, in the generated tensors and the graph's size
     arguments: all at once, else the largest ONE_AT_A_TIME one at a time."""
-    if not problem.generate_values or Candidate.of(((), problem.settings)).sizes is not None:
+    if not problem.generate_values or problem.current.sizes is not None:
         return  # nothing made, or shrunk with the values already (generate_small_values)
-    plan, done = _SizePlan(problem, problem.settings), {}
+    plan, done = _SizePlan(problem, problem.current), {}
 
     def keeps_failing(more: dict[int, int], p_true: float = 0.5) -> bool:
         trial = plan.trial({**done, **more})
-        if trial is None or not problem.is_interesting(problem.current, trial, p_true):
+        if trial is None or not problem.is_interesting(trial, p_true):
             return False
-        problem.consider(problem.current, trial)
+        problem.consider(trial)
         done.update(more)
         return True
 

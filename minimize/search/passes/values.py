@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from minimize.program.candidate import INLINE_MAX_ELEMENTS, made_of, make, with_made
+from minimize.program.candidate import INLINE_MAX_ELEMENTS, make
 from minimize.search.problem import ReductionProblem
 from minimize.search.searches import EXPECTED_P
 
@@ -164,7 +164,7 @@ def _expression_of(problem: ReductionProblem, name: str, seed: int) -> str | Non
 def made_expressions(problem: ReductionProblem) -> dict[str, str]:
     """An expression for each of the current graph's inputs and weights that one can make,
     in the graph's order, each seeded by its position."""
-    piece = problem.program.materialize(problem.current)
+    piece = problem.program.materialize(problem.current.nodes)
     names = piece.input_names + piece.constant_names
     return {n: e for seed, n in enumerate(names) if (e := _expression_of(problem, n, seed)) is not None}
 
@@ -174,7 +174,7 @@ def generate_values(problem: ReductionProblem) -> None:
     bug survives it: all at once; else the floating-point ones together (masks and indices
     are often the bug's structure, activations and weights rarely); else the largest of
     those one at a time. 1 call, at most 2 + ONE_AT_A_TIME; none when nothing is large."""
-    if not problem.generate_values or made_of(problem.settings):
+    if not problem.generate_values or problem.current.made:
         return  # off, or made already, at smaller sizes (minimize/search/passes/shapes.py generate_small_values)
     prog = problem.program
     exprs = made_expressions(problem)
@@ -182,10 +182,8 @@ def generate_values(problem: ReductionProblem) -> None:
     floats = {n: e for n, e in exprs.items() if prog.values[n].dtype in _FLOATS}
 
     def keeps_failing(more: dict[str, str], p_true: float = 0.5) -> bool:
-        trial = with_made(problem.settings, {**made_of(problem.settings), **more})
-        if not problem.is_interesting(problem.current, trial, p_true):
-            return False
-        return problem.consider(problem.current, trial)
+        trial = problem.current.but(made={**dict(problem.current.made), **more})
+        return problem.is_interesting(trial, p_true) and problem.consider(trial)
 
     if not exprs or keeps_failing(exprs, EXPECTED_P):  # most bugs are in the graph, not its values
         return
