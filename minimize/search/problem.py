@@ -4,7 +4,7 @@ Passes only propose candidates and ask for them one at a time, as sequential cod
 (docs/design.md#speculation). With N workers, each time the reduction needs a verdict it has
 not got, up to N-1 more runs are evaluated beside it *speculatively*: the ones the
 rest of the reduction, every pass, is most likely to ask for next
-(minimize/search/speculate.py replays it from the start under hypothetical answers). The
+(minimize/search/speculate.py's Replay walks it from the start under hypothetical answers). The
 walk itself only ever uses real verdicts, so the result is byte-identical for any N,
 and `oracle_calls` counts only the calls the sequential (N=1) algorithm makes;
 speculative extra work is reported separately, as timing.
@@ -22,7 +22,6 @@ from minimize.program.model import Program
 from minimize.search.searches import SearchFactory, drive
 from oracles.verdict import Signature, Verdict
 
-ORIGINAL_FAILS_P = 0.95  # the user says it fails
 GUESS_RIGHT_P = 0.9  # a candidate without the node localization named fails with 1 - this
 
 
@@ -48,9 +47,9 @@ class Counters:
 @dataclass
 class Walk:
     """What one walk of the reduction changes, from its start: the current candidate and
-    what the walk has learnt and counted. A replay (dry_copy) starts a fresh Walk over the
-    same knowledge (program, verdict cache, options), so nothing here needs resetting by
-    hand; each field reads and writes as an attribute of the problem."""
+    what the walk has learnt and counted. A replay (minimize/search/speculate.py) starts a
+    fresh Walk over the same knowledge (program, verdict cache, options), so nothing here
+    needs resetting by hand; each field reads and writes as an attribute of the problem."""
 
     current: Candidate
     notes: dict[str, Any] = field(default_factory=dict)  # diagnostics for the report: culprit op, failing engine
@@ -86,8 +85,8 @@ class ReductionProblem:
     """One reduction: the program, the oracle behind a verdict cache, and the walk (the
     current candidate, notes and counters; its fields read as attributes: problem.current).
     Passes ask `is_interesting` of Candidate values and propose them with `consider`, the one
-    place a step is taken (docs/design.md, "Acceptance"); `dry_copy` replays the walk for
-    speculation."""
+    place a step is taken (docs/design.md, "Acceptance"). speculate.Replay walks it again
+    under hypothetical answers, overriding only what reaches outside the walk."""
 
     def __init__(self, program: Program,
                  evaluate_batch: Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
@@ -98,8 +97,8 @@ class ReductionProblem:
                  partitions: Callable[[Candidate], list[list[str]]] | None = None,
                  min_failures: int | None = None, check_original: Callable[[Verdict], None] = lambda v: None):
         self.program = program
-        self._start = Candidate(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
-        self.walk = Walk(self._start)
+        self.start = Candidate(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
+        self.walk = Walk(self.start)
         self._partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
         self.partition_cache: dict[Candidate, list[list[str]]] = {}
         self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
@@ -120,19 +119,6 @@ class ReductionProblem:
         self.cache: dict[Candidate, list[Verdict]] = {}
         # What to evaluate beside a needed run (set by minimize/search/scheduler.py when jobs > 1).
         self.speculate: Callable[[int], list[Candidate]] | None = None
-        self.hypotheses: dict[Candidate, bool] | None = None  # set on a replay (dry_copy): never evaluates
-
-    def dry_copy(self, hypotheses: dict[Candidate, bool]) -> "ReductionProblem":
-        """A fresh problem at the start of the reduction that reads this one's verdicts
-        and answers the rest from `hypotheses`, to replay the reduction without running
-        anything: evaluating, charging and reporting are not done there."""
-        dry = ReductionProblem.__new__(ReductionProblem)
-        dry.__dict__.update(self.__dict__)  # the knowledge, shared: program, cache, options
-        dry.walk = Walk(self._start)
-        dry.on_change, dry.on_evaluated, dry.speculate = (lambda p: None), (lambda c, v: None), None
-        dry.check_original = lambda v: None  # the real walk checked (and said) it already
-        dry.hypotheses = hypotheses
-        return dry
 
     # ---- evaluation --------------------------------------------------------------
     def at(self, nodes: Sequence[int]) -> Candidate:
@@ -167,10 +153,6 @@ class ReductionProblem:
     def runs(self, cand: Candidate, p_true: float = 0.5) -> list[Verdict]:
         """The sequential algorithm asks for a verdict: charge it once. p_true: how
         likely the caller thinks it fails, for ranking speculation."""
-        if self.hypotheses is not None and cand not in self.cache:
-            if cand in self.hypotheses:
-                raise PathEnds  # a hypothesis is a yes/no, not a verdict
-            raise NeedsProbe(cand, self._prior(cand, p_true))
         self._ensure([cand])
         if cand not in self.charged:
             self.charged.add(cand)
@@ -204,8 +186,6 @@ class ReductionProblem:
         return self.known_verdict(cand)  # type: ignore[return-value]
 
     def is_interesting(self, cand: Candidate, p_true: float = 0.5) -> bool:
-        if self.hypotheses is not None and cand not in self.cache and cand in self.hypotheses:
-            return self.hypotheses[cand]
         ok = self._count_failures(self.runs(cand, p_true)) >= self.min_failures
         if ok:
             self.last_verdict = self.verdict(cand)
@@ -235,14 +215,9 @@ class ReductionProblem:
 
     def failing_sink(self, cand: Candidate) -> int | None:
         """The node whose value a mismatch or NaN verdict on `cand` names (the verdict
-        counts flattened tensors; a node may return several), or None if it names none.
-        A replay that only hypothesizes that `cand` fails (minimize/search/speculate.py) guesses
-        its last node: where a localized prefix ends, the value seen off."""
+        counts flattened tensors; a node may return several), or None if it names none."""
         verdict, nodes = self.known_verdict(cand), cand.nodes
-        if verdict is None:
-            hypothesized = self.hypotheses is not None and nodes and nodes[-1] in self.program.outputs_of(nodes)
-            return nodes[-1] if hypothesized else None
-        if verdict.output is None:
+        if verdict is None or verdict.output is None:
             return None
         prog = self.program
         leaves = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(nodes)])
@@ -254,7 +229,7 @@ class ReductionProblem:
     def partitions(self, cand: Candidate) -> list[list[str]]:
         """The backend's compiled partitions (engines) of a candidate, as node names."""
         if cand not in self.partition_cache:
-            if self.hypotheses is not None or self._partitions is None:
+            if self._partitions is None:
                 raise PathEnds
             self.partition_cache[cand] = self._partitions(cand)
         return self.partition_cache[cand]
@@ -276,17 +251,12 @@ class ReductionProblem:
 
     def establish_original(self) -> Verdict | None:
         """The original's verdict, which sets the signature candidates must match and
-        how many of --repeat runs must fail. A replay that only hypothesizes it goes on
-        with the failure it is expected to be (or ends, hypothesized to pass)."""
+        how many of --repeat runs must fail."""
         original = self.current
-        if self.hypotheses is not None and original not in self.cache:
-            if not self.is_interesting(self.current, p_true=ORIGINAL_FAILS_P):
-                raise PathEnds
-            return None
-        v = self.verdict(self.current)
+        v = self.verdict(original)
         self.first_verdict = self.last_verdict = v
         self.signature = Signature.of(v)
-        self.original_failures = self.failures(self.current)
+        self.original_failures = self.failures(original)
         # An original that fails every run is held to that. One that fails only some runs
         # is a flaky bug: half its count (rounded up), since that count is one sample and a
         # candidate with the bug, failing at the same rate, must pass most of the time (at a

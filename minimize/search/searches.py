@@ -22,7 +22,7 @@ from typing import Any, Callable, Generator, Hashable
 
 Search = Generator[Any, bool, Any]
 SearchFactory = Callable[[], Search]
-Walk = Callable[[dict[Any, bool]], "tuple[Hashable, float] | None"]
+ProbeWalk = Callable[[dict[Any, bool]], "tuple[Hashable, float] | None"]
 EXPECTED_P = 0.8  # how likely an Expect hint is taken to be right, when ranking speculative probes
 
 
@@ -128,7 +128,7 @@ def drive(factory: SearchFactory, answer: Callable[[Hashable, float], bool]) -> 
     return _walk(factory, answer)[1]
 
 
-def search_walk(factory: SearchFactory, known: Callable[[Any], bool | None]) -> Walk:
+def search_walk(factory: SearchFactory, known: Callable[[Any], bool | None]) -> ProbeWalk:
     """The walk of one search: its first probe that neither `known` nor the guesses answer."""
     def walk(guess: dict[Any, bool]) -> tuple[Hashable, float] | None:
         y, _ = _walk(factory, lambda p, _: guess[p] if p in guess else known(p))
@@ -136,7 +136,7 @@ def search_walk(factory: SearchFactory, known: Callable[[Any], bool | None]) -> 
     return walk
 
 
-def speculative_probes(walk: Walk, budget: int) -> list[Any]:
+def speculative_probes(walk: ProbeWalk, budget: int) -> list[Any]:
     """Up to `budget` probes the sequential walk may need next, most probable first:
     the next unknown probe, then the next one under each of its answers, and so on,
     each path ranked by the product of its answers' probabilities (0.5 each, or what
