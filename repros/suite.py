@@ -65,7 +65,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from minimize.emit.out_dir import JOURNAL, OUR_PATTERN
+from oracles.out_folder import JOURNAL, OUR_PATTERN, header_digest
 from oracles.backend_names import parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -415,7 +415,6 @@ def _title_from(out_dir: Path, fallback: str) -> str:
 def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
     """The outputs must be the journal's run: a run started over an earlier one (--force)
     and stopped before it wrote its own leaves the earlier run's repro beside its journal."""
-    from minimize.emit.journal import header_digest
     journal = out_dir / JOURNAL
     recorded = summary.get("journal_header_sha256")
     if recorded is None or not journal.is_file():

@@ -492,7 +492,8 @@ def test_add_refuses_an_earlier_runs_outputs_beside_a_later_journal(tmp_path: Pa
     """A run started over an earlier one (--force) and stopped before its own outputs
     leaves the earlier repro beside its journal: summary.json names its journal's header,
     so repros add does not save it as the later run's."""
-    from minimize.emit.journal import header_digest, header_line
+    from minimize.emit.journal import header_line
+    from oracles.out_folder import header_digest
     out = _reduce_out(tmp_path / "out")
     earlier = header_line({"model_sha256": "a", "options": {}})
     summary = json.loads((out / "summary.json").read_text())

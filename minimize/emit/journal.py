@@ -9,7 +9,6 @@ last line (killed mid-write) is ignored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import MISSING, fields
@@ -18,19 +17,13 @@ from typing import Any
 
 from minimize.options import Options
 from minimize.program.candidate import Candidate
-from minimize.emit.out_dir import JOURNAL
 from oracles.errors import TrtminError
+from oracles.out_folder import JOURNAL, header_digest
 from oracles.verdict import Verdict
 
 
 def header_line(header: dict[str, Any]) -> str:
     return json.dumps({"header": header}, sort_keys=True)
-
-
-def header_digest(line: str) -> str:
-    """Names a run: summary.json keeps its journal header's digest, so a folder whose
-    outputs are an earlier run's (a later run stopped before it wrote its own) is known."""
-    return hashlib.sha256(line.strip().encode()).hexdigest()
 
 
 class Journal:

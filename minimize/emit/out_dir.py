@@ -10,24 +10,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from oracles.errors import TrtminError
-
-JOURNAL = "journal.jsonl"  # minimize/emit/journal.py writes it first, so every run's folder has one
-OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
-             "model.onnx", "repro_tensorrt.npz"}
-# --emit's scripts (repro_tensorrt.py, repro_torch_tensorrt.py) and the copies of the files a
-# cmd: backend's command names (repro_cmd_run.py, repro_cmd_run.sh)
-OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py|repro_cmd_[\w.-]+")
-
-
-def is_ours(name: str) -> bool:
-    return name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))
-
+from oracles.out_folder import JOURNAL, is_ours
 
 def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
     """Files with trtmin's names in `out` that this run did not write (nor its journal)."""

@@ -1,0 +1,27 @@
+"""The names in a `trtmin reduce --out` folder: what the reducer writes (minimize/emit/)
+and what `trtmin repros add` reads back (repros/suite.py), so both sides share them here.
+
+A run's identity is its journal's first line: summary.json keeps that header's digest, so
+outputs left by an earlier run beside a later run's journal are known as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+JOURNAL = "journal.jsonl"  # minimize/emit/journal.py writes it first, so every run's folder has one
+OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
+             "model.onnx", "repro_tensorrt.npz"}
+# --emit's scripts (repro_tensorrt.py, repro_torch_tensorrt.py) and the copies of the files a
+# cmd: backend's command names (repro_cmd_run.py, repro_cmd_run.sh)
+OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py|repro_cmd_[\w.-]+")
+
+
+def is_ours(name: str) -> bool:
+    return name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))
+
+
+def header_digest(line: str) -> str:
+    """Names a run by its journal's header line (summary.json's journal_header_sha256)."""
+    return hashlib.sha256(line.strip().encode()).hexdigest()
