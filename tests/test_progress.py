@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from minimize import progress
+from minimize.program.candidate import Candidate
 from minimize.progress import ProgressView
 
 
@@ -15,7 +16,7 @@ def test_the_clock_runs_while_no_verdict_comes_in(monkeypatch):
     now = [100.0]
     monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
     view = ProgressView(Console(file=io.StringIO(), force_terminal=True))
-    state = SimpleNamespace(current=tuple(range(40)), current_pass="bisect_window",
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
                             counters=SimpleNamespace(oracle_calls=3, accepted=1))
     view.update(state)
     first = view.__rich__().plain
