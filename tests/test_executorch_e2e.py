@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from tests.conftest import save_program
-from tests.helpers import run_cli, run_repro
+from tests.helpers import run_cli, run_report_snippet, run_repro
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("executorch") is None, reason="executorch not installed")
 
@@ -72,6 +72,9 @@ def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
     r = run_repro(reduced)
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr[-2000:]
     assert run_repro(reduced, backend="eager").returncode == 0
+    # report.md's snippet lowers with XNNPACK and executes: the bug, in a few lines
+    s = run_report_snippet(reduced)
+    assert "SNIPPET OK" in s.stdout and "SNIPPET BACKEND DIFFERS" in s.stdout, s.stdout + s.stderr[-2000:]
 
 
 def _run(script: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,7 @@ as repro.py writes them."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from minimize.emit.snippet import MAX_LINES, snippet_source
@@ -80,8 +81,8 @@ def test_with_a_backend_call_the_snippet_compiles_the_graph_as_a_function():
 
 def test_a_compiler_that_exports_gets_the_graph_as_a_module_that_exports():
     """Torch-TensorRT compiles an ExportedProgram, and torch.export takes no function: the
-    snippet's graph is then class F, whose weights (snippet variables) export as the
-    program's constants. Here an export then Inductor stands in for Torch-TensorRT's
+    snippet's graph is then class F, whose weights (snippet variables) are its buffers, as
+    program's buffers. Here an export then Inductor stands in for Torch-TensorRT's
     call, which needs a GPU (tests/test_torch_tensorrt_gpu.py runs that one); the
     Torch-TensorRT form itself must be lint-clean."""
     from tests.test_script_lint import lint
@@ -89,10 +90,13 @@ def test_a_compiler_that_exports_gets_the_graph_as_a_module_that_exports():
     tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
     exported = SnippetCall('torch.compile(torch.export.export(f, (x,)).module(), backend="inductor")', module=True)
     text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", exported, ("x",))
-    assert "class F(torch.nn.Module):" in text and "    def forward(self, x):" in text and "f = F()" in text
+    assert "class F(torch.nn.Module):" in text and "    def forward(self, x):" in text and "f = F(w=w)" in text
     ns: dict = {}
     exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
     torch.testing.assert_close(ns["got"], ns["out"], equal_nan=True)
+    # its weight exports as a weight (a buffer, as in repro.py), not a constant: XNNPACK's
+    # linear + batch_norm bug needs that (tests/test_executorch_e2e.py runs that snippet)
+    assert list(torch.export.export(ns["f"], (ns["x"],)).graph_signature.buffers) == ["w"]
 
     trt = BUILTIN["torch_tensorrt"]("torch_tensorrt", {}).snippet_call(["x"])
     text = snippet_source(FORWARD, tensors, None, "cuda", "crash", trt, ("x",))
@@ -100,3 +104,22 @@ def test_a_compiler_that_exports_gets_the_graph_as_a_module_that_exports():
     assert text.splitlines()[-1] == ("got = torch_tensorrt.dynamo.compile(torch.export.export(f, (x,)), arg_inputs=[x], "
                                      "min_block_size=1)(x)  # crash"), text
     assert not lint(text, "snippet.py")
+
+
+@pytest.mark.parametrize("spec,package", [("onnxruntime", "onnxruntime"), ("executorch:portable", "executorch"),
+                                          ("executorch:xnnpack", "executorch")])
+def test_onnxruntime_and_executorch_snippets_run_the_graph_through_the_backend(spec: str, package: str):
+    """ONNX Runtime's snippet is torch.onnx's exported program called (it runs itself in
+    an onnxruntime session); ExecuTorch's lowers, loads the program from its buffer and
+    executes forward. Each runs here, lint-clean, and gets eager's values."""
+    pytest.importorskip(package)
+    from oracles.backends import resolve
+    from tests.test_script_lint import lint
+
+    tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
+    call = resolve(spec, {}).snippet_call(["x"])
+    text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", call, ("x",))
+    assert "class F(torch.nn.Module):" in text and not lint(text, "snippet.py"), text
+    ns: dict = {}
+    exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
+    torch.testing.assert_close(list(ns["got"]), list(ns["out"]))

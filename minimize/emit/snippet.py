@@ -49,11 +49,13 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     if call:  # the graph as f, run eagerly and by the backend
         args = ", ".join(params)
         if call.module:  # an nn.Module, for a compiler that exports it first
-            define = ["class F(torch.nn.Module):", f"    def forward(self{''.join(', ' + p for p in params)}):",
-                      *(f"        {line}" for line in body), "", "", "f = F()"]
+            define = _module_form(body, params, [n for n, (_, is_tensor) in tensors.items()
+                                                 if is_tensor and n not in params])
         else:
             define = [f"def f({args}):", *(f"    {line}" for line in body), "", ""]
-        ending = ["", "", *define, f"out = f({args})  # eager", f"got = {call.compiled}({args})  # {failure}"]
+        given = f"[{args}]" if call.takes_list else args
+        ending = ["", "", *define, f"out = f({args})  # eager", *call.setup,
+                  f"got = {call.compiled}({given})  # {failure}"]
     else:
         body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
         ending = body
@@ -66,6 +68,21 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     if loads_file:
         head.append(f"tensors = torch.load({loads_file!r}, weights_only=True)  # beside repro.py")
     return "\n".join(head) + ("\n\n\n" if text.startswith(("def ", "class ")) else "\n\n") + text
+
+
+def _module_form(body: list[str], params: tuple[str, ...], weights: list[str]) -> list[str]:
+    """The graph as class F, its weights buffers of it as in repro.py's Repro: exported,
+    they stay weights (a compiler may fuse them, as XNNPACK folds batch_norm into linear),
+    where a tensor the forward only reads from outside would be a constant."""
+    if weights:
+        init = ["    def __init__(self, **weights):", "        super().__init__()",
+                "        for name, weight in weights.items():", "            self.register_buffer(name, weight)", ""]
+        own = re.compile(r"(?<![\w.'\"])(" + "|".join(map(re.escape, weights)) + r")\b")
+        body = [own.sub(r"self.\1", line) for line in body]
+    else:
+        init = []
+    return ["class F(torch.nn.Module):", *init, f"    def forward(self{''.join(', ' + p for p in params)}):",
+            *(f"        {line}" for line in body), "", "", f"f = F({', '.join(f'{w}={w}' for w in weights)})"]
 
 
 def _operand(expr: str) -> str:

@@ -73,12 +73,15 @@ class ScriptPart:
 @dataclass(frozen=True)
 class SnippetCall:
     """How report.md's snippet compiles its graph: `compiled`, one expression that is the
-    compiled callable; the `imports` it needs; `module`: the graph must be an nn.Module
-    (torch.export takes no plain function), named `f` either way."""
+    compiled callable, after the statements of `setup`; the `imports` it needs; `module`:
+    the graph must be an nn.Module (torch.export takes no plain function), named `f` either
+    way; `takes_list`: the callable takes its inputs as one list (ExecuTorch's execute)."""
 
     compiled: str
     imports: tuple[str, ...] = ()
     module: bool = False
+    setup: tuple[str, ...] = ()
+    takes_list: bool = False
 
 
 class Backend:

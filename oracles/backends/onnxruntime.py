@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart, scratch_folder
+from oracles.backends.base import Backend, ScriptPart, SnippetCall, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
@@ -157,6 +157,16 @@ class OnnxRuntimeBackend(Backend):
             return [from_numpy(a, name in bf16_out) for a, name in zip(outputs, export.output_names)]
 
         return run
+
+    def snippet_call(self, args: Sequence[str]) -> SnippetCall | None:
+        """torch.onnx's exported program, called: it runs itself in an onnxruntime session
+        (the CPU provider, or CUDA's where onnxruntime-gpu is installed). None where a
+        --set option of the session applies, which that call cannot take."""
+        if any(k != "opset" for k in self.options):
+            return None
+        names = "".join(f"{a}, " for a in args)
+        opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
+        return SnippetCall(f"torch.onnx.export(f, ({names}), dynamo=True{opset})", module=True)
 
     def script_part(self) -> ScriptPart:
         run_options = {k: v for k, v in self.options.items() if k != "opset"}
