@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import minimize.search.scheduler as scheduler  # noqa: E402
 from minimize.program.inputs import make_inputs, prepare  # noqa: E402
 from minimize.program.candidate import Candidate  # noqa: E402
-from minimize.search.problem import ReductionProblem  # noqa: E402
+from minimize.search.problem import ReductionProblem, Rules  # noqa: E402
 from minimize.program.model import Program, load_exported  # noqa: E402
 from oracles.verdict import Verdict  # noqa: E402
 
@@ -55,8 +55,8 @@ def main() -> None:
             return out
 
         scheduler.next_runs = timed
-        problem = ReductionProblem(program, lambda cands: [verdict(c) for c in cands], jobs=jobs)
-        problem.localize = not a.no_localize
+        problem = ReductionProblem(program, lambda cands: [verdict(c) for c in cands],
+                                   Rules(localize=not a.no_localize), jobs=jobs)
         t0 = time.monotonic()
         scheduler.run_reduction(problem)
         c = problem.counters

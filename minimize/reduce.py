@@ -21,7 +21,7 @@ from minimize.emit.journal import Journal
 from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run
 from minimize.program.candidate import Candidate, make
-from minimize.search.problem import ReductionProblem
+from minimize.search.problem import ReductionProblem, Rules
 from minimize.program.model import Slice, random_draws_note
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
@@ -136,16 +136,14 @@ def _new_problem(opts: Options, session: Session, journal: Journal, match: re.Pa
                  on_change: Callable[[ReductionProblem], None] | None) -> ReductionProblem:
     """The reduction problem of this run: the session's oracle, the journal's verdicts
     replayed, what the backend and the options allow the passes."""
-    problem = ReductionProblem(session.program, session.evaluate, jobs=opts.jobs, match=match,
-                               any_failure=opts.any_failure, on_change=on_change, on_evaluated=journal.record,
-                               settings=opts.settings,
-                               partitions=session.partitions if session.backend.reports_partitions else None,
-                               min_failures=opts.min_failures, check_original=check)
-    problem.op_fallback_setting = session.backend.op_fallback_setting
-    problem.lowering_toggles = session.backend.lowering_toggles
-    problem.localize = opts.localize and opts.oracle in VALUE_ORACLES
-    problem.locate_from_errors = opts.localize
-    problem.generate_values = opts.generate_values
+    backend = session.backend
+    rules = Rules(match=match, any_failure=opts.any_failure, min_failures=opts.min_failures,
+                  localize=opts.localize and opts.oracle in VALUE_ORACLES, locate_from_errors=opts.localize,
+                  generate_values=opts.generate_values, op_fallback_setting=backend.op_fallback_setting,
+                  lowering_toggles=tuple(backend.lowering_toggles))
+    problem = ReductionProblem(session.program, session.evaluate, rules, settings=opts.settings, jobs=opts.jobs,
+                               partitions=session.partitions if backend.reports_partitions else None,
+                               on_change=on_change, on_evaluated=journal.record, check_original=check)
     problem.preload(journal.cache)
     return problem
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from minimize.program.candidate import Candidate
 from minimize.program.inputs import prepare
-from minimize.search.problem import ReductionProblem
+from minimize.search.problem import ReductionProblem, Rules
 from minimize.program.model import Program
 from oracles.checks import flatten_outputs
 from oracles.verdict import Verdict
@@ -252,8 +252,7 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     has. A stack that names none of ours is no guess: a decomposed op's target (rsqrt, from
     layer_norm's decomposition) would name an unrelated node."""
     from minimize.search.localize import named_failing_position
-    problem = ReductionProblem(program, lambda keys: [])
-    problem.locate_from_errors = True
+    problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))
     cand = problem.current.nodes
     names = [program.nodes[i].name for i in cand]
 
@@ -269,7 +268,7 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     assert guess("aten.sin.default", source) == "sin"
     assert guess("aten.rsqrt.default", "") == "rsqrt"  # no stack: the only rsqrt
     assert guess("aten.rsqrt.default", 'File "lib.py", line 3, in f\n    return g(x)') is None
-    problem.locate_from_errors = False
+    problem.rules = Rules()  # without --localize: no guess
     assert guess("aten.sin.default", source) is None
 
 

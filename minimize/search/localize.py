@@ -31,10 +31,10 @@ MIN_NODES = 16                       # below this a binary search costs <= 4 cal
 
 def worth_localizing(problem: ReductionProblem, cand: Nodes) -> bool:
     """Whether a localization run may be made on `cand`. Without the original's verdict
-    (a replay that hypothesizes it) the oracle decides alone: problem.localize is only
+    (a replay that hypothesizes it) the oracle decides alone: rules.localize is only
     set for localizable oracles."""
     sig = problem.signature
-    return problem.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in VALUE_ORACLES)
+    return problem.rules.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in VALUE_ORACLES)
 
 
 def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
@@ -53,7 +53,7 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
         raise PathEnds
     run = next((r for r in runs if r.extra.get("deviating")), runs[0])
     off = [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]
-    pick = next((o for o in off if sig.matches(o[1], problem.match, problem.any_failure)), off[0] if off else None)
+    pick = next((o for o in off if sig.matches(o[1], problem.rules.match, problem.rules.any_failure)), off[0] if off else None)
     if pick is None or pick[0] not in cand:
         # Say why the search had no guess (one call spent): the extra outputs hid the bug, or broke the compile.
         problem.notes.setdefault("localization", f"no value off in the {len(cand)}-node program compiled with every "
@@ -95,7 +95,7 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
     first such node: a guess too early costs a few calls, one too late leaves nodes for
     later passes. A replay that only hypothesizes `cand`'s verdict has no guess (None), as
     a run without such an error."""
-    if not problem.locate_from_errors:
+    if not problem.rules.locate_from_errors:
         return None
     verdict = problem.known_verdict(problem.at(cand))
     hint = verdict.extra.get("failing_node") if verdict is not None else None

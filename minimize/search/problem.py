@@ -67,6 +67,21 @@ class Walk:
     current_pass: str = "check"
 
 
+@dataclass(frozen=True)
+class Rules:
+    """What the options and the backend fix for the whole reduction: when a verdict is the
+    same bug, and what the passes may try."""
+
+    match: re.Pattern[str] | None = None  # --match: the failure text a candidate must show
+    any_failure: bool = False  # --any-failure: any failure of the same kind will do
+    min_failures: int | None = None  # --min-failures, else from the original (establish_original)
+    localize: bool = False  # may bisect_window guess from a run with every value an output (localize.py)
+    locate_from_errors: bool = False  # ... or from the node a compiler's error names (free)
+    generate_values: bool = False  # may the last passes make values and shrink sizes (values.py, shapes.py)
+    op_fallback_setting: str | None = None  # the backend's, e.g. torch_executed_ops
+    lowering_toggles: tuple[tuple[str, str], ...] = ()  # the backend's, e.g. (("attn_bias_is_causal", "false"),)
+
+
 class NeedsProbe(BaseException):
     """A replay under hypothetical answers reached a run it has neither a verdict nor a
     hypothesis for: the next probe on that path (BaseException: no pass may swallow it)."""
@@ -90,33 +105,26 @@ class ReductionProblem:
 
     def __init__(self, program: Program,
                  evaluate_batch: Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
-                 jobs: int = 1, match: re.Pattern[str] | None = None, any_failure: bool = False,
+                 rules: Rules = Rules(), settings: dict[str, str] | None = None, jobs: int = 1,
+                 partitions: Callable[[Candidate], list[list[str]]] | None = None,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
                  on_evaluated: Callable[[Candidate, list[Verdict]], None] | None = None,
-                 settings: dict[str, str] | None = None,
-                 partitions: Callable[[Candidate], list[list[str]]] | None = None,
-                 min_failures: int | None = None, check_original: Callable[[Verdict], None] = lambda v: None):
-        self.program = program
+                 check_original: Callable[[Verdict], None] = lambda v: None):
+        """`evaluate_batch`: the oracle, each candidate's runs; `settings`: the backend's, to
+        start from; `partitions`: the backend's compiled partitions of a candidate, where it
+        reports them; `on_change`: shows the walk; `on_evaluated`: journals each verdict;
+        `check_original`: raises where the original does not fail as asked."""
+        self.program, self.rules, self.jobs = program, rules, max(1, jobs)
         self.start = Candidate(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
         self.walk = Walk(self.start)
-        self._partitions = partitions  # the backend's compiled partitions of a candidate, if it reports them
-        self.partition_cache: dict[Candidate, list[list[str]]] = {}
-        self.op_fallback_setting: str | None = None  # e.g. torch_executed_ops
-        self.lowering_toggles: tuple[tuple[str, str], ...] = ()  # e.g. (("attn_bias_is_causal", "false"),)
-        self.localize = False  # may bisect_window guess from a run with every value an output (minimize/search/localize.py)
-        self.locate_from_errors = False  # ... or from the node a compiler's error names (free)
-        self.generate_values = False  # may the last pass try generated values (minimize/search/passes/values.py)
-        self.value_expressions: dict[tuple[str, int], str | None] = {}  # its texts, shared with replays
-        self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (minimize/search/passes/shapes.py), likewise
-        self.min_failures_option = min_failures  # --min-failures, else from the original (establish_original)
-        self.check_original = check_original  # raises when the original does not fail as asked
-        self.on_evaluated = on_evaluated or (lambda c, v: None)
-        self._evaluate_batch = evaluate_batch
-        self.jobs = max(1, jobs)
-        self.match = match
-        self.any_failure = any_failure
+        self._evaluate_batch, self._partitions = evaluate_batch, partitions
         self.on_change = on_change or (lambda p: None)
+        self.on_evaluated = on_evaluated or (lambda c, v: None)
+        self.check_original = check_original
         self.cache: dict[Candidate, list[Verdict]] = {}
+        self.partition_cache: dict[Candidate, list[list[str]]] = {}
+        self.value_expressions: dict[tuple[str, int], str | None] = {}  # made values' texts (passes/values.py)
+        self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (passes/shapes.py)
         # What to evaluate beside a needed run (set by minimize/search/scheduler.py when jobs > 1).
         self.speculate: Callable[[int], list[Candidate]] | None = None
 
@@ -172,7 +180,7 @@ class ReductionProblem:
     def _matches(self, v: Verdict) -> bool:
         if self.signature is None:
             return v.failed
-        return self.signature.matches(v, self.match, self.any_failure)
+        return self.signature.matches(v, self.rules.match, self.rules.any_failure)
 
     def _count_failures(self, runs: list[Verdict]) -> int:
         return sum(1 for v in runs if self._matches(v))
@@ -264,7 +272,7 @@ class ReductionProblem:
         # for an original that always fails: another, flaky bug of the same signature would
         # then pass as easily as the one asked for.
         n, repeat = self.original_failures, len(self.cache[original])
-        self.min_failures = self.min_failures_option or (n if n == repeat else max(1, (n + 1) // 2))
+        self.min_failures = self.rules.min_failures or (n if n == repeat else max(1, (n + 1) // 2))
         self.check_original(v)
         return v
 

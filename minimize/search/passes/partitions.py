@@ -70,7 +70,7 @@ def bisect_settings(problem: ReductionProblem) -> None:
 
 
 def bisect_op_fallback(problem: ReductionProblem) -> None:
-    setting = problem.op_fallback_setting
+    setting = problem.rules.op_fallback_setting
     if not setting:
         return
     ops = sorted({str(problem.program.nodes[i].target) for i in problem.current.nodes})
@@ -93,7 +93,7 @@ def lowering_toggle(problem: ReductionProblem) -> None:
     the whole graph before it converts ops (Torch-TensorRT's lowering passes run before
     partitioning, so torch_executed_ops cannot undo them). Name the backend's lowering
     option whose other value makes it vanish, one call each, until one does."""
-    toggles = problem.lowering_toggles
+    toggles = problem.rules.lowering_toggles
     base = [kv for kv in problem.current.settings if kv[0] not in {k for k, _ in toggles}]
     options = [tuple(sorted(base + [kv])) for kv in toggles if kv not in problem.current.settings]
     i = problem.first_settings(options, want_failure=False)

@@ -179,7 +179,7 @@ def generate_small_values(problem: ReductionProblem) -> None:
     shrink_shapes try each part: most bugs need neither the values nor most sizes, and
     those two tries were two dependent calls where one does. Where this loses the bug, the
     two passes run as before, and shrink_shapes' first try is this run, already answered."""
-    if not problem.generate_values or problem.current.made:
+    if not problem.rules.generate_values or problem.current.made:
         return
     exprs = made_expressions(problem)
     if not exprs:
@@ -193,7 +193,7 @@ def generate_small_values(problem: ReductionProblem) -> None:
 def shrink_shapes(problem: ReductionProblem) -> None:
     """Shrink the sizes the bug does not need, in the generated tensors and the graph's size
     arguments: all at once, else the largest ONE_AT_A_TIME one at a time."""
-    if not problem.generate_values or problem.current.sizes is not None:
+    if not problem.rules.generate_values or problem.current.sizes is not None:
         return  # nothing made, or shrunk with the values already (generate_small_values)
     plan, done = _SizePlan(problem, problem.current), {}
 

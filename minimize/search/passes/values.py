@@ -174,7 +174,7 @@ def generate_values(problem: ReductionProblem) -> None:
     bug survives it: all at once; else the floating-point ones together (masks and indices
     are often the bug's structure, activations and weights rarely); else the largest of
     those one at a time. 1 call, at most 2 + ONE_AT_A_TIME; none when nothing is large."""
-    if not problem.generate_values or problem.current.made:
+    if not problem.rules.generate_values or problem.current.made:
         return  # off, or made already, at smaller sizes (minimize/search/passes/shapes.py generate_small_values)
     prog = problem.program
     exprs = made_expressions(problem)
