@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from minimize.program.candidate import Nodes
 from minimize.search.problem import ReductionProblem
-from minimize.search.searches import Search, gallop_first_true, mapped
+from minimize.search.searches import Expect, Search, gallop_first_true, mapped
 
 MIN_LEN = 8  # below this, delta debugging is as cheap
+CHAIN_P = 0.8  # a needed node's neighbour is needed too (ranks speculation only)
 
 
 def _needed_search(problem: ReductionProblem, cur: Nodes) -> Search:
@@ -34,7 +35,7 @@ def _needed_search(problem: ReductionProblem, cur: Nodes) -> Search:
         # left[:h] + kept fails for h = len(left) (the candidate found last); the smallest
         # such h: 0 (nothing of left is needed), or its node h - 1 is. Probes 0 and 1
         # first: after the first search the next needed node is often the window's first.
-        if adjacent and not (yield norm(left[:-1] + kept)):
+        if adjacent and not (yield Expect(norm(left[:-1] + kept), False, CHAIN_P)):
             h = len(left)  # without its last node it passes: that node is needed
         else:
             hi = len(left) - 1 if adjacent else len(left)  # asked already: left[:-1] + kept fails

@@ -1,0 +1,88 @@
+"""How a real case's reduction schedules with --jobs N, without its compiler.
+
+    python bench/replay_journal.py JOURNAL MODEL [--inputs FILE] [--jobs 1 4]
+
+runs the reduction in this process against the verdicts a `--jobs 1` run of the same case
+journaled (its `journal.jsonl`, from any machine: a GPU run's journal replays on a CPU), and
+prints for each N the rounds of parallel evaluation it takes (the wall-time currency with
+--jobs), beside the clairvoyant floor (bench/clairvoyant.py: speculation that knows the
+calls to come). A speculative run the journal has no verdict for is answered "pass"; the
+calls the reduction needs are all in the journal, or the tool says the journal is another
+version's. Tuning the speculation's priors on real cases is then a matter of seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from minimize.program.candidate import Candidate  # noqa: E402
+from minimize.program.inputs import load_inputs, make_inputs, prepare  # noqa: E402
+from minimize.program.model import Program, load_exported  # noqa: E402
+from minimize.search import scheduler  # noqa: E402
+from minimize.search.problem import ReductionProblem, Rules  # noqa: E402
+from oracles.backends import BUILTIN  # noqa: E402
+from oracles.verdict import VALUE_ORACLES, Verdict  # noqa: E402
+
+
+def read_journal(path: Path) -> tuple[dict[str, Any], list[Candidate], dict[Candidate, list[Verdict]]]:
+    """The header's options, the calls in their order, and their verdicts."""
+    lines = path.read_text().splitlines()
+    options = json.loads(lines[0])["header"]["options"]
+    records = [json.loads(line) for line in lines[1:] if line.strip()]
+    calls = [Candidate.from_record(r) for r in records]
+    return options, calls, {c: [Verdict.from_dict(v) for v in r["runs"]] for c, r in zip(calls, records)}
+
+
+def replay(program: Program, options: dict[str, Any], calls: list[Candidate],
+           verdicts: dict[Candidate, list[Verdict]], jobs: int, clairvoyant: bool) -> ReductionProblem:
+    backend = BUILTIN.get(options["backend"].split(":")[0])  # its class: what it lets the passes try
+    match = options.get("match")
+    rules = Rules(match=re.compile(match) if match else None, any_failure=options.get("any_failure", False), min_failures=options.get("min_failures"),
+                  localize=options.get("localize", True) and options["oracle"] in VALUE_ORACLES,
+                  locate_from_errors=options.get("localize", True), generate_values=options.get("generate_values", True),
+                  op_fallback_setting=getattr(backend, "op_fallback_setting", None),
+                  lowering_toggles=tuple(getattr(backend, "lowering_toggles", ())))
+    problem = ReductionProblem(program, lambda cands: [verdicts.get(c, [Verdict("pass")]) for c in cands], rules,
+                               settings=options.get("settings") or {}, jobs=jobs)
+    real_next_runs = scheduler.next_runs
+    if clairvoyant:
+        scheduler.next_runs = lambda p, pipeline, budget: [c for c in calls if c not in p.cache][:budget]
+    try:
+        scheduler.run_reduction(problem)
+    finally:
+        scheduler.next_runs = real_next_runs
+    unknown = [c for c in problem.charged if c not in verdicts]
+    if unknown:
+        sys.exit(f"{len(unknown)} calls the reduction needs are not in the journal: it is another version's run")
+    return problem
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("journal", type=Path)
+    ap.add_argument("model", type=Path)
+    ap.add_argument("--inputs", type=Path)
+    ap.add_argument("--jobs", nargs="+", type=int, default=[1, 4])
+    a = ap.parse_args()
+    options, calls, verdicts = read_journal(a.journal)
+    ep = load_exported(a.model)
+    inputs = load_inputs(a.inputs, ep) if a.inputs else make_inputs(ep)
+    program = Program(prepare(ep, "cpu"), inputs, device="cpu", fixed_random=options["oracle"] in VALUE_ORACLES)
+    if calls[0].nodes != program.normalize(program.all_kept()):
+        sys.exit("the journal's first call is not this model's whole program: another model")
+    for jobs in a.jobs:
+        real = replay(program, options, calls, verdicts, jobs, clairvoyant=False)
+        floor = replay(program, options, calls, verdicts, jobs, clairvoyant=True)
+        c = real.counters
+        print(f"--jobs {jobs}: {c.oracle_calls} calls, {len(real.current.nodes)} nodes, {c.batches} rounds "
+              f"({c.evaluations} runs); clairvoyant {floor.counters.batches} rounds")
+
+
+if __name__ == "__main__":
+    main()
