@@ -93,8 +93,9 @@ def test_check_prints_one_verdict(host_program):
 
 def test_same_result_for_any_jobs(host_program, tmp_path):
     model, inputs = host_program
-    one = reduce_cli(model, inputs, tmp_path / "j1", "mismatch", plugin("mismatch_mul_exp"))
-    three, run3 = reduce_cli_run(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "--jobs", "3")
+    one = reduce_cli(model, inputs, tmp_path / "j1", "mismatch", plugin("mismatch_mul_exp"), "--no-verify")
+    three, run3 = reduce_cli_run(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "--jobs", "3",
+                                 "--no-verify")
     # More workers than CPU cores is said once, not silently slow (on 2 cores it was 2-3x slower).
     assert ("more workers than this machine's" in run3.stderr) == (3 > (os.cpu_count() or 1)), run3.stderr[-2000:]
     assert "leaked" not in run3.stderr  # workers end at once, yet release what they hold (oracles/worker.py)
@@ -119,8 +120,9 @@ def test_localization_is_only_a_guess(host_program, tmp_path):
     """The all-outputs run names the planted mismatch's first off value and saves prefix
     probes; turned off, the search is a plain binary search to the same repro."""
     model, inputs = host_program
-    guided = reduce_cli(model, inputs, tmp_path / "on", "mismatch", plugin("mismatch_mul_exp"))
-    plain = reduce_cli(model, inputs, tmp_path / "off", "mismatch", plugin("mismatch_mul_exp"), "--no-localize")
+    guided = reduce_cli(model, inputs, tmp_path / "on", "mismatch", plugin("mismatch_mul_exp"), "--no-verify")
+    plain = reduce_cli(model, inputs, tmp_path / "off", "mismatch", plugin("mismatch_mul_exp"), "--no-localize",
+                       "--no-verify")
     assert "exp" in guided["diagnosis"]["first_off_value"] and "first_off_value" not in plain["diagnosis"]
     assert guided["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
     graph = lambda d: (tmp_path / d / "repro.py").read_text().split("class Repro")[1].split("def main")[0]  # noqa: E731
@@ -148,8 +150,9 @@ def test_a_crash_search_starts_at_the_node_the_compilers_error_names(tmp_path):
     the same repro. --no-localize turns it off."""
     torch.manual_seed(0)
     model, inputs = save_program(DeepHost().eval(), (torch.randn(2, 8),), tmp_path)
-    named = reduce_cli(model, inputs, tmp_path / "on", "crash", plugin("converter_fails_on_sin"))
-    plain = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("converter_fails_on_sin"), "--no-localize")
+    named = reduce_cli(model, inputs, tmp_path / "on", "crash", plugin("converter_fails_on_sin"), "--no-verify")
+    plain = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("converter_fails_on_sin"), "--no-localize",
+                       "--no-verify")
     assert named["original_nodes"] == plain["original_nodes"] == 34
     assert ops_in(tmp_path / "on" / "repro.py") == ops_in(tmp_path / "off" / "repro.py") == ["sin.default"]
     assert named["diagnosis"]["named_node"].startswith("`sin`") and "named_node" not in plain["diagnosis"]
@@ -163,7 +166,7 @@ def test_plugin_file_gone_cannot_run(host_program, tmp_path):
     no new failure of the compiler (it was exit 3, CHANGED: FileNotFoundError); the report says
     that it must sit beside repro.py."""
     model, inputs = host_program
-    reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin"), "--no-generate-values")
+    reduce_cli(model, inputs, tmp_path, "crash", plugin("crash_on_sin"), "--no-generate-values", "--no-verify")
     reproduce = (tmp_path / "report.md").read_text().split("## Reproduce")[1].split("```")[0]
     assert "`plugin.py`" in reproduce and "`repro_inputs.pt`" in reproduce, reproduce
     (tmp_path / "plugin.py").unlink()
@@ -177,7 +180,7 @@ def test_plugin_module_not_importable_cannot_run(host_program, tmp_path):
     """A plugin named as a module that is not importable where the script runs (here: no
     PYTHONPATH) is exit 2 naming the module, not exit 3, CHANGED: ModuleNotFoundError."""
     model, inputs = host_program
-    reduce_cli(model, inputs, tmp_path, "crash", "tests.plugins.planted:crash_on_sin")
+    reduce_cli(model, inputs, tmp_path, "crash", "tests.plugins.planted:crash_on_sin", "--no-verify")
     r = run_repro(tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stdout.strip() == "SKIPPED: cannot run: the backend cannot be loaded: ModuleNotFoundError: " \
@@ -188,8 +191,9 @@ def test_real_inductors_lowering_error_names_the_node_too(host_program, tmp_path
     """Inductor's LoweringException says "target: aten.sin.default ... Found from: <stack>"
     after AOT's decompositions: the search starts at the sin all the same."""
     model, inputs = host_program
-    named = reduce_cli(model, inputs, tmp_path / "on", "crash", plugin("inductor_sin_lowering_fails"))
-    plain = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("inductor_sin_lowering_fails"), "--no-localize")
+    named = reduce_cli(model, inputs, tmp_path / "on", "crash", plugin("inductor_sin_lowering_fails"), "--no-verify")
+    plain = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("inductor_sin_lowering_fails"), "--no-localize",
+                       "--no-verify")
     assert ops_in(tmp_path / "on" / "repro.py") == ops_in(tmp_path / "off" / "repro.py") == ["sin.default"]
     assert named["diagnosis"]["named_node"].startswith("`sin`") and "LoweringException" in named["signature"]
     assert named["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
