@@ -25,7 +25,7 @@ def test_example_is_big_enough_and_fails():
 
 def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
     r = run_cli("reduce", str(EXAMPLE), "--inputs", str(INPUTS), "--oracle", "mismatch", "--backend", "inductor",
-                "--out", str(tmp_path))
+                "--out", str(tmp_path), "--no-verify")  # run alone below
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["original_nodes"] >= 100 and summary["final_nodes"] <= 3

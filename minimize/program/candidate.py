@@ -39,6 +39,8 @@ def _elements(expr: str) -> int:
 
 @dataclass(frozen=True)
 class Candidate:
+    """One program to try; equal candidates are one run (the verdict cache's key)."""
+
     nodes: Nodes
     settings: Settings = ()  # the backend's own, sorted
     made: tuple[tuple[str, str], ...] = ()  # (value name, expression), sorted by name
