@@ -84,6 +84,12 @@ class SnippetCall:
     takes_list: bool = False
 
 
+def args_tuple(args: Sequence[str]) -> str:
+    """The snippet's variables `args` as the tuple of example inputs an exporter takes:
+    "(x,)", "(x, y)", "()"."""
+    return "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
+
+
 class Backend:
     name = "backend"
     devices: tuple[str, ...] = ("cpu", "cuda")  # where trtmin may run the program for it

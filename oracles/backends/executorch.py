@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart, SnippetCall, scratch_folder
+from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.backend_names import EXECUTORCH_VARIANTS as VARIANTS
 from oracles.errors import MissingPackageError, TrtminError
@@ -198,14 +198,14 @@ class ExecuTorchBackend(Backend):
 
         if self.variant not in ("portable", "xnnpack"):
             return None
-        names = "".join(f"{a}, " for a in args)
         imports = ["from executorch.exir import to_edge_transform_and_lower", "from executorch.runtime import Runtime"]
         partitioner = ""
         if self.variant == "xnnpack":
             imports.insert(1, "from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner")
             options = ", ".join(f"{k}={render_value(v)}" for k, v in self.options.items())
             partitioner = f", partitioner=[XnnpackPartitioner({options})]"
-        setup = (f"pte = to_edge_transform_and_lower(torch.export.export(f, ({names})){partitioner}).to_executorch()",
+        setup = (f"pte = to_edge_transform_and_lower(torch.export.export(f, {args_tuple(args)}){partitioner})"
+                 ".to_executorch()",
                  "program = Runtime.get().load_program(pte.buffer)")
         return SnippetCall('program.load_method("forward").execute', imports=tuple(imports), module=True,
                            setup=setup, takes_list=True)

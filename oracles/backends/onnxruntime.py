@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart, SnippetCall, scratch_folder
+from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
@@ -164,9 +164,8 @@ class OnnxRuntimeBackend(Backend):
         --set option of the session applies, which that call cannot take."""
         if any(k != "opset" for k in self.options):
             return None
-        names = "".join(f"{a}, " for a in args)
         opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
-        return SnippetCall(f"torch.onnx.export(f, ({names}), dynamo=True{opset})", module=True)
+        return SnippetCall(f"torch.onnx.export(f, {args_tuple(args)}, dynamo=True{opset})", module=True)
 
     def script_part(self) -> ScriptPart:
         run_options = {k: v for k, v in self.options.items() if k != "opset"}

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart, SnippetCall
+from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.errors import MissingPackageError, TrtminError
 
@@ -354,10 +354,9 @@ class TorchTensorRTBackend(Backend):
     def snippet_call(self, args: Sequence[str]) -> SnippetCall:
         """Export, then Torch-TensorRT's dynamo compile of the ExportedProgram, as trtmin's
         workers and the static repro.py call it."""
-        names = ", ".join(args)
         options = "".join(f", {k}={render_value(v)}" for k, v in self.options.items())
-        exported = f"torch.export.export(f, ({names},))" if args else "torch.export.export(f, ())"
-        return SnippetCall(f"torch_tensorrt.dynamo.compile({exported}, arg_inputs=[{names}]{options})",
+        exported = f"torch.export.export(f, {args_tuple(args)})"
+        return SnippetCall(f"torch_tensorrt.dynamo.compile({exported}, arg_inputs=[{', '.join(args)}]{options})",
                            imports=("import torch_tensorrt",), module=True)
 
     def script_part(self) -> ScriptPart:
