@@ -53,7 +53,7 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
         raise PathEnds
     run = next((r for r in runs if r.extra.get("deviating")), runs[0])
     off = [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]
-    pick = next((o for o in off if sig.matches(o[1], problem.rules.match, problem.rules.any_failure)), off[0] if off else None)
+    pick = next((o for o in off if problem.same_bug(o[1])), off[0] if off else None)
     if pick is None or pick[0] not in cand:
         # Say why the search had no guess (one call spent): the extra outputs hid the bug, or broke the compile.
         problem.notes.setdefault("localization", f"no value off in the {len(cand)}-node program compiled with every "

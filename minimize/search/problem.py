@@ -177,13 +177,14 @@ class ReductionProblem:
             return 1 - GUESS_RIGHT_P
         return p_true
 
-    def _matches(self, v: Verdict) -> bool:
+    def same_bug(self, v: Verdict) -> bool:
+        """Whether one run's verdict is the bug (before the original is judged: any failure)."""
         if self.signature is None:
             return v.failed
         return self.signature.matches(v, self.rules.match, self.rules.any_failure)
 
     def _count_failures(self, runs: list[Verdict]) -> int:
-        return sum(1 for v in runs if self._matches(v))
+        return sum(1 for v in runs if self.same_bug(v))
 
     def failures(self, cand: Candidate) -> int:
         return self._count_failures(self.runs(cand))
@@ -209,17 +210,16 @@ class ReductionProblem:
         """Index of the first interesting candidate, in order."""
         return next((i for i, c in enumerate(cands) if self.is_interesting(c)), None)
 
-    def run_search(self, factory: SearchFactory, make: Callable[[Any], Candidate] | None = None) -> Any:
-        """A sequential search over node sets (or over whatever `make` turns into
-        candidates); its Expect hints rank what is speculated beside it."""
-        make = make or self.at
-        return drive(factory, lambda p, p_true: self.is_interesting(make(p), p_true=p_true))
+    def run_search(self, factory: SearchFactory) -> Any:
+        """A sequential search over node sets, each the current candidate with those nodes;
+        its Expect hints rank what is speculated beside it."""
+        return drive(factory, lambda nodes, p_true: self.is_interesting(self.at(nodes), p_true=p_true))
 
     def known_verdict(self, cand: Candidate) -> Verdict | None:
         """The representative verdict of a candidate already evaluated, uncharged (a
         search replayed under hypothetical answers may ask for one it has not got)."""
         runs = self.cache.get(cand)
-        return None if runs is None else next((v for v in runs if self._matches(v)), runs[0])
+        return None if runs is None else next((v for v in runs if self.same_bug(v)), runs[0])
 
     def failing_sink(self, cand: Candidate) -> int | None:
         """The node whose value a mismatch or NaN verdict on `cand` names (the verdict
