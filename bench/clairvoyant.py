@@ -31,6 +31,13 @@ def recorded_calls(journal: Path) -> list[Any]:
     return [Candidate.from_record(json.loads(line)) for line in journal.read_text().splitlines()[1:]]
 
 
+def recorded_next_runs(calls: list[Any]) -> Any:
+    """A next_runs for minimize.search.scheduler that offers the recorded calls in their order."""
+    def next_runs(problem: Any, pipeline: Any, budget: int) -> list[Any]:
+        return [k for k in calls if k not in problem.cache][:budget]
+    return next_runs
+
+
 class _PatchScheduler(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Loads minimize.search.scheduler as usual, then swaps its next_runs for the recorded order."""
 
@@ -51,12 +58,7 @@ class _PatchScheduler(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: Any) -> None:
         module.__file__ = self.spec.origin
         exec(compile(Path(self.spec.origin).read_text(), self.spec.origin, "exec"), module.__dict__)
-        calls = recorded_calls(self.journal)
-
-        def next_runs(problem: Any, pipeline: Any, budget: int) -> list[Any]:
-            return [k for k in calls if k not in problem.cache][:budget]
-
-        module.next_runs = next_runs
+        module.next_runs = recorded_next_runs(recorded_calls(self.journal))
 
 
 def main() -> None:

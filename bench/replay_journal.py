@@ -17,42 +17,42 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from minimize.program.candidate import Candidate  # noqa: E402
 from minimize.program.inputs import load_inputs, make_inputs, prepare  # noqa: E402
 from minimize.program.model import Program, load_exported  # noqa: E402
 from minimize.search import scheduler  # noqa: E402
-from minimize.search.problem import ReductionProblem, Rules  # noqa: E402
+from minimize.options import Options  # noqa: E402
+from minimize.reduce import rules_of  # noqa: E402
+from minimize.search.problem import ReductionProblem  # noqa: E402
+from bench.clairvoyant import recorded_next_runs  # noqa: E402
 from oracles.backends import BUILTIN  # noqa: E402
+from oracles.backends.base import Backend  # noqa: E402
 from oracles.verdict import VALUE_ORACLES, Verdict  # noqa: E402
 
 
-def read_journal(path: Path) -> tuple[dict[str, Any], list[Candidate], dict[Candidate, list[Verdict]]]:
-    """The header's options, the calls in their order, and their verdicts."""
+def read_journal(path: Path, model: Path) -> tuple[Options, list[Candidate], dict[Candidate, list[Verdict]]]:
+    """The run's options (from the header), the calls in their order, and their verdicts."""
     lines = path.read_text().splitlines()
-    options = json.loads(lines[0])["header"]["options"]
+    recorded = json.loads(lines[0])["header"]["options"]
+    options = Options(model=model, **{k: v for k, v in recorded.items() if k in {f.name for f in fields(Options)}})
     records = [json.loads(line) for line in lines[1:] if line.strip()]
     calls = [Candidate.from_record(r) for r in records]
     return options, calls, {c: [Verdict.from_dict(v) for v in r["runs"]] for c, r in zip(calls, records)}
 
 
-def replay(program: Program, options: dict[str, Any], calls: list[Candidate],
+def replay(program: Program, opts: Options, calls: list[Candidate],
            verdicts: dict[Candidate, list[Verdict]], jobs: int, clairvoyant: bool) -> ReductionProblem:
-    backend = BUILTIN.get(options["backend"].split(":")[0])  # its class: what it lets the passes try
-    match = options.get("match")
-    rules = Rules(match=re.compile(match) if match else None, any_failure=options.get("any_failure", False), min_failures=options.get("min_failures"),
-                  localize=options.get("localize", True) and options["oracle"] in VALUE_ORACLES,
-                  locate_from_errors=options.get("localize", True), generate_values=options.get("generate_values", True),
-                  op_fallback_setting=getattr(backend, "op_fallback_setting", None),
-                  lowering_toggles=tuple(getattr(backend, "lowering_toggles", ())))
+    backend = BUILTIN.get(opts.backend.split(":")[0], Backend)  # its class: what it lets the passes try
+    rules = rules_of(opts, backend, re.compile(opts.match) if opts.match else None)
     problem = ReductionProblem(program, lambda cands: [verdicts.get(c, [Verdict("pass")]) for c in cands], rules,
-                               settings=options.get("settings") or {}, jobs=jobs)
+                               settings=opts.settings, jobs=jobs)
     real_next_runs = scheduler.next_runs
     if clairvoyant:
-        scheduler.next_runs = lambda p, pipeline, budget: [c for c in calls if c not in p.cache][:budget]
+        scheduler.next_runs = recorded_next_runs(calls)
     try:
         scheduler.run_reduction(problem)
     finally:
@@ -70,10 +70,10 @@ def main() -> None:
     ap.add_argument("--inputs", type=Path)
     ap.add_argument("--jobs", nargs="+", type=int, default=[1, 4])
     a = ap.parse_args()
-    options, calls, verdicts = read_journal(a.journal)
+    options, calls, verdicts = read_journal(a.journal, a.model)
     ep = load_exported(a.model)
     inputs = load_inputs(a.inputs, ep) if a.inputs else make_inputs(ep)
-    program = Program(prepare(ep, "cpu"), inputs, device="cpu", fixed_random=options["oracle"] in VALUE_ORACLES)
+    program = Program(prepare(ep, "cpu"), inputs, device="cpu", fixed_random=options.oracle in VALUE_ORACLES)
     if calls[0].nodes != program.normalize(program.all_kept()):
         sys.exit("the journal's first call is not this model's whole program: another model")
     for jobs in a.jobs:

@@ -137,15 +137,21 @@ def _new_problem(opts: Options, session: Session, journal: Journal, match: re.Pa
     """The reduction problem of this run: the session's oracle, the journal's verdicts
     replayed, what the backend and the options allow the passes."""
     backend = session.backend
-    rules = Rules(match=match, any_failure=opts.any_failure, min_failures=opts.min_failures,
-                  localize=opts.localize and opts.oracle in VALUE_ORACLES, locate_from_errors=opts.localize,
-                  generate_values=opts.generate_values, op_fallback_setting=backend.op_fallback_setting,
-                  lowering_toggles=tuple(backend.lowering_toggles))
-    problem = ReductionProblem(session.program, session.evaluate, rules, settings=opts.settings, jobs=opts.jobs,
+    problem = ReductionProblem(session.program, session.evaluate, rules_of(opts, backend, match),
+                               settings=opts.settings, jobs=opts.jobs,
                                partitions=session.partitions if backend.reports_partitions else None,
                                on_change=on_change, on_evaluated=journal.record, check_original=check)
     problem.preload(journal.cache)
     return problem
+
+
+def rules_of(opts: Options, backend: Any, match: re.Pattern[str] | None) -> Rules:
+    """What the options and the backend (an instance or its class) let a reduction do:
+    one place, for reduce and bench/replay_journal.py."""
+    return Rules(match=match, any_failure=opts.any_failure, min_failures=opts.min_failures,
+                 localize=opts.localize and opts.oracle in VALUE_ORACLES, locate_from_errors=opts.localize,
+                 generate_values=opts.generate_values, op_fallback_setting=backend.op_fallback_setting,
+                 lowering_toggles=tuple(backend.lowering_toggles))
 
 
 def _result(opts: Options, session: Session, problem: ReductionProblem, original_nodes: int,

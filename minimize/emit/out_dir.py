@@ -17,6 +17,7 @@ from typing import Iterator
 from oracles.errors import TrtminError
 from oracles.out_folder import JOURNAL, is_ours
 
+
 def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
     """Files with trtmin's names in `out` that this run did not write (nor its journal)."""
     return sorted(p.name for p in out.iterdir() if is_ours(p.name) and p.name not in written and p.name != JOURNAL)
