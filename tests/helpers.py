@@ -117,12 +117,13 @@ def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
 
 
 def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any], None] | None = None,
-                jobs: int = 1, settings: dict[str, str] | None = None, **rules: Any) -> Any:
+                jobs: int = 1, settings: dict[str, str] | None = None,
+                check_original: Callable[[Any], None] = lambda v: None, **rules: Any) -> Any:
     """A reduction in this process against a pure oracle, as the CLI runs it but with no
     workers: `judge(candidate)` gives a Verdict (or a list, for --repeat); `passes(problem)`
     is what runs (default: the whole reduction); `rules` are the problem's Rules (localize,
-    generate_values, ...), and check_original. The problem comes back with `.evaluated`,
-    every candidate the oracle was asked, in order."""
+    generate_values, ...). The problem comes back with `.evaluated`, every candidate the
+    oracle was asked, in order."""
     from minimize.search.problem import ReductionProblem, Rules
     from minimize.search.scheduler import run_reduction
 
@@ -132,8 +133,8 @@ def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any
         evaluated.extend(cands)
         return [judge(c) for c in cands]
 
-    check = rules.pop("check_original", lambda v: None)
-    problem = ReductionProblem(program, evaluate, Rules(**rules), settings=settings, jobs=jobs, check_original=check)
+    problem = ReductionProblem(program, evaluate, Rules(**rules), settings=settings, jobs=jobs,
+                               check_original=check_original)
     problem.evaluated = evaluated
     (passes or run_reduction)(problem)
     return problem
