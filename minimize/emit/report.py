@@ -21,7 +21,7 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     exprs = tensor_expressions({**inputs, **constants}, generated, big)
     tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
     dynamic = dynamic_words(info)
-    call = None if dynamic else backend.snippet_call(list(inputs))
+    call = None if dynamic else backend.snippet_call(list(inputs), info.verdict)
     failure = _short_failure(info.verdict)
     return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
                           failure if call else f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "

@@ -54,8 +54,8 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
         else:
             define = [f"def f({args}):", *(f"    {line}" for line in body), "", ""]
         given = f"[{args}]" if call.takes_list else args
-        ending = ["", "", *define, f"out = f({args})  # eager", *call.setup,
-                  f"got = {call.compiled}({given})  # {failure}"]
+        last = call.last or f"got = {call.compiled}({given})"
+        ending = ["", "", *define, f"out = f({args})  # eager", *call.setup, f"{last}  # {failure}"]
     else:
         body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
         ending = body

@@ -75,13 +75,16 @@ class SnippetCall:
     """How report.md's snippet compiles its graph: `compiled`, one expression that is the
     compiled callable, after the statements of `setup`; the `imports` it needs; `module`:
     the graph must be an nn.Module (torch.export takes no plain function), named `f` either
-    way; `takes_list`: the callable takes its inputs as one list (ExecuTorch's execute)."""
+    way; `takes_list`: the callable takes its inputs as one list (ExecuTorch's execute);
+    `last`: the statement that shows the bug where that is not the compiled graph's call
+    (TensorRT's parse or build), in place of `got = compiled(inputs)`."""
 
-    compiled: str
+    compiled: str = ""
     imports: tuple[str, ...] = ()
     module: bool = False
     setup: tuple[str, ...] = ()
     takes_list: bool = False
+    last: str = ""
 
 
 def args_tuple(args: Sequence[str]) -> str:
@@ -138,10 +141,10 @@ class Backend:
         program with (or without) dynamic dims."""
         return self.script_part()
 
-    def snippet_call(self, args: Sequence[str]) -> SnippetCall | None:
+    def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
         """This backend's compile of the graph `f` taking the variables `args`, as report.md's
-        snippet shows it, where that is one short expression that takes the path trtmin
-        took; else None."""
+        snippet shows it for a bug that shows as `verdict`, where that is a few short
+        statements that take the path trtmin took; else None."""
         return None
 
     def note(self) -> str | None:

@@ -190,7 +190,7 @@ class ExecuTorchBackend(Backend):
 
         return run
 
-    def snippet_call(self, args: Sequence[str]) -> SnippetCall | None:
+    def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
         """Export, lower (XNNPACK's partitioner, or none for portable kernels), load the
         program from its buffer and execute forward, as lower_to_pte and load_pte do without
         the files. None for the cuda and tensorrt variants (weights or kernels in a .ptd)."""

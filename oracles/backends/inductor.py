@@ -38,7 +38,7 @@ class InductorBackend(Backend):
     def script_part(self) -> ScriptPart:
         return ScriptPart(compile_body=f"return {self._call('module')}")
 
-    def snippet_call(self, args: Sequence[str]) -> SnippetCall:
+    def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall:
         return SnippetCall(self._call("f"))
 
     def _call(self, fn: str) -> str:

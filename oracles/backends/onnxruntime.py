@@ -158,7 +158,7 @@ class OnnxRuntimeBackend(Backend):
 
         return run
 
-    def snippet_call(self, args: Sequence[str]) -> SnippetCall | None:
+    def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
         """torch.onnx's exported program, called: it runs itself in an onnxruntime session
         (the CPU provider, or CUDA's where onnxruntime-gpu is installed). None where a
         --set option of the session applies, which that call cannot take."""

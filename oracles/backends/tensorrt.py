@@ -38,13 +38,14 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart, scratch_folder
+from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
 from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, NotRunHere, TrtminError
 from oracles.verdict import Verdict
 
 ONNX_NAME = "model.onnx"
+SNIPPET_ONNX = "repro.onnx"  # report.md's snippet writes its export here, in the folder it runs in
 TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx")  # NVIDIA's full TensorRT first, then TensorRT-RTX
 # A crash whose message starts so happened in the parser or the builder: it needs no GPU.
 BUILD_FAILURES = ("the ONNX parser failed", "building the engine failed")
@@ -323,6 +324,32 @@ class TensorRTBackend(Backend):
             return run_engine_torch(trt, built, feeds, export.output_names)
 
         return run
+
+    def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
+        """For a bug TensorRT's parser or builder shows: the export to ONNX, then the parse
+        and the build as build_plan makes them, the failing step last as an assert (the
+        snippet raises there, TensorRT's logger having printed its words). None for a bug
+        that needs the engine run, which repro.py does."""
+        if verdict is None or verdict.kind != "crash" or not build_failure(verdict.message):
+            return None
+        opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
+        typed = "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)" if self.options.get("strongly_typed") else ""
+        setup = [f"torch.onnx.export(f, {args_tuple(args)}, {SNIPPET_ONNX!r}, dynamo=True{opset})",
+                 "logger = trt.Logger(trt.Logger.ERROR)", "builder = trt.Builder(logger)",
+                 f"network = builder.create_network({typed})", "parser = trt.OnnxParser(network, logger)"]
+        parse = f"assert parser.parse_from_file({SNIPPET_ONNX!r}), parser.get_error(0)"
+        imports = (f"import {tensorrt_module_name() or 'tensorrt'} as trt",)
+        if verdict.message.startswith(BUILD_FAILURES[0]):
+            return SnippetCall(imports=imports, module=True, setup=tuple(setup), last=parse)
+        config = ["config = builder.create_builder_config()"] + [
+            f"config.{'set' if on else 'clear'}_flag(trt.BuilderFlag.{name})"
+            for name, on in sorted(self.options.get("builder_flags", {}).items())]
+        if self.options.get("optimization_level") is not None:
+            config.append(f"config.builder_optimization_level = {int(self.options['optimization_level'])}")
+        if self.options.get("workspace") is not None:
+            config.append(f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {int(self.options['workspace'])})")
+        return SnippetCall(imports=imports, module=True, setup=(*setup, parse, *config),
+                           last='assert builder.build_serialized_network(network, config), "building the engine failed"')
 
     def script_part(self) -> ScriptPart:
         return self.script_part_for(None)

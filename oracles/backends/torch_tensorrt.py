@@ -351,7 +351,7 @@ class TorchTensorRTBackend(Backend):
             return torch_tensorrt.dynamo.compile(ep, arg_inputs=list(inputs){options})""")
         return ScriptPart(requires=["torch_tensorrt"], compile_body=_indent_body(body))
 
-    def snippet_call(self, args: Sequence[str]) -> SnippetCall:
+    def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall:
         """Export, then Torch-TensorRT's dynamo compile of the ExportedProgram, as trtmin's
         workers and the static repro.py call it."""
         options = "".join(f", {k}={render_value(v)}" for k, v in self.options.items())
