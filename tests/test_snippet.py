@@ -129,7 +129,7 @@ def test_a_tensorrt_build_failure_snippet_parses_and_builds_as_trtmin_did(tmp_pa
     """TensorRT's parser or builder shows the bug without any run: the snippet exports to
     ONNX, parses, and builds with the backend's settings, the failing step last. Run here
     on real TensorRT-RTX (which builds without a GPU) on a graph that builds: no assert
-    fails. A bug that needs the engine run gets no such call (repro.py runs it)."""
+    fails. Another bug runs the engine (tests/test_tensorrt_rtx.py runs that form on a GPU)."""
     pytest.importorskip("onnxscript")
     from oracles.backends import resolve
     from oracles.backends.tensorrt import tensorrt_module_name
@@ -138,15 +138,17 @@ def test_a_tensorrt_build_failure_snippet_parses_and_builds_as_trtmin_did(tmp_pa
 
     if tensorrt_module_name() is None:
         pytest.skip("neither tensorrt nor tensorrt_rtx is installed")
+    tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
     backend = resolve("tensorrt", {"tf32": "false", "optimization_level": "1", "workspace": str(2**28)})
     built = backend.snippet_call(["x"], Verdict("crash", "TensorRTError", "building the engine failed: Error Code 1"))
     assert "config.clear_flag(trt.BuilderFlag.TF32)" in built.setup
     assert "config.builder_optimization_level = 1" in built.setup and built.last.startswith("assert builder.build")
     parsed = backend.snippet_call(["x"], Verdict("crash", "TensorRTError", "the ONNX parser failed: In node 0"))
     assert parsed.last.startswith("assert parser.parse_from_file(") and not any("config" in s for s in parsed.setup)
-    assert backend.snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0)) is None
+    ran = backend.snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
+    assert ran.last.startswith("context.execute_async_v3(") and "config.clear_flag(trt.BuilderFlag.TF32)" in ran.setup
+    assert not lint(snippet_source(FORWARD, tensors, None, "cuda", "differs", ran, ("x",)), "snippet.py")
 
-    tensors = {"x": ("torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
     text = snippet_source(FORWARD, tensors, None, "cpu", "building the engine failed", built, ("x",))
     assert not lint(text, "snippet.py"), text
     monkeypatch.chdir(tmp_path)  # where it writes its export

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import plugin
-from tests.helpers import ROOT, run_cli, run_repro
+from tests.helpers import ROOT, run_cli, run_cli_here, run_repro
 
 
 def reduce_args(model: Path, inputs: Path, out: Path, oracle: str, fn: str, *extra: str) -> list[str]:
@@ -32,7 +32,7 @@ def summary(out: Path) -> dict:
 def clean_mismatch_run(host_program, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("clean")
     model, inputs = host_program
-    r = run_cli(*reduce_args(model, inputs, out, "mismatch", "mismatch_mul_exp"))
+    r = run_cli(*reduce_args(model, inputs, out, "mismatch", "mismatch_mul_exp", "--no-verify"))
     assert r.returncode == 0, r.stderr[-2000:]
     return out
 
@@ -41,7 +41,7 @@ def test_worker_killed_mid_call_is_retried(host_program, clean_mismatch_run, tmp
     monkeypatch.setenv("TRTMIN_TEST_STATE", str(tmp_path))
     model, inputs = host_program
     out = tmp_path / "out"
-    r = run_cli(*reduce_args(model, inputs, out, "mismatch", "sigkill_once_then_mismatch"))
+    r = run_cli(*reduce_args(model, inputs, out, "mismatch", "sigkill_once_then_mismatch", "--no-verify"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "killed").exists()  # the kill did happen
     program = lambda p: p.read_text().split("class Repro")[1].split("def compile_backend")[0]
@@ -150,7 +150,7 @@ def _wait_for_journal(out: Path, lines: int, proc: subprocess.Popen, limit: floa
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
 def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_run, tmp_path, how):
     model, inputs = host_program
-    args = reduce_args(model, inputs, tmp_path, "mismatch", "mismatch_mul_exp")
+    args = reduce_args(model, inputs, tmp_path, "mismatch", "mismatch_mul_exp", "--no-verify")  # as clean_mismatch_run
     proc = _start(args)
     _wait_for_journal(tmp_path, 4, proc)  # the header and 3 of the 6 verdicts: mid-reduction
     proc.send_signal(how)
@@ -160,7 +160,7 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
     # Nothing is half-written: a repro.py, if the signal came that late, is a whole one.
     if (tmp_path / "repro.py").exists():
         compile((tmp_path / "repro.py").read_text(), "repro.py", "exec")
-    assert run_cli(*args).returncode == 2  # the folder holds a run: refused without --resume
+    assert run_cli_here(*args).returncode == 2  # the folder holds a run: refused without --resume
     r = run_cli(*args, "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "repro.py").read_bytes() == (clean_mismatch_run / "repro.py").read_bytes()
