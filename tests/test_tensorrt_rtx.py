@@ -152,11 +152,12 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     model, inputs = save_program(make().eval(), make_inputs(), tmp_path)
     out = tmp_path / "out"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "tensorrt", "--oracle", "crash",
-                "--emit", "tensorrt", "--out", str(out), "--device", "cuda" if HAS_GPU else "cpu")
+                "--emit", "tensorrt", "--out", str(out), "--device", "cuda" if HAS_GPU else "cpu",
+                "--no-verify")  # the test runs both scripts alone itself
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["original_nodes"] >= 10 and summary["final_nodes"] == nodes, summary["final_nodes"]
-    assert words in summary["final_verdict"] and summary["repro_alone"]["exit"] == 1, summary["final_verdict"]
+    assert words in summary["final_verdict"], summary["final_verdict"]
     trt = import_tensorrt()
     assert summary["environment"][trt.__name__] == trt.__version__
     assert tensorrt_name(trt) in (out / "report.md").read_text().splitlines()[0]

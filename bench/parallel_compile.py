@@ -1,0 +1,94 @@
+"""Does a compile slow down when others run beside it on the same machine? For `--jobs N`
+on one GPU: N processes start together, each compiles the whole program (a trtmin slice
+of every node, as a worker compiles a candidate) `--repeat` times with the backend and
+runs it once per compile; each phase is timed.
+
+    python bench/parallel_compile.py MODEL --inputs F --backend torch_tensorrt --device cuda \
+        --procs 1 4 --repeat 3 [--threads 4]
+
+--threads caps torch's and OpenMP's threads in each process (trtmin's workers leave them
+at their defaults). Prints one line per process count: the median compile and run time and
+the slowest process's wall time; --json keeps every sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def one_process(args: argparse.Namespace, barrier, results) -> None:
+    """Load, wait for the others, then compile and run `repeat` times."""
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from minimize.program.model import Program, load_exported
+    from oracles.backends import resolve
+
+    ep = load_exported(Path(args.model))
+    inputs = torch.load(args.inputs, weights_only=True)
+    program = Program(ep, list(inputs), device=args.device)
+    piece = program.materialize(program.all_kept())
+    values = [v.to(args.device) if isinstance(v, torch.Tensor) else v for v in program.inputs_for(piece)]
+    backend = resolve(args.backend, {})
+    backend.compile(piece.gm, values)(*values)  # warm: imports, CUDA context, first kernels
+    barrier.wait()
+    samples = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        compiled = backend.compile(piece.gm, values)
+        t1 = time.perf_counter()
+        compiled(*values)
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        samples.append((t1 - t0, time.perf_counter() - t1))
+    results.put(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model")
+    parser.add_argument("--inputs", required=True)
+    parser.add_argument("--backend", default="torch_tensorrt")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--procs", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    ctx = mp.get_context("spawn")  # CUDA in each child of its own
+    report = {}
+    for n in args.procs:
+        barrier, results = ctx.Barrier(n + 1), ctx.Queue()
+        procs = [ctx.Process(target=one_process, args=(args, barrier, results)) for _ in range(n)]
+        for p in procs:
+            p.start()
+        barrier.wait()
+        t0 = time.perf_counter()
+        samples = [results.get() for _ in procs]
+        wall = time.perf_counter() - t0
+        for p in procs:
+            p.join()
+        compiles = [c for s in samples for c, _ in s]
+        runs = [r for s in samples for _, r in s]
+        report[n] = {"wall_s": wall, "compile_s": compiles, "run_s": runs}
+        print(f"procs {n} threads {args.threads or 'default'}: compile median {statistics.median(compiles):.2f} s "
+              f"(min {min(compiles):.2f}, max {max(compiles):.2f}), run median {statistics.median(runs):.3f} s, "
+              f"{n * args.repeat} compiles in {wall:.1f} s", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
