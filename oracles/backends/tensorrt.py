@@ -326,11 +326,12 @@ class TensorRTBackend(Backend):
         return run
 
     def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
-        """For a bug TensorRT's parser or builder shows: the export to ONNX, then the parse
-        and the build as build_plan makes them, the failing step last as an assert (the
-        snippet raises there, TensorRT's logger having printed its words). None for a bug
-        that needs the engine run, which repro.py does."""
-        if verdict is None or verdict.kind != "crash" or not build_failure(verdict.message):
+        """The export to ONNX, then the parse and the build as build_plan makes them. For a
+        bug the parser or the builder shows, the failing step is last, as an assert (the
+        snippet raises there, TensorRT's logger having printed its words); for any other,
+        the engine then runs on CUDA tensors into `got`, the inputs first, as run_engine_torch
+        feeds it (static shapes: the engine's outputs have eager's)."""
+        if verdict is None:
             return None
         opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
         typed = "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)" if self.options.get("strongly_typed") else ""
@@ -339,17 +340,27 @@ class TensorRTBackend(Backend):
                  f"network = builder.create_network({typed})", "parser = trt.OnnxParser(network, logger)"]
         parse = f"assert parser.parse_from_file({SNIPPET_ONNX!r}), parser.get_error(0)"
         imports = (f"import {tensorrt_module_name() or 'tensorrt'} as trt",)
-        if verdict.message.startswith(BUILD_FAILURES[0]):
+        at_build = verdict.kind == "crash" and build_failure(verdict.message)
+        if at_build and verdict.message.startswith(BUILD_FAILURES[0]):
             return SnippetCall(imports=imports, module=True, setup=tuple(setup), last=parse)
-        config = ["config = builder.create_builder_config()"] + [
+        setup += [parse, "config = builder.create_builder_config()"] + [
             f"config.{'set' if on else 'clear'}_flag(trt.BuilderFlag.{name})"
             for name, on in sorted(self.options.get("builder_flags", {}).items())]
         if self.options.get("optimization_level") is not None:
-            config.append(f"config.builder_optimization_level = {int(self.options['optimization_level'])}")
+            setup.append(f"config.builder_optimization_level = {int(self.options['optimization_level'])}")
         if self.options.get("workspace") is not None:
-            config.append(f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {int(self.options['workspace'])})")
-        return SnippetCall(imports=imports, module=True, setup=(*setup, parse, *config),
-                           last='assert builder.build_serialized_network(network, config), "building the engine failed"')
+            setup.append(f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {int(self.options['workspace'])})")
+        if at_build:
+            return SnippetCall(imports=imports, module=True, setup=tuple(setup),
+                               last='assert builder.build_serialized_network(network, config), "building the engine failed"')
+        setup += ["runtime = trt.Runtime(logger)",
+                  "engine = runtime.deserialize_cuda_engine(builder.build_serialized_network(network, config))",
+                  "context = engine.create_execution_context()",
+                  "got = [torch.empty_like(o) for o in out]  # the engine writes its outputs here",
+                  f"for i, t in enumerate([{''.join(a + ', ' for a in args)}*got]):  # its inputs, then its outputs",
+                  "    context.set_tensor_address(engine.get_tensor_name(i), t.data_ptr())"]
+        return SnippetCall(imports=imports, module=True, setup=tuple(setup),
+                           last="context.execute_async_v3(torch.cuda.current_stream().cuda_stream)")
 
     def script_part(self) -> ScriptPart:
         return self.script_part_for(None)
