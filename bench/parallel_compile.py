@@ -19,41 +19,46 @@ import multiprocessing as mp
 import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def one_process(args: argparse.Namespace, barrier, results) -> None:
-    """Load, wait for the others, then compile and run `repeat` times."""
-    if args.threads:
-        os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    import torch
+def one_process(args: argparse.Namespace, state: str, barrier, results) -> None:
+    """Load the program as a worker does, wait for the others, then compile and run
+    `repeat` times. Any failure is put on the queue (and breaks the barrier), so the
+    probe ends at once."""
+    try:
+        if args.threads:
+            os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    from minimize.program.model import Program, load_exported
-    from oracles.backends import resolve
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        from minimize.run.worker_side import load_state
+        from oracles.backends import resolve
 
-    ep = load_exported(Path(args.model))
-    inputs = torch.load(args.inputs, weights_only=True)
-    program = Program(ep, list(inputs), device=args.device)
-    piece = program.materialize(program.all_kept())
-    values = [v.to(args.device) if isinstance(v, torch.Tensor) else v for v in program.inputs_for(piece)]
-    backend = resolve(args.backend, {})
-    backend.compile(piece.gm, values)(*values)  # warm: imports, CUDA context, first kernels
-    barrier.wait()
-    samples = []
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        compiled = backend.compile(piece.gm, values)
-        t1 = time.perf_counter()
-        compiled(*values)
-        if args.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        samples.append((t1 - t0, time.perf_counter() - t1))
-    results.put(samples)
+        program = load_state(Path(state), args.device)
+        piece = program.materialize(program.all_kept())
+        values = program.inputs_for(piece)
+        backend = resolve(args.backend, {})
+        backend.compile(piece.gm, values)(*values)  # warm: imports, CUDA context, first kernels
+        barrier.wait(timeout=600)
+        samples = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            compiled = backend.compile(piece.gm, values)
+            t1 = time.perf_counter()
+            compiled(*values)
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            samples.append((t1 - t0, time.perf_counter() - t1))
+        results.put(samples)
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        barrier.abort()
+        results.put(f"{type(e).__name__}: {e}"[:2000])
 
 
 def main() -> None:
@@ -67,19 +72,33 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--json")
     args = parser.parse_args()
+    import tempfile
+
+    import torch
+
+    from minimize.program.model import Program, load_exported
+    from minimize.run.worker_side import save_state
+
+    state = tempfile.mkdtemp(prefix="parallel-compile-")  # the program as the main process leaves it to workers
+    save_state(Program(load_exported(Path(args.model)), list(torch.load(args.inputs, weights_only=True))), Path(state))
     ctx = mp.get_context("spawn")  # CUDA in each child of its own
     report = {}
     for n in args.procs:
         barrier, results = ctx.Barrier(n + 1), ctx.Queue()
-        procs = [ctx.Process(target=one_process, args=(args, barrier, results)) for _ in range(n)]
+        procs = [ctx.Process(target=one_process, args=(args, state, barrier, results)) for _ in range(n)]
         for p in procs:
             p.start()
-        barrier.wait()
+        try:
+            barrier.wait(timeout=600)
+        except threading.BrokenBarrierError:
+            sys.exit(f"a process failed: {results.get(timeout=10)}")
         t0 = time.perf_counter()
-        samples = [results.get() for _ in procs]
+        samples = [results.get(timeout=600) for _ in procs]
         wall = time.perf_counter() - t0
         for p in procs:
             p.join()
+        if any(isinstance(s, str) for s in samples):
+            sys.exit(f"a process failed: {next(s for s in samples if isinstance(s, str))}")
         compiles = [c for s in samples for c, _ in s]
         runs = [r for s in samples for _, r in s]
         report[n] = {"wall_s": wall, "compile_s": compiles, "run_s": runs}
