@@ -74,13 +74,14 @@ def main() -> None:
     args = parser.parse_args()
     import tempfile
 
-    import torch
-
+    from minimize.program.inputs import load_inputs, prepare, to_device
     from minimize.program.model import Program, load_exported
     from minimize.run.worker_side import save_state
 
     state = tempfile.mkdtemp(prefix="parallel-compile-")  # the program as the main process leaves it to workers
-    save_state(Program(load_exported(Path(args.model)), list(torch.load(args.inputs, weights_only=True))), Path(state))
+    ep = load_exported(Path(args.model))
+    inputs = to_device(load_inputs(Path(args.inputs), ep), args.device)
+    save_state(Program(prepare(ep, args.device), inputs, device=args.device, fixed_random=True), Path(state))
     ctx = mp.get_context("spawn")  # CUDA in each child of its own
     report = {}
     for n in args.procs:
