@@ -191,7 +191,7 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
                                      header=f"{info.title}\n\n{info.verdict.describe()}\n{note}",
                                      error_pattern=error_pattern(info.signature, info.match),
                                      timeout=info.timeout, settings=backend.build_settings, exact=exact,
-                                     build_time=info.verdict.kind == "crash" and build_failure(info.verdict.message))
+                                     build_time=build_failure(info.verdict))
     backend = BUILTIN[spec](spec, settings)  # no package check: writing a script needs none
     device = info.device if info.device.split(":")[0] in backend.devices else backend.devices[0]
     if device != info.device:  # Torch-TensorRT from a CPU reduction: its script runs where it can

@@ -274,9 +274,9 @@ def check_tensorrt(spec: str) -> None:
 
 
 
-def build_failure(message: str) -> bool:
-    """Whether a crash's message is the parser's or the builder's (no GPU needed to see it)."""
-    return message.startswith(BUILD_FAILURES)
+def build_failure(verdict: Verdict | None) -> bool:
+    """Whether the bug is a crash of the parser or the builder (no GPU needed to see it)."""
+    return verdict is not None and verdict.kind == "crash" and verdict.message.startswith(BUILD_FAILURES)
 
 
 class TensorRTBackend(Backend):
@@ -340,7 +340,7 @@ class TensorRTBackend(Backend):
                  f"network = builder.create_network({typed})", "parser = trt.OnnxParser(network, logger)"]
         parse = f"assert parser.parse_from_file({SNIPPET_ONNX!r}), parser.get_error(0)"
         imports = (f"import {tensorrt_module_name() or 'tensorrt'} as trt",)
-        at_build = verdict.kind == "crash" and build_failure(verdict.message)
+        at_build = build_failure(verdict)
         if at_build and verdict.message.startswith(BUILD_FAILURES[0]):
             return SnippetCall(imports=imports, module=True, setup=tuple(setup), last=parse)
         setup += [parse, "config = builder.create_builder_config()"] + [
@@ -369,7 +369,7 @@ class TensorRTBackend(Backend):
         """For repro.py (torch + TensorRT or TensorRT-RTX): the same export, build and runner.
         Without a GPU the script still parses and builds: a bug in the parser or builder
         (`verdict`) is judged there, any other says SKIPPED."""
-        at_build = verdict is not None and verdict.kind == "crash" and build_failure(verdict.message)
+        at_build = build_failure(verdict)
         no_gpu = ('print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error (not run: no '
                   'CUDA GPU here)")\n    sys.exit(0)' if at_build else
                   'print(f"SKIPPED: {tensorrt_name(trt)} built the engine; running it needs a CUDA GPU, and none is '
