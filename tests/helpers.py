@@ -105,10 +105,15 @@ if "got" in globals():  # the backend's call ran: say whether it differs from ea
 '''
 
 
+def report_snippet_text(folder: Path) -> str:
+    """The snippet at the top of report.md: its first python block."""
+    return (folder / "report.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
     """Runs the eager snippet at the top of report.md alone (beside repro.py, whose tensors
     file it may read) and checks it computes what repro.py's Repro does, exactly."""
-    snippet = (folder / "report.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
+    snippet = report_snippet_text(folder)
     check = folder.parent / f"{folder.name}_snippet_check.py"
     check.write_text(snippet + SNIPPET_CHECK)
     env = alone_env()

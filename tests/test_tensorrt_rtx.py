@@ -23,7 +23,7 @@ from oracles.backends.tensorrt import TensorRTBackend, import_tensorrt, tensorrt
 from oracles.checks import Tolerance
 from oracles.evaluate import evaluate
 from tests.conftest import save_program
-from tests.helpers import run_cli, run_report_snippet, run_repro
+from tests.helpers import report_snippet_text, run_cli, run_report_snippet, run_repro
 from tests.test_backends_trt_family import candidate
 
 HAS_TRT = any(importlib.util.find_spec(m) is not None for m in ("tensorrt", "tensorrt_rtx"))
@@ -175,7 +175,7 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     snippet = run_report_snippet(out)
     if importlib.util.find_spec("pyflakes"):  # a test extra: the GPU machine has none, and importing
         from tests.test_script_lint import lint  # test_script_lint there would skip this whole module
-        assert not lint((out / "report.md").read_text().split("```python\n", 1)[1].split("```", 1)[0], "snippet.py")
+        assert not lint(report_snippet_text(out), "snippet.py")
     assert snippet.returncode == 1 and "AssertionError" in snippet.stderr, snippet.stdout + snippet.stderr[-2000:]
     assert first_words in snippet.stdout + snippet.stderr, snippet.stdout + snippet.stderr[-2000:]
 
