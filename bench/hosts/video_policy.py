@@ -22,6 +22,6 @@ class VideoPolicy(case.VideoPolicy):
         self.blocks = nn.ModuleList(case.Block() for _ in range(layers))
 
 
-def build() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+def build(layers: int = LAYERS) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     torch.manual_seed(0)
-    return VideoPolicy().eval(), (torch.randn(1, case.FRAMES, 3, 28, 28),)
+    return VideoPolicy(layers).eval(), (torch.randn(1, case.FRAMES, 3, 28, 28),)
