@@ -7,6 +7,8 @@
 #   bash bench/gpu_trt.sh lowering # the video policy with attn_bias_is_causal true and false
 #   bash bench/gpu_trt.sh probe    # what torch_executed_ops does to the video policy
 #   CASES=video_policy JOBS="1 4" bash bench/gpu_trt.sh bench  # bench/run_bench.py beside fx_minifier
+#   bash bench/gpu_trt.sh xl       # the 5,057-node host's reduction; a second call resumes it
+#     (XL_JOURNAL=bench/runs/.../video_policy_xl_journal.jsonl: resume an earlier machine's journal)
 # Logs and JSON go to $OUT (the device tool brings them back).
 set -u
 PART=${1:-tests}
@@ -51,6 +53,20 @@ bench)  # successive calls on one warm machine add to one JSON (--resume)
   timeout ${LIMIT:-560} python3 bench/run_bench.py --cases ${CASES:-video_policy} --jobs ${JOBS:-1 4} \
     --json $T/bench.json --resume ${FX_ARGS:-} >> $L 2>&1
   cp $T/bench.json $O/bench_h200.json
+  ;;
+xl)  # one reduction that may span device calls on one warm machine: a later call resumes it
+  [ -f $T/video_policy_xl.pt2 ] || python3 -m bench.hosts video_policy_xl $T >> $L 2>&1
+  opts=$(python3 -c "import bench.hosts.video_policy_xl as m; print(' '.join(m.RUN))")
+  if [ -n "${XL_JOURNAL:-}" ] && [ ! -f $T/out_xl/journal.jsonl ]; then  # an earlier machine's calls
+    mkdir -p $T/out_xl && cp $XL_JOURNAL $T/out_xl/journal.jsonl
+  fi
+  again=$([ -f $T/out_xl/journal.jsonl ] && echo --resume)
+  s0=$(date +%s.%N)
+  timeout -s INT -k 30 ${LIMIT:-540} python3 -m minimize.cli reduce $T/video_policy_xl.pt2 --inputs $T/video_policy_xl_inputs.pt $opts \
+    --jobs ${JOBS:-1} --no-verify --timeout 1800 --out $T/out_xl $again >> $T/xl.log 2>&1
+  echo "== video_policy_xl ${again:-fresh} rc=$? $(python3 -c "print(round($(date +%s.%N) - $s0, 1))") s" >> $L
+  tail -30 $T/xl.log >> $L
+  mkdir -p $O/xl; cp $T/out_xl/{repro.py,report.md,summary.json,journal.jsonl} $O/xl/ 2>/dev/null
   ;;
 probe)
   timeout 200 python3 bench/hosts/probe_fallback.py >> $L 2>&1
