@@ -152,22 +152,44 @@ def judge(status: str, expected: str, reason: str = "", strict_skips: bool = Fal
     return False, f"{status} where {expected} is expected"
 
 
-# The packages a backend's script imports to call the compiler ("a|b": either).
+# The compiler's own package, which any script of the backend imports ("a|b": either): what
+# a script without a REQUIRES list of its own (one written by hand) needs at least.
 REQUIRED = {"torch_tensorrt": ("torch_tensorrt",), "tensorrt": ("tensorrt|tensorrt_rtx",),
             "executorch": ("executorch",), "onnxruntime": ("onnxruntime",)}
 
 
-def cannot_run_here(backend: str, device: str, facts: Facts) -> str | None:
-    """Why a repro cannot run on this machine, known from its manifest alone (a CUDA repro
-    without a GPU, a compiler that is not installed), or None: the script would say the
-    same SKIPPED after its eager half, seconds later. The eager control needs no compiler."""
+def script_requires(script: Path) -> list[str] | None:
+    """The packages `script` checks for before it calls its backend: its module-level
+    `REQUIRES = [...]`, as trtmin writes it (minimize/emit/script.py); None where it has none."""
+    import ast
+
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):  # the run will say what is wrong with it
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "REQUIRES" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            return [str(v) for v in value] if isinstance(value, (list, tuple)) else None
+    return None
+
+
+def cannot_run_here(backend: str, device: str, facts: Facts, script: Path | None = None) -> str | None:
+    """Why a repro cannot run on this machine, known before running it (a CUDA repro
+    without a GPU, a package its script checks for, or its compiler, not installed), or
+    None: the script would say the same SKIPPED after its eager half, seconds later. The
+    eager control needs no compiler."""
     import importlib.util
 
     if device.startswith("cuda") and facts.gpu is None:
         return "no CUDA GPU is visible here"
     if os.environ.get("TRTMIN_BACKEND") == "eager":
         return None
-    for name in REQUIRED.get(backend.split(":")[0], ()):
+    own = script_requires(script) if script is not None else None
+    for name in own if own is not None else REQUIRED.get(backend.split(":")[0], ()):
         if not any(importlib.util.find_spec(n) is not None for n in name.split("|")):
             return f"{name.replace('|', ' or ')} is not installed"
     return None
@@ -187,7 +209,7 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
     expected, because = m.expectation(facts)
     if os.environ.get("TRTMIN_BACKEND") == "eager":
         expected, because = "fixed", "control run: TRTMIN_BACKEND=eager"
-    reason = cannot_run_here(m.backend, m.device, facts)
+    reason = cannot_run_here(m.backend, m.device, facts, repro.script)
     if reason:
         ok, note = judge(SKIPPED, expected, reason, strict_skips)
         return Result(repro.name, title, upstream, SKIPPED, expected, ok, 0.0, f"SKIPPED: {reason}", reason=reason,

@@ -546,6 +546,23 @@ def test_a_repro_that_cannot_run_here_is_skipped_without_running(tmp_path: Path,
     assert control.status == "FIXED" and ran.exists()
 
 
+def test_the_packages_a_script_checks_for_are_checked_before_it_runs(tmp_path: Path) -> None:
+    """A script's own REQUIRES (an ONNX Runtime or TensorRT script also needs onnxscript,
+    onnx) decides SKIPPED before it runs, "a|b" meaning either; a backend with no package of
+    its own (inductor) and a script that declares none run."""
+    ran = tmp_path / "ran"
+    touch = f"import pathlib\npathlib.Path({str(ran)!r}).touch()\n"
+    make_repro(tmp_path / "missing", "needs_two", "REQUIRES = ['json', 'no_such_pkg_a|no_such_pkg_b']\n" + touch
+               + exits(1, "REPRODUCED: ran"))
+    [result] = run_repros(tmp_path / "missing", timeout=20)
+    assert (result.status, result.reason) == ("SKIPPED", "no_such_pkg_a or no_such_pkg_b is not installed")
+    assert not ran.exists()
+    make_repro(tmp_path / "present", "either_one", "REQUIRES = ['no_such_pkg_a|json']  # either\n" + touch
+               + exits(1, "REPRODUCED: ran"))
+    [result] = run_repros(tmp_path / "present", timeout=20)
+    assert result.status == "REPRODUCED" and ran.exists()
+
+
 def test_jobs_run_repros_side_by_side_and_keep_the_suite_order(tmp_path: Path) -> None:
     """With --jobs 2 two repros run at once (each waits for the other to start; one after
     the other, the first would give up), the results come back in suite order, and each is
