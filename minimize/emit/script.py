@@ -116,7 +116,7 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
     """Source of Repro.__init__ (the weights) and make_inputs(), and the tensors that go
     to the file beside the script."""
     big: dict[str, torch.Tensor] = {}
-    load = f"torch.load(pathlib.Path(__file__).with_name({INPUTS_FILE!r}), weights_only=True)"
+    load = f"torch.load(os.path.join(os.path.dirname(__file__), {INPUTS_FILE!r}), weights_only=True)"  # os: always imported
     weight_exprs = tensor_expressions(constants, generated, big)
     input_exprs = tensor_expressions(inputs, generated, big)
     weights = [f"        self.register_buffer({n!r}, {e})" for n, e in weight_exprs.items()]
@@ -200,7 +200,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
            *(["importlib.util"] if "requires" in on else []),
-           *(["pathlib"] if big else []), *(["re"] if on & {"pattern", "child"} else []),
+           *(["re"] if on & {"pattern", "child"} else []),
            *(["subprocess"] if "child" in on else [])]
     head = HEADER.format(about=_docstring_text(textwrap.fill(about, 96, break_on_hyphens=False)),
                          memory_words=_memory_words(info),
