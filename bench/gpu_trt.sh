@@ -62,7 +62,7 @@ xl)  # one reduction that may span device calls on one warm machine: a later cal
   fi
   again=$([ -f $T/out_xl/journal.jsonl ] && echo --resume)
   s0=$(date +%s.%N)
-  timeout -s INT -k 30 ${LIMIT:-540} python3 -m minimize.cli reduce $T/video_policy_xl.pt2 --inputs $T/video_policy_xl_inputs.pt $opts \
+  timeout -s INT -k 30 ${LIMIT:-480} python3 -m minimize.cli reduce $T/video_policy_xl.pt2 --inputs $T/video_policy_xl_inputs.pt $opts \
     --jobs ${JOBS:-1} --no-verify --timeout 1800 --out $T/out_xl $again >> $T/xl.log 2>&1
   echo "== video_policy_xl ${again:-fresh} rc=$? $(python3 -c "print(round($(date +%s.%N) - $s0, 1))") s" >> $L
   tail -30 $T/xl.log >> $L

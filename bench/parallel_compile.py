@@ -14,9 +14,11 @@ the slowest process's wall time; --json keeps every sample.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import multiprocessing as mp
 import os
+import shutil
 import statistics
 import sys
 import threading
@@ -79,6 +81,7 @@ def main() -> None:
     from minimize.run.worker_side import save_state
 
     state = tempfile.mkdtemp(prefix="parallel-compile-")  # the program as the main process leaves it to workers
+    atexit.register(shutil.rmtree, state, True)
     ep = load_exported(Path(args.model))
     inputs = to_device(load_inputs(Path(args.inputs), ep), args.device)
     save_state(Program(prepare(ep, args.device), inputs, device=args.device, fixed_random=True), Path(state))

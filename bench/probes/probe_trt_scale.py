@@ -65,7 +65,7 @@ def main() -> None:
             piece = program.materialize(program.all_kept(), mark_all=mark_all)
             values = program.inputs_for(piece)
             profiler = cProfile.Profile() if not mark_all and layers == args.profile else None
-            t = time.perf_counter()
+            t, compile_s = time.perf_counter(), None
             try:
                 if profiler:
                     profiler.enable()
@@ -73,9 +73,9 @@ def main() -> None:
                 if profiler:
                     profiler.disable()
                 compile_s = time.perf_counter() - t
+                expected = piece.gm(*values)
                 t = time.perf_counter()
                 out = compiled(*values)
-                expected = piece.gm(*values)
                 if args.device.startswith("cuda"):
                     torch.cuda.synchronize()
                 run_s = time.perf_counter() - t
@@ -86,7 +86,8 @@ def main() -> None:
                          f"({len(out)} outputs, max abs off eager {off:.3g})")
             except Exception as e:  # noqa: BLE001 - a probe reports and goes on
                 line += f"; {'mark_all' if mark_all else 'whole'} failed after {time.perf_counter() - t:.1f} s: {type(e).__name__}: {str(e)[:200]}"
-                compile_s = time.perf_counter() - t
+                if compile_s is None:  # the compile failed: its time is what it took to fail
+                    compile_s = time.perf_counter() - t
             if not mark_all:
                 last = (layers, compile_s)
             if profiler:
