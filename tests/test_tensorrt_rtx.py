@@ -181,21 +181,29 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
 
 
 @pytest.mark.skipif(not HAS_GPU, reason="the engine runs on a CUDA GPU")
-def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("device, transposed", [("cuda", False), ("cpu", True)])
+def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path, monkeypatch, device: str,
+                                                                 transposed: bool) -> None:
     """report.md's snippet for a mismatch: export, parse, build, then the engine run into
-    `got`, inputs first; on a graph TensorRT gets right, got is eager's out."""
+    `got`, inputs first; on a graph TensorRT gets right, got is eager's out. Also for a
+    reduction on --device cpu (eager's tensors on the CPU) whose output eager leaves
+    transposed, not contiguous (the engine writes row-major buffers)."""
     from minimize.emit.snippet import snippet_source
     from oracles.verdict import Verdict
     from tests.test_snippet import FORWARD
 
     call = TensorRTBackend("tensorrt").snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
     tensors = {"x": ("torch.randn(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
-    text = snippet_source(FORWARD.replace("-inf", "-1.0"), tensors, None, "cuda", "differs", call, ("x",))
+    forward = FORWARD.replace("-inf", "-1.0")
+    if transposed:
+        forward = forward.replace("    return (linear,)", "    t = torch.ops.aten.t.default(linear)\n    return (t,)")
+    text = snippet_source(forward, tensors, None, device, "differs", call, ("x",))
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
     exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
     torch.cuda.synchronize()
-    torch.testing.assert_close(ns["got"][0], ns["out"][0], rtol=1e-3, atol=1e-3)
+    assert ns["out"][0].is_contiguous() is not transposed
+    torch.testing.assert_close(ns["got"][0].cpu(), ns["out"][0].cpu(), rtol=1e-3, atol=1e-3)
 
 
 def test_tensorrt_words_keep_what_was_said_and_drop_the_noise() -> None:

@@ -329,8 +329,9 @@ class TensorRTBackend(Backend):
         """The export to ONNX, then the parse and the build as build_plan makes them. For a
         bug the parser or the builder shows, the failing step is last, as an assert (the
         snippet raises there, TensorRT's logger having printed its words); for any other,
-        the engine then runs on CUDA tensors into `got`, the inputs first, as run_engine_torch
-        feeds it (static shapes: the engine's outputs have eager's)."""
+        the engine then runs into `got` (contiguous CUDA buffers of eager's shapes and dtypes:
+        static shapes), fed the tensor arguments on CUDA, as run_engine_torch feeds it (the
+        export folds the others into the ONNX model)."""
         if verdict is None:
             return None
         opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
@@ -356,8 +357,10 @@ class TensorRTBackend(Backend):
         setup += ["runtime = trt.Runtime(logger)",
                   "engine = runtime.deserialize_cuda_engine(builder.build_serialized_network(network, config))",
                   "context = engine.create_execution_context()",
-                  "got = [torch.empty_like(o) for o in out]  # the engine writes its outputs here",
-                  f"for i, t in enumerate([{''.join(a + ', ' for a in args)}*got]):  # its inputs, then its outputs",
+                  f"feed = [t.cuda().contiguous() for t in {args_tuple(args)} if isinstance(t, torch.Tensor)]"
+                  "  # the ONNX model's inputs",
+                  'got = [torch.empty(o.shape, dtype=o.dtype, device="cuda") for o in out]  # the engine writes here',
+                  "for i, t in enumerate(feed + got):  # the engine's inputs, then its outputs",
                   "    context.set_tensor_address(engine.get_tensor_name(i), t.data_ptr())"]
         return SnippetCall(imports=imports, module=True, setup=tuple(setup),
                            last="context.execute_async_v3(torch.cuda.current_stream().cuda_stream)")
