@@ -147,6 +147,8 @@ def test_a_tensorrt_build_failure_snippet_parses_and_builds_as_trtmin_did(tmp_pa
     assert parsed.last.startswith("assert parser.parse_from_file(") and not any("config" in s for s in parsed.setup)
     ran = backend.snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
     assert ran.last.startswith("context.execute_async_v3(") and "config.clear_flag(trt.BuilderFlag.TF32)" in ran.setup
+    assigned = [line.split(" = ")[0] for line in ran.setup]  # the inputs are read before a name is taken
+    assert assigned.index("feed") < min(assigned.index(n) for n in ("logger", "network", "config", "engine", "context"))
     assert not lint(snippet_source(FORWARD, tensors, None, "cuda", "differs", ran, ("x",)), "snippet.py")
 
     text = snippet_source(FORWARD, tensors, None, "cpu", "building the engine failed", built, ("x",))

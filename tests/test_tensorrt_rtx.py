@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -187,17 +188,20 @@ def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path,
     """report.md's snippet for a mismatch: export, parse, build, then the engine run into
     `got`, inputs first; on a graph TensorRT gets right, got is eager's out. Also for a
     reduction on --device cpu (eager's tensors on the CPU) whose output eager leaves
-    transposed, not contiguous (the engine writes row-major buffers)."""
+    transposed, not contiguous (the engine writes row-major buffers), and whose input's
+    name, context, is one the snippet's own lines take."""
     from minimize.emit.snippet import snippet_source
     from oracles.verdict import Verdict
     from tests.test_snippet import FORWARD
 
-    call = TensorRTBackend("tensorrt").snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
-    tensors = {"x": ("torch.randn(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
+    name = "context" if transposed else "x"
+    call = TensorRTBackend("tensorrt").snippet_call([name], Verdict("mismatch", output=0, max_abs=1.0))
+    tensors = {name: ("torch.randn(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
     forward = FORWARD.replace("-inf", "-1.0")
     if transposed:
         forward = forward.replace("    return (linear,)", "    t = torch.ops.aten.t.default(linear)\n    return (t,)")
-    text = snippet_source(forward, tensors, None, device, "differs", call, ("x",))
+        forward = re.sub(r"\bx\b", name, forward)
+    text = snippet_source(forward, tensors, None, device, "differs", call, (name,))
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
     exec(text, ns)  # noqa: S102 - the snippet as report.md shows it

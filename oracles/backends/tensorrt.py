@@ -354,11 +354,11 @@ class TensorRTBackend(Backend):
         if at_build:
             return SnippetCall(imports=imports, module=True, setup=tuple(setup),
                                last='assert builder.build_serialized_network(network, config), "building the engine failed"')
+        setup.insert(1, f"feed = [t.cuda().contiguous() for t in {args_tuple(args)} if isinstance(t, torch.Tensor)]"
+                        "  # the engine's inputs")  # before the names below are taken (an input called context)
         setup += ["runtime = trt.Runtime(logger)",
                   "engine = runtime.deserialize_cuda_engine(builder.build_serialized_network(network, config))",
                   "context = engine.create_execution_context()",
-                  f"feed = [t.cuda().contiguous() for t in {args_tuple(args)} if isinstance(t, torch.Tensor)]"
-                  "  # the ONNX model's inputs",
                   'got = [torch.empty(o.shape, dtype=o.dtype, device="cuda") for o in out]  # the engine writes here',
                   "for i, t in enumerate(feed + got):  # the engine's inputs, then its outputs",
                   "    context.set_tensor_address(engine.get_tensor_name(i), t.data_ptr())"]
