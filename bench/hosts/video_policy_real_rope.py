@@ -58,3 +58,12 @@ class RealRopePolicy(case.VideoPolicy):
 def build(layers: int = LAYERS) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     torch.manual_seed(0)
     return RealRopePolicy(layers).eval(), (torch.randn(1, case.FRAMES, 3, 28, 28),)
+
+
+def attn_bias_is_causal(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]):
+    """A trtmin plugin backend that does on the CPU what Torch-TensorRT 2.11's
+    attn_bias_is_causal lowering does on the GPU: every attention with a square mask runs
+    as plain causal, the mask dropped (bench/cases/block_causal_rope.py's planted
+    mechanism, without its need for a complex value). For counting oracle calls on the
+    5,057-node host without a GPU."""
+    return lambda *args: case._CausalizingInterpreter(gm).run(*args)
