@@ -157,3 +157,20 @@ def test_a_tensorrt_build_failure_snippet_parses_and_builds_as_trtmin_did(tmp_pa
     ns: dict = {}
     exec(text, ns)  # noqa: S102 - the snippet as report.md shows it: this graph builds
     assert "got" not in ns and ns["builder"].build_serialized_network(ns["network"], ns["config"])
+
+
+def test_every_tensorrt_setting_shows_in_its_snippet():
+    """The snippet writes the builder's settings as text, beside build_plan's code that
+    applies them: each --set key the backend takes must change the snippet's text, so a
+    setting added to one and not the other fails here."""
+    from oracles.backends.tensorrt import SETTINGS, TensorRTBackend
+    from oracles.verdict import Verdict
+
+    def text(settings: dict[str, str]) -> str:
+        call = TensorRTBackend("tensorrt", settings).snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
+        return "\n".join((*call.setup, call.last))
+
+    plain = text({})
+    values = {"flags": "FP16", "strongly_typed": "true", "optimization_level": "1", "workspace": "1024", "opset": "18"}
+    for key in SETTINGS:
+        assert text({key: values.get(key, "true")}) != plain, f"--set {key}=... leaves the snippet as it was"
