@@ -1,8 +1,13 @@
 """Live progress for long reductions: what it is doing, nodes left, oracle calls, accepted
-steps, elapsed; from the command's first second (it imports rich alone, not torch)."""
+steps, elapsed; from the command's first second (it imports rich alone, not torch).
+Without a terminal (a log file, CI, a batch job) rich draws no live line, so the same
+state is printed as a plain line every HEARTBEAT_S while the run lasts: a reduction whose
+compiles take minutes is not silent for an hour. A run that ends sooner prints none (its
+one-line errors stay one line)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -14,14 +19,27 @@ if TYPE_CHECKING:
     from minimize.search.problem import ReductionProblem
 
 
+HEARTBEAT_S = 60.0  # without a terminal: a plain line of the state this often
+
+
 class ProgressView:
     def __init__(self, console: Console):
         self.console = console
-        self.t0 = time.monotonic()
+        self.t0 = self.said = time.monotonic()
         self.line: Text | None = None  # the state at the last change; the clock is added at each refresh
         self.doing: str | None = None  # a phase outside the search (start-up, the original, verifying)
         self.live = Live(self, console=console, refresh_per_second=4, transient=True)
         self.start_nodes: int | None = None
+        self._stop = threading.Event()
+        self._beat = None if console.is_terminal else threading.Thread(target=self._heartbeat, daemon=True)
+
+    def _heartbeat(self) -> None:
+        """Without a terminal: the state as a plain line each HEARTBEAT_S, also while one
+        oracle call is out for minutes."""
+        while not self._stop.wait(min(HEARTBEAT_S, 5.0)):
+            if time.monotonic() - self.said >= HEARTBEAT_S:
+                self.said = time.monotonic()
+                self.console.print(self.__rich__(), highlight=False)
 
     def __rich__(self) -> Text:
         """Rendered at every refresh, so the clock runs while an oracle call (an engine build
@@ -35,9 +53,14 @@ class ProgressView:
 
     def __enter__(self) -> "ProgressView":
         self.live.__enter__()
+        if self._beat is not None:
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
         self.live.__exit__(*exc)
 
     def phase(self, doing: str) -> None:
@@ -59,4 +82,5 @@ class ProgressView:
         self.live.refresh()
 
     def log(self, message: str) -> None:
+        self.said = time.monotonic()
         self.console.print(message, highlight=False)

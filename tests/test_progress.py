@@ -24,3 +24,41 @@ def test_the_clock_runs_while_no_verdict_comes_in(monkeypatch):
     later = view.__rich__().plain
     assert first.endswith("| 0:00") and later.endswith("| 2:05")
     assert "call nodes 40 -> 40 | oracle calls 3 | accepted 1" in later
+
+
+def test_without_a_terminal_the_state_is_a_plain_line_every_heartbeat(monkeypatch):
+    """A log file or CI gets no live line: the same state is printed every HEARTBEAT_S, also
+    while no verdict comes in; a view that ends sooner prints nothing."""
+    import time
+
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.05)
+    out = io.StringIO()
+    with ProgressView(Console(file=out, width=200)) as view:
+        view.update(SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+                                    counters=SimpleNamespace(oracle_calls=3, accepted=1)))
+        time.sleep(0.4)
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 3 and all("reducing [bisect_window] call nodes 40 -> 40 | oracle calls 3" in ln
+                                   for ln in lines), lines
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 60.0)
+    quiet = io.StringIO()
+    with ProgressView(Console(file=quiet, width=200)) as view:
+        view.phase("checking the original")
+        time.sleep(0.1)
+    assert quiet.getvalue() == ""
+
+
+def test_a_long_first_call_without_a_terminal_is_not_silent(host_program, monkeypatch):
+    """The original's compile is the longest call (minutes for TensorRT): a run logged to a
+    file shows what it is doing meanwhile, and its error is still the last line."""
+    from tests.conftest import plugin
+    from tests.helpers import run_cli_here
+
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.5)
+    model, inputs = host_program
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("hang_on_tanh"),
+                     "--oracle", "crash", "--timeout", "3")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "no result within --timeout 3 s" in lines[-1], r.stderr
+    beats = [ln for ln in lines[:-1] if ln.startswith("checking the original")]
+    assert beats and all(" | 0:0" in ln for ln in beats), r.stderr
