@@ -231,15 +231,20 @@ def check(
                              reference=reference.value, repeat=repeat, memory_limit_mb=memory_limit,
                              imports=checked_imports(import_))
         with Workers(opts) as workers:  # before torch is imported (see reduce)
-            from minimize.run.session import Session
-            with Session(opts, workers) as session:
-                from minimize.program.candidate import Candidate
-                from minimize.program.model import random_draws_note
-                for note in (session.backend.note(), random_draws_note(session.program)):
-                    if note:
-                        print(f"note: {note}", file=sys.stderr)
-                whole = session.program.normalize(session.program.all_kept())
-                runs = session.evaluate([Candidate(whole, tuple(sorted(opts.settings.items())))])[0]
+            from minimize.progress import ProgressView  # the one call may be a TensorRT build of minutes
+            with ProgressView(err) as view:
+                view.phase(f"starting: workers, torch, and {model.name}")
+                from minimize.run.session import Session
+                with Session(opts, workers) as session:
+                    from minimize.program.candidate import Candidate
+                    from minimize.program.model import random_draws_note
+                    for note in (session.backend.note(), random_draws_note(session.program)):
+                        if note:
+                            view.log(f"note: {note}")
+                    view.phase(f"checking: {model.name} on {session.backend.describe()}"
+                               + (f", {repeat} runs" if repeat > 1 else ""))
+                    whole = session.program.normalize(session.program.all_kept())
+                    runs = session.evaluate([Candidate(whole, tuple(sorted(opts.settings.items())))])[0]
     except TrtminError as e:
         _fail(e)
     if repeat > 1:

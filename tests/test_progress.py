@@ -62,3 +62,18 @@ def test_a_long_first_call_without_a_terminal_is_not_silent(host_program, monkey
     assert r.returncode == 2 and "no result within --timeout 3 s" in lines[-1], r.stderr
     beats = [ln for ln in lines[:-1] if ln.startswith("checking the original")]
     assert beats and all(" | 0:0" in ln for ln in beats), r.stderr
+
+
+def test_check_shows_what_it_does_while_its_one_call_is_out(host_program, monkeypatch):
+    """`trtmin check` is one call, a TensorRT build of minutes on a big model: it has the
+    same live line (a plain line each heartbeat without a terminal) and its answer last."""
+    from tests.conftest import plugin
+    from tests.helpers import run_cli_here
+
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.5)
+    model, inputs = host_program
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--backend", plugin("hang_on_tanh"),
+                     "--oracle", "crash", "--timeout", "3")
+    beats = [ln for ln in r.stderr.splitlines() if ln.startswith(f"checking: {model.name} on ")]
+    assert beats and all(" | 0:0" in ln for ln in beats), r.stderr
+    assert r.returncode == 0 and "HANG: no result within the 3 s timeout" in r.stdout.strip().splitlines()[-1], r.stdout
