@@ -336,12 +336,15 @@ class TensorRTBackend(Backend):
             return None
         opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
         typed = "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)" if self.options.get("strongly_typed") else ""
-        setup = [f"torch.onnx.export(f, {args_tuple(args)}, {SNIPPET_ONNX!r}, dynamo=True{opset})",
-                 "logger = trt.Logger(trt.Logger.ERROR)", "builder = trt.Builder(logger)",
-                 f"network = builder.create_network({typed})", "parser = trt.OnnxParser(network, logger)"]
+        at_build = build_failure(verdict)
+        setup = [f"torch.onnx.export(f, {args_tuple(args)}, {SNIPPET_ONNX!r}, dynamo=True{opset})"]
+        if not at_build:  # read the inputs before the names below are taken (an input called context)
+            setup.append(f"feed = [t.cuda().contiguous() for t in {args_tuple(args)} if isinstance(t, torch.Tensor)]"
+                         "  # the engine's inputs")
+        setup += ["logger = trt.Logger(trt.Logger.ERROR)", "builder = trt.Builder(logger)",
+                  f"network = builder.create_network({typed})", "parser = trt.OnnxParser(network, logger)"]
         parse = f"assert parser.parse_from_file({SNIPPET_ONNX!r}), parser.get_error(0)"
         imports = (f"import {tensorrt_module_name() or 'tensorrt'} as trt",)
-        at_build = build_failure(verdict)
         if at_build and verdict.message.startswith(BUILD_FAILURES[0]):
             return SnippetCall(imports=imports, module=True, setup=tuple(setup), last=parse)
         setup += [parse, "config = builder.create_builder_config()"] + [
@@ -354,8 +357,6 @@ class TensorRTBackend(Backend):
         if at_build:
             return SnippetCall(imports=imports, module=True, setup=tuple(setup),
                                last='assert builder.build_serialized_network(network, config), "building the engine failed"')
-        setup.insert(1, f"feed = [t.cuda().contiguous() for t in {args_tuple(args)} if isinstance(t, torch.Tensor)]"
-                        "  # the engine's inputs")  # before the names below are taken (an input called context)
         setup += ["runtime = trt.Runtime(logger)",
                   "engine = runtime.deserialize_cuda_engine(builder.build_serialized_network(network, config))",
                   "context = engine.create_execution_context()",
