@@ -26,7 +26,7 @@ class ProgressView:
     def __init__(self, console: Console):
         self.console = console
         self.t0 = self.said = time.monotonic()
-        self.line: Text | None = None  # the state at the last change; the clock is added at each refresh
+        self.problem: "ReductionProblem | None" = None  # read at each refresh: a pass that starts shows at once
         self.doing: str | None = None  # a phase outside the search (start-up, the original, verifying)
         self.live = Live(self, console=console, refresh_per_second=4, transient=True)
         self.start_nodes: int | None = None
@@ -46,10 +46,23 @@ class ProgressView:
         of minutes) is out, not only when a verdict comes in."""
         elapsed = time.monotonic() - self.t0
         clock = f" | {int(elapsed // 60)}:{int(elapsed % 60):02d}"
+        line = self._state()
         if self.doing is not None:
-            counts = Text.assemble(" | ", self.line) if self.line is not None else ""
-            return Text.assemble((self.doing, "bold"), counts, clock)
-        return Text.assemble(self.line, clock) if self.line is not None else Text("")
+            return Text.assemble((self.doing, "bold"), Text.assemble(" | ", line) if line is not None else "", clock)
+        return Text.assemble(line, clock) if line is not None else Text("")
+
+    def _state(self) -> Text | None:
+        """The search's state now: the pass (and whether it is localizing) as it runs, not
+        as it was at the last verdict: a localization compile of minutes is labelled as one."""
+        p = self.problem
+        if p is None:
+            return None
+        return Text.assemble(
+            ("reducing ", "bold"), (f"[{p.current_pass}] ", "cyan"),
+            f"call nodes {self.start_nodes} -> ", (f"{len(p.current.nodes)}", "bold green"),
+            f" | oracle calls {p.counters.oracle_calls}",
+            f" | accepted {p.counters.accepted}",
+        )
 
     def __enter__(self) -> "ProgressView":
         self.live.__enter__()
@@ -70,15 +83,9 @@ class ProgressView:
 
     def update(self, p: "ReductionProblem") -> None:
         self.doing = None
-        nodes = len(p.current.nodes)
         if self.start_nodes is None:
-            self.start_nodes = nodes
-        self.line = Text.assemble(
-            ("reducing ", "bold"), (f"[{p.current_pass}] ", "cyan"),
-            f"call nodes {self.start_nodes} -> ", (f"{nodes}", "bold green"),
-            f" | oracle calls {p.counters.oracle_calls}",
-            f" | accepted {p.counters.accepted}",
-        )
+            self.start_nodes = len(p.current.nodes)
+        self.problem = p
         self.live.refresh()
 
     def log(self, message: str) -> None:

@@ -26,6 +26,17 @@ def test_the_clock_runs_while_no_verdict_comes_in(monkeypatch):
     assert "call nodes 40 -> 40 | oracle calls 3 | accepted 1" in later
 
 
+def test_a_pass_shows_when_it_starts_not_at_its_first_verdict():
+    """A pass's first call may be a localization compile of minutes (8 on the 5,057-node
+    policy): the line names that pass and what it does then, not the one before it."""
+    view = ProgressView(Console(file=io.StringIO(), force_terminal=True))
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="check",
+                            counters=SimpleNamespace(oracle_calls=1, accepted=0))
+    view.update(state)
+    state.current_pass = "bisect_window: localizing"  # no verdict yet: no update
+    assert "reducing [bisect_window: localizing] call nodes 40 -> 40 | oracle calls 1" in view.__rich__().plain
+
+
 def test_without_a_terminal_the_state_is_a_plain_line_every_heartbeat(monkeypatch):
     """A log file or CI gets no live line: the same state is printed every HEARTBEAT_S, also
     while no verdict comes in; a view that ends sooner prints nothing."""
