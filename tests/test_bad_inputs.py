@@ -299,6 +299,20 @@ def test_resume_reads_a_journal_from_before_an_option_was_recorded(tmp_path):
         raise AssertionError("a changed --atol was resumed")
 
 
+def test_resume_says_the_model_files_contents_differ(tmp_path):
+    """A re-export of the same code under another folder differs in bytes (the .pt2's stack
+    traces hold the source's path): the refusal says it is the contents, not the path."""
+    import re
+
+    from minimize.emit.journal import Journal
+    from oracles.errors import TrtminError
+    header = {"model_sha256": "ab" * 32, "options": {"oracle": "crash"}}
+    Journal(tmp_path, header, resume=False).close()
+    with pytest.raises(TrtminError, match=re.escape(f"another model (the model file's contents differ: sha256 "
+                                                    f"{'ab' * 6}... there, {'cd' * 6}... now; a re-export differs")):
+        Journal(tmp_path, {**header, "model_sha256": "cd" * 32}, resume=True)
+
+
 def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
     """The journal's verdicts were made on the inputs' contents, not their path: resumed
     with other contents under the same name, the run would write a repro that does not

@@ -125,7 +125,9 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
 def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
     """What differs between the journal's header and this run's, in the CLI's words."""
     if then.get("model_sha256") != now.get("model_sha256"):
-        return "from another model"
+        # A re-export of the same code differs too: its stack traces hold the source's path.
+        return (f"from another model (the model file's contents differ: sha256 {then['model_sha256'][:12]}... "
+                f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)")
     if then.get("inputs_sha256") != now.get("inputs_sha256"):
         return "with other inputs (the --inputs file's contents differ)"
     if then.get("plugin_sha256") != now.get("plugin_sha256"):
