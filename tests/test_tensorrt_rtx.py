@@ -19,6 +19,7 @@ import pytest
 import torch
 from torch import nn
 
+from bench.hosts import attn_pool_softmax_1d, upsampler_dilated_deconv
 from oracles.backends import resolve
 from oracles.backends.tensorrt import TensorRTBackend, import_tensorrt, tensorrt_name
 from oracles.checks import Tolerance
@@ -49,47 +50,9 @@ class RankNine(nn.Module):
         return torch.tanh(grouped.flatten()) * 2 + h.mean()
 
 
-class AttnPool(nn.Module):
-    """A policy's readout: one query vector attends over 5 slots (unbatched). The softmax
-    of the rank-1 score vector exports to an ONNX Softmax on a 1-D input, which TensorRT's
-    operator list supports; TensorRT-RTX 1.4.0.76's parser refuses it ("at least 2
-    dimensions are required for input"), where ONNX Runtime matches eager."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.q, self.k, self.v = nn.Linear(12, 16), nn.Linear(12, 16), nn.Linear(12, 16)
-        self.norm = nn.LayerNorm(16)
-        self.mlp1, self.mlp2 = nn.Linear(16, 32), nn.Linear(32, 6)
-
-    def forward(self, query: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        q, k, v = self.q(query), self.k(slots), self.v(slots)
-        w = ((k @ q) / 4.0).softmax(-1)
-        h = self.norm((w.unsqueeze(-1) * v).sum(0) + q)
-        return torch.tanh(self.mlp2(nn.functional.gelu(self.mlp1(h))))
-
-
-class Upsampler(nn.Module):
-    """A small CNN decoder with a strided, dilated transposed convolution: TensorRT-RTX
-    1.4.0.76's builder fails in Myelin ("Strided & Dilated Deconv not supported by cuDNN",
-    an internal CHECK), where ONNX Runtime matches eager."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
-        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, groups=2)
-        self.up, self.bn2 = nn.ConvTranspose2d(8, 4, 3, stride=2, dilation=2, padding=1), nn.BatchNorm2d(4)
-        self.conv3 = nn.Conv2d(4, 1, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = nn.functional.relu(self.bn1(self.conv1(x)))
-        h = nn.functional.max_pool2d(h + nn.functional.silu(self.conv2(h)), 2)
-        h = nn.functional.relu(self.bn2(self.up(h)))
-        return torch.sigmoid(self.conv3(h)).mean(1) * 2 - 1
-
-
-HOSTS = {  # name: (model, inputs, what the final verdict says, its first 200 characters, the nodes the bug needs)
-    "softmax_1d_parser": (AttnPool, lambda: (torch.randn(12), torch.randn(5, 12)), "at least 2 dimensions", "Softmax", 1),
-    "dilated_deconv_builder": (Upsampler, lambda: (torch.randn(1, 3, 8, 8),), "Strided & Dilated Deconv", "Myelin", 1),
+HOSTS = {  # name: (the host: build() and RUN, what the final verdict says, its first 200 characters, the nodes the bug needs)
+    "softmax_1d_parser": (attn_pool_softmax_1d, "at least 2 dimensions", "Softmax", 1),
+    "dilated_deconv_builder": (upsampler_dilated_deconv, "Strided & Dilated Deconv", "Myelin", 1),
 }
 
 
@@ -147,9 +110,8 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     """End to end on the real parser and builder: each host reduces to its culprit, and
     repro.py (torch + TensorRT) and repro_tensorrt.py (TensorRT + numpy + the .onnx) each
     say REPRODUCED alone in a new process; their controls (eager, ONNX Runtime) say FIXED."""
-    make, make_inputs, words, first_words, nodes = HOSTS[host]
-    torch.manual_seed(0)
-    model, inputs = save_program(make().eval(), make_inputs(), tmp_path)
+    module, words, first_words, nodes = HOSTS[host]
+    model, inputs = save_program(*module.build(), tmp_path)
     out = tmp_path / "out"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "tensorrt", "--oracle", "crash",
                 "--emit", "tensorrt", "--out", str(out), "--device", "cuda" if HAS_GPU else "cpu",
@@ -240,8 +202,7 @@ def test_nvidias_tensorrt_without_a_gpu_is_refused_and_its_script_skips(tmp_path
     from oracles.backends.onnx_export import export_onnx
     from oracles.backends.tensorrt_script import write_tensorrt_script
     from oracles.checks import flatten_outputs
-    torch.manual_seed(0)
-    gm, inputs = candidate(AttnPool().eval(), (torch.randn(12), torch.randn(5, 12)))
+    gm, inputs = candidate(*attn_pool_softmax_1d.build())
     onnx = export_onnx(gm, inputs, tmp_path / "m" / "model.onnx")
     script = write_tensorrt_script(tmp_path / "out", onnx.path, inputs, flatten_outputs(gm(*inputs)), "crash",
                                    1e-3, 1e-3, "header", error_pattern="Softmax", build_time=True)
