@@ -59,7 +59,7 @@ def classify_exception(exc: BaseException) -> Verdict:
         name = type(inner).__name__
         message = str(inner) or repr(inner)
         is_oom = is_oom or name in OOM_TYPES
-    located = failing_node(message)
+    located = failing_node(getattr(inner, "failing_node_text", None) or message)  # a backend's own reading first
     return Verdict("oom" if is_oom else "crash", exc_type=name, message=message[:2000],
                    extra={"failing_node": located} if located else {})
 

@@ -50,9 +50,10 @@ class RankNine(nn.Module):
         return torch.tanh(grouped.flatten()) * 2 + h.mean()
 
 
-HOSTS = {  # name: (the host: build() and RUN, what the final verdict says, its first 200 characters, the nodes the bug needs)
-    "softmax_1d_parser": (attn_pool_softmax_1d, "at least 2 dimensions", "Softmax", 1),
-    "dilated_deconv_builder": (upsampler_dilated_deconv, "Strided & Dilated Deconv", "Myelin", 1),
+HOSTS = {  # name: (the host: build() and RUN, what the final verdict says, its first 200 characters,
+    #          the nodes the bug needs, the node TensorRT's error names: None where it names none)
+    "softmax_1d_parser": (attn_pool_softmax_1d, "at least 2 dimensions", "Softmax", 1, "softmax"),
+    "dilated_deconv_builder": (upsampler_dilated_deconv, "Strided & Dilated Deconv", "Myelin", 1, None),
 }
 
 
@@ -110,7 +111,7 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     """End to end on the real parser and builder: each host reduces to its culprit, and
     repro.py (torch + TensorRT) and repro_tensorrt.py (TensorRT + numpy + the .onnx) each
     say REPRODUCED alone in a new process; their controls (eager, ONNX Runtime) say FIXED."""
-    module, words, first_words, nodes = HOSTS[host]
+    module, words, first_words, nodes, named = HOSTS[host]
     model, inputs = save_program(*module.build(), tmp_path)
     out = tmp_path / "out"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "tensorrt", "--oracle", "crash",
@@ -120,6 +121,9 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     summary = json.loads((out / "summary.json").read_text())
     assert summary["original_nodes"] >= 10 and summary["final_nodes"] == nodes, summary["final_nodes"]
     assert words in summary["final_verdict"], summary["final_verdict"]
+    if named:  # the parser's "node_softmax" read back to our node: the search starts there, 2 calls in all
+        assert summary["diagnosis"]["named_node"].startswith(f"`{named}`"), summary["diagnosis"]
+        assert summary["oracle_calls"] <= 3, summary["passes"]
     trt = import_tensorrt()
     assert summary["environment"][trt.__name__] == trt.__version__
     assert tensorrt_name(trt) in (out / "report.md").read_text().splitlines()[0]

@@ -11,8 +11,10 @@ then there is no guess and the search is a plain binary search, one call dearer.
 
 For a crash there is often a guess for free: a compiler that is an fx Interpreter
 (Torch-TensorRT's converters) or Inductor's lowering names in its error the node it was
-working on and the source line that node was traced from (oracles/checks.py failing_node). The window
-search then starts at that node of ours, at no extra call.
+working on and the source line that node was traced from (oracles/checks.py failing_node);
+TensorRT's ONNX parser names the ONNX node, whose fx node and source line torch.onnx keeps
+(oracles/backends/onnx_export.py named_node_text). The window search then starts at that
+node of ours, at no extra call.
 """
 
 from __future__ import annotations

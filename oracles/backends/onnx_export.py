@@ -155,6 +155,29 @@ def read_onnx_io(path: Path) -> tuple[list[str], list[str], dict[str, Any]]:
     return inputs, outputs, meta
 
 
+_ONNX_NODE_NAME = re.compile(r"\bnode_\w+")  # torch.onnx names each node after its fx node
+
+
+def named_node_text(path: Path, message: str) -> str | None:
+    """The first node of the saved model that a parser's or runtime's error names, in the
+    words torch.fx's Interpreter uses ("While executing %softmax : ... Original traceback:
+    ..."), which oracles/checks.py failing_node reads: torch.onnx keeps each node's fx node
+    and source stack in its metadata. None when the message names no node of the model."""
+    import onnx
+
+    named = _ONNX_NODE_NAME.findall(message)
+    if not named:
+        return None
+    meta = {n.name: {p.key: p.value for p in n.metadata_props}
+            for n in onnx.load(str(path), load_external_data=False).graph.node if n.name in named}
+    for name in named:
+        fx_node = meta.get(name, {}).get("pkg.torch.onnx.fx_node")
+        if fx_node:
+            stack = meta[name].get("pkg.torch.onnx.stack_trace") or "None"
+            return f"While executing {fx_node}\nOriginal traceback:\n{stack}"
+    return None
+
+
 def external_data_files(path: Path) -> list[Path]:
     """The external-data files a saved model refers to (relative to it)."""
     import onnx

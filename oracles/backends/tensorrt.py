@@ -39,7 +39,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
+from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, named_node_text, script_source
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, NotRunHere, TrtminError
 from oracles.verdict import Verdict
@@ -314,7 +314,11 @@ class TensorRTBackend(Backend):
         trt = import_tensorrt()
         with scratch_folder("trtmin-trt-") as tmp:
             export = export_onnx(gm, example_inputs, Path(tmp) / ONNX_NAME, opset=self.options.get("opset"))
-            plan = build_plan(trt, export.path, self.build_settings)
+            try:
+                plan = build_plan(trt, export.path, self.build_settings)
+            except TensorRTError as e:  # the parser names an ONNX node: which of ours, for localization
+                e.failing_node_text = named_node_text(export.path, str(e))  # type: ignore[attr-defined]
+                raise
         if not torch.cuda.is_available():
             raise NotRunHere(f"{tensorrt_name(trt)} parsed and built the engine; it was not run (no GPU here)")
         built = load_plan(trt, plan)
