@@ -359,3 +359,27 @@ def test_onnx_export_failure_reproduces_alone(tmp_path: Path) -> None:
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: OnnxExportError"), alone.stdout
     assert run_repro(out, backend="eager").returncode == 0
+
+
+@needs_ort
+def test_an_onnx_node_an_error_names_is_read_back_as_our_node(tmp_path: Path) -> None:
+    """TensorRT's parser names the ONNX node it refused ("with name: node_softmax"): its
+    fx node and source line, which torch.onnx keeps, come back in the words failing_node
+    reads. A message naming no node of the model, or a file that cannot be read, gives no
+    guess, never an error in place of the compiler's."""
+    from oracles.backends.onnx_export import named_node_text
+    from oracles.checks import failing_node
+
+    class Pool(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x).softmax(-1) * 2
+
+    gm, inputs = candidate(Pool(), (torch.randn(6),))
+    path = export_onnx(gm, inputs, tmp_path / "model.onnx").path
+    text = named_node_text(path, "In node 1 with name: node_softmax and operator: Softmax (parseNode)")
+    located = failing_node(text or "")
+    assert located and located["name"] == "softmax" and "softmax" in located["target"], text
+    assert "return torch.relu(x).softmax(-1) * 2" in located["stack"], located
+    assert named_node_text(path, "In node 1 with name: node_nothing and operator: Softmax") is None
+    (tmp_path / "bad.onnx").write_bytes(b"not a model")
+    assert named_node_text(tmp_path / "bad.onnx", "with name: node_softmax") is None

@@ -168,8 +168,11 @@ def named_node_text(path: Path, message: str) -> str | None:
     named = _ONNX_NODE_NAME.findall(message)
     if not named:
         return None
-    meta = {n.name: {p.key: p.value for p in n.metadata_props}
-            for n in onnx.load(str(path), load_external_data=False).graph.node if n.name in named}
+    try:
+        nodes = onnx.load(str(path), load_external_data=False).graph.node
+    except Exception:  # noqa: BLE001 - only a guess: never in place of the compiler's own error
+        return None
+    meta = {n.name: {p.key: p.value for p in n.metadata_props} for n in nodes if n.name in named}
     for name in named:
         fx_node = meta.get(name, {}).get("pkg.torch.onnx.fx_node")
         if fx_node:
