@@ -17,6 +17,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 O=${OUT:-/tmp/gpu-out}; mkdir -p $O; L=$O/gpu_trt_$PART.txt
 T=/tmp/trtmin-trt; mkdir -p $T
 trtmin() { python3 -m minimize.cli "$@"; }
+xl_running() { local pid; pid=$(cat $T/xl.pid 2>/dev/null); [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
 { nvidia-smi -L; python3 -c "import torch, torch_tensorrt, tensorrt_rtx; print('torch', torch.__version__, 'torch_tensorrt', torch_tensorrt.__version__, 'tensorrt_rtx', tensorrt_rtx.__version__)"; echo "commit ${TRTMIN_COMMIT:-?}"; } > $L 2>&1
 case $PART in
 tests)
@@ -60,26 +61,33 @@ xl)  # the 5,057-node host's reduction, in the background: it outlives this call
   # alone takes 6.5 min on the H200 (2026-12-03). Run from the device's checkout, not a copy:
   # the .pt2 holds its source's absolute paths, so a copy's export has another sha256 and a
   # saved journal cannot resume it (then this starts afresh, and says so).
+  if xl_running; then
+    echo "a background run is going already (pid $(cat $T/xl.pid)): watch it with xl-poll" >> $L; exit 0
+  fi
   [ -f $T/video_policy_xl.pt2 ] || python3 -m bench.hosts video_policy_xl $T >> $L 2>&1
   opts=$(python3 -c "import bench.hosts.video_policy_xl as m; print(' '.join(m.RUN))")
   if [ -n "${XL_JOURNAL:-}" ] && [ ! -f $T/out_xl/journal.jsonl ]; then  # an earlier machine's calls
     if python3 -c "import json, sys; sys.exit(json.loads(open('$XL_JOURNAL').readline())['header']['model_sha256'] != '$(sha256sum $T/video_policy_xl.pt2 | cut -d' ' -f1)')"; then
       mkdir -p $T/out_xl && cp $XL_JOURNAL $T/out_xl/journal.jsonl
     else
-      echo "$XL_JOURNAL is of another export of the host: a fresh run" >> $L
+      echo "$XL_JOURNAL is missing or of another export of the host: a fresh run" >> $L
     fi
   fi
   again=$([ -f $T/out_xl/journal.jsonl ] && echo --resume)
   rm -f $T/xl.rc
   setsid nohup bash -c "s0=\$(date +%s); timeout -s INT -k 30 ${LIMIT:-1700} python3 -m minimize.cli reduce $T/video_policy_xl.pt2 \
     --inputs $T/video_policy_xl_inputs.pt $opts --jobs ${JOBS:-1} --no-verify --timeout 1800 --out $T/out_xl $again \
-    >> $T/xl.log 2>&1; echo \"== video_policy_xl ${again:-fresh} rc=\$? \$(( \$(date +%s) - s0 )) s\" > $T/xl.rc" \
-    < /dev/null > /dev/null 2>&1 &
+    >> $T/xl.log 2>&1; echo \"== video_policy_xl ${again:-fresh} rc=\$? \$(( \$(date +%s) - s0 )) s\" > $T/xl.rc.tmp; \
+    mv $T/xl.rc.tmp $T/xl.rc" < /dev/null > /dev/null 2>&1 &
+  echo $! > $T/xl.pid
   echo "started in the background (${again:-fresh}); watch it with: WAIT=500 bash bench/gpu_trt.sh xl-poll" >> $L
   ;;
 xl-poll)  # wait up to WAIT s (keep it under the call's limit) for the background run; bring back what it has
   for _ in $(seq ${WAIT:-500}); do [ -f $T/xl.rc ] && break; sleep 1; done
-  cat $T/xl.rc >> $L 2>/dev/null || echo "still running" >> $L
+  if [ -f $T/xl.rc ]; then cat $T/xl.rc >> $L
+  elif xl_running; then echo "still running" >> $L
+  else echo "no background run is going, and none left a status (never started, or killed)" >> $L
+  fi
   grep -v -i "warn\|modelopt\|TRT-LLM" $T/xl.log | tail -30 >> $L
   mkdir -p $O/xl; cp $T/xl.log $T/out_xl/{repro.py,report.md,summary.json,journal.jsonl} $O/xl/ 2>/dev/null
   ;;
