@@ -149,6 +149,25 @@ def test_a_right_localization_replaces_the_binary_search_with_two_probes(chain: 
     assert guided.notes["localized_nodes"] == len(chain.nodes)
 
 
+def test_a_large_program_is_localized_on_growing_prefixes(chain: Program, monkeypatch):
+    """Prefixes of 4, then 16 nodes, then the whole (as 256, 1,024, ... on a program of
+    1,024 nodes or more): a bug in the first 4 nodes costs one 4-node localization run, a
+    bug at the end 2 small runs more than one whole run, and the result is the same."""
+    from minimize.search import localize
+    monkeypatch.setattr(localize, "PREFIXES_FROM", 32)
+    monkeypatch.setattr(localize, "FIRST_PREFIX", 4)
+    n = len(chain.nodes)
+    assert localize.prefix_lengths(n) == [4, 16, n] and localize.prefix_lengths(31) == [31]
+    marked = lambda p: [len(c.nodes) for c in p.evaluated if c.mark_all]  # noqa: E731
+    early = reduce_with_pure_oracle(chain, {2, 3}, jobs=1, kind="mismatch", localize=True)
+    assert set(early.current.nodes) == {2, 3}
+    assert marked(early) == [4] and early.notes["localized_nodes"] == 4
+    assert early.notes["localized_prefix_of"] == n and chain.nodes[3].name in early.notes["first_off_value"]
+    late = reduce_with_pure_oracle(chain, {30, 31}, jobs=1, kind="mismatch", localize=True)
+    assert set(late.current.nodes) == {30, 31} and marked(late) == [4, 16, n]
+    assert "localized_prefix_of" not in late.notes
+
+
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_every_value_an_output_maps_each_leaf_to_its_node(chain: Program, data):

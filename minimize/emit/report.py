@@ -64,8 +64,10 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "precision" in notes:
         lines.append(f"- Precision: {notes['precision']}.")
     if "first_off_value" in notes:
-        lines.append(f"- First value off when the {notes.get('localized_nodes', '?')}-node program is compiled "
-                     f"with every value an output: {notes['first_off_value']}.")
+        what = (f"first {notes['localized_nodes']:,} of the {notes['localized_prefix_of']:,} nodes are"
+                if "localized_prefix_of" in notes else f"{notes.get('localized_nodes', '?')}-node program is")
+        lines.append(f"- First value off when the {what} compiled with every value an output: "
+                     f"{notes['first_off_value']}.")
     elif "localization" in notes:
         lines.append(f"- Localization: {notes['localization']}.")
     if "failing_engine" in notes:

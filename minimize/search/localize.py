@@ -9,6 +9,11 @@ few calls more, never a different kind of answer (minimize/search/passes/bisect_
 Marking outputs can change what a compiler fuses, so the bug may not show at all;
 then there is no guess and the search is a plain binary search, one call dearer.
 
+A compile grows faster than the program (Torch-TensorRT: 8 minutes for 5,057 nodes), so
+a large program is localized on growing prefixes first (256 nodes, then 4 times more
+while under half the program): bugs in the first layers, the common case, cost a run
+of a few seconds; one at the end about 6% more than one whole run.
+
 For a crash there is often a guess for free: a compiler that is an fx Interpreter
 (Torch-TensorRT's converters) or Inductor's lowering names in its error the node it was
 working on and the source line that node was traced from (oracles/checks.py failing_node);
@@ -29,6 +34,8 @@ from minimize.search.problem import PathEnds, ReductionProblem
 from oracles.verdict import VALUE_ORACLES, Verdict
 
 MIN_NODES = 16                       # below this a binary search costs <= 4 calls: not worth a run
+PREFIXES_FROM = 1024                 # a program this large is localized on prefixes first
+FIRST_PREFIX = 256                   # their first length; each next is 4 times longer
 
 
 def worth_localizing(problem: ReductionProblem, cand: Nodes) -> bool:
@@ -39,23 +46,44 @@ def worth_localizing(problem: ReductionProblem, cand: Nodes) -> bool:
     return problem.rules.localize and len(cand) >= MIN_NODES and (sig is None or sig.kind in VALUE_ORACLES)
 
 
-def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
-    """Position in `cand` of the first node whose value is off the way the original is
-    (else the first one off at all), from one run with every value an output; None
-    when localization is off, does not apply, or finds nothing."""
-    if not worth_localizing(problem, cand):
-        return None
+def prefix_lengths(n: int) -> list[int]:
+    """The lengths localization tries on an n-node program: growing prefixes while they
+    are under half of it, then the whole (one run below PREFIXES_FROM nodes)."""
+    lengths, k = [], FIRST_PREFIX
+    while n >= PREFIXES_FROM and 2 * k < n:
+        lengths.append(k)
+        k *= 4
+    return lengths + [n]
+
+
+def _values_off(problem: ReductionProblem, cand: Nodes) -> tuple[Verdict, list[tuple[int, Verdict]]]:
+    """One run of `cand` with every value an output: its verdict, and the nodes whose
+    values are off with their verdicts, in graph order."""
     shown, problem.current_pass = problem.current_pass, f"{problem.current_pass}: localizing"  # for the live view
     try:
         runs = problem.runs(problem.at(cand).but(mark_all=True))
     finally:
         problem.current_pass = shown
-    sig = problem.signature
-    if sig is None:  # only on a replay that hypothesizes the original's verdict (minimize/search/speculate.py)
+    if problem.signature is None:  # only on a replay that hypothesizes the original's verdict (speculate.py)
         raise PathEnds
     run = next((r for r in runs if r.extra.get("deviating")), runs[0])
-    off = [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]
-    pick = next((o for o in off if problem.same_bug(o[1])), off[0] if off else None)
+    return run, [(int(i), Verdict.from_dict(d)) for i, d in run.extra.get("deviating") or []]
+
+
+def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
+    """Position in `cand` of the first node whose value is off the way the original is
+    (else, in the whole program's run, the first one off at all), from runs with every
+    value an output on growing prefixes (prefix_lengths); None when localization is off,
+    does not apply, or finds nothing."""
+    if not worth_localizing(problem, cand):
+        return None
+    for k in prefix_lengths(len(cand)):
+        run, off = _values_off(problem, cand[:k])
+        pick = next((o for o in off if problem.same_bug(o[1])), None)
+        if pick is not None:
+            break
+    else:
+        pick = off[0] if off else None
     if pick is None or pick[0] not in cand:
         # Say why the search had no guess (one call spent): the extra outputs hid the bug, or broke the compile.
         problem.notes.setdefault("localization", f"no value off in the {len(cand)}-node program compiled with every "
@@ -67,7 +95,9 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
            f"off by max abs {v.max_abs:.4g}" if v.max_abs is not None else f"off ({v.detail})")
     if "first_off_value" not in problem.notes:  # keep the first: the largest program localized
         problem.notes["first_off_value"] = f"`{node.name}` ({node.target}): {how}"
-        problem.notes["localized_nodes"] = len(cand)
+        problem.notes["localized_nodes"] = k
+        if k < len(cand):
+            problem.notes["localized_prefix_of"] = len(cand)
     return cand.index(pick[0])
 
 
