@@ -50,6 +50,23 @@ def test_slices_compute_eager_values(program: Program, data):
     assert not set(piece.input_names) & {program.nodes[i].name for i in kept}
 
 
+def test_a_cut_view_is_fed_contiguous():
+    """unbind's parts are strided views of x; fed to the slice that reads them, each is a
+    contiguous copy of the same values (what repro.py feeds, and all Torch-TensorRT takes)."""
+    class Unbound(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q, k = x.permute(1, 0, 2).unbind(0)
+            return torch.tanh(q * k)
+
+    x = torch.randn(4, 2, 3)
+    prog = Program(prepare(torch.export.export(Unbound(), (x,)), "cpu"), [x])
+    tanh = next(i for i, n in enumerate(prog.nodes) if "tanh" in str(n.target))
+    piece = prog.materialize((tanh - 1, tanh))  # mul and tanh: q and k are cut
+    fed = dict(zip(piece.input_names, prog.inputs_for(piece)))
+    assert len(fed) == 2 and not any(prog.values[name].is_contiguous() for name in fed)
+    assert all(v.is_contiguous() and torch.equal(v, prog.values[name]) for name, v in fed.items())
+
+
 def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
     """Flattened index of the first output of `kept` that depends on `culprit`."""
     keep, index = set(kept), 0

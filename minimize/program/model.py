@@ -288,7 +288,12 @@ class Program:
         return [self.index[name] for name in output_names for _ in flatten_outputs(self.values[name])]
 
     def inputs_for(self, s: Slice, replaced: Mapping[str, Any] | None = None) -> list[Any]:
-        return [(replaced or {}).get(name, self.values[name]) for name in s.input_names]
+        """The slice's input values, each tensor contiguous: a cut value that is a view
+        (unbind, permute) is fed as the copy repro.py feeds (it saves or makes every value
+        contiguous), and Torch-TensorRT refuses a strided input outright ("Tensor does not
+        have a supported memory format"): a crash that is not the bug, once per such cut."""
+        values = [(replaced or {}).get(name, self.values[name]) for name in s.input_names]
+        return [v.contiguous() if isinstance(v, torch.Tensor) else v for v in values]
 
     def module_path(self, i: int) -> tuple[str, ...]:
         """The nn.Module nesting of node i (outermost first), for coarse passes."""
