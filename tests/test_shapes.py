@@ -254,11 +254,24 @@ def test_integers_no_indexing_op_reads_keep_their_range() -> None:
     assert _size_calls(problem) == 1
 
 
-def test_a_refused_fake_run_writes_nothing_to_the_log(caplog: pytest.LogCaptureFixture) -> None:
-    """torch logs a traceback for each op a fake run refuses; a user's terminal gets none."""
+class _Unbound(torch.nn.Module):
+    """q, k, v = x.unbind(0): x's first size, 3, cannot shrink to 2 (there is no third part)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = x.permute(1, 0, 2).unbind(0)
+        return torch.tanh(q * k + v)
+
+
+def test_a_refused_fake_run_writes_nothing_to_the_log(caplog: pytest.LogCaptureFixture,
+                                                     capfd: pytest.CaptureFixture[str]) -> None:
+    """torch logs a traceback for each op a fake run refuses, and torch.fx prints the
+    generated line that failed to stderr; a user's terminal gets neither."""
     with caplog.at_level(logging.DEBUG):
         _reduce(_Viewed(), (torch.randn(120),), needs=set())
+        unbound, _ = _reduce(_Unbound(), (torch.randn(6, 3, 4),), needs=set())
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records[:1]
+    assert _shapes(unbound) == {"x": (2, 3, 2)}
+    assert "FX-traced" not in capfd.readouterr().err
 
 
 def test_no_generated_values_no_smaller_shapes() -> None:

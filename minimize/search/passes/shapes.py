@@ -64,7 +64,9 @@ def _fits(problem: ReductionProblem, shapes: dict[str, tuple[int, ...]], sizes: 
                 fakes = {n: torch.empty(s, dtype=prog.values[n].dtype, device=prog.values[n].device)
                          for n, s in shapes.items()}
                 piece = prog.materialize(problem.current.nodes, replaced=fakes, sizes=sizes)
-                piece.gm(*prog.inputs_for(piece, fakes))
+                # forward, not gm(): GraphModule.__call__ prints the generated code of a
+                # failing line to stderr, the user's terminal (an unbind that now has 2 parts)
+                piece.gm.forward(*prog.inputs_for(piece, fakes))
             problem.shape_checks[key] = True
         except Exception:  # noqa: BLE001 - any failure means these sizes do not fit the graph
             problem.shape_checks[key] = False
