@@ -255,7 +255,11 @@ def targets(results: dict[str, Any]) -> list[str]:
 
 
 def version() -> str:
-    """Which trtmin ran: ROOT's git commit, or the SNAPSHOT file of a `git archive` copy."""
+    """Which trtmin ran: TRTMIN_COMMIT where the caller sets it (the GPU machine's copy of
+    the tree has a stale .git: it said 524a3b9-dirty at 96b6b40), ROOT's git commit, or the
+    SNAPSHOT file of a `git archive` copy."""
+    if os.environ.get("TRTMIN_COMMIT"):
+        return os.environ["TRTMIN_COMMIT"]
     if (ROOT / "SNAPSHOT").exists():
         return (ROOT / "SNAPSHOT").read_text().strip()
     git = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True)
