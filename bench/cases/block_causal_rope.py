@@ -44,10 +44,14 @@ class Block(nn.Module):
         self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
         self.mlp = nn.Sequential(nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM))
 
-    def forward(self, x: torch.Tensor, freqs_cis: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def rope(self, x: torch.Tensor, table: Any) -> torch.Tensor:
+        """The rotation of q and k; a subclass may hold its table in another form."""
+        return apply_rope(x, table)
+
+    def forward(self, x: torch.Tensor, rope_table: Any, mask: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, HEADS, DIM // HEADS).permute(2, 0, 3, 1, 4).unbind(0)
-        q, k = apply_rope(q, freqs_cis), apply_rope(k, freqs_cis)
+        q, k = self.rope(q, rope_table), self.rope(k, rope_table)
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(o.transpose(1, 2).reshape(b, t, DIM))
         return x + self.mlp(self.ln2(x))
@@ -68,6 +72,10 @@ class VideoPolicy(nn.Module):
         ang = torch.outer(torch.arange(FRAMES * TOKENS).float(), inv)
         self.register_buffer("freqs_cis", torch.polar(torch.ones_like(ang), ang))
 
+    def rope_table(self) -> Any:
+        """What each block's rope() reads: here the complex freqs_cis."""
+        return self.freqs_cis
+
     def forward(self, frames: torch.Tensor) -> torch.Tensor:  # [B, F, 3, 28, 28]
         b = frames.shape[0]
         tok = self.patch(frames.flatten(0, 1)).flatten(2).transpose(1, 2)  # [B*F, 49, D]
@@ -75,7 +83,7 @@ class VideoPolicy(nn.Module):
         n = torch.arange(FRAMES * TOKENS)
         mask = (n[:, None] // TOKENS) >= (n[None] // TOKENS)
         for blk in self.blocks:
-            x = blk(x, self.freqs_cis, mask)
+            x = blk(x, self.rope_table(), mask)
         return self.head(self.norm(x)[:, -TOKENS:].mean(1))
 
 

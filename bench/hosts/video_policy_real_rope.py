@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from bench.cases import block_causal_rope as case
 from bench.hosts.video_policy import RUN
@@ -26,13 +25,8 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 class Block(case.Block):
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
-        b, t, _ = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, case.HEADS, case.DIM // case.HEADS).permute(2, 0, 3, 1, 4).unbind(0)
-        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        x = x + self.proj(o.transpose(1, 2).reshape(b, t, case.DIM))
-        return x + self.mlp(self.ln2(x))
+    def rope(self, x: torch.Tensor, table: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return apply_rope(x, *table)
 
 
 class RealRopePolicy(case.VideoPolicy):
@@ -44,15 +38,8 @@ class RealRopePolicy(case.VideoPolicy):
         self.register_buffer("rope_cos", angle.cos())
         self.register_buffer("rope_sin", angle.sin())
 
-    def forward(self, frames: torch.Tensor) -> torch.Tensor:  # [B, F, 3, 28, 28]
-        b, n = frames.shape[0], case.FRAMES * case.TOKENS
-        tok = self.patch(frames.flatten(0, 1)).flatten(2).transpose(1, 2)  # [B*F, 49, D]
-        x = (tok.view(b, case.FRAMES, case.TOKENS, case.DIM) + self.frame_emb).reshape(b, n, case.DIM)
-        pos = torch.arange(n)
-        mask = (pos[:, None] // case.TOKENS) >= (pos[None] // case.TOKENS)
-        for blk in self.blocks:
-            x = blk(x, (self.rope_cos, self.rope_sin), mask)
-        return self.head(self.norm(x)[:, -case.TOKENS:].mean(1))
+    def rope_table(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.rope_cos, self.rope_sin
 
 
 def build(layers: int = LAYERS) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
