@@ -22,7 +22,7 @@ from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run
 from minimize.program.candidate import Candidate, make
 from minimize.search.problem import ReductionProblem, Rules
-from minimize.program.model import Slice, random_draws_note
+from minimize.program.model import Program, Slice, random_draws_note
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
@@ -53,12 +53,14 @@ def _options_key(opts: Options) -> dict[str, Any]:
     return d
 
 
-def _header(opts: Options) -> dict[str, Any]:
+def _header(opts: Options, program: Program) -> dict[str, Any]:
     """What a journal's verdicts depend on: a resume with any of it changed is refused. The
     model, the inputs and a plugin file by their contents (a path may name other contents
-    after a kill), torch by its version."""
+    after a kill), torch by its version. The model also by its program (Program.digest):
+    where both journals have that, a re-export of the same code resumes."""
     plugin = parse_backend(opts.backend).plugin_file
-    return {"model_sha256": file_digest(opts.model), "options": _options_key(opts),
+    return {"model_sha256": file_digest(opts.model), "program_sha256": program.digest(),
+            "options": _options_key(opts),
             "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
             "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None,
             "torch": torch.__version__}
@@ -81,7 +83,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     match = re.compile(opts.match) if opts.match else None
     on_phase(f"loading {opts.model.name}: the program and eager's values")
     with ExitStack() as held, Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
-        header = _header(opts)
+        header = _header(opts, session.program)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         on_phase(f"checking the original: its first compile on {session.backend.describe()}")

@@ -313,6 +313,43 @@ def test_resume_says_the_model_files_contents_differ(tmp_path):
         Journal(tmp_path, {**header, "model_sha256": "cd" * 32}, resume=True)
 
 
+def test_a_re_export_of_the_same_code_from_another_folder_resumes(tmp_path):
+    """The same source exported from two folders: the files differ (their stack traces hold
+    each folder's path), the programs do not, and a journal of one resumes with the other.
+    Another weight is another program, and the refusal says so."""
+    import hashlib
+    import importlib.util
+
+    from minimize.emit.journal import Journal
+    from minimize.program.model import Program
+    from oracles.errors import TrtminError
+    source = ("import torch\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.lin = torch.nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+              "        return torch.sin(self.lin(x)).permute(1, 0)\n")
+    x, saved, programs = torch.randn(2, 4), [], []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "policy.py").write_text(source)
+        spec = importlib.util.spec_from_file_location(f"policy_{folder}", tmp_path / folder / "policy.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch.manual_seed(0)
+        torch.export.save(torch.export.export(module.M(), (x,)), tmp_path / folder / "model.pt2")
+        saved.append(hashlib.sha256((tmp_path / folder / "model.pt2").read_bytes()).hexdigest())
+        programs.append(Program(torch.export.load(tmp_path / folder / "model.pt2"), [x]))
+    assert saved[0] != saved[1]
+    assert programs[0].digest() == programs[1].digest() is not None
+    header = lambda i: {"model_sha256": saved[i], "program_sha256": programs[i].digest(),  # noqa: E731
+                        "options": {"oracle": "crash"}}
+    Journal(tmp_path / "out", header(0), resume=False).close()
+    Journal(tmp_path / "out", header(1), resume=True).close()
+    weight = next(iter(sorted(programs[1].constants)))
+    programs[1].values[weight] = programs[1].values[weight] + 1
+    assert programs[1].digest() != programs[0].digest()
+    with pytest.raises(TrtminError, match="another model \\(its graph or weights differ: program sha256"):
+        Journal(tmp_path / "out", header(1), resume=True)
+
+
 def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
     """The journal's verdicts were made on the inputs' contents, not their path: resumed
     with other contents under the same name, the run would write a repro that does not

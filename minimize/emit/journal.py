@@ -118,14 +118,20 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
     then_opts, opts = {**then_opts, **new}, opts | set(new)
     if "inputs_sha256" in both:
         opts.discard("inputs")  # the contents are compared: the same inputs by another path resume
+    if then.get("program_sha256") and now.get("program_sha256"):
+        both.discard("model_sha256")  # the program is compared: a re-export of the same code resumes
     cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731
     return cut(then, then_opts), cut(now, now_opts)
 
 
 def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
     """What differs between the journal's header and this run's, in the CLI's words."""
+    if "program_sha256" in then and then["program_sha256"] != now.get("program_sha256"):
+        return ("from another model (its graph or weights differ: program sha256 "
+                f"{str(then['program_sha256'])[:12]}... there, {str(now.get('program_sha256'))[:12]}... now)")
     if then.get("model_sha256") != now.get("model_sha256"):
-        # A re-export of the same code differs too: its stack traces hold the source's path.
+        # A journal without the program's digest: a re-export of the same code differs too
+        # (its stack traces hold the source's path).
         return (f"from another model (the model file's contents differ: sha256 {then['model_sha256'][:12]}... "
                 f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)")
     if then.get("inputs_sha256") != now.get("inputs_sha256"):

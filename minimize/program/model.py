@@ -9,6 +9,7 @@ sinks plus the program's own outputs that it keeps.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import operator
 from dataclasses import dataclass
@@ -167,6 +168,26 @@ class Program:
         self._setup(ep.graph_module.graph, user_outputs, constants, device, fixed_random)
         self.values = self._capture(ep, user_inputs)
         self.dynamic = dynamic_bounds(ep.graph_module.graph)
+
+    def digest(self) -> str | None:
+        """sha256 of what a reduction reads of the model: the graph's code, its dynamic sizes
+        and its weights. Not the file's bytes: a .pt2's stack traces hold the absolute path
+        of the source it was traced from, so the same code exported from another folder
+        differs there and not here (a journal resumes on it). None where a weight cannot be
+        read as bytes (a quantized tensor): then the file's bytes decide."""
+        h = hashlib.sha256(self.graph.python_code("self").src.encode())
+        h.update(repr(sorted(self.dynamic.items())).encode())
+        try:
+            for name in sorted(self.constants):
+                value = self.values[name]
+                h.update(f"\n{name} {getattr(value, 'dtype', '')} {tuple(getattr(value, 'shape', ()))}\n".encode())
+                if isinstance(value, torch.Tensor):
+                    h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+                else:
+                    h.update(repr(value).encode())
+        except (RuntimeError, TypeError):  # a tensor type without plain bytes
+            return None
+        return h.hexdigest()
 
     @classmethod
     def restore(cls, graph: fx.Graph, user_outputs: list[str], constants: set[str], values: dict[str, Any],
