@@ -9,10 +9,10 @@ few calls more, never a different kind of answer (minimize/search/passes/bisect_
 Marking outputs can change what a compiler fuses, so the bug may not show at all;
 then there is no guess and the search is a plain binary search, one call dearer.
 
-A compile grows faster than the program (Torch-TensorRT: 8 minutes for 5,057 nodes), so
-a large program is localized on growing prefixes first (256 nodes, then 4 times more
-while under half the program): bugs in the first layers, the common case, cost a run
-of a few seconds; one at the end about 6% more than one whole run.
+A compile grows faster than the program (Torch-TensorRT: minutes for 5,000 nodes), so a
+large program is localized on growing prefixes first (256 nodes, then 4 times more while
+under half the program): a bug in the first layers, the common case, costs a run of
+seconds; one at the end costs the whole run and two far smaller ones (bench/README.md).
 
 For a crash there is often a guess for free: a compiler that is an fx Interpreter
 (Torch-TensorRT's converters) or Inductor's lowering names in its error the node it was
