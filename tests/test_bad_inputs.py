@@ -343,6 +343,8 @@ def test_a_re_export_of_the_same_code_from_another_folder_resumes(tmp_path):
                         "options": {"oracle": "crash"}}
     Journal(tmp_path / "out", header(0), resume=False).close()
     Journal(tmp_path / "out", header(1), resume=True).close()
+    other_shape = Program(torch.export.export(module.M(), (torch.randn(3, 4),)), [torch.randn(3, 4)])
+    assert other_shape.digest() != programs[0].digest()  # made inputs follow the shapes: another program
     weight = next(iter(sorted(programs[1].constants)))
     programs[1].values[weight] = programs[1].values[weight] + 1
     assert programs[1].digest() != programs[0].digest()

@@ -120,15 +120,17 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
         opts.discard("inputs")  # the contents are compared: the same inputs by another path resume
     if then.get("program_sha256") and now.get("program_sha256"):
         both.discard("model_sha256")  # the program is compared: a re-export of the same code resumes
+    else:
+        both.discard("program_sha256")  # one could not be computed: the file's bytes decide
     cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731
     return cut(then, then_opts), cut(now, now_opts)
 
 
 def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
     """What differs between the journal's header and this run's, in the CLI's words."""
-    if "program_sha256" in then and then["program_sha256"] != now.get("program_sha256"):
+    if then.get("program_sha256") and now.get("program_sha256") and then["program_sha256"] != now["program_sha256"]:
         return ("from another model (its graph or weights differ: program sha256 "
-                f"{str(then['program_sha256'])[:12]}... there, {str(now.get('program_sha256'))[:12]}... now)")
+                f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)")
     if then.get("model_sha256") != now.get("model_sha256"):
         # A journal without the program's digest: a re-export of the same code differs too
         # (its stack traces hold the source's path).

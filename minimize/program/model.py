@@ -170,22 +170,25 @@ class Program:
         self.dynamic = dynamic_bounds(ep.graph_module.graph)
 
     def digest(self) -> str | None:
-        """sha256 of what a reduction reads of the model: the graph's code, its dynamic sizes
-        and its weights. Not the file's bytes: a .pt2's stack traces hold the absolute path
-        of the source it was traced from, so the same code exported from another folder
-        differs there and not here (a journal resumes on it). None where a weight cannot be
-        read as bytes (a quantized tensor): then the file's bytes decide."""
+        """sha256 of what a reduction reads of the model: the graph's code, every input's
+        shape and dtype (made inputs follow them), its dynamic sizes and its weights. Not
+        the file's bytes: a .pt2's stack traces hold the absolute path of the source it was
+        traced from, so the same code exported from another folder differs there and not
+        here (a journal resumes on it). None where a weight is not plain bytes (quantized:
+        its scales are elsewhere): then the file's bytes decide."""
         h = hashlib.sha256(self.graph.python_code("self").src.encode())
         h.update(repr(sorted(self.dynamic.items())).encode())
+        for n in self.placeholders:
+            val = n.meta.get("val")
+            h.update(f"\n{n.name} {getattr(val, 'dtype', '')} {tuple(getattr(val, 'shape', ()))}".encode())
         try:
             for name in sorted(self.constants):
                 value = self.values[name]
-                h.update(f"\n{name} {getattr(value, 'dtype', '')} {tuple(getattr(value, 'shape', ()))}\n".encode())
-                if isinstance(value, torch.Tensor):
-                    h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
-                else:
-                    h.update(repr(value).encode())
-        except (RuntimeError, TypeError):  # a tensor type without plain bytes
+                if not isinstance(value, torch.Tensor) or value.is_quantized or value.layout != torch.strided:
+                    return None
+                h.update(f"\n{name}\n".encode())
+                h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+        except (RuntimeError, TypeError):  # a tensor type without plain bytes (meta, a subclass)
             return None
         return h.hexdigest()
 
@@ -211,6 +214,7 @@ class Program:
         self._output_rank = {name: r for r, name in enumerate(user_outputs)}
         self.constants = constants
         self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        self._placeholder_names = {n.name for n in self.placeholders}
         # Dead values (an unused getitem of batch_norm's saved statistics) are never kept:
         # as candidate outputs they would be compared for nothing.
         self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
@@ -309,12 +313,15 @@ class Program:
         return [self.index[name] for name in output_names for _ in flatten_outputs(self.values[name])]
 
     def inputs_for(self, s: Slice, replaced: Mapping[str, Any] | None = None) -> list[Any]:
-        """The slice's input values, each tensor contiguous: a cut value that is a view
-        (unbind, permute) is fed as the copy repro.py feeds (it saves or makes every value
-        contiguous), and Torch-TensorRT refuses a strided input outright ("Tensor does not
-        have a supported memory format"): a crash that is not the bug, once per such cut."""
+        """The slice's input values. A cut value that is a view (unbind, permute) is fed as
+        the contiguous copy repro.py feeds (it saves or makes every value so), and not with
+        its strides, which Torch-TensorRT refuses outright ("Tensor does not have a
+        supported memory format"): a crash that is not the bug, once per such cut. The
+        model's own inputs stay as the user gave them."""
+        own = self._placeholder_names
         values = [(replaced or {}).get(name, self.values[name]) for name in s.input_names]
-        return [v.contiguous() if isinstance(v, torch.Tensor) else v for v in values]
+        return [v.contiguous() if name not in own and isinstance(v, torch.Tensor) and v.layout == torch.strided
+                else v for name, v in zip(s.input_names, values)]
 
     def module_path(self, i: int) -> tuple[str, ...]:
         """The nn.Module nesting of node i (outermost first), for coarse passes."""

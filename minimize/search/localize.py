@@ -107,8 +107,13 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
 _GENERATED_LINE = re.compile(r"^(\w+) = torch\.ops\.", re.M)
 
 
+# A source file's folders: a journaled error's stack and a re-export's nodes name the same
+# file from other folders (a resume on Program.digest), so the file's name alone is compared.
+_FOLDERS = re.compile(r"(?:[A-Za-z]:)?[^\s\"',()]*[/\\](?=[^\s\"',()/\\]+\.py\b)")
+
+
 def _stack_key(stack: str | None) -> str:
-    return "\n".join(line.strip() for line in (stack or "").strip().splitlines())
+    return "\n".join(_FOLDERS.sub("", line.strip()) for line in (stack or "").strip().splitlines())
 
 
 def _target_name(target: Any) -> str:
