@@ -127,8 +127,9 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
 
 
 def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
-    """What differs between the journal's header and this run's, in the CLI's words."""
-    if then.get("program_sha256") and now.get("program_sha256") and then["program_sha256"] != now["program_sha256"]:
+    """What differs between the journal's header and this run's (each cut by
+    _recorded_by_both to what both record: both digests, or neither), in the CLI's words."""
+    if then.get("program_sha256") != now.get("program_sha256"):
         return ("from another model (its graph or weights differ: program sha256 "
                 f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)")
     if then.get("model_sha256") != now.get("model_sha256"):
