@@ -123,11 +123,13 @@ def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
 
 def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any], None] | None = None,
                 jobs: int = 1, settings: dict[str, str] | None = None,
-                check_original: Callable[[Any], None] = lambda v: None, **rules: Any) -> Any:
+                check_original: Callable[[Any], None] = lambda v: None,
+                partitions: Callable[[Any], list[list[str]]] | None = None, **rules: Any) -> Any:
     """A reduction in this process against a pure oracle, as the CLI runs it but with no
     workers: `judge(candidate)` gives a Verdict (or a list, for --repeat); `passes(problem)`
     is what runs (default: the whole reduction); `rules` are the problem's Rules (localize,
-    generate_values, ...). The problem comes back with `.evaluated`, every candidate the
+    generate_values, ...); `partitions` the backend's engines of a candidate, where it reports
+    them. The problem comes back with `.evaluated`, every candidate the
     oracle was asked, in order."""
     from minimize.search.problem import ReductionProblem, Rules
     from minimize.search.scheduler import run_reduction
@@ -139,7 +141,7 @@ def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any
         return [judge(c) for c in cands]
 
     problem = ReductionProblem(program, evaluate, Rules(**rules), settings=settings, jobs=jobs,
-                               check_original=check_original)
+                               check_original=check_original, partitions=partitions)
     problem.evaluated = evaluated
     (passes or run_reduction)(problem)
     return problem

@@ -52,9 +52,10 @@ class Replay(ReductionProblem):
         return super().is_interesting(cand, p_true)
 
     def partitions(self, cand: Candidate) -> list[list[str]]:
-        if cand not in self.partition_cache:
-            raise PathEnds  # asking the backend is a run
-        return self.partition_cache[cand]
+        """A candidate the backend has not partitioned yet is hypothesized to compile to one
+        engine, so isolate_partition cuts nothing and the walk goes on: the original's check
+        and the localization run go in one round. A wrong guess costs speculative runs only."""
+        return self.partition_cache.get(cand, [])
 
     def failing_sink(self, cand: Candidate) -> int | None:
         """Where `cand` only is hypothesized to fail: its last node when that is an output,
