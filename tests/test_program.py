@@ -332,6 +332,58 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     assert guess("aten.sin.default", source) is None
 
 
+# A compiler that exports the slice again and converts it node by node, as Torch-TensorRT
+# does: its error says "While executing %sin ... Original traceback:" with the node's stack.
+REEXPORTING_PLUGIN = '''
+import torch
+
+
+class _Converter(torch.fx.Interpreter):
+    def call_function(self, target, args, kwargs):
+        if target is torch.ops.aten.sin.default:
+            raise ValueError("no converter for this sin")
+        return super().call_function(target, args, kwargs)
+
+
+def reexport_then_convert(gm, example_inputs):
+    _Converter(torch.export.export(gm, tuple(example_inputs)).module()).run(*example_inputs)
+'''
+
+
+class TwoSines(torch.nn.Module):
+    def forward(self, x):
+        a = torch.sin(x) * 2
+        return torch.sin(a + 1)
+
+
+def test_a_worker_keeps_the_source_stacks_a_reexporting_compiler_names_its_node_by(tmp_path):
+    """The workers' graph kept no node metadata: with torch 2.11 Torch-TensorRT's error on a
+    worker's slice said "Original traceback: None", and of several nodes of one op trtmin
+    could not tell which failed (the camera policy's crash: a div in each of three encoders,
+    no guess, 10 calls of bisection); torch 2.13 shows the slice's generated line instead.
+    With the source stack kept, the error shows the user's source line on both, and names
+    the first sin, as the compiler met it."""
+    import gc
+
+    from minimize.run.worker_side import save_state, worker_setup
+    from minimize.search.localize import named_failing_position
+    x = torch.randn(4, 8)
+    program = Program(prepare(torch.export.export(TwoSines(), (x,)), "cpu"), [x])
+    sines = [i for i, n in enumerate(program.nodes) if "sin" in str(n.target)]
+    assert len(sines) == 2
+    save_state(program, tmp_path)
+    (tmp_path / "reexport.py").write_text(REEXPORTING_PLUGIN)
+    try:
+        run = worker_setup(str(tmp_path), f"{tmp_path / 'reexport.py'}:reexport_then_convert", {}, 1e-3, 1e-3, "cpu")
+    finally:
+        gc.unfreeze()
+    verdict = Verdict.from_dict(run({"kept": list(program.all_kept()), "settings": {}}))
+    assert verdict.kind == "crash" and "test_program.py" in verdict.extra["failing_node"]["stack"]
+    problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))
+    problem.cache[problem.current] = [verdict]
+    assert problem.current.nodes[named_failing_position(problem, problem.current.nodes)] == sines[0]
+
+
 class ReturnsOutOfGraphOrder(torch.nn.Module):
     def forward(self, x, y):
         a = torch.sin(x)

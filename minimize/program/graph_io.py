@@ -1,9 +1,11 @@
 """A compact, fast serialization of an ATen fx.Graph for the worker processes.
 
 torch.export.save/load of a 5,000-node program takes tens of seconds; workers only need
-the nodes (name, op, target, args), so this writes exactly that. Node metadata is not
-kept: workers do not need it. Targets are stored by name (aten::add.Tensor,
-operator.getitem), never as pickled code.
+the nodes (name, op, target, args) and each node's source stack, so this writes exactly
+that. The stack is the one piece of metadata kept: a compiler that exports the slice again
+(Torch-TensorRT, torch.onnx) carries it into its error, which is how trtmin tells which of
+several nodes of one op failed (minimize/search/localize.py). Targets are stored by name
+(aten::add.Tensor, operator.getitem), never as pickled code.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def _decode_target(code: tuple[str, ...]) -> Any:
 def dumps(graph: fx.Graph) -> bytes:
     records = [(n.op, n.name, _encode_target(n.target),
                 fx.node.map_arg(n.args, lambda a: NodeRef(a.name)),
-                fx.node.map_arg(n.kwargs, lambda a: NodeRef(a.name)))
+                fx.node.map_arg(n.kwargs, lambda a: NodeRef(a.name)), n.meta.get("stack_trace"))
                for n in graph.nodes]
     return pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -67,10 +69,12 @@ def loads(data: bytes) -> fx.Graph:
     def resolve(a: Any) -> Any:
         return env[a.name] if isinstance(a, NodeRef) else a
 
-    for op, name, target, args, kwargs in pickle.loads(data):  # our own file, in our temp dir
+    for op, name, target, args, kwargs, stack in pickle.loads(data):  # our own file, in our temp dir
         args = fx.node.map_aggregate(args, resolve)
         kwargs = fx.node.map_aggregate(kwargs, resolve)
         node = graph.create_node(op, _decode_target(target), args, kwargs, name=name)
         assert node.name == name, (node.name, name)
+        if stack:
+            node.meta["stack_trace"] = stack
         env[name] = node
     return graph
