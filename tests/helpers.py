@@ -145,3 +145,17 @@ def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any
     problem.evaluated = evaluated
     (passes or run_reduction)(problem)
     return problem
+
+
+def worker_in_process(folder: Path, program: Any, plugin_source: str, function: str) -> Callable[[dict], dict]:
+    """A worker's run function, set up in this process on `program` with a plugin backend
+    (`plugin_source`'s `function`) written into `folder`: what a worker answers a job with."""
+    import gc
+
+    from minimize.run.worker_side import save_state, worker_setup
+    save_state(program, folder)
+    (folder / "plugin.py").write_text(plugin_source)
+    try:
+        return worker_setup(str(folder), f"{folder / 'plugin.py'}:{function}", {}, 1e-3, 1e-3, "cpu")
+    finally:
+        gc.unfreeze()  # worker_setup freezes the heap, as a worker process does

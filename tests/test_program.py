@@ -363,20 +363,13 @@ def test_a_worker_keeps_the_source_stacks_a_reexporting_compiler_names_its_node_
     no guess, 10 calls of bisection); torch 2.13 shows the slice's generated line instead.
     With the source stack kept, the error shows the user's source line on both, and names
     the first sin, as the compiler met it."""
-    import gc
-
-    from minimize.run.worker_side import save_state, worker_setup
     from minimize.search.localize import named_failing_position
+    from tests.helpers import worker_in_process
     x = torch.randn(4, 8)
     program = Program(prepare(torch.export.export(TwoSines(), (x,)), "cpu"), [x])
     sines = [i for i, n in enumerate(program.nodes) if "sin" in str(n.target)]
     assert len(sines) == 2
-    save_state(program, tmp_path)
-    (tmp_path / "reexport.py").write_text(REEXPORTING_PLUGIN)
-    try:
-        run = worker_setup(str(tmp_path), f"{tmp_path / 'reexport.py'}:reexport_then_convert", {}, 1e-3, 1e-3, "cpu")
-    finally:
-        gc.unfreeze()
+    run = worker_in_process(tmp_path, program, REEXPORTING_PLUGIN, "reexport_then_convert")
     verdict = Verdict.from_dict(run({"kept": list(program.all_kept()), "settings": {}}))
     assert verdict.kind == "crash" and "test_program.py" in verdict.extra["failing_node"]["stack"]
     problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))

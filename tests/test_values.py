@@ -191,19 +191,12 @@ def test_a_worker_makes_each_generated_value_apart_even_where_two_texts_are_the_
     """Two weights of ones have one expression; the worker made it once and gave both names
     that one tensor, where repro.py (and the state the workers load) has two: Dynamo folds
     aliased weights into one graph input, so the compiler was given another graph."""
-    import gc
-
-    from minimize.run.worker_side import save_state, worker_setup
+    from tests.helpers import worker_in_process
     inputs = (torch.randn(32),)
     program = Program(torch.export.export(_TwoOnes(), inputs), inputs)
     exprs = {n: expression(program.values[n], seed) for seed, n in enumerate(sorted(program.constants))}
     assert len(exprs) == 2 and len(set(exprs.values())) == 1
-    save_state(program, tmp_path)
-    (tmp_path / "counting.py").write_text(COUNTING_PLUGIN)
-    try:
-        run = worker_setup(str(tmp_path), f"{tmp_path / 'counting.py'}:count_inputs", {}, 1e-3, 1e-3, "cpu")
-    finally:
-        gc.unfreeze()
+    run = worker_in_process(tmp_path, program, COUNTING_PLUGIN, "count_inputs")
     original = run({"kept": list(program.all_kept()), "settings": {}})
     generated = run({"kept": list(program.all_kept()), "settings": {}, "generated": exprs})
     assert original["message"] == "3 inputs" and generated["message"] == original["message"], generated
