@@ -146,6 +146,20 @@ def test_removed_option_explained() -> None:
         parse_settings({"enabled_precisions": "fp16"})
 
 
+def test_a_run_without_settings_asks_nothing_of_torch_tensorrt(monkeypatch) -> None:
+    """Listing Torch-TensorRT's options imports it: 5 s in the main process at each run's
+    start on the H200, and its warnings on the terminal. Only --set keys need the list."""
+    from oracles.backends import torch_tensorrt as backend_module
+
+    def listed():
+        raise AssertionError("torch_tensorrt's options were listed for a run without --set")
+
+    monkeypatch.setattr(backend_module, "valid_option_names", listed)
+    assert TorchTensorRTBackend("torch_tensorrt", {}).options == {"min_block_size": 1}
+    with pytest.raises(AssertionError, match="without --set"):
+        TorchTensorRTBackend("torch_tensorrt", {"min_block_size": "2"})
+
+
 def test_setting_values_parsed() -> None:
     parsed = parse_settings({
         "min_block_size": "3", "enable_autocast": "true", "autocast_low_precision_type": "fp16",

@@ -254,7 +254,12 @@ def parse_value(key: str, value: Any) -> Any:
 
 def parse_settings(settings: dict[str, Any] | None, backend: str = "torch_tensorrt",
                    valid: Sequence[str] | None = None, source: str = "") -> dict[str, Any]:
-    """Check every key against Torch-TensorRT's options and parse every value."""
+    """Check every key against Torch-TensorRT's options and parse every value. Without
+    settings nothing is asked of torch_tensorrt: importing it to list its options takes
+    5 s in trtmin's main process at the start of every run (H200, 2.11.0), and prints its
+    warnings (TRT-LLM plugins, modelopt) on the user's terminal."""
+    if not settings:
+        return {}
     if valid is None:
         valid, source = valid_option_names()
     parsed: dict[str, Any] = {}
