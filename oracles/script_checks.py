@@ -49,8 +49,8 @@ def tagged_source(fn: Callable[..., Any], features: Iterable[str], name: str | N
 
 
 def mismatch_outcome(expected, actual, exact=None):
-    """(True, why): the backend is off eager beyond ATOL/RTOL. (False, why): it matches.
-    (None, why): non-finite values where eager is finite, which trtmin calls a NaN bug."""
+    """("REPRODUCED", why): the backend is off eager beyond ATOL/RTOL; ("FIXED", why): it
+    matches; CHANGED: non-finite values where eager is finite, which trtmin calls a NaN bug."""
     off = []  # (max abs error, output, values off, note) of each output that is off
     for i, (e, a) in enumerate(zip(expected, actual)):
         if not isinstance(e, torch.Tensor) or e.shape != a.shape:  # another value or shape: all off
@@ -58,7 +58,7 @@ def mismatch_outcome(expected, actual, exact=None):
             continue
         e64, a64 = (x.detach().cpu().to(torch.complex128 if e.is_complex() else torch.float64) for x in (e, a))
         if (e64.isfinite() & ~a64.isfinite()).any():
-            return None, f"output {i} has non-finite values where eager is finite"
+            return "CHANGED: fails differently now", f"output {i} has non-finite values where eager is finite"
         rtol = RTOL if e.is_floating_point() or e.is_complex() else 0.0  # integers do not round
         bad = ~torch.isclose(a64, e64, rtol=rtol, atol=ATOL, equal_nan=True)  # off by > ATOL + rtol * |eager|
         note = ""  # [float64]
@@ -68,33 +68,32 @@ def mismatch_outcome(expected, actual, exact=None):
             if ratio is not None and ratio <= ERROR_RATIO:  # [float64]
                 continue  # [float64] no further from the float64 run than eager's own rounding
             note = "" if ratio is None else f", {ratio:.3g}x eager's own error from float64"  # [float64]
-        if bad.any():
-            err = float((e64 - a64).abs()[bad].nan_to_num(float("inf")).max())  # a lost inf or NaN: inf
-            off.append((err, i, f"{int(bad.sum())} of {bad.numel()}", ""))  # [!float64]
-            off.append((err, i, f"{int(bad.sum())} of {bad.numel()}", note))  # [float64]
+        err = (e64 - a64).abs()[bad].nan_to_num(float("inf"))  # the values off; a lost inf or NaN: inf
+        off += [(float(err.max()), i, f"{int(bad.sum())} of {bad.numel()}", "")] if bad.any() else []  # [!float64]
+        off += [(float(err.max()), i, f"{int(bad.sum())} of {bad.numel()}", note)] if bad.any() else []  # [float64]
     if not off:
-        return False, "the backend matches eager PyTorch"  # [!float64]
+        return "FIXED", "the backend matches eager PyTorch"  # [!float64]
         within = f" (or is off it by at most {ERROR_RATIO:g}x eager's own error from float64)"  # [float64]
-        return False, "the backend matches eager PyTorch" + (within if exact is not None else "")  # [float64]
-    return True, "output {1} differs from eager by max abs {0:.4g} ({2} values off{3})".format(*max(off, key=lambda o: o[0]))
+        return "FIXED", "the backend matches eager PyTorch" + (within if exact is not None else "")  # [float64]
+    return "REPRODUCED", "output {1} differs from eager by max abs {0:.4g} ({2} values off{3})".format(*max(off))
 
 
 def nan_outcome(expected, actual, exact=None):
-    """(True, why): an output has non-finite values where eager's are finite."""
+    """("REPRODUCED", why): an output has non-finite values where eager's are finite."""
     for i, (e, a) in enumerate(zip(expected, actual)):
         if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor) and e.shape == a.shape:
             bad = torch.isfinite(e.cpu()) & ~torch.isfinite(a.cpu())
             if bad.any():
-                return True, f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
-    return False, "no non-finite values where eager is finite"
+                return "REPRODUCED", f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
+    return "FIXED", "no non-finite values where eager is finite"
 
 
 OUTCOMES = {"mismatch": mismatch_outcome, "nan": nan_outcome}
 
 
 def check_source(sig: Signature, float64: bool = False) -> str:
-    """Source of `outcome(expected, actual, exact=None) -> (reproduced, why)` (reproduced
-    None: it fails another way, CHANGED) for a bug in the values (mismatch, NaN); float64:
+    """Source of `outcome(expected, actual, exact=None) -> (verdict, why)` (REPRODUCED, FIXED
+    or CHANGED, as the script prints it) for a bug in the values (mismatch, NaN); float64:
     a mismatch is judged against a float64 run too (oracles/reference.py). Empty for a
     failure (crash, OOM, hang): the script's main judges those by ERROR_PATTERN alone."""
     if sig.kind not in OUTCOMES:

@@ -6,13 +6,15 @@ first thing they see."""
 from __future__ import annotations
 
 import itertools
+import os
+import re
 from pathlib import Path
 
 import pytest
 import torch
 
 from minimize.program.model import Program
-from minimize.emit.script import ReproInfo, render_script
+from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
 from oracles.backends import BUILTIN
 from oracles.backends.command import CommandBackend
 from oracles.backends.plugin import PluginBackend
@@ -103,3 +105,45 @@ def test_the_tensorrt_only_script_is_lint_clean(piece, tmp_path: Path) -> None:
 @pytest.mark.parametrize("script", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "repros" / "suite").glob("*/*.py")))
 def test_saved_scripts_are_lint_clean(script: str) -> None:
     assert not lint((ROOT / script).read_text(), script)
+
+
+class _MissingPackageBackend(BUILTIN["eager"]):
+    """A backend whose package is not installed anywhere: its compile imports it."""
+
+    def script_part(self):
+        from oracles.backends.base import ScriptPart
+        return ScriptPart(requires=["trtmin_no_such_package"],
+                          compile_body="import trtmin_no_such_package\n    return trtmin_no_such_package.compile(module)")
+
+
+@pytest.mark.parametrize("kind", ["crash", "mismatch"])
+def test_a_script_whose_backend_package_is_missing_says_skipped(piece, kind: str, tmp_path: Path) -> None:
+    """Not CHANGED ("fails differently"): the import the backend needs fails, which is no news
+    of the bug. The eager control needs no such package and prints FIXED. A crash form asks
+    its error pattern first, so a bug that is itself an ImportError still reproduces."""
+    import subprocess
+    import sys
+    sliced, values = piece
+    verdict = VERDICTS[kind]
+    info = ReproInfo(title="missing", source_model="model.pt2", original_nodes=18, final_nodes=3, oracle_calls=3,
+                     oracle=kind, verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
+                     rtol=1e-3, device="cpu", needs_subprocess=False, timeout=60.0)
+    script, big = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
+                                {n: values[n] for n in sliced.constant_names if n in values},
+                                _MissingPackageBackend("eager", {}))
+    (tmp_path / "repro.py").write_text(script)
+    torch.save(big, tmp_path / INPUTS_FILE)
+    assert "REQUIRES = ['trtmin_no_such_package']" in script and not lint(script, "repro.py")
+
+    def run(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, **env})
+    plain, control = run(), run(TRTMIN_BACKEND="eager")
+    assert (plain.returncode, plain.stdout.strip()) == (
+        2, "SKIPPED: ModuleNotFoundError: No module named 'trtmin_no_such_package'"), plain.stdout + plain.stderr
+    assert control.returncode == 0 and control.stdout.startswith("FIXED"), control.stdout + control.stderr
+    if kind == "crash":  # the same script, for a bug whose failure is that import
+        (tmp_path / "repro.py").write_text(re.sub(r"^ERROR_PATTERN = .*$", "ERROR_PATTERN = 'No module named'",
+                                                  script, flags=re.M))
+        again = run()
+        assert again.returncode == 1 and again.stdout.startswith("REPRODUCED: ModuleNotFoundError"), again.stdout

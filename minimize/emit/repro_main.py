@@ -2,85 +2,83 @@
 as real functions copied by source into each script (minimize/emit/script.py).
 
 Lines tagged `# [feature]` go into a script only where its bug needs them (a GPU, packages
-to check, a plugin to load, dynamic sizes, a float64 reference, an error to match, a child
-process, a memory limit): see oracles/script_checks.tagged_source. The script contract
-(docs/design.md, "The repro script"): exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run
+the backend imports, a plugin to load, dynamic sizes, a float64 reference, an error to match,
+a child process, a memory limit): see oracles/script_checks.tagged_source. The script contract
+(docs/design.md, "The script contract"): exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run
 here), 3 CHANGED (it fails another way); TRTMIN_BACKEND=eager runs eager in place of the
-backend. The names below that the script defines itself are set here to stand-ins, so this
-module is plain, importable Python; its functions carry no annotations for the same reason.
+backend. `main` returns the verdict and why; the script's `if __name__ == "__main__":` block
+(`entry`'s body) prints it and exits with its code. The names below that the script defines
+itself are set here to stand-ins, so this module is plain, importable Python; its functions
+carry no annotations for the same reason.
 """
 
-import importlib.util
+import importlib
 import os
 import re
+import sys
 
 import torch
 
 from oracles.reference import Float64
 
 # What each script defines for itself: the program, its inputs, the backend call, the checks.
-DEVICE, REQUIRES, ERROR_PATTERN, DYNAMIC = "cpu", [], "", {}
+DEVICE, ERROR_PATTERN, DYNAMIC = "cpu", "", {}
 Repro = make_inputs = compile_backend = load_backend = outcome = None
 mark_dynamic = clone_marked = limit_memory = announce_call = run_in_child = None
 
 
-def say(verdict, why):
-    """Print the verdict line (an error as its type and first line); return its exit code."""
-    text = f"{type(why).__name__}: {str(why).strip()}".rstrip(": ") if isinstance(why, BaseException) else why
-    print(f"{verdict}: {text.splitlines()[0][:300]}")
-    return {"FIXED": 0, "REPRODUCED": 1, "SKIPPED": 2, "CHANGED": 3}[verdict.split(":")[0]]
-
-
-def call(module, inputs):
-    """module's outputs on a copy of the inputs, as a list."""
-    out = module(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])  # [!dynamic]
-    out = module(*clone_marked(inputs))  # [dynamic] with their dynamic dims
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
 @torch.no_grad()
 def main():
-    eager = os.environ.get("TRTMIN_BACKEND") == "eager"
-    if DEVICE.startswith("cuda") and not torch.cuda.is_available():  # [cuda]
-        return say("SKIPPED", "no CUDA GPU is visible here")  # [cuda]
-    if not os.environ.get("TRTMIN_CHILD"):  # [child] the bug ends the process: judge it from outside
-        return run_in_child()  # [child]
+    """(verdict, why): why is a line of text or the exception that decided it."""
+    def call(module):  # module's outputs on a copy of the inputs, as a list
+        out = module(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])  # [!dynamic]
+        out = module(*clone_marked(inputs))  # [dynamic] with their dynamic dims
+        return list(out) if isinstance(out, (list, tuple)) else [out]
     try:  # the eager half runs everywhere, so a broken script shows
         inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
         inputs = [mark_dynamic(x, DYNAMIC.get(i, {})) for i, x in enumerate(inputs)]  # [dynamic]
         module = Repro().to(DEVICE)
-        expected = call(module, inputs)  # [!failure]
-        call(module, inputs)  # [failure] the bug is a failure: eager must run, its values do not matter
+        expected = call(module)  # [!failure]
+        call(module)  # [failure] the bug is a failure: eager must run, its values do not matter
         with Float64():  # [float64] the reference: a difference counts beyond eager's own error
-            exact = call(module, inputs)  # [float64]
-    except Exception as e:  # a file beside the script is gone, or eager fails here: no news of the bug
-        return say("SKIPPED: cannot run", e)
-    missing = [name for name in REQUIRES if not any(importlib.util.find_spec(n) for n in name.split("|"))]  # [requires]
-    if missing and not eager:  # [requires]
-        return say("SKIPPED", f"{', '.join(m.replace('|', ' or ') for m in missing)} is not installed")  # [requires]
+            exact = call(module)  # [float64]
+    except Exception as e:  # no GPU, a file beside the script gone, or eager fails here: no news of the bug
+        return "SKIPPED: cannot run", e
     try:  # [plugin]
-        backend = None if eager else load_backend()  # [plugin]
+        backend = None if os.environ.get("TRTMIN_BACKEND") == "eager" else load_backend()  # [plugin]
     except Exception as e:  # [plugin] the plugin's file or module is gone: not the bug
-        return say("SKIPPED: cannot run: the backend cannot be loaded", e)  # [plugin]
+        return "SKIPPED: cannot run: the backend cannot be loaded", e  # [plugin]
     importlib.import_module("torch._dynamo")  # [dynamo] start-up, before the child's clock and the memory limit
     cannot = limit_memory()  # [memory]
     if cannot:  # [memory]
-        return say("SKIPPED", f"cannot run: {cannot}")  # [memory]
+        return "SKIPPED", f"cannot run: {cannot}"  # [memory]
     announce_call()  # [child]
     try:
-        actual = call(module if eager else compile_backend(module, inputs), inputs)  # [!plugin,!failure]
-        actual = call(module if eager else compile_backend(module, inputs, backend), inputs)  # [plugin,!failure]
-        call(module if eager else compile_backend(module, inputs), inputs)  # [!plugin,failure] outputs unused
-        call(module if eager else compile_backend(module, inputs, backend), inputs)  # [plugin,failure]
+        actual = call(module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, inputs))  # [!plugin,!failure]
+        actual = call(module if backend is None else compile_backend(module, inputs, backend))  # [plugin,!failure]
+        call(module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, inputs))  # [!plugin,failure]
+        call(module if backend is None else compile_backend(module, inputs, backend))  # [plugin,failure]
         torch.cuda.synchronize()  # [cuda] a kernel's error shows here
     except Exception as e:  # the compiler failed: is it the same failure?
         chain, x = [], e  # [pattern]
         while x is not None and len(chain) < 8:  # [pattern] torch.compile wraps the backend's error: match them all
             chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern]
         if re.search(ERROR_PATTERN, "\n".join(f"{type(x).__name__}: {x}" for x in chain)):  # [pattern]
-            return say("REPRODUCED", getattr(e, "inner_exception", None) or e)  # [pattern] the backend's own error
-        return say("CHANGED: fails differently now", getattr(e, "inner_exception", None) or e)
-    return say("FIXED", "compiled and ran without error")  # [failure]
-    reproduced, why = outcome(expected, actual)  # [!failure,!float64]
-    reproduced, why = outcome(expected, actual, exact)  # [float64]
-    return say({True: "REPRODUCED", False: "FIXED", None: "CHANGED: fails differently now"}[reproduced], why)  # [!failure]
+            return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern] the backend's own error
+        if isinstance(e, ImportError):  # [requires] the backend's package is missing or broken here: no news of the bug
+            return "SKIPPED", e  # [requires]
+        return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e
+    return "FIXED", "compiled and ran without error"  # [failure]
+    return outcome(expected, actual)  # [!failure,!float64]
+    return outcome(expected, actual, exact)  # [float64]
+
+
+def entry():
+    """The body of the script's `if __name__ == "__main__":` block: print the verdict line
+    (an error as its type and first line) and exit with its code."""
+    if not os.environ.get("TRTMIN_CHILD"):  # [child] the bug ends the process: judge it from outside
+        sys.exit(run_in_child())  # [child]
+    verdict, why = main()
+    why = f"{type(why).__name__}: {str(why).strip()}".rstrip(": ") if isinstance(why, BaseException) else why
+    print(f"{verdict}: {why.splitlines()[0][:300]}")
+    sys.exit({"FIXED": 0, "REPRODUCED": 1, "SKIPPED": 2, "CHANGED": 3}[verdict.split(":")[0]])

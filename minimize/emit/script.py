@@ -139,7 +139,6 @@ HEADER = '''#!/usr/bin/env python3
 Exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run here), 3 CHANGED (it fails another way).
 TRTMIN_BACKEND=eager python repro.py runs eager PyTorch in place of the backend: FIXED.{memory_words}"""
 {std_imports}
-
 try:
     import torch
 except ImportError:  # no torch: cannot run here, which is no verdict on the bug
@@ -199,7 +198,6 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
              f"{info.original_nodes} to {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls on torch "
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
-           *(["importlib.util"] if "requires" in on else []),
            *(["re"] if on & {"pattern", "child"} else []),
            *(["subprocess"] if "child" in on else [])]
     head = HEADER.format(about=_docstring_text(textwrap.fill(about, 96, break_on_hyphens=False)),
@@ -212,7 +210,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         'inf, nan = float("inf"), float("nan")\n' if re.search(r"\b(inf|nan)\b", program) else "",
         (f"DEVICE, ATOL, RTOL = {info.device!r}, {info.atol!r}, {info.rtol!r}\n" if info.signature.kind == "mismatch"
          else f"DEVICE = {info.device!r}\n"),
-        f"REQUIRES = {part.requires!r}  # packages the backend needs (\"a|b\": either)\n" if part.requires else "",
+        f"REQUIRES = {part.requires!r}  # packages the backend imports (\"a|b\": either); without them: SKIPPED\n" if part.requires else "",
         f"ERROR_PATTERN = {pattern!r}  # the failure's text, as a regex\n" if on & {"pattern", "child"} else "",
         dynamic.get("constant", ""),
         (f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
@@ -233,8 +231,9 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         sections.append(_child_functions(info).strip() + "\n")
     if "memory" in on:
         sections.append(MEMORY_FUNCTIONS.strip() + "\n\n\n" + address_space_source().strip() + "\n")
-    sections += [tagged_source(fn, on, docstring=False) for fn in (repro_main.say, repro_main.call, repro_main.main)]
-    sections.append('if __name__ == "__main__":\n    sys.exit(main())\n')
+    sections.append(tagged_source(repro_main.main, on, docstring=False))
+    entry = tagged_source(repro_main.entry, on, docstring=False)
+    sections.append('if __name__ == "__main__":\n' + entry.split("\n", 1)[1])  # entry's body
     return "\n\n".join(s.strip("\n") + "\n" for s in sections if s.strip()).replace("\n\n\n\n", "\n\n\n"), big
 
 

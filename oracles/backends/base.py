@@ -56,8 +56,9 @@ class ScriptPart:
     """A backend's contribution to repro.py.
 
     `compile_body` is the body of `def compile_backend(module, inputs, backend)`, which must
-    return a callable taking the inputs positionally. `requires` names the packages
-    the script checks for before running (missing -> exit 2, SKIPPED). `load_body`, the
+    return a callable taking the inputs positionally. `requires` names the packages it
+    imports: the script says SKIPPED (exit 2) where their import fails, and `trtmin repros
+    run` skips it without running where they are not installed. `load_body`, the
     body of `def load_backend()`, imports the backend's own code (a plugin) before the
     call, so that a missing file or module is "cannot run", not a failure of the compiler;
     what it returns reaches compile_backend as `backend`.
