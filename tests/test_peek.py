@@ -49,6 +49,23 @@ def test_a_wrong_input_is_refused_early_as_the_full_check_refuses_it(tmp_path, c
     assert str(early.value) == full_check_error(path)
 
 
+@pytest.mark.parametrize("form", ["args_kwargs", "flat", "lone_tensor", "three"])
+def test_too_few_or_many_inputs_are_refused_early_as_the_full_check_refuses_them(tmp_path, form):
+    """Saving (history,) for a program of (history, start_ns) is a common slip: refused before
+    torch's import, in the full check's words, which say what the file holds."""
+    history, start = torch.load(INPUTS)
+    saved = {"args_kwargs": ((history,), {}), "flat": (start,), "lone_tensor": history,
+             "three": (history, start, start)}[form]
+    path = tmp_path / "inputs.pt"
+    torch.save(saved, path)
+    with pytest.raises(TrtminError) as early:
+        check_inputs_early(MODEL, path)
+    assert str(early.value) == full_check_error(path)
+    said = {"args_kwargs": "holds args of 1 input and no kwargs but", "flat": "holds 1 input but",
+            "lone_tensor": "holds a Tensor but", "three": "holds 3 inputs but"}[form]
+    assert said in str(early.value) and "the program takes 2 inputs (history, start_ns)" in str(early.value)
+
+
 def test_what_it_cannot_read_is_left_to_the_full_check(tmp_path):
     nested = tmp_path / "nested.pt"
     torch.save({"batch": {"history": torch.randn(3, 3)}}, nested)  # a form only the full check knows

@@ -9,6 +9,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
+from minimize.program.peek import is_container, wrong_inputs_error
 from oracles.errors import TrtminError, first_line
 
 SEED = 0
@@ -52,10 +53,6 @@ def _hint(d: Any) -> int:
         return 4
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     """A torch.save'd file of inputs, checked against the program's signature: the
     arguments as they were given to torch.export.export (a tuple of args, or (args,
@@ -77,9 +74,7 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
             kind = type(loaded).__name__
             raise TrtminError(f"inputs file {path} holds {'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}; "
                               "save a tuple of the program's inputs")
-        raise TrtminError(f"inputs file {path} holds {_describe(loaded)} but the program takes "
-                          f"{_count(len(metas), 'input')} ({', '.join(n for n, _ in metas)}); save the arguments "
-                          "as given to torch.export.export (a tuple, or (args, kwargs)), or these inputs in this order")
+        raise wrong_inputs_error(path, loaded, [n for n, _ in metas])
     for (name, val), got in zip(metas, flat):
         if not isinstance(val, torch.Tensor):
             continue
@@ -101,7 +96,7 @@ def _flatten_like_export(loaded: Any, ep: ExportedProgram, count: int) -> list[A
     which the program's input spec (its args and kwargs, as exported) flattens."""
     if isinstance(loaded, torch.Tensor):
         loaded = (loaded,)
-    if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(_is_container, loaded)):
+    if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(is_container, loaded)):
         return list(loaded)
     spec = getattr(ep.call_spec, "in_spec", None)
     if spec is None:
@@ -118,25 +113,9 @@ def _flatten_like_export(loaded: Any, ep: ExportedProgram, count: int) -> list[A
             leaves = spec.flatten_up_to(call)
         except (ValueError, TypeError, KeyError):  # another structure: try the next form
             continue
-        if len(leaves) == count and not any(map(_is_container, leaves)):  # a leaf the spec has is a value
+        if len(leaves) == count and not any(map(is_container, leaves)):  # a leaf the spec has is a value
             return list(leaves)
     return None
-
-
-def _is_container(x: Any) -> bool:
-    return isinstance(x, (tuple, list, dict))
-
-
-def _describe(x: Any, top: bool = True) -> str:
-    """A short picture of a file's structure for an error: 'a tuple of 1 (a dict of 2 ('a', 'b'))'."""
-    if isinstance(x, dict):
-        return f"a dict of {len(x)} ({', '.join(repr(k) for k in list(x)[:4])}{', ...' if len(x) > 4 else ''})"
-    if not isinstance(x, (tuple, list)):
-        return f"a {type(x).__name__}"
-    if not any(map(_is_container, x)):
-        return _count(len(x), "input") if top else f"a {type(x).__name__} of {len(x)}"
-    inner = "; ".join(_describe(v, top=False) for v in x[:3]) + ("; ..." if len(x) > 3 else "")
-    return f"a {type(x).__name__} of {len(x)} ({inner})"
 
 
 def has_mutations(ep: ExportedProgram) -> bool:

@@ -105,26 +105,63 @@ def saved_inputs(path: Path) -> Any | None:
         return None
 
 
-def _flat(loaded: Any, count: int) -> list[Any] | None:
-    """The inputs in order where the file holds them in the plain forms: the tensors flat,
-    or (args, {}) of tensors alone. Other forms go to the full check."""
+def _plain(loaded: Any) -> list[TensorShape] | None:
+    """The tensors where the file holds them in the plain forms: the tensors flat, or
+    (args, {}) of tensors alone. Other forms go to the full check."""
     if isinstance(loaded, TensorShape):
         loaded = (loaded,)
     if (isinstance(loaded, (tuple, list)) and len(loaded) == 2 and isinstance(loaded[0], (tuple, list))
             and loaded[1] == {}):
         loaded = loaded[0]
-    if isinstance(loaded, (tuple, list)) and len(loaded) == count and all(isinstance(x, TensorShape) for x in loaded):
+    if isinstance(loaded, (tuple, list)) and all(isinstance(x, TensorShape) for x in loaded):
         return list(loaded)
     return None
 
 
+def is_container(x: Any) -> bool:
+    return isinstance(x, (tuple, list, dict))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def describe(x: Any, top: bool = True) -> str:
+    """A short picture of an inputs file's structure for an error: '2 inputs', 'args of 1
+    input and no kwargs', 'a tuple of 1 (a dict of 2 ('a', 'b'))'."""
+    if isinstance(x, dict):
+        return f"a dict of {len(x)} ({', '.join(repr(k) for k in list(x)[:4])}{', ...' if len(x) > 4 else ''})"
+    if not isinstance(x, (tuple, list)):
+        return "a Tensor" if isinstance(x, TensorShape) else f"a {type(x).__name__}"  # read here without torch
+    if top and len(x) == 2 and isinstance(x[0], (tuple, list)) and isinstance(x[1], dict):  # (args, kwargs)
+        kwargs = _count(len(x[1]), "kwarg") if x[1] else "no kwargs"
+        return f"args of {describe(x[0]) if x[0] else 'no input'} and {kwargs}"
+    if not any(map(is_container, x)):
+        return _count(len(x), "input") if top else f"a {type(x).__name__} of {len(x)}"
+    inner = "; ".join(describe(v, top=False) for v in x[:3]) + ("; ..." if len(x) > 3 else "")
+    return f"a {type(x).__name__} of {len(x)} ({inner})"
+
+
+def wrong_inputs_error(path: Path, loaded: Any, names: list[str]) -> TrtminError:
+    """The error for an inputs file whose structure or count is not the program's inputs."""
+    return TrtminError(f"inputs file {path} holds {describe(loaded)} but the program takes "
+                       f"{_count(len(names), 'input')} ({', '.join(names)}); save the arguments as given to "
+                       "torch.export.export (a tuple, or (args, kwargs)), or these inputs in this order")
+
+
 def check_inputs_early(model: Path, inputs: Path) -> None:
-    """Refuse inputs of another shape or dtype than the program's, in the full check's words,
-    where both files can be read without torch; else leave it to that check."""
+    """Refuse inputs of another count, shape or dtype than the program's, in the full check's
+    words, where both files can be read without torch; else leave it to that check. A file of
+    tensors alone holds the program's inputs flat only if it holds as many: no other form of
+    the arguments flattens to more or fewer tensors (minimize/program/inputs.py)."""
     wanted = program_inputs(model)
     loaded = saved_inputs(inputs) if wanted else None
-    flat = _flat(loaded, len(wanted)) if wanted and loaded is not None else None
+    flat = _plain(loaded) if wanted and loaded is not None else None
     if not wanted or flat is None:
+        return
+    if len(flat) != len(wanted):
+        if all(want is not None for _, want in wanted):  # an int input: the full check reads the spec
+            raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted])
         return
     for (name, want), got in zip(wanted, flat):
         if want is None:
