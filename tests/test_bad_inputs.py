@@ -132,6 +132,15 @@ def test_missing_backend_package_is_one_line_and_help_still_works(host_program):
     assert r.returncode == 0 and "reduce" in r.stdout
 
 
+def test_help_shows_no_type_for_a_flag_and_a_name_for_a_value():
+    """A flag takes no value: typer printed `<bool>` beside --resume and --help as if it did."""
+    r = run_cli("reduce", "--help")
+    rows = {line.split()[1]: line for line in r.stdout.splitlines() if line.startswith("│ --")}
+    assert r.returncode == 0 and {"--resume", "--verify", "--help", "--set", "--jobs"} <= set(rows), r.stdout
+    assert "<bool>" not in r.stdout and "<list" not in r.stdout, r.stdout
+    assert "KEY=VALUE" in rows["--set"] and " N " in rows["--jobs"] and "--no-verify" in rows["--verify"]
+
+
 def test_folder_given_as_model(tmp_path):
     assert_one_line_error(check_here(str(tmp_path)), "is a folder")
     assert_one_line_error(reduce_here(str(tmp_path), "--out", str(tmp_path / "o")), "is a folder")
