@@ -200,7 +200,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
            *(["re"] if on & {"pattern", "child"} else []),
            *(["subprocess"] if "child" in on else [])]
-    head = HEADER.format(about=_docstring_text(textwrap.fill(about, 96, break_on_hyphens=False)),
+    head = HEADER.format(about=_docstring_text(textwrap.fill(about, 110, break_on_hyphens=False)),
                          memory_words=_memory_words(info),
                          std_imports="\n".join(f"import {m}" for m in sorted(set(std), key=std.index)))
     head += ("from torch import device  # the graph below writes devices as device(type=...)\n"
