@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
@@ -42,6 +44,22 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def digest_in_background(path: Path) -> Future[str]:
+    """file_digest(path) on a daemon thread: hashlib and file reads release the GIL, so a
+    policy's gigabytes are hashed on another core while torch loads the program. Its
+    error, if any, is raised where the result is asked for; a daemon thread does not hold
+    the process at exit (a model refused as it loads exits at once)."""
+    done: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(file_digest(path))
+        except BaseException as e:  # noqa: BLE001 - handed to whoever asks for the result
+            done.set_exception(e)
+    threading.Thread(target=run, name="trtmin-hash", daemon=True).start()
+    return done
+
+
 def _options_key(opts: Options) -> dict[str, Any]:
     d = asdict(opts)
     d["model"] = str(opts.model)
@@ -53,13 +71,14 @@ def _options_key(opts: Options) -> dict[str, Any]:
     return d
 
 
-def _header(opts: Options, program: Program) -> dict[str, Any]:
+def _header(opts: Options, program: Program, model_sha256: Future[str]) -> dict[str, Any]:
     """What a journal's verdicts depend on: a resume with any of it changed is refused. The
     model, the inputs and a plugin file by their contents (a path may name other contents
     after a kill), torch by its version. The model also by its program (Program.digest):
-    where both journals have that, a re-export of the same code resumes."""
+    where both journals have that, a re-export of the same code resumes. The model file's
+    hash comes from a thread that ran while the program loaded."""
     plugin = parse_backend(opts.backend).plugin_file
-    return {"model_sha256": file_digest(opts.model), "program_sha256": program.digest(),
+    return {"model_sha256": model_sha256.result(), "program_sha256": program.digest(),
             "options": _options_key(opts),
             "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
             "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None,
@@ -82,8 +101,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     nothing_to_reduce = False
     match = re.compile(opts.match) if opts.match else None
     on_phase(f"loading {opts.model.name}: the program and eager's values")
+    model_sha256 = digest_in_background(opts.model)
     with ExitStack() as held, Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
-        header = _header(opts, session.program)
+        header = _header(opts, session.program, model_sha256)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         on_phase(f"checking the original: its first compile on {session.backend.describe()}")

@@ -361,6 +361,18 @@ def test_a_re_export_of_the_same_code_from_another_folder_resumes(tmp_path):
         Journal(tmp_path / "out", header(1), resume=True)
 
 
+def test_the_model_file_hashed_in_the_background_is_its_bytes_or_its_error(tmp_path):
+    """The journal's model_sha256 is hashed on a thread while the program loads: the same
+    digest as the bytes', and a file gone meanwhile raises where the header asks for it."""
+    import hashlib
+    from minimize.reduce import digest_in_background
+    data = bytes(range(256)) * 20000  # several of the hash's 1 MiB blocks
+    (tmp_path / "model.pt2").write_bytes(data)
+    assert digest_in_background(tmp_path / "model.pt2").result(timeout=60) == hashlib.sha256(data).hexdigest()
+    with pytest.raises(FileNotFoundError):
+        digest_in_background(tmp_path / "gone.pt2").result(timeout=60)
+
+
 def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
     """The journal's verdicts were made on the inputs' contents, not their path: resumed
     with other contents under the same name, the run would write a repro that does not
