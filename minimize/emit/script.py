@@ -120,17 +120,20 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
     weight_exprs = tensor_expressions(constants, generated, big)
     input_exprs = tensor_expressions(inputs, generated, big)
     weights = [f"        self.register_buffer({n!r}, {e})" for n, e in weight_exprs.items()]
-    items = [f"        {e},  # {n}" for n, e in input_exprs.items()]
     init = ""
     if weights:
         uses_file = any(n in big for n in constants)
         init = ("    def __init__(self):\n        super().__init__()\n"
                 + (f"        tensors = {load}\n" if uses_file else "") + "\n".join(weights) + "\n\n")
-    if not items:
+    if not input_exprs:
         return init, "def make_inputs():\n    return []\n", big
     file_line = f"    tensors = {load}\n" if any(n in big for n in inputs) else ""
     one_line = f"    return [{', '.join(input_exprs.values())}]  # {', '.join(input_exprs)}"
-    body = one_line if len(one_line) <= 110 else "    return [\n" + "\n".join(items) + "\n    ]"
+    # else one input a line, each named, aligned under the first (no lines of brackets alone)
+    lead, last = "    return [", len(input_exprs) - 1
+    body = one_line if len(one_line) <= 110 else "\n".join(
+        f"{lead if i == 0 else ' ' * len(lead)}{e}{']' if i == last else ','}  # {n}"
+        for i, (n, e) in enumerate(input_exprs.items()))
     return init, "def make_inputs():\n" + file_line + body + "\n", big
 
 
