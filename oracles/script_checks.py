@@ -75,7 +75,7 @@ def mismatch_outcome(expected, actual, exact=None):
         return "FIXED", "the backend matches eager PyTorch"  # [!float64]
         within = f" (or is off it by at most {ERROR_RATIO:g}x eager's own error from float64)"  # [float64]
         return "FIXED", "the backend matches eager PyTorch" + (within if exact is not None else "")  # [float64]
-    return "REPRODUCED", "output {1} differs from eager by max abs {0:.4g} ({2} values off{3})".format(*max(off))
+    return "REPRODUCED", "output {1} differs from eager by max abs {0:.4g} ({2} values off{3})".format(*max(off, key=lambda o: o[0]))
 
 
 def nan_outcome(expected, actual, exact=None):

@@ -66,6 +66,32 @@ def test_too_few_or_many_inputs_are_refused_early_as_the_full_check_refuses_them
     assert said in str(early.value) and "the program takes 2 inputs (history, start_ns)" in str(early.value)
 
 
+def test_a_none_argument_counts_as_an_input_early_as_it_does_in_the_full_check(tmp_path):
+    """export(M(), (x, None, y)) stores the None as a constant input: the full check counts
+    it, so the early one must not refuse (x, y, y), which the full check takes, nor word the
+    count of (x,) otherwise."""
+    class TakesNone(torch.nn.Module):
+        def forward(self, x, m, y):
+            return x + y
+
+    x = torch.randn(2, 3)
+    model = tmp_path / "none.pt2"
+    torch.export.save(torch.export.export(TakesNone(), (x, None, x)), model)
+    ep = torch.export.load(str(model))
+    for saved in [(x,), (x, x, x)]:
+        path = tmp_path / "inputs.pt"
+        torch.save(saved, path)
+        try:
+            full = load_inputs(path, ep)
+        except TrtminError as e:
+            with pytest.raises(TrtminError) as early:
+                check_inputs_early(model, path)
+            assert str(early.value) == str(e)
+        else:
+            check_inputs_early(model, path)  # taken by the full check: not refused early
+            assert len(full) == 3
+
+
 def test_what_it_cannot_read_is_left_to_the_full_check(tmp_path):
     nested = tmp_path / "nested.pt"
     torch.save({"batch": {"history": torch.randn(3, 3)}}, nested)  # a form only the full check knows

@@ -147,3 +147,30 @@ def test_a_script_whose_backend_package_is_missing_says_skipped(piece, kind: str
                                                   script, flags=re.M))
         again = run()
         assert again.returncode == 1 and again.stdout.startswith("REPRODUCED: ModuleNotFoundError"), again.stdout
+
+
+def test_an_onnx_script_whose_exporter_package_is_missing_says_skipped(piece, tmp_path: Path) -> None:
+    """torch.onnx.export imports onnxscript when called, and the script words its failure as
+    trtmin's workers do (an OnnxExportError raised from it): the ImportError is its cause.
+    Still SKIPPED, not CHANGED."""
+    import subprocess
+    import sys
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    sliced, values = piece
+    verdict = VERDICTS["mismatch"]
+    info = ReproInfo(title="no onnxscript", source_model="model.pt2", original_nodes=18, final_nodes=3,
+                     oracle_calls=3, oracle="mismatch", verdict=verdict, signature=Signature.of(verdict), match=None,
+                     atol=1e-3, rtol=1e-3, device="cpu", needs_subprocess=False, timeout=60.0)
+    script, big = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
+                                {n: values[n] for n in sliced.constant_names if n in values},
+                                BUILTIN["onnxruntime"]("onnxruntime", {}))
+    (tmp_path / "repro.py").write_text(script)
+    torch.save(big, tmp_path / INPUTS_FILE)
+    hidden = tmp_path / "hide" / "onnxscript"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'onnxscript'\", name='onnxscript')\n")
+    r = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path / "hide")})
+    assert r.returncode == 2 and r.stdout.startswith("SKIPPED: "), r.stdout + r.stderr[-2000:]
+    assert "No module named 'onnxscript'" in r.stdout, r.stdout

@@ -50,6 +50,9 @@ def program_inputs(pt2: Path) -> list[tuple[str, TensorShape | None]] | None:
         tensors = graph_module["graph"]["tensor_values"]
         found: list[tuple[str, TensorShape | None]] = []
         for spec in graph_module["signature"]["input_specs"]:
+            if "constant_input" in spec:  # a None or a number given to export: an input the full check counts
+                found.append((spec["constant_input"].get("name", ""), None))
+                continue
             if "user_input" not in spec:
                 continue
             arg = spec["user_input"]["arg"]
@@ -160,7 +163,7 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
     if not wanted or flat is None:
         return
     if len(flat) != len(wanted):
-        if all(want is not None for _, want in wanted):  # an int input: the full check reads the spec
+        if all(name for name, _ in wanted):  # an int input has no name here: the full check words it
             raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted])
         return
     for (name, want), got in zip(wanted, flat):
