@@ -70,6 +70,8 @@ def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
     # nor their sizes but one: the 5 features that BatchNorm's inline statistics hold stay
     assert s["shrunk_shapes"]["p_proj_weight"] == [[5, 8], [5, 2]], s["shrunk_shapes"]
     assert not (reduced / "repro_inputs.pt").exists()
+    # a static program: export, lower and load in the compile body, no helpers for other variants
+    assert "load_program(pte.buffer)" in script and "def lower_to_pte" not in script, script
     r = run_repro(reduced)
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr[-2000:]
     assert run_repro(reduced, backend="eager").returncode == 0

@@ -210,6 +210,28 @@ class ExecuTorchBackend(Backend):
         return SnippetCall('program.load_method("forward").execute', imports=tuple(imports), module=True,
                            setup=setup, takes_list=True)
 
+    def script_part_for(self, verdict: Any, dynamic: bool = True) -> ScriptPart:
+        """A static program on XNNPACK or portable kernels needs none of lower_to_pte's
+        variants, files or dynamic shapes: export, lower and load from the buffer, as the
+        workers do through a .pte file (no .ptd for these two), in a few lines."""
+        from oracles.backends.torch_tensorrt import _indent_body, render_value
+
+        if dynamic or self.variant not in ("portable", "xnnpack"):
+            return self.script_part()
+        imports, partitioner = ["from executorch.exir import to_edge_transform_and_lower"], ""
+        if self.variant == "xnnpack":
+            imports.insert(0, "from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner")
+            options = ", ".join(f"{k}={render_value(v)}" for k, v in self.options.items())
+            partitioner = f", partitioner=[XnnpackPartitioner({options})]"
+        body = "\n".join([*imports, "from executorch.runtime import Runtime", textwrap.dedent(f"""\
+            ep = torch.export.export(module, tuple(inputs))  # the weights are buffers of Repro
+            pte = to_edge_transform_and_lower(ep{partitioner}).to_executorch()
+            program = Runtime.get().load_program(pte.buffer)  # the method needs it: the lambda holds it
+            method = program.load_method("forward")
+            return lambda *args, program=program: list(method.execute(
+                [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]))""")])
+        return ScriptPart(requires=["executorch"], compile_body=_indent_body(body))
+
     def script_part(self) -> ScriptPart:
         from oracles.backends.onnx_export import script_source
         from oracles.backends.torch_tensorrt import _indent_body, render_value
