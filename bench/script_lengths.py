@@ -1,6 +1,7 @@
 """Lines of repro.py for a 3-node graph (relu, mul, cast) and a 5-node one (two more
-adds) in each common form: a crash and a mismatch, on Inductor and Torch-TensorRT, device
-cuda, inputs in the tensors file. Issue 23's target is 80 lines for a bug of at most 5 nodes. Rendering needs neither a
+adds) in each common form: a crash and a mismatch, on each backend (device cuda where it
+runs there), inputs in the tensors file. Issue 23's target is 80 lines for a bug of at most
+5 nodes. Rendering needs neither a
 GPU nor torch_tensorrt: `python bench/script_lengths.py`."""
 
 from __future__ import annotations
@@ -40,14 +41,16 @@ def lengths(model: torch.nn.Module, x: torch.Tensor) -> None:
     program = Program(torch.export.export(model.eval(), (x,)).run_decompositions({}), [x])
     piece = program.materialize(program.all_kept())
     n = sum(node.op == "call_function" for node in piece.gm.graph.nodes)
-    for backend in ("inductor", "torch_tensorrt"):
+    for backend in ("inductor", "torch_tensorrt", "executorch:xnnpack", "onnxruntime", "tensorrt"):
+        made = BUILTIN[backend](backend, {})
+        device = "cuda" if "cuda" in made.devices else made.devices[0]
         for kind, verdict in VERDICTS.items():
             info = ReproInfo(title="lengths", source_model="model.pt2", original_nodes=100, final_nodes=n,
                              oracle_calls=5, oracle=kind, verdict=verdict, signature=Signature.of(verdict),
-                             match=None, atol=1e-3, rtol=1e-3, device="cuda", needs_subprocess=False, timeout=300.0)
+                             match=None, atol=1e-3, rtol=1e-3, device=device, needs_subprocess=False, timeout=300.0)
             script, _ = render_script(info, piece.gm, {name: x for name in piece.input_names}, {},
-                                      BUILTIN[backend](backend, {}))
-            print(f"{n} nodes  {backend:<15} {kind:<9} {len(script.splitlines())} lines")
+                                      made)
+            print(f"{n} nodes  {backend:<19} {device:<5} {kind:<9} {len(script.splitlines())} lines")
 
 
 if __name__ == "__main__":
