@@ -194,36 +194,37 @@ class ExecuTorchBackend(Backend):
         """Export, lower (XNNPACK's partitioner, or none for portable kernels), load the
         program from its buffer and execute forward, as lower_to_pte and load_pte do without
         the files. None for the cuda and tensorrt variants (weights or kernels in a .ptd)."""
-        from oracles.backends.torch_tensorrt import render_value
-
         if self.variant not in ("portable", "xnnpack"):
             return None
-        imports = ["from executorch.exir import to_edge_transform_and_lower", "from executorch.runtime import Runtime"]
-        partitioner = ""
-        if self.variant == "xnnpack":
-            imports.insert(1, "from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner")
-            options = ", ".join(f"{k}={render_value(v)}" for k, v in self.options.items())
-            partitioner = f", partitioner=[XnnpackPartitioner({options})]"
+        imports, partitioner = self._lowering_words()
         setup = (f"pte = to_edge_transform_and_lower(torch.export.export(f, {args_tuple(args)}){partitioner})"
                  ".to_executorch()",
                  "program = Runtime.get().load_program(pte.buffer)")
         return SnippetCall('program.load_method("forward").execute', imports=tuple(imports), module=True,
                            setup=setup, takes_list=True)
 
+    def _lowering_words(self) -> tuple[list[str], str]:
+        """The imports and the partitioner argument of to_edge_transform_and_lower for the
+        portable and XNNPACK variants, as report.md's snippet and a static repro.py write them."""
+        from oracles.backends.torch_tensorrt import render_value
+
+        imports = ["from executorch.exir import to_edge_transform_and_lower", "from executorch.runtime import Runtime"]
+        if self.variant != "xnnpack":
+            return imports, ""
+        imports.insert(1, "from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner")
+        options = ", ".join(f"{k}={render_value(v)}" for k, v in self.options.items())
+        return imports, f", partitioner=[XnnpackPartitioner({options})]"
+
     def script_part_for(self, verdict: Any, dynamic: bool = True) -> ScriptPart:
         """A static program on XNNPACK or portable kernels needs none of lower_to_pte's
         variants, files or dynamic shapes: export, lower and load from the buffer, as the
         workers do through a .pte file (no .ptd for these two), in a few lines."""
-        from oracles.backends.torch_tensorrt import _indent_body, render_value
+        from oracles.backends.torch_tensorrt import _indent_body
 
         if dynamic or self.variant not in ("portable", "xnnpack"):
             return self.script_part()
-        imports, partitioner = ["from executorch.exir import to_edge_transform_and_lower"], ""
-        if self.variant == "xnnpack":
-            imports.insert(0, "from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner")
-            options = ", ".join(f"{k}={render_value(v)}" for k, v in self.options.items())
-            partitioner = f", partitioner=[XnnpackPartitioner({options})]"
-        body = "\n".join([*imports, "from executorch.runtime import Runtime", textwrap.dedent(f"""\
+        imports, partitioner = self._lowering_words()
+        body = "\n".join([*imports, textwrap.dedent(f"""\
             ep = torch.export.export(module, tuple(inputs))  # the weights are buffers of Repro
             pte = to_edge_transform_and_lower(ep{partitioner}).to_executorch()
             program = Runtime.get().load_program(pte.buffer)  # the method needs it: the lambda holds it
