@@ -9,7 +9,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from minimize.program.peek import is_container, wrong_inputs_error
+from minimize.program.peek import is_container, wrong_dtype_error, wrong_inputs_error, wrong_shape_error
 from oracles.errors import TrtminError, first_line
 
 SEED = 0
@@ -81,12 +81,10 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
         if not isinstance(got, torch.Tensor):
             raise TrtminError(f"input {name!r} in {path} is a {type(got).__name__}, the program expects a tensor")
         if got.dtype != val.dtype:
-            raise TrtminError(f"input {name!r} in {path} is {got.dtype}, the program expects {val.dtype}; "
-                              f"convert it with .to({val.dtype})")
-        static = [d if isinstance(d, int) else None for d in val.shape]
+            raise wrong_dtype_error(path, name, str(got.dtype), str(val.dtype))
+        static = tuple(d if isinstance(d, int) else None for d in val.shape)
         if got.dim() != len(static) or any(s is not None and s != g for s, g in zip(static, got.shape)):
-            want = "x".join("?" if s is None else str(s) for s in static)
-            raise TrtminError(f"input {name!r} in {path} has shape {tuple(got.shape)}, the program expects {want}")
+            raise wrong_shape_error(path, name, tuple(got.shape), static)
     return flat
 
 

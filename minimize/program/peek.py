@@ -152,6 +152,17 @@ def wrong_inputs_error(path: Path, loaded: Any, names: list[str]) -> TrtminError
                        "torch.export.export (a tuple, or (args, kwargs)), or these inputs in this order")
 
 
+def wrong_dtype_error(path: Path, name: str, got: str, want: str) -> TrtminError:
+    """One input of another dtype (`got`, `want`: 'torch.float32')."""
+    return TrtminError(f"input {name!r} in {path} is {got}, the program expects {want}; convert it with .to({want})")
+
+
+def wrong_shape_error(path: Path, name: str, got: tuple[int, ...], want: tuple[int | None, ...]) -> TrtminError:
+    """One input of another shape; `want` has None where the program's size is dynamic."""
+    shape = "x".join("?" if w is None else str(w) for w in want)
+    return TrtminError(f"input {name!r} in {path} has shape {got}, the program expects {shape}")
+
+
 def check_inputs_early(model: Path, inputs: Path) -> None:
     """Refuse inputs of another count, shape or dtype than the program's, in the full check's
     words, where both files can be read without torch; else leave it to that check. A file of
@@ -170,11 +181,9 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
         if want is None:
             continue
         if want.dtype and got.dtype and want.dtype != got.dtype:
-            raise TrtminError(f"input {name!r} in {inputs} is torch.{got.dtype}, the program expects "
-                              f"torch.{want.dtype}; convert it with .to(torch.{want.dtype})")
+            raise wrong_dtype_error(inputs, name, f"torch.{got.dtype}", f"torch.{want.dtype}")
         if len(got.sizes) != len(want.sizes) or any(w is not None and w != g for w, g in zip(want.sizes, got.sizes)):
-            shape = "x".join("?" if w is None else str(w) for w in want.sizes)
-            raise TrtminError(f"input {name!r} in {inputs} has shape {got.sizes}, the program expects {shape}")
+            raise wrong_shape_error(inputs, name, got.sizes, want.sizes)
 
 
 def check_model_file(path: Path) -> None:
