@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,36 +118,40 @@ class _MissingPackageBackend(BUILTIN["eager"]):
                           compile_body="import trtmin_no_such_package\n    return trtmin_no_such_package.compile(module)")
 
 
+def write_cpu_script(piece, kind: str, backend, folder: Path) -> str:
+    """repro.py for `kind` on `backend` at device cpu, written to `folder` with its tensors file."""
+    sliced, values = piece
+    verdict = VERDICTS[kind]
+    info = ReproInfo(title=f"{kind} on {backend.describe()}", source_model="model.pt2", original_nodes=18,
+                     final_nodes=3, oracle_calls=3, oracle=kind, verdict=verdict, signature=Signature.of(verdict),
+                     match=None, atol=1e-3, rtol=1e-3, device="cpu", needs_subprocess=False, timeout=60.0)
+    script, big = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
+                                {n: values[n] for n in sliced.constant_names if n in values}, backend)
+    (folder / "repro.py").write_text(script)
+    torch.save(big, folder / INPUTS_FILE)
+    return script
+
+
+def run_script(folder: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
 @pytest.mark.parametrize("kind", ["crash", "mismatch"])
 def test_a_script_whose_backend_package_is_missing_says_skipped(piece, kind: str, tmp_path: Path) -> None:
     """Not CHANGED ("fails differently"): the import the backend needs fails, which is no news
     of the bug. The eager control needs no such package and prints FIXED. A crash form asks
     its error pattern first, so a bug that is itself an ImportError still reproduces."""
-    import subprocess
-    import sys
-    sliced, values = piece
-    verdict = VERDICTS[kind]
-    info = ReproInfo(title="missing", source_model="model.pt2", original_nodes=18, final_nodes=3, oracle_calls=3,
-                     oracle=kind, verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
-                     rtol=1e-3, device="cpu", needs_subprocess=False, timeout=60.0)
-    script, big = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
-                                {n: values[n] for n in sliced.constant_names if n in values},
-                                _MissingPackageBackend("eager", {}))
-    (tmp_path / "repro.py").write_text(script)
-    torch.save(big, tmp_path / INPUTS_FILE)
+    script = write_cpu_script(piece, kind, _MissingPackageBackend("eager", {}), tmp_path)
     assert "REQUIRES = ['trtmin_no_such_package']" in script and not lint(script, "repro.py")
-
-    def run(**env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300, env={**os.environ, **env})
-    plain, control = run(), run(TRTMIN_BACKEND="eager")
+    plain, control = run_script(tmp_path), run_script(tmp_path, TRTMIN_BACKEND="eager")
     assert (plain.returncode, plain.stdout.strip()) == (
         2, "SKIPPED: ModuleNotFoundError: No module named 'trtmin_no_such_package'"), plain.stdout + plain.stderr
     assert control.returncode == 0 and control.stdout.startswith("FIXED"), control.stdout + control.stderr
     if kind == "crash":  # the same script, for a bug whose failure is that import
         (tmp_path / "repro.py").write_text(re.sub(r"^ERROR_PATTERN = .*$", "ERROR_PATTERN = 'No module named'",
                                                   script, flags=re.M))
-        again = run()
+        again = run_script(tmp_path)
         assert again.returncode == 1 and again.stdout.startswith("REPRODUCED: ModuleNotFoundError"), again.stdout
 
 
@@ -153,24 +159,12 @@ def test_an_onnx_script_whose_exporter_package_is_missing_says_skipped(piece, tm
     """torch.onnx.export imports onnxscript when called, and the script words its failure as
     trtmin's workers do (an OnnxExportError raised from it): the ImportError is its cause.
     Still SKIPPED, not CHANGED."""
-    import subprocess
-    import sys
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
-    sliced, values = piece
-    verdict = VERDICTS["mismatch"]
-    info = ReproInfo(title="no onnxscript", source_model="model.pt2", original_nodes=18, final_nodes=3,
-                     oracle_calls=3, oracle="mismatch", verdict=verdict, signature=Signature.of(verdict), match=None,
-                     atol=1e-3, rtol=1e-3, device="cpu", needs_subprocess=False, timeout=60.0)
-    script, big = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
-                                {n: values[n] for n in sliced.constant_names if n in values},
-                                BUILTIN["onnxruntime"]("onnxruntime", {}))
-    (tmp_path / "repro.py").write_text(script)
-    torch.save(big, tmp_path / INPUTS_FILE)
+    write_cpu_script(piece, "mismatch", BUILTIN["onnxruntime"]("onnxruntime", {}), tmp_path)
     hidden = tmp_path / "hide" / "onnxscript"
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'onnxscript'\", name='onnxscript')\n")
-    r = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(tmp_path / "hide")})
+    r = run_script(tmp_path, PYTHONPATH=str(tmp_path / "hide"))
     assert r.returncode == 2 and r.stdout.startswith("SKIPPED: "), r.stdout + r.stderr[-2000:]
     assert "No module named 'onnxscript'" in r.stdout, r.stdout
