@@ -227,6 +227,70 @@ def test_onnxruntime_argmax_nan_differs_from_eager() -> None:
     assert verdict.kind == "mismatch" and verdict.output == 0 and verdict.max_abs == 1.0
 
 
+class ArgMaxHost(nn.Module):
+    """A small head whose argmax meets a NaN: eager returns the NaN's index, onnxruntime's
+    ArgMax skips it (onnxruntime 1.2x), a real mismatch in a few nodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(6, 6)
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.tanh(self.l(x)) + 1
+        return (h * w).argmax(-1), h.mean()
+
+
+@needs_ort
+def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_path: Path) -> None:
+    """A static program gets repro.py's short ONNX Runtime form (export to a folder, a
+    session fed numpy by input name), not the pasted runner; alone, it reproduces the real
+    mismatch, its eager control passes, and pyflakes finds nothing."""
+    import json
+
+    from tests.conftest import save_program
+    from tests.helpers import run_cli, run_repro
+
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 6), torch.rand(4, 6)
+    w[1, 2] = float("nan")
+    model, inputs = save_program(ArgMaxHost().eval(), (x, w), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "onnxruntime", "--oracle", "mismatch",
+                "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads((out / "summary.json").read_text())["final_verdict"].startswith("MISMATCH")
+    script = (out / "repro.py").read_text()
+    assert "onnxruntime.InferenceSession(" in script and "def run_onnxruntime" not in script, script
+    assert len(script.splitlines()) <= 80, len(script.splitlines())
+    if importlib.util.find_spec("pyflakes"):
+        from tests.test_script_lint import lint
+        assert not lint(script, "repro.py")
+    alone = run_repro(out)
+    assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: output 0 differs"), \
+        alone.stdout + alone.stderr[-2000:]
+    assert run_repro(out, backend="eager").returncode == 0
+
+
+def test_onnxruntime_short_form_only_where_numpy_holds_every_value() -> None:
+    """numpy has no bfloat16: a program with a bf16 input or output, one whose outputs'
+    dtypes are not recorded, or one with dynamic dims keeps the general runner."""
+    from minimize.emit.script import io_dtypes
+    from oracles.verdict import Verdict
+
+    class Half(nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x.to(torch.bfloat16) * 2, x + 1
+
+    x = torch.randn(2, 3)
+    gm, inputs = candidate(Half(), (x,))
+    assert io_dtypes(gm, inputs) == {torch.float32, torch.bfloat16}
+    ort, verdict = resolve("onnxruntime"), Verdict("mismatch", output=0, max_abs=1.0)
+    assert "InferenceSession(" in ort.script_part_for(verdict, False, frozenset({torch.float32})).compile_body
+    for dynamic, dtypes in ((False, io_dtypes(gm, inputs)), (False, frozenset({torch.float32, None})),
+                            (True, frozenset({torch.float32})), (False, None)):
+        assert "run_onnxruntime(" in ort.script_part_for(verdict, dynamic, dtypes).compile_body, (dynamic, dtypes)
+
+
 # ---- the TensorRT-only script -------------------------------------------------------------------
 
 def _run_script(script: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VERDICTS = {
     "crash": Verdict("crash", "RuntimeError", "planted failure 12"),
     "crash_signal": Verdict("crash", "Signal", "SIGSEGV"),
+    "crash_export": Verdict("crash", "OnnxExportError", "torch.onnx.export failed (ConversionError): no conversion"),
     "hang": Verdict("hang", message="no result within 5 s"),
     "nan": Verdict("nan", output=0),
     "mismatch": Verdict("mismatch", output=0, max_abs=1.0),
@@ -155,13 +156,16 @@ def test_a_script_whose_backend_package_is_missing_says_skipped(piece, kind: str
         assert again.returncode == 1 and again.stdout.startswith("REPRODUCED: ModuleNotFoundError"), again.stdout
 
 
-def test_an_onnx_script_whose_exporter_package_is_missing_says_skipped(piece, tmp_path: Path) -> None:
-    """torch.onnx.export imports onnxscript when called, and the script words its failure as
-    trtmin's workers do (an OnnxExportError raised from it): the ImportError is its cause.
-    Still SKIPPED, not CHANGED."""
+@pytest.mark.parametrize("kind", ["mismatch", "crash_export"])
+def test_an_onnx_script_whose_exporter_package_is_missing_says_skipped(piece, kind: str, tmp_path: Path) -> None:
+    """torch.onnx.export imports onnxscript when called. A script for a bug of the exporter
+    words its failure as trtmin's workers do (an OnnxExportError raised from it), and the
+    ImportError is its cause; any other script sees the exporter's own error. Both: SKIPPED,
+    not CHANGED."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
-    write_cpu_script(piece, "mismatch", BUILTIN["onnxruntime"]("onnxruntime", {}), tmp_path)
+    script = write_cpu_script(piece, kind, BUILTIN["onnxruntime"]("onnxruntime", {}), tmp_path)
+    assert ("raise export_error(e) from e" in script) is (kind == "crash_export")
     hidden = tmp_path / "hide" / "onnxscript"
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'onnxscript'\", name='onnxscript')\n")

@@ -11,7 +11,7 @@ import platform
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 import torch.fx as fx
@@ -179,6 +179,18 @@ def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> 
     return {name for name, on in wanted.items() if on}
 
 
+def io_dtypes(gm: fx.GraphModule, inputs: Iterable[Any]) -> frozenset[Any]:
+    """The dtypes of the program's tensor inputs and outputs; None for an output whose
+    value the graph does not record (a script form that cannot hold some dtype then takes
+    the general form)."""
+    dtypes: set[Any] = {value.dtype for value in inputs if isinstance(value, torch.Tensor)}
+    for node in gm.graph.find_nodes(op="output"):
+        for out in torch.utils._pytree.tree_leaves(node.args[0]):
+            value = out.meta.get("val") if isinstance(out, fx.Node) else out
+            dtypes.add(value.dtype if isinstance(value, torch.Tensor) else None if value is None else type(value))
+    return frozenset(dtypes)
+
+
 def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                   backend: Backend, generated: dict[str, str] | None = None) -> tuple[str, dict[str, torch.Tensor]]:
     """repro.py's text and the tensors for the file beside it. The program and the backend
@@ -187,7 +199,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     from minimize.emit import repro_main
     env = environment()
     dynamic = _dynamic_parts(info, list(inputs))
-    part = backend.script_part_for(info.verdict, dynamic=bool(dynamic))
+    part = backend.script_part_for(info.verdict, dynamic=bool(dynamic), io_dtypes=io_dtypes(gm, inputs.values()))
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
     forward_src = forward_source(gm)
     match = info.match

@@ -136,10 +136,12 @@ class Backend:
     def script_part(self) -> ScriptPart:
         raise NotImplementedError
 
-    def script_part_for(self, verdict: Any, dynamic: bool = True) -> ScriptPart:
+    def script_part_for(self, verdict: Any, dynamic: bool = True,
+                        io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
         """script_part for a script that reproduces `verdict` (a backend whose script judges
         a bug by where it happened, as TensorRT's build-time failures without a GPU), of a
-        program with (or without) dynamic dims."""
+        program with (or without) dynamic dims, whose inputs' and outputs' dtypes are
+        `io_dtypes` (None among them, or no set: not known)."""
         return self.script_part()
 
     def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:

@@ -215,7 +215,8 @@ class ExecuTorchBackend(Backend):
         options = ", ".join(f"{k}={render_value(v)}" for k, v in self.options.items())
         return imports, f", partitioner=[XnnpackPartitioner({options})]"
 
-    def script_part_for(self, verdict: Any, dynamic: bool = True) -> ScriptPart:
+    def script_part_for(self, verdict: Any, dynamic: bool = True,
+                        io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
         """A static program on XNNPACK or portable kernels needs none of lower_to_pte's
         variants, files or dynamic shapes: export, lower and load from the buffer, as the
         workers do through a .pte file (no .ptd for these two), in a few lines."""
@@ -229,8 +230,7 @@ class ExecuTorchBackend(Backend):
             pte = to_edge_transform_and_lower(ep{partitioner}).to_executorch()
             program = Runtime.get().load_program(pte.buffer)  # the method needs it: the lambda holds it
             method = program.load_method("forward")
-            return lambda *args, program=program: list(method.execute(
-                [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]))""")])
+            return lambda *args, program=program: list(method.execute(args))  # on the CPU, as DEVICE is""")])
         return ScriptPart(requires=["executorch"], compile_body=_indent_body(body))
 
     def script_part(self) -> ScriptPart:

@@ -27,7 +27,10 @@ from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
 
 SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
-OPT_LEVELS = ("disable", "basic", "extended", "all")
+# --set graph_optimization_level's words: onnxruntime.GraphOptimizationLevel's member names
+ORT_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+              "all": "ORT_ENABLE_ALL"}
+OPT_LEVELS = tuple(ORT_LEVELS)
 
 
 def check_onnx_export(spec: str) -> None:
@@ -166,6 +169,44 @@ class OnnxRuntimeBackend(Backend):
             return None
         opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
         return SnippetCall(f"torch.onnx.export(f, {args_tuple(args)}, dynamo=True{opset})", module=True)
+
+    def script_part_for(self, verdict: Any, dynamic: bool = True,
+                        io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
+        """A static program whose inputs and outputs numpy can hold (no bfloat16) needs none
+        of the runner's helpers: export into a folder, open a session, feed it numpy arrays
+        by input name, in a few lines. The exporter's failure is worded as the workers word
+        it only where the bug is one (ERROR_PATTERN matches those words)."""
+        if dynamic or io_dtypes is None or torch.bfloat16 in io_dtypes or None in io_dtypes:
+            return self.script_part()
+        from oracles.backends.torch_tensorrt import _indent_body
+
+        opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
+        export = f'torch.onnx.export(module.eval(), tuple(inputs), folder + "/model.onnx", dynamo=True{opset}, verbose=False)'
+        wrap = verdict is not None and verdict.kind == "crash" and verdict.exc_type == OnnxExportError.__name__
+        if wrap:
+            export = ("try:\n    " + export + "\nexcept Exception as e:  # worded as trtmin's workers word it, "
+                      "so ERROR_PATTERN matches\n    raise export_error(e) from e")
+        session_options, settings = "", []
+        if self.options.get("graph_optimization_level"):
+            level = ORT_LEVELS[self.options["graph_optimization_level"]]
+            settings.append(f"options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.{level}")
+        if self.options.get("intra_op_num_threads"):
+            settings.append(f"options.intra_op_num_threads = {int(self.options['intra_op_num_threads'])}")
+        if settings:
+            settings.insert(0, "options = onnxruntime.SessionOptions()")
+            session_options = ", options"
+        body = "\n".join([
+            "import inspect, tempfile, onnxruntime",
+            *settings,
+            "with tempfile.TemporaryDirectory() as folder:  # the session reads the file (and its weights) now",
+            textwrap.indent(export, "    "),
+            f'    session = onnxruntime.InferenceSession(folder + "/model.onnx"{session_options}, '
+            'providers=["CPUExecutionProvider"])',
+            "params = list(inspect.signature(module.forward).parameters)  # the ONNX inputs bear their names",
+            "return lambda *args: [torch.from_numpy(a) for a in session.run(None, {",
+            "    i.name: args[params.index(i.name)].cpu().contiguous().numpy() for i in session.get_inputs()})]"])
+        return ScriptPart(imports=[script_source(OnnxExportError, export_error)] if wrap else [],
+                          requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
 
     def script_part(self) -> ScriptPart:
         run_options = {k: v for k, v in self.options.items() if k != "opset"}

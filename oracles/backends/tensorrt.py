@@ -373,7 +373,8 @@ class TensorRTBackend(Backend):
     def script_part(self) -> ScriptPart:
         return self.script_part_for(None)
 
-    def script_part_for(self, verdict: Verdict | None, dynamic: bool = True) -> ScriptPart:
+    def script_part_for(self, verdict: Verdict | None, dynamic: bool = True,
+                        io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
         """For repro.py (torch + TensorRT or TensorRT-RTX): the same export, build and runner.
         Without a GPU the script still parses and builds: a bug in the parser or builder
         (`verdict`) is judged there, any other says SKIPPED."""

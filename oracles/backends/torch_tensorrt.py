@@ -343,7 +343,8 @@ class TorchTensorRTBackend(Backend):
         return [[n.name for n in sub.graph.nodes if n.op == "call_function"]
                 for name, sub in parted.named_children() if name.startswith("_run_on_acc")]
 
-    def script_part_for(self, verdict: Any, dynamic: bool = True) -> ScriptPart:
+    def script_part_for(self, verdict: Any, dynamic: bool = True,
+                        io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
         """A program with no dynamic dim needs neither export's dynamic_shapes nor
         Torch-TensorRT Input ranges: the export and the compile take the inputs as they are
         (what the dynamic form does for it too), in three lines."""
