@@ -216,3 +216,60 @@ def test_nvidias_tensorrt_without_a_gpu_is_refused_and_its_script_skips(tmp_path
     monkeypatch.setenv("PYTHONPATH", str(fake.parent))
     r = run_repro(script.parent, script="repro_tensorrt.py")
     assert r.returncode == 2 and r.stdout.startswith("SKIPPED: TensorRT 10.0.0 needs a GPU"), r.stdout + r.stderr
+
+
+
+class TwoInTwoOut(nn.Module):
+    """Inputs and outputs of different shapes and dtypes: a swapped input or output of the
+    engine's run fails or differs."""
+
+    def forward(self, x: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return (torch.tanh(x) * k.float()).sum(-1), k * 3
+
+
+def write_script(folder: Path, verdict, device: str) -> str:
+    """repro.py of TwoInTwoOut on the tensorrt backend for a bug that shows as `verdict`,
+    written to `folder` with its tensors file."""
+    from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
+    from minimize.program.model import Program
+    from oracles.verdict import Signature
+
+    torch.manual_seed(0)
+    x, k = torch.randn(3, 4), torch.arange(1, 5, dtype=torch.int32)
+    program = Program(torch.export.export(TwoInTwoOut(), (x, k)).run_decompositions({}), [x, k])
+    piece = program.materialize(program.all_kept())
+    info = ReproInfo(title="short form", source_model="model.pt2", original_nodes=5, final_nodes=5, oracle_calls=1,
+                     oracle=verdict.kind, verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
+                     rtol=1e-3, device=device, needs_subprocess=False, timeout=300.0)
+    script, big = render_script(info, piece.gm, dict(zip(piece.input_names, program.inputs_for(piece))), {},
+                                TensorRTBackend("tensorrt"))
+    (folder / "repro.py").write_text(script)
+    torch.save(big, folder / INPUTS_FILE)
+    return script
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="the engine runs on a CUDA GPU")
+def test_the_short_script_of_a_mismatch_runs_the_engine_by_tensor_name(tmp_path: Path) -> None:
+    """repro.py's short TensorRT form of a static program (no pasted runner): it feeds each
+    input by its name and reads each output into a buffer of the engine's shape and dtype.
+    On a graph TensorRT gets right it says FIXED, alone in a new process."""
+    from oracles.verdict import Verdict
+
+    script = write_script(tmp_path, Verdict("mismatch", output=0, max_abs=1.0), "cuda")
+    assert "def run_engine_torch" not in script and "context.execute_async_v3" in script, script
+    r = run_repro(tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("FIXED: the backend matches eager"), r.stdout + r.stderr[-3000:]
+
+
+def test_a_build_failure_script_says_fixed_where_the_build_passes(tmp_path: Path) -> None:
+    """The short form of a parser or builder bug builds and stops there: on a program
+    TensorRT builds, FIXED names the TensorRT that built it, with or without a GPU."""
+    from oracles.verdict import Verdict
+
+    script = write_script(tmp_path, Verdict("crash", "TensorRTError", "building the engine failed: Error Code 10"),
+                          "cuda" if HAS_GPU else "cpu")
+    assert "def build_plan" in script and "def run_engine_torch" not in script, script
+    r = run_repro(tmp_path)
+    name = tensorrt_name(import_tensorrt())
+    assert (r.returncode, r.stdout.strip()) == (0, f"FIXED: {name} parsed and built the engine without the error"), \
+        r.stdout + r.stderr[-3000:]

@@ -339,7 +339,7 @@ class TensorRTBackend(Backend):
         if verdict is None:
             return None
         opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
-        typed = "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)" if self.options.get("strongly_typed") else ""
+        typed = self._network_flags()
         at_build = build_failure(verdict)
         setup = [f"torch.onnx.export(f, {args_tuple(args)}, {SNIPPET_ONNX!r}, dynamo=True{opset})"]
         if not at_build:  # read the inputs before the names below are taken (an input called context)
@@ -351,13 +351,7 @@ class TensorRTBackend(Backend):
         imports = (f"import {tensorrt_module_name() or 'tensorrt'} as trt",)
         if at_build and verdict.message.startswith(BUILD_FAILURES[0]):
             return SnippetCall(imports=imports, module=True, setup=tuple(setup), last=parse)
-        setup += [parse, "config = builder.create_builder_config()"] + [
-            f"config.{'set' if on else 'clear'}_flag(trt.BuilderFlag.{name})"
-            for name, on in sorted(self.options.get("builder_flags", {}).items())]
-        if self.options.get("optimization_level") is not None:
-            setup.append(f"config.builder_optimization_level = {int(self.options['optimization_level'])}")
-        if self.options.get("workspace") is not None:
-            setup.append(f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {int(self.options['workspace'])})")
+        setup += [parse, *self._config_lines()]
         if at_build:
             return SnippetCall(imports=imports, module=True, setup=tuple(setup),
                                last='assert builder.build_serialized_network(network, config), "building the engine failed"')
@@ -370,14 +364,92 @@ class TensorRTBackend(Backend):
         return SnippetCall(imports=imports, module=True, setup=tuple(setup),
                            last="context.execute_async_v3(torch.cuda.current_stream().cuda_stream)")
 
+    def _network_flags(self) -> str:
+        """create_network's argument, as the snippet and the short script write it."""
+        return "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)" if self.options.get("strongly_typed") else ""
+
+    def _config_lines(self) -> list[str]:
+        """The builder config with the --set options, in the statements build_plan runs."""
+        return ["config = builder.create_builder_config()"] + [
+            f"config.{'set' if on else 'clear'}_flag(trt.BuilderFlag.{name})"
+            for name, on in sorted(self.options.get("builder_flags", {}).items())] + (
+            [f"config.builder_optimization_level = {int(self.options['optimization_level'])}"]
+            if self.options.get("optimization_level") is not None else []) + (
+            [f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {int(self.options['workspace'])})"]
+            if self.options.get("workspace") is not None else [])
+
     def script_part(self) -> ScriptPart:
         return self.script_part_for(None)
+
+    def _short_script_part(self, verdict: Verdict) -> ScriptPart | None:
+        """repro.py's compile for a static program, in a few lines, where its bug allows:
+        * a parser or builder failure: export, then build_plan (its words are the ones
+          ERROR_PATTERN matches); a build that passes is the bug gone, with or without a GPU;
+        * a mismatch or NaN: export, parse, build and run the engine on CUDA tensors by
+          tensor name, as the snippet does, without the general runner's shape tensors and
+          data-dependent shapes (a static ONNX graph has neither).
+        None for any other bug (a crash in the engine's run, OOM, hang): the general form."""
+        from oracles.backends.torch_tensorrt import _indent_body
+
+        opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
+        export = f'torch.onnx.export(module.eval(), tuple(inputs), folder + "/model.onnx", dynamo=True{opset}, verbose=False)'
+        folder = "with tempfile.TemporaryDirectory() as folder:  # TensorRT reads the file (and its weights) now"
+        if build_failure(verdict):
+            body = "\n".join([
+                "import tempfile",
+                "trt = import_tensorrt()",
+                'if not torch.cuda.is_available() and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without one',
+                '    sys.exit(print(f"SKIPPED: {tensorrt_name(trt)} needs a CUDA GPU, and none is visible here") or 2)',
+                folder, "    " + export,
+                f"    build_plan(trt, folder + \"/model.onnx\", {self.build_settings!r})  # parse and build: no GPU needed",
+                'sys.exit(print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error") or 0)'])
+            shared = script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said, build_plan)
+            return ScriptPart(imports=[shared], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
+                              compile_body=_indent_body(body))
+        if verdict is None or verdict.kind not in ("mismatch", "nan"):
+            return None
+        body = "\n".join([
+            "import inspect, tempfile",
+            "try:",
+            "    import tensorrt as trt",
+            "except ImportError:  # TensorRT-RTX: the same Python API",
+            "    import tensorrt_rtx as trt",
+            "logger = trt.Logger(trt.Logger.ERROR)",
+            "builder = trt.Builder(logger)",
+            f"network = builder.create_network({self._network_flags()})",
+            "parser = trt.OnnxParser(network, logger)",
+            folder, "    onnx_program = " + export,
+            '    assert parser.parse_from_file(folder + "/model.onnx"), parser.get_error(0)',
+            *self._config_lines(),
+            "plan = builder.build_serialized_network(network, config)",
+            'assert plan, "building the engine failed"',
+            "engine = trt.Runtime(logger).deserialize_cuda_engine(plan)",
+            "context = engine.create_execution_context()",
+            "params = list(inspect.signature(module.forward).parameters)  # the ONNX inputs bear their names",
+            "names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]",
+            "",
+            "def run(*args):  # inputs on the GPU in the engine's dtypes; outputs into buffers of its shapes",
+            "    buffers = {n: args[params.index(n)].to(\"cuda\", dtype).contiguous()",
+            "               if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT",
+            '               else torch.empty(tuple(engine.get_tensor_shape(n)), dtype=dtype, device="cuda")',
+            "               for n in names for dtype in [TRT_TO_TORCH[engine.get_tensor_dtype(n).name]]}",
+            "    for n, t in buffers.items():",
+            "        context.set_tensor_address(n, t.data_ptr())",
+            '    assert context.execute_async_v3(torch.cuda.current_stream().cuda_stream), "execute_async_v3 failed"',
+            "    return [buffers[v.name] for v in onnx_program.model.graph.outputs]",
+            "return run"])
+        return ScriptPart(imports=[trt_to_torch_source()], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
+                          compile_body=_indent_body(body))
 
     def script_part_for(self, verdict: Verdict | None, dynamic: bool = True,
                         io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
         """For repro.py (torch + TensorRT or TensorRT-RTX): the same export, build and runner.
         Without a GPU the script still parses and builds: a bug in the parser or builder
         (`verdict`) is judged there, any other says SKIPPED."""
+        if not dynamic and verdict is not None:
+            short = self._short_script_part(verdict)
+            if short is not None:
+                return short
         at_build = build_failure(verdict)
         no_gpu = ('print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error (not run: no '
                   'CUDA GPU here)")\n    sys.exit(0)' if at_build else
@@ -415,13 +487,17 @@ class TensorRTBackend(Backend):
 
         shared = script_source(TensorRTError, OnnxExportError, export_error, import_tensorrt, tensorrt_name,
                                tensorrt_said, build_plan, load_plan, engine_io)
-        runner = f"TRT_TO_TORCH = {{{', '.join(f'{k!r}: {v}' for k, v in TRT_TO_TORCH.items())}}}\n\n\n" + \
-            script_source(run_engine_torch)
+        runner = trt_to_torch_source() + "\n\n\n" + script_source(run_engine_torch)
         return ScriptPart(imports=[shared, runner], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:
         return f"{self.spec} ({installed_tensorrt_name()})" + "".join(f" {k}={v}" for k, v in self.options.items())
+
+
+def trt_to_torch_source() -> str:
+    """TRT_TO_TORCH as a script's line."""
+    return f"TRT_TO_TORCH = {{{', '.join(f'{k!r}: {v}' for k, v in TRT_TO_TORCH.items())}}}\n"
 
 
 def installed_tensorrt_name() -> str:
