@@ -227,9 +227,9 @@ class TwoInTwoOut(nn.Module):
         return (torch.tanh(x) * k.float()).sum(-1), k * 3
 
 
-def write_script(folder: Path, verdict, device: str) -> str:
-    """repro.py of TwoInTwoOut on the tensorrt backend for a bug that shows as `verdict`,
-    written to `folder` with its tensors file."""
+def write_script(folder: Path, verdict, device: str, settings: dict[str, str] | None = None) -> str:
+    """repro.py of TwoInTwoOut on the tensorrt backend (with `settings`) for a bug that
+    shows as `verdict`, written to `folder` with its tensors file."""
     from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
     from minimize.program.model import Program
     from oracles.verdict import Signature
@@ -242,7 +242,7 @@ def write_script(folder: Path, verdict, device: str) -> str:
                      oracle=verdict.kind, verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
                      rtol=1e-3, device=device, needs_subprocess=False, timeout=300.0)
     script, big = render_script(info, piece.gm, dict(zip(piece.input_names, program.inputs_for(piece))), {},
-                                TensorRTBackend("tensorrt"))
+                                TensorRTBackend("tensorrt", settings))
     (folder / "repro.py").write_text(script)
     torch.save(big, folder / INPUTS_FILE)
     return script
@@ -261,14 +261,20 @@ def test_the_short_script_of_a_mismatch_runs_the_engine_by_tensor_name(tmp_path:
     assert r.returncode == 0 and r.stdout.startswith("FIXED: the backend matches eager"), r.stdout + r.stderr[-3000:]
 
 
-def test_a_build_failure_script_says_fixed_where_the_build_passes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("settings", [{}, {"optimization_level": "2"}])
+def test_a_build_failure_script_says_fixed_where_the_build_passes(tmp_path: Path, settings: dict[str, str]) -> None:
     """The short form of a parser or builder bug builds and stops there: on a program
-    TensorRT builds, FIXED names the TensorRT that built it, with or without a GPU."""
+    TensorRT builds, FIXED names the TensorRT that built it, with or without a GPU. Its
+    build_plan holds the lines of the settings it has, no others."""
     from oracles.verdict import Verdict
 
     script = write_script(tmp_path, Verdict("crash", "TensorRTError", "building the engine failed: Error Code 10"),
-                          "cuda" if HAS_GPU else "cpu")
+                          "cuda" if HAS_GPU else "cpu", settings)
     assert "def build_plan" in script and "def run_engine_torch" not in script, script
+    assert ("config.builder_optimization_level = " in script) is bool(settings) and "BuilderFlag" not in script
+    if importlib.util.find_spec("pyflakes"):
+        from tests.test_script_lint import lint
+        assert not lint(script, "repro.py")
     r = run_repro(tmp_path)
     name = tensorrt_name(import_tensorrt())
     assert (r.returncode, r.stdout.strip()) == (0, f"FIXED: {name} parsed and built the engine without the error"), \

@@ -69,6 +69,13 @@ def script_source(*functions: Any) -> str:
     return "\n\n\n".join(parts) + "\n"
 
 
+def export_statement(opset: int | None) -> str:
+    """A short repro.py's export of `module` (its weights are buffers of Repro) into the
+    file the backend then reads, as export_onnx makes it: static sizes, the opset asked for."""
+    return ('torch.onnx.export(module.eval(), tuple(inputs), folder + "/model.onnx", dynamo=True'
+            + (f", opset_version={opset}" if opset else "") + ", verbose=False)")
+
+
 # The script-side copy: the same functions, for repro scripts that import only torch.
 
 @dataclass

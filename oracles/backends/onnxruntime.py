@@ -22,7 +22,8 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, script_source
+from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
+                                          script_source)
 from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
 
@@ -180,8 +181,7 @@ class OnnxRuntimeBackend(Backend):
             return self.script_part()
         from oracles.backends.torch_tensorrt import _indent_body
 
-        opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
-        export = f'torch.onnx.export(module.eval(), tuple(inputs), folder + "/model.onnx", dynamo=True{opset}, verbose=False)'
+        export = export_statement(self.options.get("opset"))
         wrap = verdict is not None and verdict.kind == "crash" and verdict.exc_type == OnnxExportError.__name__
         if wrap:
             export = ("try:\n    " + export + "\nexcept Exception as e:  # worded as trtmin's workers word it, "

@@ -39,7 +39,8 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import OnnxExportError, export_error, export_onnx, named_node_text, script_source
+from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
+                                          named_node_text, script_source)
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, NotRunHere, TrtminError
 from oracles.verdict import Verdict
@@ -123,9 +124,8 @@ def tensorrt_said(parser_errors, logged):
 
 def build_plan(trt, onnx_path, settings):
     """ONNX file -> {"plan", "log"}: parse and build a serialized engine, which needs no GPU.
-    Raises TensorRTError with TensorRT's words.
-
-    settings: builder_flags {NAME: bool}, strongly_typed, optimization_level, workspace."""
+    Raises TensorRTError with TensorRT's words. settings: builder_flags {NAME: bool},
+    strongly_typed, optimization_level, workspace (a script holds the lines of those it sets)."""
 
     class Log(trt.ILogger):
         def __init__(self):
@@ -139,29 +139,26 @@ def build_plan(trt, onnx_path, settings):
     log = Log()
     builder = trt.Builder(log)
     flags = 0
-    if settings.get("strongly_typed"):
-        flag = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
-        if flag is None:
-            raise TensorRTError(f"{tensorrt_name(trt)} has no NetworkDefinitionCreationFlag.STRONGLY_TYPED")
-        flags |= 1 << int(flag)
+    if settings.get("strongly_typed"):  # [strongly_typed]
+        flag = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)  # [strongly_typed]
+        if flag is None:  # [strongly_typed]
+            raise TensorRTError(f"{tensorrt_name(trt)} has no NetworkDefinitionCreationFlag.STRONGLY_TYPED")  # [strongly_typed]
+        flags |= 1 << int(flag)  # [strongly_typed]
     network = builder.create_network(flags)
     parser = trt.OnnxParser(network, log)
     if not parser.parse_from_file(str(onnx_path)):
         errors = [parser.get_error(i) for i in range(parser.num_errors)]
         raise TensorRTError("the ONNX parser failed: " + tensorrt_said(errors, log.errors))
     config = builder.create_builder_config()
-    for name, on in sorted(settings.get("builder_flags", {}).items()):
-        flag = getattr(trt.BuilderFlag, name, None)
-        if flag is None:
-            raise TensorRTError(f"{tensorrt_name(trt)} has no BuilderFlag.{name}")
-        if on:
-            config.set_flag(flag)
-        else:
-            config.clear_flag(flag)
-    if settings.get("optimization_level") is not None:
-        config.builder_optimization_level = int(settings["optimization_level"])
-    if settings.get("workspace") is not None:
-        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(settings["workspace"]))
+    for name, on in sorted(settings.get("builder_flags", {}).items()):  # [builder_flags]
+        flag = getattr(trt.BuilderFlag, name, None)  # [builder_flags]
+        if flag is None:  # [builder_flags]
+            raise TensorRTError(f"{tensorrt_name(trt)} has no BuilderFlag.{name}")  # [builder_flags]
+        (config.set_flag if on else config.clear_flag)(flag)  # [builder_flags]
+    if settings.get("optimization_level") is not None:  # [optimization_level]
+        config.builder_optimization_level = int(settings["optimization_level"])  # [optimization_level]
+    if settings.get("workspace") is not None:  # [workspace]
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(settings["workspace"]))  # [workspace]
     plan = builder.build_serialized_network(network, config)
     if plan is None:
         raise TensorRTError("building the engine failed: " + tensorrt_said([], log.errors))
@@ -366,7 +363,8 @@ class TensorRTBackend(Backend):
 
     def _network_flags(self) -> str:
         """create_network's argument, as the snippet and the short script write it."""
-        return "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)" if self.options.get("strongly_typed") else ""
+        typed = self.options.get("strongly_typed")
+        return "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)" if typed else ""
 
     def _config_lines(self) -> list[str]:
         """The builder config with the --set options, in the statements build_plan runs."""
@@ -391,19 +389,23 @@ class TensorRTBackend(Backend):
         None for any other bug (a crash in the engine's run, OOM, hang): the general form."""
         from oracles.backends.torch_tensorrt import _indent_body
 
-        opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
-        export = f'torch.onnx.export(module.eval(), tuple(inputs), folder + "/model.onnx", dynamo=True{opset}, verbose=False)'
+        export = export_statement(self.options.get("opset"))
         folder = "with tempfile.TemporaryDirectory() as folder:  # TensorRT reads the file (and its weights) now"
         if build_failure(verdict):
             body = "\n".join([
                 "import tempfile",
                 "trt = import_tensorrt()",
-                'if not torch.cuda.is_available() and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without one',
+                'if not torch.cuda.is_available() and not trt.__name__.startswith("tensorrt_rtx"):  '
+                '# only TensorRT-RTX builds without one',
                 '    sys.exit(print(f"SKIPPED: {tensorrt_name(trt)} needs a CUDA GPU, and none is visible here") or 2)',
                 folder, "    " + export,
-                f"    build_plan(trt, folder + \"/model.onnx\", {self.build_settings!r})  # parse and build: no GPU needed",
-                'sys.exit(print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error") or 0)'])
-            shared = script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said, build_plan)
+                f'    build_plan(trt, folder + "/model.onnx", {self.build_settings!r})  # parse and build: no GPU needed',
+                'sys.exit(print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error")'
+                ' or 0)'])
+            from oracles.script_checks import tagged_source
+
+            shared = script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said) + "\n\n" + \
+                tagged_source(build_plan, {k for k, v in self.build_settings.items() if v is not None})
             return ScriptPart(imports=[shared], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
                               compile_body=_indent_body(body))
         if verdict is None or verdict.kind not in ("mismatch", "nan"):
