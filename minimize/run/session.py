@@ -106,7 +106,10 @@ class Session:
         interrupts.check()
         finished: list[tuple[Candidate, list[Verdict]]] = []
         while not finished and self._out:
-            self._results.update(self.pool.wait_any(while_waiting=collect_parked))
+            done = self.pool.wait_any(while_waiting=collect_parked)
+            if not done:  # nothing out in the pool: waiting on would never end
+                raise RuntimeError(f"the worker pool holds none of the {len(self._out)} runs out")
+            self._results.update(done)
             for cand, tickets in list(self._out.items()):
                 if all(t in self._results for t in tickets):
                     del self._out[cand]

@@ -141,21 +141,21 @@ class ReductionProblem:
     under hypothetical answers, overriding only what reaches outside the walk."""
 
     def __init__(self, program: Program,
-                 evaluate_batch: Oracle | Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
+                 oracle: Oracle | Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
                  rules: Rules = Rules(), settings: dict[str, str] | None = None, jobs: int = 1,
                  partitions: Callable[[Candidate], list[list[str]]] | None = None,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
                  on_evaluated: Callable[[Candidate, list[Verdict]], None] | None = None,
                  check_original: Callable[[Verdict], None] = lambda v: None):
-        """`evaluate_batch`: the oracle (an Oracle, or a function of a batch that gives each
-        candidate's runs); `settings`: the backend's, to
-        start from; `partitions`: the backend's compiled partitions of a candidate, where it
-        reports them; `on_change`: shows the walk; `on_evaluated`: journals each verdict;
-        `check_original`: raises where the original does not fail as asked."""
+        """`oracle`: an Oracle, or a function of a batch that gives each candidate's runs;
+        `settings`: the backend's, to start from; `partitions`: the backend's compiled
+        partitions of a candidate, where it reports them; `on_change`: shows the walk;
+        `on_evaluated`: journals each verdict; `check_original`: raises where the original
+        does not fail as asked."""
         self.program, self.rules, self.jobs = program, rules, max(1, jobs)
         self.start = Candidate(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
         self.walk = Walk(self.start)
-        self.oracle: Oracle = evaluate_batch if hasattr(evaluate_batch, "wait_any") else BatchOracle(evaluate_batch)
+        self.oracle: Oracle = oracle if hasattr(oracle, "wait_any") else BatchOracle(oracle)
         self._partitions = partitions
         self.on_change = on_change or (lambda p: None)
         self.on_evaluated = on_evaluated or (lambda c, v: None)
