@@ -146,7 +146,6 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                 _forget_run(out, made_out)
             raise
         finally:
-            session.abandon()
             journal.close()
         info, final, values, summary = _result(opts, session, problem, original_nodes, journal.digest, t0)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
@@ -160,7 +159,7 @@ def _new_problem(opts: Options, session: Session, journal: Journal, match: re.Pa
     """The reduction problem of this run: the session's oracle, the journal's verdicts
     replayed, what the backend and the options allow the passes."""
     backend = session.backend
-    problem = ReductionProblem(session.program, session, rules_of(opts, backend, match),
+    problem = ReductionProblem(session.program, session.evaluate, rules_of(opts, backend, match),
                                settings=opts.settings, jobs=opts.jobs,
                                partitions=session.partitions if backend.reports_partitions else None,
                                on_change=on_change, on_evaluated=journal.record, check_original=check)

@@ -14,7 +14,6 @@ import multiprocessing as mp
 import signal
 import tempfile
 import time
-from collections import deque
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable
@@ -138,8 +137,7 @@ def hang_verdict(timeout_s: float) -> dict[str, Any]:
 
 
 class WorkerPool:
-    """N workers. `run(jobs)` returns results in job order, whatever finishes first;
-    `submit` and `wait_any` keep jobs running while the caller decides what comes next."""
+    """N workers; `run(jobs)` returns results in job order, whatever finishes first."""
 
     def __init__(self, cfg: WorkerConfig, jobs: int = 1, per_worker_env: list[dict[str, str]] | None = None,
                  retries: int = 1):
@@ -156,13 +154,6 @@ class WorkerPool:
         self.zygote: Zygote | None = None
         self.forked = 0  # workers started from the zygote (the rest were spawned)
         self._use_zygote = zygote_wanted()  # fork workers from a zygote (oracles/zygote.py)
-        # Jobs by ticket: queued (in order), running (slot -> ticket), done (results not yet taken).
-        self._next_ticket = 0
-        self._jobs: dict[int, Any] = {}
-        self._tries: dict[int, int] = {}
-        self._queue: deque[int] = deque()
-        self._busy: dict[int, int] = {}
-        self._done: dict[int, Any] = {}
 
     def _start(self, slot: int) -> _Worker:
         """The slot's worker, started if it is missing, or dead after it was ready (one
@@ -248,141 +239,89 @@ class WorkerPool:
                 phases[step] = round(phases.get(step, 0.0) + seconds, 2)
         return phases or None
 
-    # ---- jobs: submitted, then waited for (any of them, or some in order) ----------------
-    def submit(self, job: Any, first: bool = False) -> int:
-        """Queue `job` for the next ready worker (ahead of the queue if `first`); its ticket."""
-        ticket = self._next_ticket
-        self._next_ticket += 1
-        self._jobs[ticket], self._tries[ticket] = job, 0
-        (self._queue.appendleft if first else self._queue.append)(ticket)
-        return ticket
-
-    def out(self) -> int:
-        """Jobs submitted whose results have not been taken: queued, running or done."""
-        return len(self._jobs) + len(self._done)
-
-    def wait_any(self, while_waiting: Callable[[], None] | None = None) -> dict[int, Any]:
-        """The results that are in, by ticket, at least one (it waits for one); {} when no
-        job is out. `while_waiting` runs once, when jobs are out and none is in yet."""
-        while not self._done and self._jobs:
-            self._step(while_waiting)
-            while_waiting = None
-        done, self._done = self._done, {}
-        return done
-
     def run(self, jobs: list[Any], while_waiting: Callable[[], None] | None = None) -> list[Any]:
-        """Results in job order, first in line; other jobs out keep running, and their
-        results stay for wait_any. `while_waiting` runs once, when the first jobs are out."""
-        tickets = [self.submit(job) for job in jobs]
-        for ticket in reversed(tickets):  # ahead of jobs already queued, in order
-            self._queue.remove(ticket)
-            self._queue.appendleft(ticket)
-        while any(t not in self._done for t in tickets):
-            self._step(while_waiting)
-            while_waiting = None
-        return [self._done.pop(t) for t in tickets]
+        """Results in job order. A job whose worker dies is run once more (by whichever
+        worker is ready first; the dead one is replaced): a worker killed from outside (the
+        OOM killer, a stray SIGKILL) is a retry, a compiler that kills its process every
+        time is a verdict. `while_waiting` runs once, when the first jobs are out."""
+        results: list[Any] = [None] * len(jobs)
+        pending = list(range(len(jobs)))[::-1]
+        tries = [0] * len(jobs)
+        busy: dict[int, int] = {}  # slot -> job index
 
-    def cancel(self, tickets: list[int]) -> None:
-        """Drop jobs nobody waits for any more: queued ones are forgotten, a running one's
-        worker is stopped at once (a fresh one starts when a job needs it), results not
-        taken are thrown away."""
-        for ticket in tickets:
-            self._done.pop(ticket, None)
-            if ticket not in self._jobs:
-                continue
-            del self._jobs[ticket], self._tries[ticket]
-            if ticket in self._queue:
-                self._queue.remove(ticket)
-            for slot, running in list(self._busy.items()):
-                if running == ticket and self.workers[slot] is not None:
-                    self.workers[slot].kill()  # type: ignore[union-attr]
-                    self.workers[slot] = None
-                    del self._busy[slot]
+        def died(j: int, w: _Worker) -> None:
+            w.kill()
+            if isinstance(w.proc, ForkedProcess) and w.proc.exitcode is None and w.proc.zygote.gone:
+                pending.append(j)  # killed with its zygote (the OOM killer took it): not a try
+                return
+            tries[j] += 1
+            if tries[j] <= self.retries:
+                pending.append(j)  # next in line
+            else:
+                results[j] = death_verdict(w.exit_description(), w.log_tail())
 
-    def _died(self, ticket: int, w: _Worker) -> None:
-        """A job whose worker died is run once more (by whichever worker is ready first; the
-        dead one is replaced): a worker killed from outside (the OOM killer, a stray SIGKILL)
-        is a retry, a compiler that kills its process every time is a verdict."""
-        w.kill()
-        if isinstance(w.proc, ForkedProcess) and w.proc.exitcode is None and w.proc.zygote.gone:
-            self._queue.appendleft(ticket)  # killed with its zygote (the OOM killer took it): not a try
-            return
-        self._tries[ticket] += 1
-        if self._tries[ticket] <= self.retries:
-            self._queue.appendleft(ticket)  # next in line
-        else:
-            self._finish(ticket, death_verdict(w.exit_description(), w.log_tail()))
-
-    def _finish(self, ticket: int, result: Any) -> None:
-        del self._jobs[ticket], self._tries[ticket]
-        self._done[ticket] = result
-
-    def _step(self, while_waiting: Callable[[], None] | None = None) -> None:
-        """Give queued jobs to ready workers, then wait for one event: a result, a death, a
-        timeout or a worker ready. While jobs wait, every slot has a worker (missing ones
-        start together and import torch in parallel). A job goes to whichever worker is
-        ready first (their starts differ by a second or more on a GPU machine); results go
-        by ticket, so which one ran it never shows."""
-        busy = self._busy
-        for slot in range(self.n):
-            if slot in busy or not self._queue:
-                continue
-            w = self._start(slot)
-            if not w.ready:
-                continue
-            ticket = self._queue.popleft()
-            try:
-                w.conn.send(self._jobs[ticket])
-            except (OSError, BrokenPipeError):
-                self._died(ticket, w)
-                continue
-            w.job_started = time.monotonic()
-            busy[slot] = ticket
-        if busy and while_waiting is not None:
-            while_waiting()
-        starting = [w for s, w in enumerate(self.workers)
-                    if self._queue and s not in busy and w is not None and not w.ready]
-        if not busy and not starting:
-            return
-        now = time.monotonic()
-        deadline = min([self.workers[s].job_started + self.cfg.timeout_s for s in busy]  # type: ignore[union-attr]
-                       + [w.start_deadline() for w in starting])
-        ready = wait([self.workers[s].conn for s in busy] + [w.conn for w in starting],  # type: ignore[union-attr]
-                     timeout=max(0.0, deadline - now))
-        for w in starting:
-            if w.conn in ready or time.monotonic() >= w.start_deadline():
-                self._take_ready(w)  # raises if it could not start
-        for slot in list(busy):
-            w = self.workers[slot]
-            assert w is not None
-            ticket = busy[slot]
-            if w.conn in ready:
-                del busy[slot]
-                try:
-                    tag, payload = w.conn.recv()
-                except (EOFError, OSError):
-                    self._died(ticket, w)
+        # While jobs wait, every slot has a worker (missing ones start together and import
+        # torch in parallel). A job goes to whichever worker is ready first (their starts
+        # differ by a second or more on a GPU machine); results stay in job order, so which
+        # one ran it never shows.
+        while pending or busy:
+            for slot in range(self.n):
+                if slot in busy or not pending:
                     continue
-                self._finish(ticket, payload)
-                if isinstance(payload, dict) and payload.get("restart"):
-                    w.stop()  # it asked for a fresh process (e.g. a broken CUDA context)
-                    self.workers[slot] = None
-                    self.restarts += 1
-            elif time.monotonic() - w.job_started >= self.cfg.timeout_s:
-                w.kill()
-                self._finish(ticket, hang_verdict(self.cfg.timeout_s))
-                del busy[slot]
+                w = self._start(slot)
+                if not w.ready:
+                    continue
+                j = pending.pop()
+                try:
+                    w.conn.send(jobs[j])
+                except (OSError, BrokenPipeError):
+                    died(j, w)
+                    continue
+                w.job_started = time.monotonic()
+                busy[slot] = j
+            if busy and while_waiting is not None:
+                while_waiting()
+                while_waiting = None
+            starting = [w for s, w in enumerate(self.workers)
+                        if pending and s not in busy and w is not None and not w.ready]
+            if not busy and not starting:
+                continue
+            now = time.monotonic()
+            deadline = min([self.workers[s].job_started + self.cfg.timeout_s for s in busy]  # type: ignore[union-attr]
+                           + [w.start_deadline() for w in starting])
+            ready = wait([self.workers[s].conn for s in busy] + [w.conn for w in starting],  # type: ignore[union-attr]
+                         timeout=max(0.0, deadline - now))
+            for w in starting:
+                if w.conn in ready or time.monotonic() >= w.start_deadline():
+                    self._take_ready(w)  # raises if it could not start
+            for slot in list(busy):
+                w = self.workers[slot]
+                assert w is not None
+                j = busy[slot]
+                if w.conn in ready:
+                    del busy[slot]
+                    try:
+                        tag, payload = w.conn.recv()
+                    except (EOFError, OSError):
+                        died(j, w)
+                        continue
+                    results[j] = payload
+                    if isinstance(payload, dict) and payload.get("restart"):
+                        w.stop()  # it asked for a fresh process (e.g. a broken CUDA context)
+                        self.workers[slot] = None
+                        self.restarts += 1
+                elif time.monotonic() - w.job_started >= self.cfg.timeout_s:
+                    w.kill()
+                    results[j] = hang_verdict(self.cfg.timeout_s)
+                    del busy[slot]
+        return results
 
     def close(self) -> None:
         """Stop every worker at once: a worker's exit (CUDA context, compiler pools) takes
         seconds, and one after another they made most of --jobs 4's end on a GPU."""
         live = [w for w in self.workers if w is not None]
-        for slot, w in enumerate(self.workers):
-            if slot in self._busy:
-                w.kill()  # a job nobody waits for any more (speculation): no grace to wait out
-            elif w is not None:
-                w.ask_to_stop()
-        self._busy.clear()
+        for w in live:
+            w.ask_to_stop()
         deadline = time.monotonic() + STOP_GRACE_S
         for w in live:
             w.finish_stop(max(0.0, deadline - time.monotonic()))

@@ -122,59 +122,16 @@ def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
                           cwd=folder)
 
 
-class TimedOracle:
-    """The workers' oracle on a virtual clock: a run of `cand` takes `cost(cand)` seconds on
-    one of `slots` workers, runs start in the order submitted (the walk's own first), and
-    wait_any moves the clock to the next run's end. `now` is the reduction's wall time as
-    the pool would give it; `judge(cand)` the verdict."""
-
-    def __init__(self, judge: Callable[[Any], Any], cost: Callable[[Any], float], slots: int, rounds: bool = False):
-        """rounds: wait_any waits for every run out, as a scheduler of whole rounds would."""
-        self.judge, self.cost, self.slots, self.rounds = judge, cost, slots, rounds
-        self.now = 0.0
-        self.queue: list[Any] = []  # submitted, not started
-        self.ends: dict[Any, float] = {}  # running: when each ends
-        self.evaluated: list[Any] = []
-
-    def submit(self, cands: list[Any], first: bool = False) -> None:
-        self.queue = list(cands) + self.queue if first else self.queue + list(cands)
-        self._start()
-
-    def _start(self) -> None:
-        while self.queue and len(self.ends) < self.slots:
-            cand = self.queue.pop(0)
-            self.ends[cand] = self.now + self.cost(cand)
-
-    def running(self, cand: Any) -> bool:
-        return cand in self.ends or cand in self.queue
-
-    def in_flight(self) -> int:
-        return len(self.ends) + len(self.queue)
-
-    def wait_any(self) -> list[tuple[Any, list[Any]]]:
-        if not self.ends:
-            return []
-        self.now = (max if self.rounds else min)(self.ends.values())
-        done = [c for c, end in self.ends.items() if end <= self.now]
-        for cand in done:
-            del self.ends[cand]
-        self._start()
-        self.evaluated += done
-        return [(c, r if isinstance(r, list) else [r]) for c in done for r in [self.judge(c)]]
-
-
 def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any], None] | None = None,
                 jobs: int = 1, settings: dict[str, str] | None = None,
                 check_original: Callable[[Any], None] = lambda v: None,
-                partitions: Callable[[Any], list[list[str]]] | None = None,
-                cost: Callable[[Any], float] | None = None, rounds: bool = False, **rules: Any) -> Any:
+                partitions: Callable[[Any], list[list[str]]] | None = None, **rules: Any) -> Any:
     """A reduction in this process against a pure oracle, as the CLI runs it but with no
     workers: `judge(candidate)` gives a Verdict (or a list, for --repeat); `passes(problem)`
     is what runs (default: the whole reduction); `rules` are the problem's Rules (localize,
     generate_values, ...); `partitions` the backend's engines of a candidate, where it reports
-    them. With `cost`, runs take that long on a TimedOracle (`problem.oracle.now` is the
-    wall time; `rounds`: in whole rounds); without, each round runs at once, in one batch. The problem comes back
-    with `.evaluated`, every candidate the oracle was asked, in order."""
+    them. The problem comes back with `.evaluated`, every candidate the
+    oracle was asked, in order."""
     from minimize.search.problem import ReductionProblem, Rules
     from minimize.search.scheduler import run_reduction
 
@@ -184,10 +141,9 @@ def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any
         evaluated.extend(cands)
         return [judge(c) for c in cands]
 
-    oracle = evaluate if cost is None else TimedOracle(judge, cost, jobs, rounds)
-    problem = ReductionProblem(program, oracle, Rules(**rules), settings=settings, jobs=jobs,
+    problem = ReductionProblem(program, evaluate, Rules(**rules), settings=settings, jobs=jobs,
                                check_original=check_original, partitions=partitions)
-    problem.evaluated = evaluated if cost is None else oracle.evaluated
+    problem.evaluated = evaluated
     (passes or run_reduction)(problem)
     return problem
 

@@ -172,25 +172,3 @@ def test_while_waiting_runs_once_while_the_first_jobs_are_out():
         pool.close()
     assert len(calls) == 1
     assert calls[0] < min(finished) - 1  # it ran while the jobs slept, not after them
-
-
-def test_submitted_jobs_keep_going_while_the_caller_takes_each_as_it_ends():
-    """wait_any gives what has ended, the quick job before the slow one that still runs; a
-    job `run` needs goes ahead of the queue; cancelling a running job stops its worker at
-    once, and the next job still runs (on a fresh one)."""
-    pool = _pool(2, [{}, {}], setup="sleepy_runner")
-    try:
-        pool.run([0, 0])  # both workers started
-        slow, quick, queued = pool.submit(3.0), pool.submit(0.2), pool.submit(0.1)
-        t0 = time.monotonic()
-        first = pool.wait_any()
-        assert set(first) == {quick} and time.monotonic() - t0 < 2, first  # the slow one runs on
-        ahead = pool.run([0.1])  # ahead of `queued`, which waits for the worker after it
-        assert time.monotonic() - t0 < 2 and pool.out() == 2
-        assert set(pool.wait_any()) == {queued} and time.monotonic() - t0 < 2.5
-        pool.cancel([slow])
-        assert pool.out() == 0 and pool.wait_any() == {}
-        assert time.monotonic() - t0 < 2.5  # not waited for
-        assert pool.run([0.1, 0.1])[0] > ahead[0]  # both slots work again
-    finally:
-        pool.close()

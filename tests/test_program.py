@@ -90,15 +90,13 @@ def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
 def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash",
                             localize: bool = False, first_off: int | None = None,
                             hidden: bool = False, check_original=lambda v: None,
-                            finishers: bool = False, partitions=None, cost=None,
-                            rounds: bool = False) -> ReductionProblem:
+                            finishers: bool = False, partitions=None) -> ReductionProblem:
     """A planted bug: fails when every core node is kept. As a mismatch, it names the
     output the last core node feeds, as compare_outputs does. Its localization run
     (every value an output) names `first_off` (default: the last core node, as a
     compiler that keeps the bug would) and what follows it as off; hidden: nothing is off
     there (the extra outputs changed what the compiler fused). finishers: generated values
-    and smaller shapes are tried at the end, as the CLI does (the bug survives them).
-    cost: each run's seconds on a TimedOracle (tests/helpers.py; `rounds`: whole rounds)."""
+    and smaller shapes are tried at the end, as the CLI does (the bug survives them)."""
     def verdict(cand: Candidate) -> Verdict:
         if not core <= set(cand.nodes):
             return Verdict("pass")
@@ -113,7 +111,7 @@ def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: s
         return Verdict("mismatch", output=off_output(program, cand.nodes, max(core)), max_abs=1.0)
 
     return reduce_with(program, verdict, jobs=jobs, check_original=check_original, localize=localize,
-                       generate_values=finishers, partitions=partitions, cost=cost, rounds=rounds)
+                       generate_values=finishers, partitions=partitions)
 
 
 @settings(max_examples=30, deadline=None)
@@ -134,13 +132,6 @@ def test_reducer_finds_exactly_the_core_for_any_jobs(program: Program, data):
     assert many.counters.oracle_calls == one.counters.oracle_calls  # speculation is not charged
     assert many.counters.evaluations >= one.counters.evaluations
     assert len(set(many.evaluated)) == len(many.evaluated) == many.counters.evaluations  # each run once
-    # Runs that take their time, kept going while the walk goes on: in whatever order they end,
-    # the same result and the same calls.
-    seed = data.draw(st.integers(0, 2**16))
-    timed = reduce_with_pure_oracle(program, core, jobs=data.draw(st.integers(2, 6)), kind=kind, localize=localize,
-                                    first_off=first_off, cost=lambda c: 1 + (seed + 31 * sum(c.nodes) + len(c.nodes)) % 7)
-    assert timed.current == one.current and timed.counters.oracle_calls == one.counters.oracle_calls
-    assert len(set(timed.evaluated)) == len(timed.evaluated) == timed.counters.evaluations
 
 
 def test_single_node_core_takes_few_calls(program: Program):
@@ -254,23 +245,6 @@ def test_speculation_spans_passes(chain: Program):
     assert four.counters.batches == 2
     assert four.counters.evaluations <= 2 * 4
 
-
-
-def test_a_slow_run_holds_up_the_walk_not_the_idle_workers(chain: Program):
-    """A compile's time grows with the graph (the whole one: 10 s, one node: 1 s). Waiting
-    for whole rounds, every round lasts as long as its slowest run, often one the walk no
-    longer needs; with the runs kept going, the walk waits for its own run only, and a
-    worker that falls idle takes the next speculation at once. Same result, same calls."""
-    core, n = {30, 31}, len(chain.nodes)
-    cost = lambda cand: 1 + 9 * len(cand.nodes) / n  # noqa: E731
-    one = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True, cost=cost)
-    rounds = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True, cost=cost, rounds=True)
-    kept = reduce_with_pure_oracle(chain, core, jobs=4, kind="mismatch", localize=True, cost=cost)
-    assert set(one.current.nodes) == set(rounds.current.nodes) == set(kept.current.nodes) == core
-    assert one.counters.oracle_calls == rounds.counters.oracle_calls == kept.counters.oracle_calls == 5
-    # the original and the localization run (10 s each, side by side), then 3 probes
-    assert round(one.oracle.now, 1) == 23.5 and round(rounds.oracle.now, 1) == 15.3
-    assert kept.oracle.now <= 0.5 * one.oracle.now and kept.oracle.now < rounds.oracle.now - 3
 
 
 @pytest.mark.parametrize("engines", [1, 2])

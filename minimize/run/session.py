@@ -41,8 +41,6 @@ class Session:
         if opts.oracle not in ORACLES:
             raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
         self.opts = opts
-        self._out: dict[Candidate, list[int]] = {}  # candidates submitted: their runs' tickets
-        self._results: dict[int, dict[str, Any]] = {}  # runs in, of candidates with runs still out
         self.backend = resolve(opts.backend, opts.settings)
         kind = opts.device.split(":")[0]
         if kind not in self.backend.devices:
@@ -78,43 +76,9 @@ class Session:
         interrupts.check()
         n = self.opts.repeat
         jobs = [job for cand in cands for job in [cand.job()] * n]
-        verdicts = [_verdict(r) for r in self.pool.run(jobs, while_waiting=collect_parked)]
+        results = self.pool.run(jobs, while_waiting=collect_parked)
+        verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
-
-    # ---- the oracle, its runs kept going (minimize/search/problem.py's Oracle) -------------
-    def submit(self, cands: list[Candidate], first: bool = False) -> None:
-        """Start each candidate's runs (--repeat of them); `first`: ahead of those waiting."""
-        for cand in (reversed(cands) if first else cands):
-            tickets = [self.pool.submit(cand.job(), first) for _ in range(self.opts.repeat)]
-            self._out[cand] = tickets
-
-    def running(self, cand: Candidate) -> bool:
-        return cand in self._out
-
-    def in_flight(self) -> int:
-        return len(self._out)
-
-    def abandon(self) -> None:
-        """Stop the runs still out (speculation the reduction did not need): they would
-        compete with what comes next, repro.py's run alone."""
-        self.pool.cancel([t for tickets in self._out.values() for t in tickets])
-        self._out.clear()
-        self._results.clear()
-
-    def wait_any(self) -> list[tuple[Candidate, list[Verdict]]]:
-        """The candidates whose runs are all in, at least one (it waits); [] if none is out."""
-        interrupts.check()
-        finished: list[tuple[Candidate, list[Verdict]]] = []
-        while not finished and self._out:
-            done = self.pool.wait_any(while_waiting=collect_parked)
-            if not done:  # nothing out in the pool: waiting on would never end
-                raise RuntimeError(f"the worker pool holds none of the {len(self._out)} runs out")
-            self._results.update(done)
-            for cand, tickets in list(self._out.items()):
-                if all(t in self._results for t in tickets):
-                    del self._out[cand]
-                    finished.append((cand, [_verdict(self._results.pop(t)) for t in tickets]))
-        return finished
 
     def partitions(self, cand: Candidate) -> list[list[str]]:
         """The backend's compiled partitions (engines) of a candidate, as node names; []
@@ -134,7 +98,3 @@ class Session:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-
-def _verdict(result: dict[str, Any]) -> Verdict:
-    """A worker's answer as a Verdict (its "restart" request is the pool's business)."""
-    return Verdict.from_dict({k: v for k, v in result.items() if k != "restart"})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from minimize.program.candidate import Candidate, Settings
 from minimize.program.model import Program
@@ -96,43 +96,6 @@ class PathEnds(BaseException):
     details, a localization, the compiled partitions): speculation stops on that path."""
 
 
-class Oracle(Protocol):
-    """Verdicts for candidates, their runs kept going while the walk goes on (the session's
-    worker pool): submitted, then waited for, any of them."""
-
-    def submit(self, cands: list[Candidate], first: bool = False) -> None: ...
-
-    def running(self, cand: Candidate) -> bool: ...
-
-    def in_flight(self) -> int: ...
-
-    def wait_any(self) -> list[tuple[Candidate, list[Verdict]]]: ...
-
-
-class BatchOracle:
-    """A function of a batch of candidates as an Oracle: what was submitted runs together, at
-    the next wait (tests' planted oracles, benchmarks' replays)."""
-
-    def __init__(self, evaluate_batch: Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]]):
-        self._evaluate = evaluate_batch
-        self._queue: list[Candidate] = []
-
-    def submit(self, cands: list[Candidate], first: bool = False) -> None:
-        new = [c for c in cands if c not in self._queue]
-        self._queue = new + self._queue if first else self._queue + new
-
-    def running(self, cand: Candidate) -> bool:
-        return cand in self._queue
-
-    def in_flight(self) -> int:
-        return len(self._queue)
-
-    def wait_any(self) -> list[tuple[Candidate, list[Verdict]]]:
-        batch, self._queue = self._queue, []
-        results = self._evaluate(batch) if batch else []
-        return [(c, r if isinstance(r, list) else [r]) for c, r in zip(batch, results)]
-
-
 class ReductionProblem:
     """One reduction: the program, the oracle behind a verdict cache, and the walk (the
     current candidate, notes and counters; its fields read as attributes: problem.current).
@@ -141,22 +104,20 @@ class ReductionProblem:
     under hypothetical answers, overriding only what reaches outside the walk."""
 
     def __init__(self, program: Program,
-                 oracle: Oracle | Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
+                 evaluate_batch: Callable[[list[Candidate]], Sequence[Verdict | list[Verdict]]],
                  rules: Rules = Rules(), settings: dict[str, str] | None = None, jobs: int = 1,
                  partitions: Callable[[Candidate], list[list[str]]] | None = None,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
                  on_evaluated: Callable[[Candidate, list[Verdict]], None] | None = None,
                  check_original: Callable[[Verdict], None] = lambda v: None):
-        """`oracle`: an Oracle, or a function of a batch that gives each candidate's runs;
-        `settings`: the backend's, to start from; `partitions`: the backend's compiled
-        partitions of a candidate, where it reports them; `on_change`: shows the walk;
-        `on_evaluated`: journals each verdict; `check_original`: raises where the original
-        does not fail as asked."""
+        """`evaluate_batch`: the oracle, each candidate's runs; `settings`: the backend's, to
+        start from; `partitions`: the backend's compiled partitions of a candidate, where it
+        reports them; `on_change`: shows the walk; `on_evaluated`: journals each verdict;
+        `check_original`: raises where the original does not fail as asked."""
         self.program, self.rules, self.jobs = program, rules, max(1, jobs)
         self.start = Candidate(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
         self.walk = Walk(self.start)
-        self.oracle: Oracle = oracle if hasattr(oracle, "wait_any") else BatchOracle(oracle)
-        self._partitions = partitions
+        self._evaluate_batch, self._partitions = evaluate_batch, partitions
         self.on_change = on_change or (lambda p: None)
         self.on_evaluated = on_evaluated or (lambda c, v: None)
         self.check_original = check_original
@@ -173,34 +134,25 @@ class ReductionProblem:
         return self.current.but(nodes=tuple(nodes))
 
     def _ensure(self, cands: Sequence[Candidate]) -> None:
-        """Wait until each of `cands` has its verdict, its runs first in line. Meanwhile
-        workers that fall idle take what speculation says the walk may need next (with
-        --jobs > 1): a run the walk no longer needs keeps going, its verdict cached for free,
-        so a slow run (the original's first compile) holds up only the walk, not the workers."""
-        need = [c for c in dict.fromkeys(cands) if c not in self.cache]
-        if not need:
+        todo = list(dict.fromkeys(c for c in cands if c not in self.cache))
+        if not todo:
             return
+        if self.speculate is not None and len(todo) < self.jobs:
+            extra = [k for k in self.speculate(self.jobs) if k not in self.cache and k not in todo]
+            todo += extra[:self.jobs - len(todo)]
         t0 = time.monotonic()
-        self.oracle.submit([c for c in need if not self.oracle.running(c)], first=True)
-        while any(c not in self.cache for c in need):
-            self._speculate_into_idle_workers()
-            for c, runs in self.oracle.wait_any():
-                self.cache[c] = runs
-                self.counters.evaluations += 1
-                self.on_evaluated(c, runs)
-                if runs[0].kind == "invalid":
-                    self.counters.invalid += 1
+        results = self._evaluate_batch(todo)
         if not self.counters.batches:
             self.counters.first_batch_seconds = time.monotonic() - t0
         self.counters.oracle_seconds += time.monotonic() - t0
+        self.counters.evaluations += len(todo)
         self.counters.batches += 1
-
-    def _speculate_into_idle_workers(self) -> None:
-        room = self.jobs - self.oracle.in_flight()
-        if self.speculate is None or room <= 0:
-            return
-        extra = [k for k in self.speculate(self.jobs) if k not in self.cache and not self.oracle.running(k)]
-        self.oracle.submit(extra[:room])
+        for c, r in zip(todo, results):
+            runs = r if isinstance(r, list) else [r]
+            self.cache[c] = runs
+            self.on_evaluated(c, runs)
+            if runs[0].kind == "invalid":
+                self.counters.invalid += 1
 
     def preload(self, cache: dict[Candidate, list[Verdict]]) -> None:
         """Verdicts from an interrupted run's journal: replaying them is free."""
