@@ -227,16 +227,25 @@ class TwoInTwoOut(nn.Module):
         return (torch.tanh(x) * k.float()).sum(-1), k * 3
 
 
-def write_script(folder: Path, verdict, device: str, settings: dict[str, str] | None = None) -> str:
-    """repro.py of TwoInTwoOut on the tensorrt backend (with `settings`) for a bug that
-    shows as `verdict`, written to `folder` with its tensors file."""
+class EmptyToo(nn.Module):
+    """An input and an output with no elements, beside a plain one."""
+
+    def forward(self, x: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.tanh(x) * 2, e + 1
+
+
+def write_script(folder: Path, verdict, device: str, settings: dict[str, str] | None = None,
+                 empty: bool = False) -> str:
+    """repro.py of TwoInTwoOut (EmptyToo if `empty`) on the tensorrt backend (with
+    `settings`) for a bug that shows as `verdict`, written to `folder` with its tensors file."""
     from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
     from minimize.program.model import Program
     from oracles.verdict import Signature
 
     torch.manual_seed(0)
-    x, k = torch.randn(3, 4), torch.arange(1, 5, dtype=torch.int32)
-    program = Program(torch.export.export(TwoInTwoOut(), (x, k)).run_decompositions({}), [x, k])
+    model, args = ((EmptyToo(), (torch.randn(3, 4), torch.randn(0, 4))) if empty else
+                   (TwoInTwoOut(), (torch.randn(3, 4), torch.arange(1, 5, dtype=torch.int32))))
+    program = Program(torch.export.export(model, args).run_decompositions({}), list(args))
     piece = program.materialize(program.all_kept())
     info = ReproInfo(title="short form", source_model="model.pt2", original_nodes=5, final_nodes=5, oracle_calls=1,
                      oracle=verdict.kind, verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
@@ -249,16 +258,31 @@ def write_script(folder: Path, verdict, device: str, settings: dict[str, str] | 
 
 
 @pytest.mark.skipif(not HAS_GPU, reason="the engine runs on a CUDA GPU")
-def test_the_short_script_of_a_mismatch_runs_the_engine_by_tensor_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize("empty", [False, True])
+def test_the_short_script_of_a_mismatch_runs_the_engine_by_tensor_name(tmp_path: Path, empty: bool) -> None:
     """repro.py's short TensorRT form of a static program (no pasted runner): it feeds each
-    input by its name and reads each output into a buffer of the engine's shape and dtype.
-    On a graph TensorRT gets right it says FIXED, alone in a new process."""
+    input by its name and reads each output into a buffer of the engine's shape and dtype
+    (a tensor of no elements gets an address of its own). On a graph TensorRT gets right it
+    says FIXED, alone in a new process."""
     from oracles.verdict import Verdict
 
-    script = write_script(tmp_path, Verdict("mismatch", output=0, max_abs=1.0), "cuda")
+    script = write_script(tmp_path, Verdict("mismatch", output=0, max_abs=1.0), "cuda", empty=empty)
     assert "def run_engine_torch" not in script and "context.execute_async_v3" in script, script
     r = run_repro(tmp_path)
     assert r.returncode == 0 and r.stdout.startswith("FIXED: the backend matches eager"), r.stdout + r.stderr[-3000:]
+
+
+@needs_no_gpu
+@pytest.mark.parametrize("kind", ["mismatch", "nan"])
+def test_the_short_script_of_a_value_bug_skips_without_a_gpu(tmp_path: Path, kind: str) -> None:
+    """Reduced on --device cpu, the script's eager half runs anywhere; the engine does not:
+    SKIPPED (exit 2), not CHANGED, on a machine without a GPU."""
+    from oracles.verdict import Verdict
+
+    write_script(tmp_path, Verdict(kind, output=0, max_abs=1.0), "cpu")
+    r = run_repro(tmp_path)
+    assert (r.returncode, r.stdout.strip()) == (
+        2, "SKIPPED: running the TensorRT engine needs a CUDA GPU, and none is visible here"), r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("settings", [{}, {"optimization_level": "2"}])

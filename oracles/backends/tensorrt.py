@@ -385,7 +385,8 @@ class TensorRTBackend(Backend):
           ERROR_PATTERN matches); a build that passes is the bug gone, with or without a GPU;
         * a mismatch or NaN: export, parse, build and run the engine on CUDA tensors by
           tensor name, as the snippet does, without the general runner's shape tensors and
-          data-dependent shapes (a static ONNX graph has neither).
+          data-dependent shapes (a static ONNX graph has neither); SKIPPED at once without
+          a GPU (a reduction on --device cpu runs its eager half anywhere).
         None for any other bug (a crash in the engine's run, OOM, hang): the general form."""
         from oracles.backends.torch_tensorrt import _indent_body
 
@@ -411,6 +412,8 @@ class TensorRTBackend(Backend):
         if verdict is None or verdict.kind not in ("mismatch", "nan"):
             return None
         body = "\n".join([
+            "if not torch.cuda.is_available():  # the engine runs on a CUDA GPU (DEVICE may be the CPU's)",
+            '    sys.exit(print("SKIPPED: running the TensorRT engine needs a CUDA GPU, and none is visible here") or 2)',
             "import inspect, tempfile",
             "try:",
             "    import tensorrt as trt",
@@ -435,7 +438,8 @@ class TensorRTBackend(Backend):
             "               if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT",
             '               else torch.empty(tuple(engine.get_tensor_shape(n)), dtype=dtype, device="cuda")',
             "               for n in names for dtype in [TRT_TO_TORCH[engine.get_tensor_dtype(n).name]]}",
-            "    for n, t in buffers.items():",
+            '    held = [t if t.numel() else torch.empty(1, device="cuda") for t in buffers.values()]  # an address each',
+            "    for n, t in zip(buffers, held):",
             "        context.set_tensor_address(n, t.data_ptr())",
             '    assert context.execute_async_v3(torch.cuda.current_stream().cuda_stream), "execute_async_v3 failed"',
             "    return [buffers[v.name] for v in onnx_program.model.graph.outputs]",
