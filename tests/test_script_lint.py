@@ -172,3 +172,20 @@ def test_an_onnx_script_whose_exporter_package_is_missing_says_skipped(piece, ki
     r = run_script(tmp_path, PYTHONPATH=str(tmp_path / "hide"))
     assert r.returncode == 2 and r.stdout.startswith("SKIPPED: "), r.stdout + r.stderr[-2000:]
     assert "No module named 'onnxscript'" in r.stdout, r.stdout
+
+
+def test_keyword_arguments_are_written_as_pep8_writes_them() -> None:
+    """fx writes `_to_copy(x, dtype = torch.uint8)`; repro.py and report.md's snippet write
+    `dtype=torch.uint8` (pycodestyle E251), and each statement's own `=` stays spaced."""
+    from minimize.emit.script import forward_source
+
+    class Cast(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.full((2,), 3.0, dtype=torch.float64) + (x * 2).to(torch.uint8)
+
+    x = torch.randn(2)
+    program = Program(torch.export.export(Cast(), (x,)).run_decompositions({}), [x])
+    source = forward_source(program.materialize(program.all_kept()).gm)
+    assert "dtype=torch.uint8" in source and "dtype=torch.float64" in source, source
+    assert not re.search(r"[(,] ?\w+ = ", source), source
+    assert all(re.match(r"\s+(\w+ = |return )", ln) for ln in source.splitlines()[1:] if ln.strip()), source

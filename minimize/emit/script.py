@@ -74,13 +74,17 @@ class ReproInfo:
 
 def forward_source(gm: fx.GraphModule) -> str:
     """The graph's forward as fx writes it, less fx's "x = None" frees, with devices spelled
-    torch.device('cuda', 0) rather than fx's device(type='cuda', index=0)."""
+    torch.device('cuda', 0) rather than fx's device(type='cuda', index=0), and keyword
+    arguments as PEP 8 writes them (dtype=torch.uint8, where fx writes dtype = torch.uint8)."""
     src = gm.graph.python_code(root_module="self").src
     lines = []
     for line in src.strip().splitlines():
         line = re.sub(r";\s+(\w+ = )+None$", "", line)
         line = re.sub(r"(?<![\w.])device\(type='(\w+)'(?:, index=(\d+))?\)",
                       lambda m: f"torch.device({m[1]!r}{', ' + m[2] if m[2] else ''})", line)
+        target, eq, value = line.partition(" = ")  # the statement's own `=` stays spaced
+        if eq:
+            line = target + eq + re.sub(r"([(,] ?)(\w+) = ", r"\1\2=", value)
         lines.append(line)
     return "\n".join(lines)
 
