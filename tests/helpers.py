@@ -122,6 +122,25 @@ def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
                           cwd=folder)
 
 
+def write_repro(folder: Path, gm: Any, inputs: dict[str, Any], constants: dict[str, Any], verdict: Any,
+                backend: Any, device: str = "cpu") -> str:
+    """repro.py of the graph `gm` (fed `inputs`, with `constants`) for a bug that shows as
+    `verdict` on `backend`, as trtmin writes it, into `folder` with its tensors file."""
+    import torch
+
+    from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
+    from oracles.verdict import Signature
+
+    info = ReproInfo(title=f"{verdict.kind} on {backend.describe()}", source_model="model.pt2", original_nodes=18,
+                     final_nodes=3, oracle_calls=3, oracle=verdict.kind, verdict=verdict,
+                     signature=Signature.of(verdict), match=None, atol=1e-3, rtol=1e-3, device=device,
+                     needs_subprocess=False, timeout=300.0)
+    script, big = render_script(info, gm, inputs, constants, backend)
+    (folder / "repro.py").write_text(script)
+    torch.save(big, folder / INPUTS_FILE)
+    return script
+
+
 def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any], None] | None = None,
                 jobs: int = 1, settings: dict[str, str] | None = None,
                 check_original: Callable[[Any], None] = lambda v: None,

@@ -16,12 +16,13 @@ import pytest
 import torch
 
 from minimize.program.model import Program
-from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
+from minimize.emit.script import ReproInfo, render_script
 from oracles.backends import BUILTIN
 from oracles.backends.command import CommandBackend
 from oracles.backends.plugin import PluginBackend
 from oracles.verdict import Signature, Verdict
 from tests.conftest import PLUGINS, Host
+from tests.helpers import write_repro
 
 pyflakes_api = pytest.importorskip("pyflakes.api")
 from pyflakes.reporter import Reporter  # noqa: E402 - after the importorskip
@@ -120,17 +121,10 @@ class _MissingPackageBackend(BUILTIN["eager"]):
 
 
 def write_cpu_script(piece, kind: str, backend, folder: Path) -> str:
-    """repro.py for `kind` on `backend` at device cpu, written to `folder` with its tensors file."""
+    """repro.py of the piece for `kind` on `backend` at device cpu, written to `folder`."""
     sliced, values = piece
-    verdict = VERDICTS[kind]
-    info = ReproInfo(title=f"{kind} on {backend.describe()}", source_model="model.pt2", original_nodes=18,
-                     final_nodes=3, oracle_calls=3, oracle=kind, verdict=verdict, signature=Signature.of(verdict),
-                     match=None, atol=1e-3, rtol=1e-3, device="cpu", needs_subprocess=False, timeout=60.0)
-    script, big = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
-                                {n: values[n] for n in sliced.constant_names if n in values}, backend)
-    (folder / "repro.py").write_text(script)
-    torch.save(big, folder / INPUTS_FILE)
-    return script
+    return write_repro(folder, sliced.gm, {n: values[n] for n in sliced.input_names},
+                       {n: values[n] for n in sliced.constant_names if n in values}, VERDICTS[kind], backend)
 
 
 def run_script(folder: Path, **env: str) -> subprocess.CompletedProcess[str]:

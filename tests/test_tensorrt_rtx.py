@@ -238,23 +238,16 @@ def write_script(folder: Path, verdict, device: str, settings: dict[str, str] | 
                  empty: bool = False) -> str:
     """repro.py of TwoInTwoOut (EmptyToo if `empty`) on the tensorrt backend (with
     `settings`) for a bug that shows as `verdict`, written to `folder` with its tensors file."""
-    from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
     from minimize.program.model import Program
-    from oracles.verdict import Signature
+    from tests.helpers import write_repro
 
     torch.manual_seed(0)
     model, args = ((EmptyToo(), (torch.randn(3, 4), torch.randn(0, 4))) if empty else
                    (TwoInTwoOut(), (torch.randn(3, 4), torch.arange(1, 5, dtype=torch.int32))))
     program = Program(torch.export.export(model, args).run_decompositions({}), list(args))
     piece = program.materialize(program.all_kept())
-    info = ReproInfo(title="short form", source_model="model.pt2", original_nodes=5, final_nodes=5, oracle_calls=1,
-                     oracle=verdict.kind, verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
-                     rtol=1e-3, device=device, needs_subprocess=False, timeout=300.0)
-    script, big = render_script(info, piece.gm, dict(zip(piece.input_names, program.inputs_for(piece))), {},
-                                TensorRTBackend("tensorrt", settings))
-    (folder / "repro.py").write_text(script)
-    torch.save(big, folder / INPUTS_FILE)
-    return script
+    return write_repro(folder, piece.gm, dict(zip(piece.input_names, program.inputs_for(piece))), {}, verdict,
+                       TensorRTBackend("tensorrt", settings), device)
 
 
 @pytest.mark.skipif(not HAS_GPU, reason="the engine runs on a CUDA GPU")
