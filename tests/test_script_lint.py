@@ -183,3 +183,19 @@ def test_keyword_arguments_are_written_as_pep8_writes_them() -> None:
     assert "dtype=torch.uint8" in source and "dtype=torch.float64" in source, source
     assert not re.search(r"[(,] ?\w+ = ", source), source
     assert all(re.match(r"\s+(\w+ = |return )", ln) for ln in source.splitlines()[1:] if ln.strip()), source
+
+
+def test_an_onnxruntime_short_script_opens_its_session_as_the_workers_do(piece, tmp_path: Path) -> None:
+    """With --set session options the short ONNX Runtime form calls ort_session, the
+    workers' own, with them (pasted in); without, a plain InferenceSession. Both run."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    settings = {"graph_optimization_level": "disable", "intra_op_num_threads": "1"}
+    for options, folder in (({}, tmp_path / "plain"), (settings, tmp_path / "set")):
+        folder.mkdir()
+        script = write_cpu_script(piece, "mismatch", BUILTIN["onnxruntime"]("onnxruntime", options), folder)
+        assert ("def ort_session" in script) is bool(options) and "def run_onnxruntime" not in script, script
+        assert "'graph_optimization_level': 'disable', 'intra_op_num_threads': 1" in script or not options
+        assert not lint(script, "repro.py")
+        r = run_script(folder)
+        assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr[-2000:]

@@ -28,10 +28,7 @@ from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
 
 SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
-# --set graph_optimization_level's words: onnxruntime.GraphOptimizationLevel's member names
-ORT_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
-              "all": "ORT_ENABLE_ALL"}
-OPT_LEVELS = tuple(ORT_LEVELS)
+OPT_LEVELS = ("disable", "basic", "extended", "all")
 
 
 def check_onnx_export(spec: str) -> None:
@@ -138,6 +135,11 @@ class OnnxRuntimeBackend(Backend):
         super().__init__(spec, settings)
         self.options = parse_ort_settings(self.settings, spec)
 
+    @property
+    def session_options(self) -> dict[str, Any]:
+        """The --set options ort_session takes (all but the export's opset)."""
+        return {k: v for k, v in self.options.items() if k != "opset"}
+
     @staticmethod
     def check_available(spec: str = "onnxruntime") -> None:
         if importlib.util.find_spec("onnxruntime") is None:
@@ -174,9 +176,10 @@ class OnnxRuntimeBackend(Backend):
     def script_part_for(self, verdict: Any, dynamic: bool = True,
                         io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
         """A static program whose inputs and outputs numpy can hold (no bfloat16) needs none
-        of the runner's helpers: export into a folder, open a session, feed it numpy arrays
-        by input name, in a few lines. The exporter's failure is worded as the workers word
-        it only where the bug is one (ERROR_PATTERN matches those words)."""
+        of the runner's helpers: export into a folder, open a session (ort_session's, where
+        --set options apply), feed it numpy arrays by input name, in a few lines. The
+        exporter's failure is worded as the workers word it only where the bug is one
+        (ERROR_PATTERN matches those words)."""
         if dynamic or io_dtypes is None or torch.bfloat16 in io_dtypes or None in io_dtypes:
             return self.script_part()
         from oracles.backends.torch_tensorrt import _indent_body
@@ -186,30 +189,23 @@ class OnnxRuntimeBackend(Backend):
         if wrap:
             export = ("try:\n    " + export + "\nexcept Exception as e:  # worded as trtmin's workers word it, "
                       "so ERROR_PATTERN matches\n    raise export_error(e) from e")
-        session_options, settings = "", []
-        if self.options.get("graph_optimization_level"):
-            level = ORT_LEVELS[self.options["graph_optimization_level"]]
-            settings.append(f"options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.{level}")
-        if self.options.get("intra_op_num_threads"):
-            settings.append(f"options.intra_op_num_threads = {int(self.options['intra_op_num_threads'])}")
-        if settings:
-            settings.insert(0, "options = onnxruntime.SessionOptions()")
-            session_options = ", options"
+        run_options = self.session_options
+        session = (f'ort_session(folder + "/model.onnx", {run_options!r})' if run_options else
+                   'onnxruntime.InferenceSession(folder + "/model.onnx", providers=["CPUExecutionProvider"])')
+        helpers = ([OnnxExportError, export_error] if wrap else []) + ([ort_session] if run_options else [])
         body = "\n".join([
-            "import inspect, tempfile, onnxruntime",
-            *settings,
+            "import inspect, tempfile" + ("" if run_options else ", onnxruntime"),
             "with tempfile.TemporaryDirectory() as folder:  # the session reads the file (and its weights) now",
             textwrap.indent(export, "    "),
-            f'    session = onnxruntime.InferenceSession(folder + "/model.onnx"{session_options}, '
-            'providers=["CPUExecutionProvider"])',
+            f"    session = {session}",
             "params = list(inspect.signature(module.forward).parameters)  # the ONNX inputs bear their names",
             "return lambda *args: [torch.from_numpy(a) for a in session.run(None, {",
             "    i.name: args[params.index(i.name)].cpu().contiguous().numpy() for i in session.get_inputs()})]"])
-        return ScriptPart(imports=[script_source(OnnxExportError, export_error)] if wrap else [],
+        return ScriptPart(imports=[script_source(*helpers)] if helpers else [],
                           requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
 
     def script_part(self) -> ScriptPart:
-        run_options = {k: v for k, v in self.options.items() if k != "opset"}
+        run_options = self.session_options
         body = textwrap.dedent(f"""\
             import atexit, shutil, tempfile
             import numpy as np
