@@ -228,9 +228,8 @@ class ExecuTorchBackend(Backend):
         body = "\n".join([*imports, textwrap.dedent(f"""\
             ep = torch.export.export(module, tuple(inputs))  # the weights are buffers of Repro
             pte = to_edge_transform_and_lower(ep{partitioner}).to_executorch()
-            program = Runtime.get().load_program(pte.buffer)  # the method needs it: the lambda holds it
-            method = program.load_method("forward")
-            return lambda *args, program=program: list(method.execute(args))  # on the CPU, as DEVICE is""")])
+            program = Runtime.get().load_program(pte.buffer)  # the lambda keeps it: forward's method needs it
+            return lambda *args: list(program.load_method("forward").execute(args))  # on the CPU, as DEVICE is""")])
         return ScriptPart(requires=["executorch"], compile_body=_indent_body(body))
 
     def script_part(self) -> ScriptPart:
