@@ -6,6 +6,7 @@
 #   bash bench/gpu_trt.sh reduce   # the real hosts (bench/hosts): check, reduce, repro.py alone
 #   bash bench/gpu_trt.sh lowering # the video policy with attn_bias_is_causal true and false
 #   bash bench/gpu_trt.sh probe    # what torch_executed_ops does to the video policy
+#   REPS=2 bash bench/gpu_trt.sh floor  # --jobs 1, clairvoyant --jobs 4 and --jobs 4 on the real hosts
 #   CASES=video_policy JOBS="1 4" bash bench/gpu_trt.sh bench  # bench/run_bench.py beside fx_minifier
 #   bash bench/gpu_trt.sh xl       # the 5,057-node host's reduction, started in the background
 #     (XL_JOURNAL=bench/runs/.../video_policy_xl_journal.jsonl: resume an earlier machine's journal)
@@ -90,6 +91,30 @@ xl-poll)  # wait up to WAIT s (keep it under the call's limit) for the backgroun
   fi
   grep -v -i "warn\|modelopt\|TRT-LLM" $T/xl.log | tail -30 >> $L
   mkdir -p $O/xl; cp $T/xl.log $T/out_xl/{repro.py,report.md,summary.json,journal.jsonl} $O/xl/ 2>/dev/null
+  ;;
+floor)  # --jobs 1, then --jobs 4 fed the --jobs 1 journal (bench/clairvoyant.py: the floor of
+  # any speculation), then --jobs 4; REPS times each host, summary.json `seconds` (--no-verify)
+  for rep in $(seq ${REPS:-2}); do
+    for h in ${HOSTS:-video_policy camera_policy}; do
+      [ -f $T/$h.pt2 ] || python3 -m bench.hosts $h $T >> $L 2>&1
+      opts=$(python3 -c "import bench.hosts.$h as m; print(' '.join(m.RUN))")
+      M="$T/$h.pt2 --inputs $T/${h}_inputs.pt $opts --no-verify"
+      for run in j1 c4 j4; do
+        case $run in
+          j1) cmd="python3 -m minimize.cli reduce $M --jobs 1" ;;
+          c4) cmd="python3 bench/clairvoyant.py $T/floor_${h}_j1/journal.jsonl reduce $M --jobs 4" ;;
+          j4) cmd="python3 -m minimize.cli reduce $M --jobs 4" ;;
+        esac
+        rm -rf $T/floor_${h}_$run
+        timeout 300 $cmd --out $T/floor_${h}_$run > $T/floor_${h}_$run.log 2>&1
+        echo "== $h rep $rep $run rc=$? $(python3 -c "import json; s=json.load(open('$T/floor_${h}_$run/summary.json')); t=s['timing']; print('seconds', round(t['seconds'], 1), 'calls', s['oracle_calls'], 'rounds', t.get('batches'), 'evaluations', t.get('evaluations'), 'first round', t.get('first_batch_seconds'), 'load', t.get('load_seconds'), 'final', s['final_nodes'])" 2>&1 | tail -1)" >> $L
+      done
+      for run in c4 j4; do
+        cmp -s $T/floor_${h}_j1/repro.py $T/floor_${h}_$run/repro.py && echo "repro.py identical: j1, $run" >> $L || echo "repro.py DIFFERS: j1, $run" >> $L
+      done
+      mkdir -p $O/floor; cp $T/floor_${h}_j1/journal.jsonl $O/floor/${h}_rep${rep}_j1_journal.jsonl 2>/dev/null
+    done
+  done
   ;;
 probe)
   timeout 200 python3 bench/hosts/probe_fallback.py >> $L 2>&1
