@@ -83,9 +83,15 @@ def bisect_op_fallback(problem: ReductionProblem) -> None:
         problem.notes["culprit_ops"] = "the bug remains with every op type forced to PyTorch"
         lowering_toggle(problem)
         return
-    culprit = shrink_list(ops, lambda cands: problem.first_settings([with_fallback(c) for c in cands],
-                                                                     want_failure=False))
-    problem.notes["culprit_ops"] = culprit
+    none_forced_is_current = all(key != setting or not value for key, value in problem.current.settings)
+
+    def first_that_vanishes(cands: list[list[str]]) -> int | None:
+        # forcing no op type to PyTorch is the current candidate, whose bug stays: no call
+        asked = [c for c in cands if c or not none_forced_is_current]
+        i = problem.first_settings([with_fallback(c) for c in asked], want_failure=False)
+        return None if i is None else cands.index(asked[i])
+
+    problem.notes["culprit_ops"] = shrink_list(ops, first_that_vanishes)
 
 
 def lowering_toggle(problem: ReductionProblem) -> None:
