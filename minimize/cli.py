@@ -292,9 +292,12 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s")
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
     minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
-    console.print("1-minimal: " + ("yes, no single call node can be cut" if minimal.get("proven") else
-                                   "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried, "
-                                                   "with the program's own values)")
+    if minimal.get("proven") and not minimal.get("cuts_tried"):
+        console.print("1-minimal: yes, a single call node is left")
+    else:
+        console.print("1-minimal: " + ("yes, no single call node can be cut" if minimal.get("proven") else
+                                       "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried, "
+                                                       "with the program's own values)")
     rows = [f"  {name:<22} calls {s['calls']:>4}  accepted {s['accepted']:>3}  removed {s['removed']:>5}"
             for name, s in summary["passes"].items() if s["calls"] or s["removed"]]  # the passes that ran
     console.print("per pass:\n" + "\n".join(rows), highlight=False)

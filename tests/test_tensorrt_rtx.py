@@ -9,6 +9,7 @@ nor TensorRT-RTX is installed.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -126,7 +127,15 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
         assert summary["oracle_calls"] <= 3, summary["passes"]
     trt = import_tensorrt()
     assert summary["environment"][trt.__name__] == trt.__version__
-    assert tensorrt_name(trt) in (out / "report.md").read_text().splitlines()[0]
+    report = (out / "report.md").read_text()
+    assert tensorrt_name(trt) in report.splitlines()[0]
+    # one node left: nothing to cut, said so (not "each of the 0 one-node cuts was tried")
+    assert "- 1-minimal: a single call node is left." in report and "0 one-node" not in report + r.stdout
+    # where the script makes every input it reads, no words of eager PyTorch computing them
+    forward = next(f for f in ast.walk(ast.parse((out / "repro.py").read_text()))
+                   if isinstance(f, ast.FunctionDef) and f.name == "forward")
+    made_all = set(summary["generated_values"]) >= {a.arg for a in forward.args.args[1:]}
+    assert ("computed by eager PyTorch" in report) != made_all, (summary["generated_values"], report[:2000])
 
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: TensorRTError: "), \

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Iterable
 
 import torch
 import torch.fx as fx
@@ -53,7 +54,9 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- The compiler's error names the node it failed on: {notes['named_node']} (the search "
                      "started there).")
     minimal = notes.get("one_minimal")
-    if minimal and minimal.get("proven"):
+    if minimal and minimal.get("proven") and not minimal.get("cuts_tried"):
+        lines.append("- 1-minimal: a single call node is left.")
+    elif minimal and minimal.get("proven"):
         lines.append(f"- 1-minimal: no single call node can be cut with the bug still there (each of the "
                      f"{minimal['cuts_tried']} one-node cuts was tried, with the program's own values, before "
                      "the made values and smaller sizes).")
@@ -108,9 +111,12 @@ def _values_section(verdict: Verdict) -> str:
             f"{rows}\n\n")
 
 
-def _fed_words(script: str) -> str:
-    """Cut to input, said where the repro has inputs (a program that makes all it reads has none)."""
-    if "def make_inputs():\n    return []\n" in script:
+def _fed_words(script: str, generated: Iterable[str]) -> str:
+    """Cut to input, said where the repro has inputs that eager PyTorch computed: not where
+    it has none (a program that makes all it reads) or makes them all (made values)."""
+    params = re.search(r"\n    def forward\(self(?:, )?([^)]*)\):", script)
+    inputs = {p.strip() for p in params[1].split(",") if p.strip()} if params else set()
+    if not inputs or inputs <= set(generated):
         return ""
     return ("; every removed node's value a kept one reads is fed in as an input computed by eager PyTorch, "
             "so the failure is not upstream drift")
@@ -191,7 +197,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 {_snippet_section(snippet)}{_values_section(info.verdict)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
-{nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(script)}.{snippet_words}
+{nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(script, summary.get('generated_values') or {})}.{snippet_words}
 
 {diagnosis}## Reproduce
 
