@@ -198,18 +198,21 @@ def collect_environment() -> dict[str, str]:
 # "not installed" about packages the bug never touched.
 BACKEND_LINES = {"torch_tensorrt": ("Torch-TensorRT Version", "TensorRT Version"), "tensorrt": ("TensorRT Version",),
                  "executorch:tensorrt": ("ExecuTorch Version", "Torch-TensorRT Version", "TensorRT Version"),
-                 "executorch": ("ExecuTorch Version",), "onnxruntime": ("ONNX Runtime Version",)}
+                 "executorch": ("ExecuTorch Version",), "onnxruntime": ("ONNX Runtime Version",), "inductor": ()}
+COMPILER_LINES = ("Torch-TensorRT Version", "TensorRT Version", "ExecuTorch Version", "ONNX Runtime Version")
 GPU_LINES = ("CUDA version", "GPU models and configuration", "Driver version")
 
 
 def format_environment(env: dict[str, str], backend: str | None = None, device: str | None = None) -> str:
     """The "## Environment" list of the Torch-TensorRT bug report template. For a bug
-    (`backend`, `device`): without the packages it never touched that are not installed,
-    and without the GPU lines for a CPU bug."""
+    (`backend`, `device`): of the compilers, only those the backend uses (a plugin's or a
+    command's: those installed), and without the GPU lines for a CPU bug."""
     if backend is not None:
         family = next((k for k in sorted(BACKEND_LINES, key=len, reverse=True) if backend.startswith(k)), None)
-        needed = BACKEND_LINES.get(family, ())
-        env = {k: v for k, v in env.items() if v != NOT_INSTALLED or k in needed}
+        if family is None:  # a plugin or a command: which compilers it calls is not known
+            env = {k: v for k, v in env.items() if v != NOT_INSTALLED}
+        else:
+            env = {k: v for k, v in env.items() if k not in COMPILER_LINES or k in BACKEND_LINES[family]}
     if device is not None and not device.startswith("cuda"):
         env = {k: v for k, v in env.items() if k not in GPU_LINES}
     return "\n".join(f" - {k}: {v}" for k, v in env.items())

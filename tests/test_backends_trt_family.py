@@ -411,6 +411,23 @@ def test_environment_has_the_template_fields() -> None:
     assert text.splitlines()[0].startswith(" - Torch-TensorRT Version: ")
 
 
+@pytest.mark.parametrize("backend, compilers", [
+    ("inductor", []), ("tensorrt", ["TensorRT"]), ("executorch:xnnpack", ["ExecuTorch"]),
+    ("onnxruntime", ["ONNX Runtime"]), ("torch_tensorrt", ["Torch-TensorRT", "TensorRT"])])
+def test_a_reports_environment_names_only_the_compilers_its_backend_uses(backend: str, compilers: list[str]) -> None:
+    """report.md's environment, for a bug: the backend's compilers (installed or not), not
+    the others installed here, which say nothing about it."""
+    env = {"Torch-TensorRT Version": "2.11.0", "PyTorch Version": "2.13.0", "TensorRT Version": "not installed",
+           "ExecuTorch Version": "1.4.1", "ONNX Runtime Version": "1.32.0", "OS": "Linux"}
+    lines = format_environment(env, backend, "cpu").splitlines()
+    named = [line.split(" - ", 1)[1].rsplit(" Version:", 1)[0] for line in lines if " Version:" in line]
+    assert named == [c for c in ["Torch-TensorRT", "PyTorch", "TensorRT", "ExecuTorch", "ONNX Runtime"]
+                     if c in compilers or c == "PyTorch"], lines
+    assert lines[-1] == " - OS: Linux"
+    # a plugin's compilers are not known: those installed stay
+    assert "ExecuTorch Version" in format_environment(env, "plugins/mine.py:compile", "cpu")
+
+
 @needs_ort
 def test_onnx_export_failure_reproduces_alone(tmp_path: Path) -> None:
     """An exporter failure (no ONNX conversion for linalg.inv) reduced with --oracle crash:
