@@ -143,8 +143,7 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
 
 HEADER = '''#!/usr/bin/env python3
 """{about}
-Exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run here), 3 CHANGED (it fails another way).
-TRTMIN_BACKEND=eager python repro.py runs eager PyTorch in place of the backend: FIXED.{memory_words}"""
+Exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED, 3 CHANGED. TRTMIN_BACKEND=eager: eager PyTorch for the backend (FIXED).{memory_words}"""
 {std_imports}
 try:
     import torch
