@@ -316,8 +316,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
 
 
 def _say_known_bugs(console: Console, out: Path) -> None:
-    """A reduction that looks like a saved repro: said on screen and at the end of report.md,
-    before the user files a duplicate."""
+    """A reduction that looks like a saved repro: said on screen and at the top of report.md,
+    under what fails, before the user files a duplicate."""
     from repros.match import known_bugs
     try:
         found = known_bugs(out)
@@ -326,10 +326,14 @@ def _say_known_bugs(console: Console, out: Path) -> None:
     for match in found:
         console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
     if found:
-        with open(out / "report.md", "a", encoding="utf-8") as report:
-            report.write("\n## Known bug?\n\n" + "".join(
-                f"- This reduction {match.line()} (the same ops, backend and failure): `repros/suite/{match.name}`.\n"
-                for match in found))
+        from minimize.emit.outputs import atomic_write
+        report = out / "report.md"
+        head, sep, rest = report.read_text(encoding="utf-8").partition("\n\n")  # the title, then what fails
+        what_fails, sep2, rest = rest.partition("\n\n")
+        known = "".join(f"**Known bug?** This reduction {match.line()} (the same ops, backend and failure): "
+                        f"`repros/suite/{match.name}`; `trtmin repros run {match.name}` checks it.\n\n"
+                        for match in found)
+        atomic_write(report, head + sep + what_fails + sep2 + known + rest)
 
 
 def the_question(oracle: Optional[Oracle], backend: Optional[str], command: str) -> tuple[Oracle, str]:
