@@ -92,10 +92,49 @@ def test_a_none_argument_counts_as_an_input_early_as_it_does_in_the_full_check(t
             assert len(full) == 3
 
 
+class TakesABatch(torch.nn.Module):
+    """A policy's forward: one dict of observations, as LeRobot passes them."""
+
+    def forward(self, batch, scale: float = 2.0):
+        return batch["observation.state"] * scale + batch["observation.image"].mean()
+
+
+def test_a_batch_dict_is_checked_early_as_the_full_check_flattens_it(tmp_path):
+    """A dict batch is flattened by the program's call spec, read from the .pt2 without
+    torch: a wrong key, count or shape is refused in the full check's words, and every form
+    the full check takes (the batch, the call's args, its kwargs, the inputs flat) passes."""
+    state, image = torch.randn(2, 6), torch.randn(2, 3, 8, 8)
+    batch = {"observation.state": state, "observation.image": image}
+    model = tmp_path / "policy.pt2"
+    torch.export.save(torch.export.export(TakesABatch(), (batch,)), model)
+    ep = torch.export.load(str(model))
+    path = tmp_path / "inputs.pt"
+    wrong = {"a key missing": {"observation.state": state},
+             "another key": {"observation.state": state, "observation.images": image},
+             "a wrong shape": {"observation.state": state, "observation.image": image[:, :1]},
+             "a wrong dtype": {"observation.state": state.double(), "observation.image": image},
+             "by keyword": ((), {"batch": batch})}  # export took it by position: its spec does not flatten this
+    for what, saved in wrong.items():
+        torch.save(saved, path)
+        with pytest.raises(TrtminError) as full:
+            load_inputs(path, ep)
+        with pytest.raises(TrtminError) as early:
+            check_inputs_early(model, path)
+        assert str(early.value) == str(full.value), what
+    torch.save(wrong["a key missing"], path)  # the words, once, and before torch's import
+    code = ("import sys, pathlib; from minimize.program.peek import check_inputs_early\n"
+            f"try:\n    check_inputs_early(pathlib.Path({str(model)!r}), pathlib.Path({str(path)!r}))\n"
+            "except Exception as e:\n    print(e)\nprint('torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.stdout.splitlines()[-1] == "False", r.stdout + r.stderr
+    assert "holds a dict of 1 ('observation.state') but the program takes 2 inputs" in r.stdout, r.stdout
+    for saved in [batch, (batch,), ((batch,), {}), (state, image)]:
+        torch.save(saved, path)
+        assert len(load_inputs(path, ep)) == 2
+        check_inputs_early(model, path)  # taken by the full check: not refused early
+
+
 def test_what_it_cannot_read_is_left_to_the_full_check(tmp_path):
-    nested = tmp_path / "nested.pt"
-    torch.save({"batch": {"history": torch.randn(3, 3)}}, nested)  # a form only the full check knows
-    check_inputs_early(MODEL, nested)
     check_inputs_early(MODEL, INPUTS)  # the right inputs pass
     not_a_zip = tmp_path / "legacy.pt"
     not_a_zip.write_bytes(b"\x80\x02}q\x00.")

@@ -3,11 +3,13 @@ of a wrong shape or dtype, are refused in a fraction of a second, before torch's
 (3 s here) and any worker.
 
 Both files are zip archives: the .pt2 holds the exported program as JSON
-(`models/model.json`: the user inputs' names, sizes and dtypes), torch.save's file a
+(`models/model.json`: the user inputs' names, sizes and dtypes, and the pytree spec its
+call's (args, kwargs) flatten by, so a batch dict is checked too), torch.save's file a
 pickle whose tensors are rebuilt by `torch._utils._rebuild_tensor_v2` from a typed
-storage. Anything either reader does not know (another archive version, a nested
-structure, a tensor subclass) is left to the full check (minimize/program/inputs.py), which says
-the same words: this one only answers early where it is sure.
+storage. Anything either reader does not know (another archive version, a namedtuple or
+dataclass in the spec, a tensor subclass) is left to the full check
+(minimize/program/inputs.py), which says the same words: this one only answers early where
+it is sure.
 """
 
 from __future__ import annotations
@@ -38,15 +40,25 @@ class TensorShape:
     dtype: str | None
 
 
-def program_inputs(pt2: Path) -> list[tuple[str, TensorShape | None]] | None:
-    """The program's user inputs in order (None for one that is not a tensor), or None
-    where the archive is not one this reader knows."""
+def _graph_module(pt2: Path) -> dict[str, Any] | None:
+    """The archive's serialized graph module (models/model.json), or None."""
     try:
         with zipfile.ZipFile(pt2) as z:
             names = [n for n in z.namelist() if n.endswith("/models/model.json")]
             if len(names) != 1:
                 return None
-            graph_module = json.loads(z.read(names[0]))["graph_module"]
+            return json.loads(z.read(names[0]))["graph_module"]
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
+        return None
+
+
+def program_inputs(pt2: Path, graph_module: dict[str, Any] | None = None) -> list[tuple[str, TensorShape | None]] | None:
+    """The program's user inputs in order (None for one that is not a tensor), or None
+    where the archive is not one this reader knows."""
+    graph_module = graph_module or _graph_module(pt2)
+    if graph_module is None:
+        return None
+    try:
         tensors = graph_module["graph"]["tensor_values"]
         found: list[tuple[str, TensorShape | None]] = []
         for spec in graph_module["signature"]["input_specs"]:
@@ -64,8 +76,71 @@ def program_inputs(pt2: Path) -> list[tuple[str, TensorShape | None]] | None:
             sizes = tuple(s["as_int"] if "as_int" in s else None for s in meta["sizes"])
             found.append((name, TensorShape(sizes, _SCHEMA_DTYPES.get(meta["dtype"]))))
         return found
-    except (OSError, KeyError, TypeError, ValueError, AttributeError, StopIteration, zipfile.BadZipFile):
+    except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
         return None
+
+
+def program_call_spec(graph_module: dict[str, Any]) -> dict[str, Any] | None:
+    """How the program's call arguments (args, kwargs) flatten to its inputs: the pytree
+    TreeSpec torch.export serialized as JSON (format 1), or None."""
+    try:
+        call = next(m for m in graph_module["module_call_graph"] if m["fqn"] == "")
+        version, spec = json.loads(call["signature"]["in_spec"])
+        return spec if version == 1 else None
+    except (KeyError, TypeError, ValueError, StopIteration):
+        return None
+
+
+_SEQUENCES = {"builtins.tuple": tuple, "builtins.list": list}
+_DICTS = ("builtins.dict", "collections.OrderedDict", "collections.defaultdict")
+
+
+def _flatten_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
+    """torch.utils._pytree's TreeSpec.flatten_up_to on the serialized spec, for the builtin
+    containers: ValueError where `tree` has another structure, _Unknown where the spec
+    holds a type this reader does not know (a namedtuple, a dataclass)."""
+    kind, children = spec["type"], spec["children_spec"]
+    if kind is None:
+        return [tree]
+    if kind in _SEQUENCES:
+        if type(tree) is not _SEQUENCES[kind] or len(tree) != len(children):
+            raise ValueError(kind)
+        items = list(tree)
+    elif kind in _DICTS:  # any two of these match each other, by their keys
+        keys = json.loads(spec["context"])
+        if not isinstance(tree, dict) or len(tree) != len(keys) or set(tree) != set(keys):
+            raise ValueError(kind)
+        items = [tree[k] for k in keys]
+    else:
+        raise _Unknown(str(kind))
+    return [leaf for child, item in zip(children, items) for leaf in _flatten_up_to(child, item)]
+
+
+def _flatten_like_export(loaded: Any, spec: dict[str, Any] | None, count: int) -> list[Any] | None:
+    """minimize/program/inputs.py's _flatten_like_export without torch, form for form: the
+    inputs in the program's order, or None where the file holds none of the forms (or no
+    spec was read); _Unknown where the spec holds a type only torch can flatten."""
+    if isinstance(loaded, TensorShape):
+        loaded = (loaded,)
+    if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(is_container, loaded)):
+        return list(loaded)
+    if spec is None:
+        return None
+    calls: list[tuple[Any, Any]] = []
+    if isinstance(loaded, (tuple, list)):
+        if len(loaded) == 2 and isinstance(loaded[0], (tuple, list)) and isinstance(loaded[1], dict):
+            calls.append((tuple(loaded[0]), loaded[1]))  # (args, kwargs)
+        calls.append((tuple(loaded), {}))
+    elif isinstance(loaded, dict):
+        calls += [((), loaded), ((loaded,), {})]  # the kwargs, or the one argument (a batch dict)
+    for call in calls:
+        try:
+            leaves = _flatten_up_to(spec, call)
+        except ValueError:  # another structure: try the next form
+            continue
+        if len(leaves) == count and not any(map(is_container, leaves)):
+            return leaves
+    return None
 
 
 class _Storage:
@@ -168,17 +243,29 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
     words, where both files can be read without torch; else leave it to that check. A file of
     tensors alone holds the program's inputs flat only if it holds as many: no other form of
     the arguments flattens to more or fewer tensors (minimize/program/inputs.py)."""
-    wanted = program_inputs(model)
+    graph_module = _graph_module(model)
+    wanted = program_inputs(model, graph_module) if graph_module else None
     loaded = saved_inputs(inputs) if wanted else None
-    flat = _plain(loaded) if wanted and loaded is not None else None
-    if not wanted or flat is None:
+    if not wanted or loaded is None:
         return
+    named = all(name for name, _ in wanted)  # an int input has no name here: the full check words it
+    flat = _plain(loaded)
+    if flat is None:  # a nested form (a batch dict, (args, kwargs) with containers): as the call spec flattens it
+        spec = program_call_spec(graph_module) if isinstance(loaded, (tuple, list, dict)) else None
+        try:
+            flat = _flatten_like_export(loaded, spec, len(wanted))
+        except _Unknown:
+            return
+        if flat is None:
+            if spec and named:  # none of the forms fits: the full check says the same
+                raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted])
+            return
     if len(flat) != len(wanted):
-        if all(name for name, _ in wanted):  # an int input has no name here: the full check words it
+        if named:
             raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted])
         return
     for (name, want), got in zip(wanted, flat):
-        if want is None:
+        if want is None or not isinstance(got, TensorShape):  # a number: the full check reads it
             continue
         if want.dtype and got.dtype and want.dtype != got.dtype:
             raise wrong_dtype_error(inputs, name, f"torch.{got.dtype}", f"torch.{want.dtype}")
