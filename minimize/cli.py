@@ -4,6 +4,7 @@ one red line and exit code 2 (docs/design.md, Conventions). The only module that
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import time
@@ -326,14 +327,24 @@ def _say_known_bugs(console: Console, out: Path) -> None:
     for match in found:
         console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
     if found:
-        from minimize.emit.outputs import atomic_write
-        report = out / "report.md"
-        head, sep, rest = report.read_text(encoding="utf-8").partition("\n\n")  # the title, then what fails
-        what_fails, sep2, rest = rest.partition("\n\n")
-        known = "".join(f"**Known bug?** This reduction {match.line()} (the same ops, backend and failure): "
-                        f"`repros/suite/{match.name}`; `trtmin repros run {match.name}` checks it.\n\n"
-                        for match in found)
-        atomic_write(report, head + sep + what_fails + sep2 + known + rest)
+        _write_known_bugs(out / "report.md", found)
+
+
+def _write_known_bugs(report: Path, found: list[Any]) -> None:
+    """The matches as a paragraph under report.md's "What fails" line (found by its exact
+    text: a verdict may hold blank lines), else at the end; atomically."""
+    from minimize.emit.outputs import atomic_write
+    try:
+        text = report.read_text(encoding="utf-8")
+        verdict = json.loads((report.parent / "summary.json").read_text())["final_verdict"]
+    except (OSError, ValueError, KeyError):
+        return
+    known = "".join(f"**Known bug?** This reduction {match.line()} (the same ops, backend and failure): "
+                    f"`repros/suite/{match.name}`; `trtmin repros run {match.name}` checks it.\n\n"
+                    for match in found)
+    what_fails = f"**What fails:** {verdict}\n\n"
+    atomic_write(report, text.replace(what_fails, what_fails + known, 1) if what_fails in text
+                 else text.rstrip("\n") + "\n\n" + known)
 
 
 def the_question(oracle: Optional[Oracle], backend: Optional[str], command: str) -> tuple[Oracle, str]:

@@ -611,3 +611,24 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
     other_backend = reduction(tmp_path / "be", ["aten.permute.default", "aten.div.Tensor"], "inductor",
                               "CRASH: ValueError: __len__() should return >= 0")
     assert known_bugs(other_op, suite) == known_bugs(other_error, suite) == known_bugs(other_backend, suite) == []
+
+
+def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_lines(tmp_path: Path) -> None:
+    """The match is placed by the exact "What fails" line (a mismatch's detail may print
+    tensors, blank lines and all), and at the end where that line is not found."""
+    from types import SimpleNamespace
+
+    from minimize.cli import _write_known_bugs
+
+    verdict = "MISMATCH: output 0 differs: eager tensor([[1.]],\n\n        [[2.]])"
+    (tmp_path / "summary.json").write_text(json.dumps({"final_verdict": verdict}))
+    report = tmp_path / "report.md"
+    report.write_text(f"# title\n\n**What fails:** {verdict}\n\n```python\nx = 1\n```\n")
+    match = SimpleNamespace(name="saved_bug", line=lambda: "looks like a known bug: saved_bug")
+    _write_known_bugs(report, [match])
+    head, known = report.read_text().split("\n\n**Known bug?** ")
+    assert head == f"# title\n\n**What fails:** {verdict}", head
+    assert known.startswith("This reduction looks like a known bug: saved_bug") and "```python" in known, known
+    report.write_text("# another shape\n")  # no such line: at the end
+    _write_known_bugs(report, [match])
+    assert report.read_text().startswith("# another shape\n\n**Known bug?** This reduction looks like")
