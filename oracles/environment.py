@@ -198,7 +198,8 @@ def collect_environment() -> dict[str, str]:
 # "not installed" about packages the bug never touched.
 BACKEND_LINES = {"torch_tensorrt": ("Torch-TensorRT Version", "TensorRT Version"), "tensorrt": ("TensorRT Version",),
                  "executorch:tensorrt": ("ExecuTorch Version", "Torch-TensorRT Version", "TensorRT Version"),
-                 "executorch": ("ExecuTorch Version",), "onnxruntime": ("ONNX Runtime Version",), "inductor": ()}
+                 "executorch": ("ExecuTorch Version",), "onnxruntime": ("ONNX Runtime Version",), "inductor": (),
+                 "eager": ()}
 COMPILER_LINES = ("Torch-TensorRT Version", "TensorRT Version", "ExecuTorch Version", "ONNX Runtime Version")
 GPU_LINES = ("CUDA version", "GPU models and configuration", "Driver version")
 
@@ -208,7 +209,7 @@ def format_environment(env: dict[str, str], backend: str | None = None, device: 
     (`backend`, `device`): of the compilers, only those the backend uses (a plugin's or a
     command's: those installed), and without the GPU lines for a CPU bug."""
     if backend is not None:
-        family = next((k for k in sorted(BACKEND_LINES, key=len, reverse=True) if backend.startswith(k)), None)
+        family = backend if backend in BACKEND_LINES else "executorch" if backend.startswith("executorch:") else None
         if family is None:  # a plugin or a command: which compilers it calls is not known
             env = {k: v for k, v in env.items() if v != NOT_INSTALLED}
         else:

@@ -412,7 +412,7 @@ def test_environment_has_the_template_fields() -> None:
 
 
 @pytest.mark.parametrize("backend, compilers", [
-    ("inductor", []), ("tensorrt", ["TensorRT"]), ("executorch:xnnpack", ["ExecuTorch"]),
+    ("inductor", []), ("eager", []), ("tensorrt", ["TensorRT"]), ("executorch:xnnpack", ["ExecuTorch"]),
     ("onnxruntime", ["ONNX Runtime"]), ("torch_tensorrt", ["Torch-TensorRT", "TensorRT"])])
 def test_a_reports_environment_names_only_the_compilers_its_backend_uses(backend: str, compilers: list[str]) -> None:
     """report.md's environment, for a bug: the backend's compilers (installed or not), not
@@ -424,8 +424,9 @@ def test_a_reports_environment_names_only_the_compilers_its_backend_uses(backend
     assert named == [c for c in ["Torch-TensorRT", "PyTorch", "TensorRT", "ExecuTorch", "ONNX Runtime"]
                      if c in compilers or c == "PyTorch"], lines
     assert lines[-1] == " - OS: Linux"
-    # a plugin's compilers are not known: those installed stay
-    assert "ExecuTorch Version" in format_environment(env, "plugins/mine.py:compile", "cpu")
+    # a plugin's or a command's compilers are not known: those installed stay, whatever its name starts with
+    for unknown in ("plugins/mine.py:compile", "inductor_variant.py:compile", "cmd:tensorrt_run.sh {model}"):
+        assert "ExecuTorch Version" in format_environment(env, unknown, "cpu"), unknown
 
 
 @needs_ort

@@ -52,6 +52,9 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     report = " ".join((tmp_path / "report.md").read_text().split())
     assert "Run alone after the reduction, `python repro.py` (with PYTHONPATH=" in report  # the tests set it
     assert "printed `REPRODUCED" in report
+    # one node left is 1-minimal with nothing to cut; more are by the one-node cuts tried
+    assert ("- 1-minimal: a single call node is left." if len(core) == 1 else
+            "- 1-minimal: no single call node can be cut with the bug still there (each of the") in report, report
     # The script runs alone: it imports torch and the copied plugin, not trtmin.
     assert "minimize" not in (tmp_path / "repro.py").read_text() and (tmp_path / "plugin.py").exists()
     if fn == "crash_on_linear":  # weights stay weights: buffers of Repro, not inputs
@@ -239,3 +242,15 @@ def test_a_mismatch_repro_whose_backend_now_returns_nan_says_changed(host_progra
     r = run_repro(tmp_path)
     assert r.returncode == 3, r.stdout + r.stderr
     assert r.stdout.startswith("CHANGED: fails differently now: output 0 has ") and "where eager is finite" in r.stdout
+
+
+def test_the_report_says_eager_computed_the_inputs_only_where_it_did():
+    """Cut values are fed in as inputs eager PyTorch computed, unless the script makes them
+    all (made values) or has none."""
+    from minimize.emit.report import _fed_words
+
+    script = "class Repro(torch.nn.Module):\n    def forward(self, x, input, mask):\n        return (x,)\n"
+    assert "computed by eager PyTorch" in _fed_words(script, {})
+    assert "computed by eager PyTorch" in _fed_words(script, {"x": "torch.randn(2)", "input": "torch.randn(2)"})
+    assert _fed_words(script, {"x": "", "input": "", "mask": ""}) == ""
+    assert _fed_words(script.replace("self, x, input, mask", "self"), {}) == ""
