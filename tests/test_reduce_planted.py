@@ -249,8 +249,8 @@ def test_the_report_says_eager_computed_the_inputs_only_where_it_did():
     all (made values) or has none."""
     from minimize.emit.report import _fed_words
 
-    script = "class Repro(torch.nn.Module):\n    def forward(self, x, input, mask):\n        return (x,)\n"
-    assert "computed by eager PyTorch" in _fed_words(script, {})
-    assert "computed by eager PyTorch" in _fed_words(script, {"x": "torch.randn(2)", "input": "torch.randn(2)"})
-    assert _fed_words(script, {"x": "", "input": "", "mask": ""}) == ""
-    assert _fed_words(script.replace("self, x, input, mask", "self"), {}) == ""
+    names = ["x", "input", "mask"]
+    assert "computed by eager PyTorch" in _fed_words(names, {})
+    assert "computed by eager PyTorch" in _fed_words(names, {"x": "torch.randn(2)", "input": "torch.randn(2)"})
+    assert _fed_words(names, {"x": "", "input": "", "mask": ""}) == ""
+    assert _fed_words([], {}) == ""

@@ -128,7 +128,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     summary["files"] = sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"}
                               | {n for spec in summary.get("emitted", []) for n in emitted_names(spec)})
     snippet = report_snippet(info, gm, inputs, constants, backend, generated)
-    atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet))
+    atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet,
+                                                   input_names=list(inputs)))
     written["report"] = out / "report.md"
     atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     written["summary"] = out / "summary.json"

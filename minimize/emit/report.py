@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import torch
 import torch.fx as fx
@@ -111,11 +110,10 @@ def _values_section(verdict: Verdict) -> str:
             f"{rows}\n\n")
 
 
-def _fed_words(script: str, generated: Iterable[str]) -> str:
+def _fed_words(input_names: Iterable[str], generated: Iterable[str]) -> str:
     """Cut to input, said where the repro has inputs that eager PyTorch computed: not where
     it has none (a program that makes all it reads) or makes them all (made values)."""
-    params = re.search(r"\n    def forward\(self(?:, )?([^)]*)\):", script)
-    inputs = {p.strip() for p in params[1].split(",") if p.strip()} if params else set()
+    inputs = set(input_names)
     if not inputs or inputs <= set(generated):
         return ""
     return ("; every removed node's value a kept one reads is fed in as an input computed by eager PyTorch, "
@@ -174,7 +172,8 @@ def _memory_words(info: ReproInfo) -> str:
 
 
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any],
-                  snippet: str | None = None) -> str:
+                  snippet: str | None = None, *, input_names: Sequence[str]) -> str:
+    """report.md's text; input_names: the reduced program's inputs (repro.py's make_inputs)."""
     from oracles.environment import collect_environment, format_environment
 
     # The shape of Torch-TensorRT's bug template, so the section pastes into an issue as is.
@@ -197,7 +196,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 {_snippet_section(snippet)}{_values_section(info.verdict)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
-{nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(script, summary.get('generated_values') or {})}.{snippet_words}
+{nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 
 {diagnosis}## Reproduce
 
