@@ -9,7 +9,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from minimize.program.peek import is_container, wrong_dtype_error, wrong_inputs_error, wrong_shape_error
+from minimize.program.peek import flatten_like_export, wrong_dtype_error, wrong_inputs_error, wrong_shape_error
 from oracles.errors import TrtminError, first_line
 
 SEED = 0
@@ -90,30 +90,9 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
 
 def _flatten_like_export(loaded: Any, ep: ExportedProgram, count: int) -> list[Any] | None:
     """The user inputs in the file, in the program's order, or None where it holds none of
-    the forms: the inputs flat (what earlier versions asked for), or the call's arguments,
-    which the program's input spec (its args and kwargs, as exported) flattens."""
-    if isinstance(loaded, torch.Tensor):
-        loaded = (loaded,)
-    if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(is_container, loaded)):
-        return list(loaded)
+    the forms (minimize/program/peek.py flatten_like_export, with the program's input spec)."""
     spec = getattr(ep.call_spec, "in_spec", None)
-    if spec is None:
-        return None
-    calls: list[tuple[Any, Any]] = []
-    if isinstance(loaded, (tuple, list)):
-        if len(loaded) == 2 and isinstance(loaded[0], (tuple, list)) and isinstance(loaded[1], dict):
-            calls.append((tuple(loaded[0]), loaded[1]))  # (args, kwargs)
-        calls.append((tuple(loaded), {}))
-    elif isinstance(loaded, dict):
-        calls += [((), loaded), ((loaded,), {})]  # the kwargs, or the one argument (a batch dict)
-    for call in calls:
-        try:
-            leaves = spec.flatten_up_to(call)
-        except (ValueError, TypeError, KeyError):  # another structure: try the next form
-            continue
-        if len(leaves) == count and not any(map(is_container, leaves)):  # a leaf the spec has is a value
-            return list(leaves)
-    return None
+    return flatten_like_export(loaded, count, spec and spec.flatten_up_to, torch.Tensor)
 
 
 def has_mutations(ep: ExportedProgram) -> bool:

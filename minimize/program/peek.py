@@ -19,7 +19,7 @@ import pickle
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from oracles.errors import TrtminError
 
@@ -99,7 +99,10 @@ def _flatten_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
     """torch.utils._pytree's TreeSpec.flatten_up_to on the serialized spec, for the builtin
     containers: ValueError where `tree` has another structure, _Unknown where the spec
     holds a type this reader does not know (a namedtuple, a dataclass)."""
-    kind, children = spec["type"], spec["children_spec"]
+    try:
+        kind, children = spec["type"], spec["children_spec"]
+    except (KeyError, TypeError):  # a spec of another shape: unknown, not another structure
+        raise _Unknown(repr(spec)[:80]) from None
     if kind is None:
         return [tree]
     if kind in _SEQUENCES:
@@ -107,7 +110,10 @@ def _flatten_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
             raise ValueError(kind)
         items = list(tree)
     elif kind in _DICTS:  # any two of these match each other, by their keys
-        keys = json.loads(spec["context"])
+        try:
+            keys = json.loads(spec["context"])
+        except (KeyError, TypeError, ValueError):
+            raise _Unknown(repr(spec)[:80]) from None
         if not isinstance(tree, dict) or len(tree) != len(keys) or set(tree) != set(keys):
             raise ValueError(kind)
         items = [tree[k] for k in keys]
@@ -116,15 +122,18 @@ def _flatten_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
     return [leaf for child, item in zip(children, items) for leaf in _flatten_up_to(child, item)]
 
 
-def _flatten_like_export(loaded: Any, spec: dict[str, Any] | None, count: int) -> list[Any] | None:
-    """minimize/program/inputs.py's _flatten_like_export without torch, form for form: the
-    inputs in the program's order, or None where the file holds none of the forms (or no
-    spec was read); _Unknown where the spec holds a type only torch can flatten."""
-    if isinstance(loaded, TensorShape):
+def flatten_like_export(loaded: Any, count: int, flatten: Callable[[tuple[Any, Any]], list[Any]] | None,
+                        leaf: type) -> list[Any] | None:
+    """The user inputs an inputs file holds, in the program's order, or None where it holds
+    none of the forms: the inputs flat (what earlier versions asked for), or the call's
+    arguments, which `flatten` (the program's input spec, flatten_up_to on (args, kwargs))
+    flattens. `leaf`: a lone value of that type stands for the tuple of it. Shared by the
+    full check (torch's spec, torch.Tensor) and the early one (the serialized spec, TensorShape)."""
+    if isinstance(loaded, leaf):
         loaded = (loaded,)
     if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(is_container, loaded)):
         return list(loaded)
-    if spec is None:
+    if flatten is None:
         return None
     calls: list[tuple[Any, Any]] = []
     if isinstance(loaded, (tuple, list)):
@@ -135,11 +144,11 @@ def _flatten_like_export(loaded: Any, spec: dict[str, Any] | None, count: int) -
         calls += [((), loaded), ((loaded,), {})]  # the kwargs, or the one argument (a batch dict)
     for call in calls:
         try:
-            leaves = _flatten_up_to(spec, call)
-        except ValueError:  # another structure: try the next form
+            leaves = flatten(call)
+        except (ValueError, TypeError, KeyError):  # another structure: try the next form
             continue
-        if len(leaves) == count and not any(map(is_container, leaves)):
-            return leaves
+        if len(leaves) == count and not any(map(is_container, leaves)):  # a leaf the spec has is a value
+            return list(leaves)
     return None
 
 
@@ -253,7 +262,8 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
     if flat is None:  # a nested form (a batch dict, (args, kwargs) with containers): as the call spec flattens it
         spec = program_call_spec(graph_module) if isinstance(loaded, (tuple, list, dict)) else None
         try:
-            flat = _flatten_like_export(loaded, spec, len(wanted))
+            flat = flatten_like_export(loaded, len(wanted), spec and (lambda call: _flatten_up_to(spec, call)),
+                                       TensorShape)
         except _Unknown:
             return
         if flat is None:
