@@ -4,7 +4,6 @@ one red line and exit code 2 (docs/design.md, Conventions). The only module that
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import time
@@ -308,7 +307,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
-    _say_known_bugs(console, out)
+    _say_known_bugs(console, out, summary["final_verdict"])
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
         console.print(f"[yellow]note[/]: {', '.join(earlier)} in {out} are from an earlier run, not this one "
@@ -316,7 +315,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                       highlight=False)
 
 
-def _say_known_bugs(console: Console, out: Path) -> None:
+def _say_known_bugs(console: Console, out: Path, verdict: str) -> None:
     """A reduction that looks like a saved repro: said on screen and at the top of report.md,
     under what fails, before the user files a duplicate."""
     from repros.match import known_bugs
@@ -327,17 +326,16 @@ def _say_known_bugs(console: Console, out: Path) -> None:
     for match in found:
         console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
     if found:
-        _write_known_bugs(out / "report.md", found)
+        _write_known_bugs(out / "report.md", found, verdict)
 
 
-def _write_known_bugs(report: Path, found: list[Any]) -> None:
+def _write_known_bugs(report: Path, found: list[Any], verdict: str) -> None:
     """The matches as a paragraph under report.md's "What fails" line (found by its exact
-    text: a verdict may hold blank lines), else at the end; atomically."""
+    text, the final verdict: it may hold blank lines), else at the end; atomically."""
     from minimize.emit.outputs import atomic_write
     try:
         text = report.read_text(encoding="utf-8")
-        verdict = json.loads((report.parent / "summary.json").read_text())["final_verdict"]
-    except (OSError, ValueError, KeyError):
+    except OSError:
         return
     known = "".join(f"**Known bug?** This reduction {match.line()} (the same ops, backend and failure): "
                     f"`repros/suite/{match.name}`; `trtmin repros run {match.name}` checks it.\n\n"

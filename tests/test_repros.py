@@ -621,14 +621,13 @@ def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_line
     from minimize.cli import _write_known_bugs
 
     verdict = "MISMATCH: output 0 differs: eager tensor([[1.]],\n\n        [[2.]])"
-    (tmp_path / "summary.json").write_text(json.dumps({"final_verdict": verdict}))
     report = tmp_path / "report.md"
     report.write_text(f"# title\n\n**What fails:** {verdict}\n\n```python\nx = 1\n```\n")
     match = SimpleNamespace(name="saved_bug", line=lambda: "looks like a known bug: saved_bug")
-    _write_known_bugs(report, [match])
+    _write_known_bugs(report, [match], verdict)
     head, known = report.read_text().split("\n\n**Known bug?** ")
     assert head == f"# title\n\n**What fails:** {verdict}", head
     assert known.startswith("This reduction looks like a known bug: saved_bug") and "```python" in known, known
     report.write_text("# another shape\n")  # no such line: at the end
-    _write_known_bugs(report, [match])
+    _write_known_bugs(report, [match], verdict)
     assert report.read_text().startswith("# another shape\n\n**Known bug?** This reduction looks like")
