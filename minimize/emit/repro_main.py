@@ -65,9 +65,9 @@ def main():
             chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern]
         if re.search(ERROR_PATTERN, "\n".join(f"{type(x).__name__}: {x}" for x in chain)):  # [pattern]
             return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern] the backend's own error
-        if isinstance(e, ImportError) or isinstance(e.__cause__, ImportError):  # [requires] torch.onnx.export wraps it
-            return "SKIPPED", e  # [requires] a package the backend imports is missing here: no news of the bug
-        return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e
+        missing = isinstance(e, ImportError) or isinstance(e.__cause__, ImportError)  # [requires] a package is missing (torch.onnx.export wraps the error)
+        return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e  # [requires]
+        return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e  # [!requires]
     return "FIXED", "compiled and ran without error"  # [failure]
     return outcome(expected, actual)  # [!failure,!float64]
     return outcome(expected, actual, exact)  # [float64]

@@ -141,8 +141,7 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
     return init, "def make_inputs():\n" + file_line + body + "\n", big
 
 
-HEADER = '''#!/usr/bin/env python3
-"""{about}
+HEADER = '''"""{about}
 Exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED, 3 CHANGED. TRTMIN_BACKEND=eager: eager PyTorch for the backend (FIXED).{memory_words}"""
 {std_imports}
 try:
