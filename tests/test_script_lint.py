@@ -199,3 +199,18 @@ def test_an_onnxruntime_short_script_opens_its_session_as_the_workers_do(piece, 
         assert not lint(script, "repro.py")
         r = run_script(folder)
         assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr[-2000:]
+
+
+def test_a_script_waits_for_the_gpu_only_where_the_backend_returns_gpu_tensors(piece) -> None:
+    """At device cuda a compiled call may return before its kernels end: the script waits
+    for them (torch.cuda.synchronize) so that a kernel's error is the compiler's. ONNX
+    Runtime returns host arrays: nothing to wait for, no such line. Rendering needs no GPU."""
+    sliced, values = piece
+    for name, waits in (("inductor", True), ("torch_tensorrt", True), ("onnxruntime", False)):
+        info = ReproInfo(title="sync", source_model="model.pt2", original_nodes=18, final_nodes=5, oracle_calls=3,
+                         oracle="mismatch", verdict=VERDICTS["mismatch"], signature=Signature.of(VERDICTS["mismatch"]),
+                         match=None, atol=1e-3, rtol=1e-3, device="cuda", needs_subprocess=False, timeout=5.0)
+        script, _ = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
+                                  {n: values[n] for n in sliced.constant_names if n in values},
+                                  BUILTIN[name](name, {}))
+        assert ("torch.cuda.synchronize()" in script) is waits, f"{name}:\n{script}"

@@ -173,7 +173,7 @@ def limit_memory():
 
 def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> set[str]:
     """The tagged parts of minimize/emit/repro_main.py and oracles/script_checks.py this bug needs."""
-    wanted = {"cuda": info.device.startswith("cuda"), "requires": bool(part.requires),
+    wanted = {"cuda": info.device.startswith("cuda") and not part.outputs_on_host, "requires": bool(part.requires),
               "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
               "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb),

@@ -69,6 +69,7 @@ class ScriptPart:
     compile_body: str = "return module"
     load_body: str = "return None"
     files: dict[str, Path] = field(default_factory=dict)  # name in out dir -> source file
+    outputs_on_host: bool = False  # the call returns host arrays (onnxruntime): no GPU work to wait for
 
 
 @dataclass(frozen=True)

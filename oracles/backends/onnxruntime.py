@@ -202,7 +202,8 @@ class OnnxRuntimeBackend(Backend):
             "return lambda *args: [torch.from_numpy(a) for a in session.run(None, {",
             "    i.name: args[params.index(i.name)].cpu().contiguous().numpy() for i in session.get_inputs()})]"])
         return ScriptPart(imports=[script_source(*helpers)] if helpers else [],
-                          requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
+                          requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body),
+                          outputs_on_host=True)
 
     def script_part(self) -> ScriptPart:
         run_options = self.session_options
@@ -240,7 +241,8 @@ class OnnxRuntimeBackend(Backend):
 
         return ScriptPart(imports=[script_source(OnnxExportError, export_error, export_dynamic_shapes, ort_session,
                                                  run_onnxruntime)],
-                          requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body))
+                          requires=["onnxruntime", "onnxscript", "onnx", "numpy"], compile_body=_indent_body(body),
+                          outputs_on_host=True)
 
     def describe(self) -> str:
         return self.spec + "".join(f" {k}={v}" for k, v in self.options.items())
