@@ -287,17 +287,19 @@ def test_the_short_script_of_a_value_bug_skips_without_a_gpu(tmp_path: Path, kin
         2, "SKIPPED: running the TensorRT engine needs a CUDA GPU, and none is visible here"), r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("settings", [{}, {"optimization_level": "2"}])
+@pytest.mark.parametrize("settings", [{}, {"optimization_level": "2"}, {"flags": "TF32"}])
 def test_a_build_failure_script_says_fixed_where_the_build_passes(tmp_path: Path, settings: dict[str, str]) -> None:
     """The short form of a parser or builder bug builds and stops there: on a program
     TensorRT builds, FIXED names the TensorRT that built it, with or without a GPU. Its
-    build_plan holds the lines of the settings it has, no others."""
+    build_plan holds the lines of the settings it has, no others (a builder flag's name
+    the TensorRT that lacks it: tensorrt_name comes with them, and only with them)."""
     from oracles.verdict import Verdict
 
     script = write_script(tmp_path, Verdict("crash", "TensorRTError", "building the engine failed: Error Code 10"),
                           "cuda" if HAS_GPU else "cpu", settings)
     assert "def build_plan" in script and "def run_engine_torch" not in script, script
-    assert ("config.builder_optimization_level = " in script) is bool(settings) and "BuilderFlag" not in script
+    assert ("config.builder_optimization_level = " in script) is ("optimization_level" in settings)
+    assert ("BuilderFlag" in script) is ("def tensorrt_name" in script) is ("flags" in settings)
     if importlib.util.find_spec("pyflakes"):
         from tests.test_script_lint import lint
         assert not lint(script, "repro.py")

@@ -100,6 +100,11 @@ def import_tensorrt():
     return trt
 
 
+# import_tensorrt's body as a short script writes it, in its compile_backend
+IMPORT_TENSORRT_LINES = ("try:", "    import tensorrt as trt", "except ImportError:  # TensorRT-RTX: the same Python API",
+                         "    import tensorrt_rtx as trt")
+
+
 def tensorrt_name(trt):
     """"TensorRT 10.13.0" or "TensorRT-RTX 1.4.0.76": which TensorRT a module is."""
     return ("TensorRT-RTX " if trt.__name__.startswith("tensorrt_rtx") else "TensorRT ") + str(trt.__version__)
@@ -395,18 +400,19 @@ class TensorRTBackend(Backend):
         if build_failure(verdict):
             body = "\n".join([
                 "import tempfile",
-                "trt = import_tensorrt()",
+                *IMPORT_TENSORRT_LINES,
+                'name = ("TensorRT-RTX " if trt.__name__.startswith("tensorrt_rtx") else "TensorRT ") + trt.__version__',
                 'if not torch.cuda.is_available() and not trt.__name__.startswith("tensorrt_rtx"):  '
                 '# only TensorRT-RTX builds without one',
-                '    sys.exit(print(f"SKIPPED: {tensorrt_name(trt)} needs a CUDA GPU, and none is visible here") or 2)',
+                '    sys.exit(print(f"SKIPPED: {name} needs a CUDA GPU, and none is visible here") or 2)',
                 folder, "    " + export,
                 f'    build_plan(trt, folder + "/model.onnx", {self.build_settings!r})  # parse and build: no GPU needed',
-                'sys.exit(print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error")'
-                ' or 0)'])
+                'sys.exit(print(f"FIXED: {name} parsed and built the engine without the error") or 0)'])
             from oracles.script_checks import tagged_source
 
-            shared = script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said) + "\n\n" + \
-                tagged_source(build_plan, {k for k, v in self.build_settings.items() if v is not None})
+            settings = {k for k, v in self.build_settings.items() if v is not None}
+            named = [tensorrt_name] if settings & {"strongly_typed", "builder_flags"} else []  # their errors name it
+            shared = script_source(TensorRTError, *named, tensorrt_said) + "\n\n" + tagged_source(build_plan, settings)
             return ScriptPart(imports=[shared], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
                               compile_body=_indent_body(body))
         if verdict is None or verdict.kind not in ("mismatch", "nan"):
@@ -415,10 +421,7 @@ class TensorRTBackend(Backend):
             "if not torch.cuda.is_available():  # the engine runs on a CUDA GPU (DEVICE may be the CPU's)",
             '    sys.exit(print("SKIPPED: running the TensorRT engine needs a CUDA GPU, and none is visible here") or 2)',
             "import inspect, tempfile",
-            "try:",
-            "    import tensorrt as trt",
-            "except ImportError:  # TensorRT-RTX: the same Python API",
-            "    import tensorrt_rtx as trt",
+            *IMPORT_TENSORRT_LINES,
             "logger = trt.Logger(trt.Logger.ERROR)",
             "builder = trt.Builder(logger)",
             f"network = builder.create_network({self._network_flags()})",
