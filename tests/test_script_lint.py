@@ -1,7 +1,7 @@
 """Every script form trtmin can write, and every saved one, is lint-clean: pyflakes finds
 no undefined name (a branch not taken that calls a function the script lacks) and no
-unused import. Upstream maintainers read these scripts first; a linter's complaint is the
-first thing they see."""
+unused import; a written script's standard-library imports are sorted. Upstream
+maintainers read these scripts first; a linter's complaint is the first thing they see."""
 
 from __future__ import annotations
 
@@ -86,8 +86,10 @@ def test_every_emitted_form_is_lint_clean(piece, kind: str) -> None:
         constants = {n: values[n] for n in sliced.constant_names if n in values}
         script, _ = render_script(info, sliced.gm, inputs, constants, backend)
         compile(script, "repro.py", "exec")
+        stdlib = re.findall(r"^import (\w+)$", script.split("\ntry:", 1)[0], flags=re.M)  # before torch's
         problems += [f"{backend.describe()} float64={float64} limit={limit} dynamic={dynamic}: {p}"
-                     for p in lint(script, "repro.py")]
+                     for p in lint(script, "repro.py") + ([f"imports not sorted: {stdlib}"]
+                                                          if stdlib != sorted(stdlib) else [])]
     assert not problems, "\n".join(problems[:20])
 
 

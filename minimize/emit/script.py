@@ -219,7 +219,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
            *(["subprocess"] if "child" in on else [])]
     head = HEADER.format(about=_docstring_text(textwrap.fill(about, 110, break_on_hyphens=False)),
                          memory_words=_memory_words(info),
-                         std_imports="\n".join(f"import {m}" for m in sorted(set(std), key=std.index)))
+                         std_imports="\n".join(f"import {m}" for m in sorted(set(std))))
     head += ("from torch import device  # the graph below writes devices as device(type=...)\n"
              if re.search(r"(?<![\w.])device\(", program) else "") + _libraries_source(info)
     backend_arg = ", backend" if "plugin" in on else ""
