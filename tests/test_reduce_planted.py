@@ -230,6 +230,24 @@ def test_the_run_alone_does_not_pass_on_the_scripts_own_switches(host_program, t
     assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]
 
 
+def test_the_run_alone_names_each_folder_of_pythonpath_once(tmp_path, monkeypatch):
+    """The report says which PYTHONPATH the script ran alone with. A shell that prepends
+    the same folder twice (PYTHONPATH=$PWD:$PYTHONPATH, run again) wrote it three times;
+    Python searches each folder once, so the report names it once, in the same order (an
+    empty entry, the working folder, too)."""
+    import os
+    from minimize.emit.verify import report_line, run_alone
+
+    script = tmp_path / "repro.py"
+    script.write_text('print("REPRODUCED: it fails")\nraise SystemExit(1)\n')
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([a, a, b, "", a, ""]))
+    alone = run_alone(script, 30.0)
+    once = os.pathsep.join([a, b, ""])
+    assert (alone["status"], alone["pythonpath"]) == ("REPRODUCED", once), alone
+    assert f"(with PYTHONPATH={once}) printed `REPRODUCED: it fails`" in report_line(alone)
+
+
 def test_a_mismatch_repro_whose_backend_now_returns_nan_says_changed(host_program, tmp_path):
     """trtmin calls a NaN where eager is finite a `nan`, not the mismatch it reduced: the
     script says CHANGED (exit 3), not FIXED (its difference read NaN as 0) nor REPRODUCED."""

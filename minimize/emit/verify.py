@@ -25,12 +25,13 @@ def run_alone(script: Path, timeout: float) -> dict[str, Any]:
     script's exit code, its verdict line (or why there is none), and seconds. The script's
     own switches (TRTMIN_BACKEND=eager, TRTMIN_CHILD) are not passed on from this shell; the
     rest of the environment is, a plugin's own TRTMIN_-named settings and PYTHONPATH included
-    (the report then names PYTHONPATH)."""
+    (the report then names PYTHONPATH, each folder once: a later repeat changes nothing)."""
     limit = timeout + START_UP_S
     rc, out, err, timed_out, seconds = run_script(script, limit, without=SCRIPT_SWITCHES)
     status, reason, verdict = classify(rc, out, err, timed_out, limit)
+    search_path = os.pathsep.join(dict.fromkeys(os.environ.get("PYTHONPATH", "").split(os.pathsep)))  # "": the cwd
     return {"status": status, "exit": rc, "line": verdict or reason, "seconds": round(seconds, 1),
-            **({"pythonpath": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}
+            **({"pythonpath": search_path} if search_path else {})}
 
 
 def report_line(alone: dict[str, Any], repeat: int = 1) -> str:
