@@ -203,6 +203,18 @@ def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, n: int
 
     def value(t: torch.Tensor, k: int) -> Any:
         v = t.detach().reshape(-1)[k].cpu().item()
-        return str(v) if isinstance(v, complex) else v
+        return str(v) if isinstance(v, complex) else shortest(v, t.dtype) if isinstance(v, float) else v
     return {"index": [index(k) for k in flat], "eager": [value(e, k) for k in flat],
             "backend": [value(a, k) for k in flat]}
+
+
+def shortest(v: float, dtype: torch.dtype) -> float:
+    """`v`, a value of the floating `dtype`, with the fewest significant digits that read back
+    as that value: a float32 0.1 is 0.1, not the 0.10000000149011612 it is as a double."""
+    if dtype == torch.float64 or v != v or v in (float("inf"), float("-inf")):
+        return v
+    for digits in range(1, 17):
+        short = float(f"{v:.{digits}g}")
+        if torch.tensor(short, dtype=dtype).item() == v:
+            return short
+    return v

@@ -204,6 +204,23 @@ def test_a_mismatch_carries_its_first_values_off_for_the_report():
     assert _values_section(compare_outputs([eager], [eager], Tolerance())) == ""
 
 
+def test_the_first_values_off_are_written_to_their_dtypes_precision():
+    """A float32 value is read back as a double with digits float32 never held
+    (-0.8438374996185303 for -0.8438375): the report gives the fewest digits that are the
+    same value in its dtype, and float64's as they are."""
+    import torch
+
+    from minimize.emit.report import _values_section
+
+    for dtype, shown in ((torch.float32, "| 0 | 0.1 | -0.8438375 |"), (torch.float16, "| 0 | 0.1 | -0.8438 |"),
+                         (torch.bfloat16, "| 0 | 0.1 | -0.844 |"), (torch.float64, "| 0 | 0.1 | -0.8438375 |")):
+        v = compare_outputs([torch.tensor([0.1], dtype=dtype)], [torch.tensor([-0.8438375], dtype=dtype)],
+                            Tolerance())
+        assert shown in _values_section(v), (dtype, _values_section(v))
+        for side, x in (("eager", 0.1), ("backend", -0.8438375)):  # the same value, in fewer digits
+            assert torch.tensor(v.extra["first_off"][side], dtype=dtype).item() == torch.tensor(x, dtype=dtype).item()
+
+
 def test_one_judge_answers_whether_a_verdict_is_the_failure_asked_about():
     """check, reduce and every candidate (Signature.matches) judge through oracles.verdict.answers."""
     from oracles.verdict import Signature, Verdict, answers
