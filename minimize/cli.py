@@ -80,8 +80,8 @@ InputsOpt = Annotated[Optional[Path], typer.Option("--inputs", metavar="FILE", r
                                                    "weights_only=True). Default: seeded inputs made from the "
                                                    "program's shapes.")]
 MatchOpt = Annotated[Optional[str], typer.Option("--match", metavar="REGEX", rich_help_panel="The question", help="Regex on 'ExceptionType: message' that the failure must match.")]
-AtolOpt = Annotated[float, typer.Option(rich_help_panel="Tolerance", help="Absolute tolerance of the mismatch oracle.")]
-RtolOpt = Annotated[float, typer.Option(rich_help_panel="Tolerance", help="Relative tolerance of the mismatch oracle.")]
+AtolOpt = Annotated[float, typer.Option(metavar="ABS", rich_help_panel="Tolerance", help="Absolute tolerance of the mismatch oracle.")]
+RtolOpt = Annotated[float, typer.Option(metavar="REL", rich_help_panel="Tolerance", help="Relative tolerance of the mismatch oracle.")]
 ReferenceOpt = Annotated[Reference, typer.Option(rich_help_panel="Tolerance", help="For a mismatch: [bold]float64[/] also runs the program in float64 "
                          "and counts a difference from eager only where the backend is more than twice as far from "
                          "that run as eager is (for bf16 and fp16 programs, whose rounding alone exceeds any atol).")]
@@ -378,16 +378,16 @@ def env() -> None:
 repros_app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True,
                          help="The saved-repro suite: which bugs still reproduce here, on this release.")
 app.add_typer(repros_app, name="repros")
-SuiteOpt = Annotated[Optional[Path], typer.Option(help="The suite folder (default: the repros/suite shipped with trtmin).")]
+SuiteOpt = Annotated[Optional[Path], typer.Option(metavar="DIR", help="The suite folder (default: the repros/suite shipped with trtmin).")]
 
 
 @repros_app.command("add")
 def repros_add(
-    out_dir: Annotated[Path, typer.Argument(help="A `trtmin reduce` output folder.")],
-    name: Annotated[str, typer.Option(help="The repro's folder name in the suite.")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A `trtmin reduce` output folder.")],
+    name: Annotated[str, typer.Option(metavar="NAME", help="The repro's folder name in the suite.")],
     suite: SuiteOpt = None,
     force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace a repro of that name.")] = False,
-    upstream: Annotated[Optional[list[str]], typer.Option(help="An upstream issue or PR URL (repeatable).")] = None,
+    upstream: Annotated[Optional[list[str]], typer.Option(metavar="URL", help="An upstream issue or PR URL (repeatable).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
     from repros.suite import add_repro
@@ -406,7 +406,7 @@ def _print_row(result: Any) -> None:
 
 @repros_app.command("match")
 def repros_match(
-    out_dir: Annotated[Path, typer.Argument(help="A reduce output folder (repro.py and summary.json).")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A reduce output folder (repro.py and summary.json).")],
     suite: SuiteOpt = None,
 ) -> None:
     """Say which saved repros a reduction looks like (the same ops, backend and failure);
@@ -428,11 +428,11 @@ def repros_match(
 
 @repros_app.command("run")
 def repros_run(
-    names: Annotated[Optional[list[str]], typer.Argument(help="Repros to run (default: all).")] = None,
+    names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Repros to run (default: all).")] = None,
     suite: SuiteOpt = None,
-    json_file: Annotated[Optional[Path], typer.Option("--json", help="Write the results here, for `repros table`.")] = None,
-    device_label: Annotated[Optional[str], typer.Option(help="The column name for this machine (default: GPU name or cpu).")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds each repro may run.")] = 600.0,
+    json_file: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the results here, for `repros table`.")] = None,
+    device_label: Annotated[Optional[str], typer.Option(metavar="LABEL", help="The column name for this machine (default: GPU name or cpu).")] = None,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="Seconds each repro may run.")] = 600.0,
     strict_skips: Annotated[bool, typer.Option(help="A repro that cannot run here (no GPU, a missing package) "
                             "counts as not ok: for machines that should run everything.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", metavar="N", help="Repros run at a time, each in its own process "
@@ -466,7 +466,7 @@ def repros_run(
 
 
 @repros_app.command("table")
-def repros_table(files: Annotated[list[Path], typer.Argument(help="JSON files from `repros run --json`.")]) -> None:
+def repros_table(files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSON files from `repros run --json`.")]) -> None:
     """Merge runs from several machines into one markdown matrix (repros x devices)."""
     from repros.table import merge_tables
     try:

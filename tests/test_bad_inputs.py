@@ -141,6 +141,18 @@ def test_help_shows_no_type_for_a_flag_and_a_name_for_a_value():
     assert "KEY=VALUE" in rows["--set"] and " N " in rows["--jobs"] and "--no-verify" in rows["--verify"]
 
 
+def test_every_commands_options_name_their_values():
+    """Every option row of every command names its value (FILE, DIR, SECONDS, URL, ...) or
+    lists its choices, never typer's `<float>`, `<str>` or `<list[str]>`."""
+    import re
+    for command in (["reduce"], ["check"], ["repros", "run"], ["repros", "add"], ["repros", "match"]):
+        r = run_cli(*command, "--help")
+        rows = [line for line in r.stdout.splitlines() if re.match(r"│\s+(\*\s+)?--", line)]
+        assert r.returncode == 0 and rows, r.stdout
+        typed = [row for row in rows if re.search(r"<[\w\[\]]+>", row)]
+        assert not typed, f"trtmin {' '.join(command)}: " + "\n".join(typed)
+
+
 def test_folder_given_as_model(tmp_path):
     assert_one_line_error(check_here(str(tmp_path)), "is a folder")
     assert_one_line_error(reduce_here(str(tmp_path), "--out", str(tmp_path / "o")), "is a folder")
