@@ -216,3 +216,43 @@ def test_a_script_waits_for_the_gpu_only_where_the_backend_returns_gpu_tensors(p
                                   {n: values[n] for n in sliced.constant_names if n in values},
                                   BUILTIN[name](name, {}))
         assert ("torch.cuda.synchronize()" in script) is waits, f"{name}:\n{script}"
+
+
+def test_the_forward_reads_its_weights_where_it_uses_them(piece, tmp_path: Path) -> None:
+    """fx writes a line per weight (`p_l1_weight = self.p_l1_weight`); repro.py's forward
+    reads `self.p_l1_weight` where it uses it, as report.md's snippet does: the same values,
+    a line less per weight. A keyword, a longer name and a string are not uses."""
+    from minimize.emit.script import inline_attribute_reads
+
+    forward = ("def forward(self, x):\n    w = self.w\n    y = torch.ops.aten.linear.default(x, w, self.b)\n"
+               "    z = f(y, w=w, s='w', ww=x)\n    return (z,)")
+    assert inline_attribute_reads(forward) == (
+        "def forward(self, x):\n    y = torch.ops.aten.linear.default(x, self.w, self.b)\n"
+        "    z = f(y, w=self.w, s='w', ww=x)\n    return (z,)")
+    sliced, values = piece
+    script = write_cpu_script(piece, "mismatch", BUILTIN["eager"]("eager", {}), tmp_path)
+    forward_body = script.split("    def forward(", 1)[1].split("\n\n", 1)[0]
+    assert "self.p_l1_weight" in forward_body and not re.search(r"^\s+\w+ = self\.\w+$", forward_body, re.M), script
+    namespace: dict = {"__name__": "repro", "__file__": str(tmp_path / "repro.py")}
+    exec(compile(script, "repro.py", "exec"), namespace)
+    inputs = namespace["make_inputs"]()
+    torch.testing.assert_close(namespace["Repro"]()(*inputs)[0], sliced.gm(*inputs)[0], rtol=0, atol=0)
+
+
+def test_small_float_tensors_are_written_in_their_dtypes_digits() -> None:
+    """A float32 literal as 0.1, not 0.10000000149011612: the fewest digits that are the
+    same value in the tensor's dtype (float16, bfloat16, float8 too), so the script's
+    weights are the program's exactly; a 1-D list needs no reshape."""
+    from minimize.emit.script import _literal
+
+    inf = float("inf")  # the literals below name it
+    for t, text in ((torch.tensor([0.1, -0.8438375, -0.0], dtype=torch.float32), "[0.1, -0.8438375, -0.0]"),
+                    (torch.tensor([0.1, 65504.0], dtype=torch.float16), "[0.1, 65500.0]"),
+                    (torch.tensor([[0.1], [inf]], dtype=torch.bfloat16), "[0.1, inf]"),
+                    (torch.tensor([0.1, 448.0]).to(torch.float8_e4m3fn), "[0.1, 450.0]"),
+                    (torch.tensor(0.1, dtype=torch.float64), "[0.1]")):
+        written = _literal(t)
+        assert written.startswith(f"torch.tensor({text}, dtype={t.dtype})"), written
+        assert (".reshape(" in written) is (t.dim() != 1), written
+        back = eval(written)
+        assert back.dtype == t.dtype and back.shape == t.shape and torch.equal(back.float(), t.float()), written

@@ -20,6 +20,7 @@ import minimize
 from minimize.program.candidate import INLINE_MAX_ELEMENTS
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
+from oracles.checks import shortest
 from oracles.reference import ERROR_RATIO
 from oracles.script_checks import OUTCOMES, check_source, error_pattern, tagged_source
 from oracles.script_child import CHILD_SOURCE
@@ -89,12 +90,34 @@ def forward_source(gm: fx.GraphModule) -> str:
     return "\n".join(lines)
 
 
+_ATTRIBUTE_READ = re.compile(r"^\s+(\w+) = self\.(\w+)$")
+
+
+def inline_attribute_reads(forward: str) -> str:
+    """`forward` without fx's line per weight it reads (`w = self.w`): each use reads
+    `self.w` itself, as report.md's snippet does (a program of 6 weights: 6 lines less)."""
+    reads: dict[str, str] = {}
+    lines = []
+    for line in forward.splitlines():
+        read = _ATTRIBUTE_READ.match(line)
+        if read:
+            reads[read[1]] = read[2]
+            continue
+        if reads:  # a use, not a keyword (`w=`), nor part of a longer name or of a string
+            use = re.compile(r"(?<![\w.'\"])(" + "|".join(map(re.escape, reads)) + r")\b(?!=)")
+            line = use.sub(lambda m: "self." + reads[m[1]], line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def _literal(v: Any) -> str:
     if isinstance(v, torch.Tensor):
         dtype = str(v.dtype)
         values = v.detach().cpu().reshape(-1).tolist()
-        shape = tuple(v.shape)
-        return f"torch.tensor({values!r}, dtype={dtype}).reshape({shape!r})"
+        if v.is_floating_point():  # a float32 0.1 as 0.1, not the 0.10000000149011612 it is as a double
+            values = [shortest(x, v.dtype) for x in values]
+        shaped = "" if v.dim() == 1 else f".reshape({tuple(v.shape)!r})"  # a list is 1-D already
+        return f"torch.tensor({values!r}, dtype={dtype}){shaped}"
     return repr(v)
 
 
@@ -203,7 +226,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     dynamic = _dynamic_parts(info, list(inputs))
     part = backend.script_part_for(info.verdict, dynamic=bool(dynamic), io_dtypes=io_dtypes(gm, inputs.values()))
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
-    forward_src = forward_source(gm)
+    forward_src = inline_attribute_reads(forward_source(gm))
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
