@@ -210,11 +210,17 @@ def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, n: int
 
 def shortest(v: float, dtype: torch.dtype) -> float:
     """`v`, a value of the floating `dtype`, with the fewest significant digits that read back
-    as that value: a float32 0.1 is 0.1, not the 0.10000000149011612 it is as a double."""
+    as that value: a float32 0.1 is 0.1, not the 0.10000000149011612 it is as a double. Not
+    a decimal halfway to the next value (float8's 96 is not "100", which rounds to 96 only
+    by rounding half to even)."""
     if dtype == torch.float64 or v != v or v in (float("inf"), float("-inf")):
         return v
+
+    def value(x: float) -> float:
+        return torch.tensor(x, dtype=dtype).item()
     for digits in range(1, 17):
         short = float(f"{v:.{digits}g}")
-        if torch.tensor(short, dtype=dtype).item() == v:
+        mirror = 2 * short - v  # representable where `short` is the midpoint between v and it
+        if value(short) == v and (short == v or value(mirror) != mirror):
             return short
     return v

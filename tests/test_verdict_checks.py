@@ -219,6 +219,8 @@ def test_the_first_values_off_are_written_to_their_dtypes_precision():
         assert shown in _values_section(v), (dtype, _values_section(v))
         for side, x in (("eager", 0.1), ("backend", -0.8438375)):  # the same value, in fewer digits
             assert torch.tensor(v.extra["first_off"][side], dtype=dtype).item() == torch.tensor(x, dtype=dtype).item()
+    from oracles.checks import shortest  # not a decimal halfway to the next value: 100 would read back as 96
+    assert (shortest(96.0, torch.float8_e4m3fn), shortest(32.0, torch.float8_e5m2)) == (96.0, 32.0)
 
 
 def test_one_judge_answers_whether_a_verdict_is_the_failure_asked_about():
