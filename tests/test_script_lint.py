@@ -122,6 +122,17 @@ class _MissingPackageBackend(BUILTIN["eager"]):
                           compile_body="import trtmin_no_such_package\n    return trtmin_no_such_package.compile(module)")
 
 
+class _MissingPackageUnderDynamo(BUILTIN["eager"]):
+    """The same, its import inside a torch.compile backend: Dynamo raises BackendCompilerFailed,
+    whose inner_exception (not __cause__) is the ImportError."""
+
+    def script_part(self):
+        from oracles.backends.base import ScriptPart
+        body = ("def backend(gm, example_inputs):\n        import trtmin_no_such_package\n        return gm\n"
+                "    return torch.compile(module, backend=backend)")
+        return ScriptPart(requires=["trtmin_no_such_package"], compile_body=body)
+
+
 def write_cpu_script(piece, kind: str, backend, folder: Path) -> str:
     """repro.py of the piece for `kind` on `backend` at device cpu, written to `folder`."""
     sliced, values = piece
@@ -144,6 +155,13 @@ def test_a_script_whose_backend_package_is_missing_says_skipped(piece, kind: str
     plain, control = run_script(tmp_path), run_script(tmp_path, TRTMIN_BACKEND="eager")
     assert (plain.returncode, plain.stdout.strip()) == (
         2, "SKIPPED: ModuleNotFoundError: No module named 'trtmin_no_such_package'"), plain.stdout + plain.stderr
+    if kind == "mismatch":  # the import under torch.compile: wrapped by Dynamo, still SKIPPED
+        dynamo = tmp_path / "dynamo"
+        dynamo.mkdir()
+        write_cpu_script(piece, kind, _MissingPackageUnderDynamo("eager", {}), dynamo)
+        wrapped = run_script(dynamo)
+        assert (wrapped.returncode, wrapped.stdout.strip()) == (
+            2, "SKIPPED: ModuleNotFoundError: No module named 'trtmin_no_such_package'"), wrapped.stdout + wrapped.stderr
     assert control.returncode == 0 and control.stdout.startswith("FIXED"), control.stdout + control.stderr
     if kind == "crash":  # the same script, for a bug whose failure is that import
         (tmp_path / "repro.py").write_text(re.sub(r"^ERROR_PATTERN = .*$", "ERROR_PATTERN = 'No module named'",
@@ -208,14 +226,16 @@ def test_a_script_waits_for_the_gpu_only_where_the_backend_returns_gpu_tensors(p
     for them (torch.cuda.synchronize) so that a kernel's error is the compiler's. ONNX
     Runtime returns host arrays: nothing to wait for, no such line. Rendering needs no GPU."""
     sliced, values = piece
-    for name, waits in (("inductor", True), ("torch_tensorrt", True), ("onnxruntime", False)):
+    for (name, waits), dynamic in itertools.product(
+            (("inductor", True), ("torch_tensorrt", True), ("onnxruntime", False)), (False, True)):
         info = ReproInfo(title="sync", source_model="model.pt2", original_nodes=18, final_nodes=5, oracle_calls=3,
                          oracle="mismatch", verdict=VERDICTS["mismatch"], signature=Signature.of(VERDICTS["mismatch"]),
-                         match=None, atol=1e-3, rtol=1e-3, device="cuda", needs_subprocess=False, timeout=5.0)
+                         match=None, atol=1e-3, rtol=1e-3, device="cuda", needs_subprocess=False, timeout=5.0,
+                         dynamic={sliced.input_names[0]: {0: (2, 64)}} if dynamic else {})  # the general forms
         script, _ = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
                                   {n: values[n] for n in sliced.constant_names if n in values},
                                   BUILTIN[name](name, {}))
-        assert ("torch.cuda.synchronize()" in script) is waits, f"{name}:\n{script}"
+        assert ("torch.cuda.synchronize()" in script) is waits, f"{name} dynamic={dynamic}:\n{script}"
 
 
 def test_the_forward_reads_its_weights_where_it_uses_them(piece, tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ def main():
             chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern]
         if re.search(ERROR_PATTERN, "\n".join(f"{type(x).__name__}: {x}" for x in chain)):  # [pattern]
             return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern] the backend's own error
-        missing = isinstance(e, ImportError) or isinstance(e.__cause__, ImportError)  # [requires] a package is missing (torch.onnx.export wraps the error)
+        missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # [requires] raised or wrapped
         return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e  # [requires]
         return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e  # [!requires]
     return "FIXED", "compiled and ran without error"  # [failure]
