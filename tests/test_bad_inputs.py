@@ -145,10 +145,11 @@ def test_every_commands_options_name_their_values():
     """Every option row of every command names its value (FILE, DIR, SECONDS, URL, ...) or
     lists its choices, never typer's `<float>`, `<str>` or `<list[str]>`."""
     import re
-    for command in (["reduce"], ["check"], ["repros", "run"], ["repros", "add"], ["repros", "match"]):
+    for command in (["reduce"], ["check"], ["env"], ["repros", "run"], ["repros", "add"], ["repros", "match"],
+                    ["repros", "table"]):
         r = run_cli(*command, "--help")
         rows = [line for line in r.stdout.splitlines() if re.match(r"│\s+(\*\s+)?--", line)]
-        assert r.returncode == 0 and rows, r.stdout
+        assert r.returncode == 0 and rows, r.stdout  # --help at least
         typed = [row for row in rows if re.search(r"<[\w\[\]]+>", row)]
         assert not typed, f"trtmin {' '.join(command)}: " + "\n".join(typed)
 

@@ -398,9 +398,12 @@ class TensorRTBackend(Backend):
         export = export_statement(self.options.get("opset"))
         folder = "with tempfile.TemporaryDirectory() as folder:  # TensorRT reads the file (and its weights) now"
         if build_failure(verdict):
+            settings = {k for k, v in self.build_settings.items() if v is not None}
+            named = [tensorrt_name] if settings & {"strongly_typed", "builder_flags"} else []  # their errors name it
             body = "\n".join([
                 "import tempfile",
                 *IMPORT_TENSORRT_LINES,
+                'name = tensorrt_name(trt)' if named else
                 'name = ("TensorRT-RTX " if trt.__name__.startswith("tensorrt_rtx") else "TensorRT ") + trt.__version__',
                 'if not torch.cuda.is_available() and not trt.__name__.startswith("tensorrt_rtx"):  '
                 '# only TensorRT-RTX builds without one',
@@ -410,8 +413,6 @@ class TensorRTBackend(Backend):
                 'sys.exit(print(f"FIXED: {name} parsed and built the engine without the error") or 0)'])
             from oracles.script_checks import tagged_source
 
-            settings = {k for k, v in self.build_settings.items() if v is not None}
-            named = [tensorrt_name] if settings & {"strongly_typed", "builder_flags"} else []  # their errors name it
             shared = script_source(TensorRTError, *named, tensorrt_said) + "\n\n" + tagged_source(build_plan, settings)
             return ScriptPart(imports=[shared], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
                               compile_body=_indent_body(body))
