@@ -80,8 +80,8 @@ InputsOpt = Annotated[Optional[Path], typer.Option("--inputs", metavar="FILE", r
                                                    "weights_only=True). Default: seeded inputs made from the "
                                                    "program's shapes.")]
 MatchOpt = Annotated[Optional[str], typer.Option("--match", metavar="REGEX", rich_help_panel="The question", help="Regex on 'ExceptionType: message' that the failure must match.")]
-AtolOpt = Annotated[float, typer.Option(metavar="ABS", rich_help_panel="Tolerance", help="Absolute tolerance of the mismatch oracle.")]
-RtolOpt = Annotated[float, typer.Option(metavar="REL", rich_help_panel="Tolerance", help="Relative tolerance of the mismatch oracle.")]
+AtolOpt = Annotated[float, typer.Option("--atol", metavar="ABS", rich_help_panel="Tolerance", help="Absolute tolerance of the mismatch oracle.")]
+RtolOpt = Annotated[float, typer.Option("--rtol", metavar="REL", rich_help_panel="Tolerance", help="Relative tolerance of the mismatch oracle.")]
 ReferenceOpt = Annotated[Reference, typer.Option(rich_help_panel="Tolerance", help="For a mismatch: [bold]float64[/] also runs the program in float64 "
                          "and counts a difference from eager only where the backend is more than twice as far from "
                          "that run as eager is (for bf16 and fp16 programs, whose rounding alone exceeds any atol).")]
@@ -378,16 +378,16 @@ def env() -> None:
 repros_app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True,
                          help="The saved-repro suite: which bugs still reproduce here, on this release.")
 app.add_typer(repros_app, name="repros")
-SuiteOpt = Annotated[Optional[Path], typer.Option(metavar="DIR", help="The suite folder (default: the repros/suite shipped with trtmin).")]
+SuiteOpt = Annotated[Optional[Path], typer.Option("--suite", metavar="DIR", help="The suite folder (default: the repros/suite shipped with trtmin).")]
 
 
 @repros_app.command("add")
 def repros_add(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A `trtmin reduce` output folder.")],
-    name: Annotated[str, typer.Option(metavar="NAME", help="The repro's folder name in the suite.")],
+    name: Annotated[str, typer.Option("--name", metavar="NAME", help="The repro's folder name in the suite.")],
     suite: SuiteOpt = None,
     force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace a repro of that name.")] = False,
-    upstream: Annotated[Optional[list[str]], typer.Option(metavar="URL", help="An upstream issue or PR URL (repeatable).")] = None,
+    upstream: Annotated[Optional[list[str]], typer.Option("--upstream", metavar="URL", help="An upstream issue or PR URL (repeatable).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
     from repros.suite import add_repro
@@ -431,8 +431,8 @@ def repros_run(
     names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Repros to run (default: all).")] = None,
     suite: SuiteOpt = None,
     json_file: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the results here, for `repros table`.")] = None,
-    device_label: Annotated[Optional[str], typer.Option(metavar="LABEL", help="The column name for this machine (default: GPU name or cpu).")] = None,
-    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="Seconds each repro may run.")] = 600.0,
+    device_label: Annotated[Optional[str], typer.Option("--device-label", metavar="LABEL", help="The column name for this machine (default: GPU name or cpu).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds each repro may run.")] = 600.0,
     strict_skips: Annotated[bool, typer.Option(help="A repro that cannot run here (no GPU, a missing package) "
                             "counts as not ok: for machines that should run everything.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", metavar="N", help="Repros run at a time, each in its own process "
