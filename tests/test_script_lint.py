@@ -93,7 +93,11 @@ def test_every_emitted_form_is_lint_clean(piece, kind: str) -> None:
     assert not problems, "\n".join(problems[:20])
 
 
-def test_the_tensorrt_only_script_is_lint_clean(piece, tmp_path: Path) -> None:
+def test_the_tensorrt_only_script_is_lint_clean_and_holds_what_its_bug_needs(piece, tmp_path: Path) -> None:
+    """repro_tensorrt.py in each form: lint-clean, and with only its bug's parts. A parser
+    or builder bug builds and stops (no engine run, no comparison); a crash in the run is
+    judged by its words (no comparison); a value bug compares (the float64 helper only with a
+    float64 run); only a bug that ends or hangs the process runs in a child."""
     pytest.importorskip("onnxscript")
     from oracles.backends.onnx_export import export_onnx
     from oracles.backends.tensorrt_script import write_tensorrt_script
@@ -102,10 +106,25 @@ def test_the_tensorrt_only_script_is_lint_clean(piece, tmp_path: Path) -> None:
     sliced, values = piece
     inputs = [values[n] for n in sliced.input_names]
     onnx = export_onnx(sliced.gm, inputs, tmp_path / "m" / "model.onnx")
-    for oracle, build_time in (("mismatch", False), ("crash", True)):
-        script = write_tensorrt_script(tmp_path / oracle, onnx.path, inputs, flatten_outputs(sliced.gm(*inputs)),
-                                       oracle, 1e-3, 1e-3, "lint", build_time=build_time)
-        assert not lint(script.read_text(), str(script))
+    expected = flatten_outputs(sliced.gm(*inputs))
+    parts = ("def run_tensorrt", "def compare_outputs_np", "def error_ratio_np", "def run_in_child",
+             "def exception_text")
+    forms = {  # name: (oracle, keywords, the parts it holds)
+        "build": ("crash", {"build_time": True, "error_pattern": "Error Code 10"}, {"def exception_text"}),
+        "run_crash": ("crash", {"error_pattern": "execute_async_v3 failed"}, {"def run_tensorrt", "def exception_text"}),
+        "segfault": ("crash", {"error_pattern": "SIGSEGV"},
+                     {"def run_tensorrt", "def exception_text", "def run_in_child"}),
+        "hang": ("hang", {}, {"def run_tensorrt", "def run_in_child"}),
+        "mismatch": ("mismatch", {}, {"def run_tensorrt", "def compare_outputs_np"}),
+        "float64": ("mismatch", {"exact": [e.double() for e in expected]},
+                    {"def run_tensorrt", "def compare_outputs_np", "def error_ratio_np"}),
+    }
+    for name, (oracle, keywords, held) in forms.items():
+        script = write_tensorrt_script(tmp_path / name, onnx.path, inputs, expected, oracle, 1e-3, 1e-3, "lint",
+                                       **keywords)
+        text = script.read_text()
+        assert not lint(text, str(script)), name
+        assert {part for part in parts if part in text} == held, name
 
 
 @pytest.mark.parametrize("script", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "repros" / "suite").glob("*/*.py")))

@@ -4,13 +4,16 @@ eager's reference outputs. Without a GPU it still parses and builds, so a parser
 bug is judged on any machine; a bug that needs the engine run says SKIPPED there.
 
 The script carries the source of `build_plan` (oracles/backends/tensorrt.py), so it
-builds what trtmin checked. With TRTMIN_BACKEND=onnxruntime it runs the same ONNX file
-on ONNX Runtime, which validates the reference half where TensorRT is absent.
+builds what trtmin checked, and of only the parts its bug needs (its run and main are the
+tagged functions of oracles/backends/tensorrt_script_run.py). With
+TRTMIN_BACKEND=onnxruntime it runs the same ONNX file on ONNX Runtime, which validates the
+reference half where TensorRT is absent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -163,14 +166,14 @@ def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol, exact=None,
         limit = atol + (rtol if floating else 0.0) * np.nan_to_num(np.abs(e64), nan=0.0, posinf=0.0, neginf=0.0)
         bad = diff > limit
         note = ""
-        r64 = np.asarray(exact[i]) if exact is not None and i < len(exact) else None
-        if bad.any() and floating and r64 is not None and r64.shape == e64.shape:  # another shape: eager alone
-            ratio = error_ratio_np(e64, a64, r64)
-            if ratio is not None and ratio <= error_ratio:
-                continue  # no further from the float64 run than eager's own rounding
-            if ratio is not None:
-                note = (", where eager matches the float64 run" if ratio == float("inf")
-                        else f", {ratio:.3g}x eager's own error from float64")
+        r64 = np.asarray(exact[i]) if exact is not None and i < len(exact) else None  # [float64]
+        if bad.any() and floating and r64 is not None and r64.shape == e64.shape:  # [float64] another shape: eager alone
+            ratio = error_ratio_np(e64, a64, r64)  # [float64]
+            if ratio is not None and ratio <= error_ratio:  # [float64]
+                continue  # [float64] no further from the float64 run than eager's own rounding
+            if ratio is not None:  # [float64]
+                note = (", where eager matches the float64 run" if ratio == float("inf")  # [float64]
+                        else f", {ratio:.3g}x eager's own error from float64")  # [float64]
         if bad.any() and (worst is None or float(diff.max()) > worst[1]):
             worst = (i, float(diff.max()), int(bad.sum()), note)
     if oracle == "nan":
@@ -184,11 +187,10 @@ def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol, exact=None,
     return True, f"output {i} differs from eager by max abs {err:.4g} ({n} values off{note})"
 
 
-SCRIPT = '''#!/usr/bin/env python3
-"""{header}
+SCRIPT = '''"""{header}
 
 TensorRT-only repro: needs TensorRT (module tensorrt, or tensorrt_rtx for TensorRT-RTX) and
-numpy; running the engine needs cuda-python and an NVIDIA GPU; no torch.{build_words}
+numpy, no torch. {needs}
 Files beside it: {onnx_files}, {npz} (inputs and eager PyTorch's outputs).
 
 Run:      python {script}
@@ -198,213 +200,28 @@ Control:  TRTMIN_BACKEND=onnxruntime python {script}
           runs the same ONNX file on onnxruntime (CPU) in place of TensorRT; it must print FIXED
 """
 
-import importlib.util
-import json
-import os
-import pathlib
-import re
-import subprocess
-import sys
+{imports}
 
 HERE = pathlib.Path(__file__).resolve().parent
 ONNX_FILE = HERE / {onnx!r}
 NPZ_FILE = HERE / {npz!r}
+OUTPUT_NAMES = {output_names!r}  # the ONNX model's, in order
+TRT_SETTINGS = {settings!r}
 ORACLE = {oracle!r}
-ATOL, RTOL = {atol!r}, {rtol!r}
-ERROR_RATIO = {error_ratio!r}  # with the float64 run's outputs in the .npz: how far past eager's own error is a bug
-ERROR_PATTERN = {error_pattern!r}  # regex the failure text must match (crash / oom oracles)
-CHILD_TIMEOUT_S = {timeout!r}
+{constants}'''
+
+# what the child's functions (oracles/script_child.py) read beside ERROR_PATTERN
+CHILD_CONSTANTS = '''CHILD_TIMEOUT_S = {timeout!r}
 HANG_VERDICT = ((f"REPRODUCED: no result within {{CHILD_TIMEOUT_S:g}} s (hang)", 1) if ORACLE == "hang"
                 else ("CHANGED: hangs now", 3))
-DEATH_PATTERN = (ERROR_PATTERN or ".") if ORACLE == "crash" else "$^"  # how the reduced bug ended the process
-TRT_SETTINGS = {settings!r}
-BUILD_TIME = {build_time!r}  # the bug is in the parser or builder: judged without a GPU too
-ORT_SETTINGS = {{}}
-
-
-{shared}
-{child}
-
-def find_cudart():
-    try:
-        from cuda.bindings import runtime as cudart  # cuda-python >= 12.6
-    except ImportError:
-        from cuda import cudart  # older cuda-python
-    return cudart
-
-
-def cuda_check(result):
-    err, rest = result[0], result[1:]
-    if int(err) != 0:
-        raise TensorRTError(f"CUDA runtime error {{err}}")
-    return rest[0] if len(rest) == 1 else rest
-
-
-def gpu_missing():
-    """Why the engine cannot run here (no cuda-python, no GPU), or None."""
-    try:
-        cudart = find_cudart()
-    except ImportError:
-        return "cuda-python is not installed (pip install cuda-python)"
-    try:
-        count = cuda_check(cudart.cudaGetDeviceCount())
-    except Exception as e:  # no driver, no device
-        return f"no CUDA GPU is visible here ({{e}})"
-    return None if count else "no CUDA GPU is visible here"
-
-
-def run_tensorrt(trt, plan, inputs, meta):
-    """Load the built engine and run it on the .npz inputs; numpy outputs in the ONNX
-    model's output order (bf16 as uint16 bits)."""
-    import numpy as np
-
-    cudart = find_cudart()
-    built = load_plan(trt, plan)
-    engine, log = built["engine"], built["log"]
-    context = engine.create_execution_context()
-    if context is None:
-        raise TensorRTError("creating an execution context failed: " + " | ".join(log.errors or ["no message"]))
-    stream = cuda_check(cudart.cudaStreamCreate())
-    allocations, host_outputs = [], {{}}
-    try:
-        io = engine_io(trt, engine)
-        for name, is_input, dtype_name in io:
-            if not is_input:
-                continue
-            if name not in inputs:
-                raise TensorRTError(f"the engine has an input {{name!r}} that the .npz does not hold")
-            host = np.asarray(inputs[name], order="C")
-            if dtype_name not in ("BF16", "FP8"):  # numpy knows the type: make it the engine's
-                host = np.asarray(host.astype(trt.nptype(engine.get_tensor_dtype(name)), copy=False), order="C")
-            context.set_input_shape(name, host.shape)
-            if engine.is_shape_inference_io(name):  # shape tensors live in host memory
-                allocations.append(host)
-                context.set_tensor_address(name, host.ctypes.data)
-                continue
-            device = cuda_check(cudart.cudaMalloc(max(host.nbytes, 1)))
-            allocations.append(device)
-            if host.nbytes:
-                cuda_check(cudart.cudaMemcpy(device, host.ctypes.data, host.nbytes,
-                                             cudart.cudaMemcpyKind.cudaMemcpyHostToDevice))
-            context.set_tensor_address(name, device)
-        for name, is_input, dtype_name in io:
-            if is_input:
-                continue
-            shape = tuple(context.get_tensor_shape(name))
-            if any(d < 0 for d in shape):
-                raise TensorRTError(f"output {{name!r}} has a data-dependent shape {{shape}}; this script has no "
-                                    "output allocator")
-            np_dtype = {{"BF16": np.uint16, "FP8": np.uint8}}.get(dtype_name)
-            host = np.empty(shape, dtype=np_dtype or trt.nptype(engine.get_tensor_dtype(name)))
-            device = cuda_check(cudart.cudaMalloc(max(host.nbytes, 1)))
-            allocations.append(device)
-            context.set_tensor_address(name, device)
-            host_outputs[name] = (host, device)
-        if not context.execute_async_v3(int(stream)):
-            raise TensorRTError("execute_async_v3 failed: " + " | ".join(log.errors or ["no message"]))
-        cuda_check(cudart.cudaStreamSynchronize(stream))
-        for host, device in host_outputs.values():
-            if host.nbytes:
-                cuda_check(cudart.cudaMemcpy(host.ctypes.data, device, host.nbytes,
-                                             cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost))
-    finally:
-        for a in allocations:
-            if not hasattr(a, "ctypes"):
-                cudart.cudaFree(a)
-        cudart.cudaStreamDestroy(stream)
-    missing = [n for n in meta["output_names"] if n not in host_outputs]
-    if missing:
-        raise TensorRTError(f"the engine has no output {{missing[0]!r}} of the ONNX model")
-    return [host_outputs[n][0] for n in meta["output_names"]]
-
-
-def run_reference(inputs, meta):
-    bf16 = {{item["name"] for item in meta["inputs"] if item["dtype"] == "bfloat16"}}
-    outputs, _ = run_onnxruntime(ort_session(ONNX_FILE, ORT_SETTINGS), inputs, bf16)
-    return outputs
-
-
-def exception_text(e):
-    parts = []
-    while e is not None and len(parts) < 8:
-        parts.append(f"{{type(e).__name__}}: {{e}}")
-        e = e.__cause__
-    return "\\n".join(parts)
-
-
-def run():
-    try:
-        inputs, expected, meta = load_npz(NPZ_FILE)
-    except Exception as e:  # the .npz is gone or unreadable: no news about the bug
-        print(f"SKIPPED: cannot run: {{type(e).__name__}}: {{e}}")
-        return 2
-    meta["output_names"] = {output_names!r}
-    dtypes = [item["dtype"] for item in meta["expected"]]
-    announce_call()
-    try:
-        if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
-            actual = run_reference(inputs, meta)
-        else:
-            trt = import_tensorrt()
-            cannot = gpu_missing()
-            if cannot and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without a GPU
-                print(f"SKIPPED: {{tensorrt_name(trt)}} needs a GPU: {{cannot}}")
-                return 2
-            plan = build_plan(trt, ONNX_FILE, TRT_SETTINGS)  # TensorRT-RTX parses and builds without a GPU
-            if cannot and BUILD_TIME:
-                print(f"FIXED: {{tensorrt_name(trt)}} parsed and built the engine without the error (not run: {{cannot}})")
-                return 0
-            if cannot:
-                print(f"SKIPPED: {{tensorrt_name(trt)}} built the engine; running it needs a GPU: {{cannot}}")
-                return 2
-            actual = run_tensorrt(trt, plan, inputs, meta)
-    except Exception as e:  # TensorRT failed: is it the same failure?
-        text = exception_text(e)
-        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        if ORACLE in ("crash", "oom") and (not ERROR_PATTERN or re.search(ERROR_PATTERN, text)):
-            print(f"REPRODUCED: {{type(e).__name__}}: {{first}}")
-            return 1
-        print(f"CHANGED: fails differently now: {{type(e).__name__}}: {{first}}")
-        return 3
-    reproduced, message = compare_outputs_np(expected, actual, dtypes, ORACLE, ATOL, RTOL, meta["exact_arrays"],
-                                             ERROR_RATIO)
-    if reproduced is None:
-        print(f"CHANGED: fails differently now: {{message}}")
-        return 3
-    print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
-    return 1 if reproduced else 0
-
-
-def missing_requirements():
-    """Why this cannot run here, or None (the GPU is asked for after the build)."""
-    reference = os.environ.get("TRTMIN_BACKEND") == "onnxruntime"
-    needed = ["numpy"] + (["onnxruntime"] if reference else ["tensorrt|tensorrt_rtx"])
-    for name in needed:
-        if not any(importlib.util.find_spec(n) for n in name.split("|")):
-            return f"{{name.replace('|', ' or ')}} is not installed"
-    return None
-
-
-def main():
-    reason = missing_requirements()
-    if reason:
-        print(f"SKIPPED: {{reason}}")
-        return 2
-    if os.environ.get("TRTMIN_CHILD"):
-        return run()
-    return run_in_child()  # TensorRT may abort, segfault or hang
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
+DEATH_PATTERN = (ERROR_PATTERN or ".") if ORACLE == "crash" else "$^"  # how the reduced bug ended the process'''
 
 
 def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] | Mapping[str, Any],
                           expected: Sequence[Any], oracle: str, atol: float, rtol: float, header: str, *,
                           error_pattern: str = "", timeout: float = 600.0,
                           settings: Mapping[str, Any] | None = None, exact: Sequence[Any] | None = None,
-                          build_time: bool = False) -> Path:
+                          build_time: bool = False, child: bool | None = None) -> Path:
     """Write repro_tensorrt.py, model.onnx (+ its external data) and repro_tensorrt.npz.
 
     inputs: the candidate's inputs in placeholder order (the ONNX file's trtmin metadata
@@ -413,7 +230,9 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
     build settings (TensorRTBackend.build_settings), so the script builds the same way.
     error_pattern: regex for crash/oom (oracles.script_checks.error_pattern). exact: the
     float64 run's outputs, with --reference float64 (oracles/reference.py). build_time: the
-    bug is a parser or builder failure, which the script judges without a GPU too.
+    bug is a parser or builder failure, which the script judges without a GPU too. child:
+    the bug ends or hangs the process, so the script runs it in a child (default: a hang,
+    or a crash whose pattern names a signal).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -432,23 +251,65 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
             _atomic_copy(data_file, out_dir / data_file.name)
         copied.append(data_file.name)
     save_npz(out_dir / NPZ_NAME, named, expected, exact)
-    shared = "\n\n".join([
-        script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said, build_plan, load_plan, engine_io),
-        script_source(ort_session, run_onnxruntime),
-        script_source(load_npz, as_float64, error_ratio_np, compare_outputs_np),
-    ])
-    text = SCRIPT.format(
-        header=header.replace('"""', "'''").strip(), script=SCRIPT_NAME, onnx=ONNX_NAME, npz=NPZ_NAME,
-        onnx_files=", ".join(copied), oracle=oracle, atol=atol, rtol=rtol, error_ratio=ERROR_RATIO,
-        error_pattern=error_pattern,
-        timeout=timeout, settings=dict(settings or {}), build_time=build_time, shared=shared,
-        build_words=("\nThe bug is in the parser or builder: without a GPU the script still judges it."
-                     if build_time else ""), child=CHILD_SOURCE, output_names=output_names)
+    dtypes = [str(getattr(v, "dtype", "")) for v in (*named.values(), *expected)]
+    signal = bool(re.search(r"\bSIG[A-Z]+\b", error_pattern))  # a crash that is a signal: judged from outside
+    on = {name for name, wanted in {
+        "build": build_time, "run": not build_time, "values": oracle in ("mismatch", "nan"),
+        "failure": oracle in ("crash", "oom"), "float64": exact is not None,
+        "child": (oracle == "hang" or signal) if child is None else child,
+        "bf16": "torch.bfloat16" in dtypes}.items() if wanted}
+    text = _script_text(on, header=header, onnx_files=copied, oracle=oracle, atol=atol, rtol=rtol,
+                        error_pattern=error_pattern, timeout=timeout, settings=dict(settings or {}),
+                        output_names=output_names)
     script = out_dir / SCRIPT_NAME
     tmp = out_dir / f".{SCRIPT_NAME}.tmp"
     tmp.write_text(text)
     tmp.replace(script)
     return script
+
+
+def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: str, atol: float, rtol: float,
+                 error_pattern: str, timeout: float, settings: dict[str, Any], output_names: list[str]) -> str:
+    """repro_tensorrt.py with only the parts its bug needs (`on`: the tags of
+    oracles/backends/tensorrt_script_run.py): no engine run for a parser or builder bug, no
+    comparison for a crash, no child process unless the bug ends or hangs the process."""
+    from oracles.backends import tensorrt_script_run as main_part
+    from oracles.script_checks import tagged_source
+
+    pasted = [script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said) + "\n\n\n"
+              + tagged_source(build_plan, {k for k, v in settings.items() if v is not None})]
+    if "run" in on:
+        pasted.append(script_source(load_plan, engine_io))
+    pasted.append(script_source(load_npz))
+    if "values" in on:
+        pasted.append(script_source(as_float64, *([error_ratio_np] if "float64" in on else [])) + "\n\n\n"
+                      + tagged_source(compare_outputs_np, on))
+    if "child" in on:
+        pasted.append(CHILD_SOURCE)
+    pasted.append(script_source(main_part.find_cudart, main_part.cuda_check, main_part.gpu_missing))
+    if "run" in on:
+        pasted.append(script_source(main_part.run_tensorrt))
+    if "bf16" in on:
+        pasted.append(script_source(ort_session, run_onnxruntime))
+    pasted.append(tagged_source(main_part.run_reference, on))
+    if "failure" in on:
+        pasted.append(script_source(main_part.exception_text))
+    pasted += [tagged_source(fn, on) for fn in (main_part.run, main_part.missing_requirements, main_part.main)]
+    imports = ["json", "os", "pathlib", "sys", *(["re"] if on & {"failure", "child"} else []),
+               *(["subprocess"] if "child" in on else [])]
+    constants = [
+        *([f"ATOL, RTOL = {atol!r}, {rtol!r}", f"ERROR_RATIO = {ERROR_RATIO!r}  # with a float64 run in the .npz: "
+           "how far past eager's own error from it is a bug"] if "values" in on else []),
+        *([f"ERROR_PATTERN = {error_pattern!r}  # the failure's text, as a regex"] if on & {"failure", "child"} else []),
+        *([CHILD_CONSTANTS.format(timeout=timeout)] if "child" in on else [])]
+    needs = ("A parser or builder bug: it builds and stops there, GPU or not." if "build" in on else
+             "Running the engine needs cuda-python and an NVIDIA GPU.")
+    head = SCRIPT.format(header=header.replace('"""', "'''").strip(), needs=needs, script=SCRIPT_NAME,
+                         onnx_files=", ".join(onnx_files), npz=NPZ_NAME, onnx=ONNX_NAME,
+                         imports="\n".join(f"import {m}" for m in sorted(imports)), output_names=output_names,
+                         settings=settings, oracle=oracle, constants="\n".join(constants))
+    body = "\n\n\n".join(part.strip() for part in pasted)
+    return head.rstrip() + "\n\n\n" + body + '\n\n\nif __name__ == "__main__":\n    sys.exit(main())\n'
 
 
 def _name_inputs(inputs: Sequence[Any] | Mapping[str, Any], names: list[str],
