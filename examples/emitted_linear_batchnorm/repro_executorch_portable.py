@@ -74,7 +74,7 @@ def main():
     try:
         actual = call(module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, inputs))
     except Exception as e:  # the compiler failed: is it the same failure?
-        missing = isinstance(e, ImportError) or isinstance(e.__cause__, ImportError)  # a package is missing (torch.onnx.export wraps the error)
+        missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # raised or wrapped
         return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e
     return outcome(expected, actual)
 

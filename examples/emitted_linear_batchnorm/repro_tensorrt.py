@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """executorch:xnnpack mismatch on cpu: batch_norm.default, linear.default
 
 MISMATCH: output 0 differs from eager by max abs 2.187 (max rel 113.4) (40 of 50 values off, dtype float32)
 Emitted for tensorrt by trtmin; the reduction was checked on cpu with another backend.
 
 TensorRT-only repro: needs TensorRT (module tensorrt, or tensorrt_rtx for TensorRT-RTX) and
-numpy; running the engine needs cuda-python and an NVIDIA GPU; no torch.
+numpy, no torch. Running the engine needs cuda-python and an NVIDIA GPU.
 Files beside it: model.onnx, repro_tensorrt.npz (inputs and eager PyTorch's outputs).
 
 Run:      python repro_tensorrt.py
@@ -15,28 +14,19 @@ Control:  TRTMIN_BACKEND=onnxruntime python repro_tensorrt.py
           runs the same ONNX file on onnxruntime (CPU) in place of TensorRT; it must print FIXED
 """
 
-import importlib.util
 import json
 import os
 import pathlib
-import re
-import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 ONNX_FILE = HERE / 'model.onnx'
 NPZ_FILE = HERE / 'repro_tensorrt.npz'
+OUTPUT_NAMES = ['getitem']  # the ONNX model's, in order
+TRT_SETTINGS = {}
 ORACLE = 'mismatch'
 ATOL, RTOL = 0.001, 0.001
-ERROR_RATIO = 2.0  # with the float64 run's outputs in the .npz: how far past eager's own error is a bug
-ERROR_PATTERN = ''  # regex the failure text must match (crash / oom oracles)
-CHILD_TIMEOUT_S = 300.0
-HANG_VERDICT = ((f"REPRODUCED: no result within {CHILD_TIMEOUT_S:g} s (hang)", 1) if ORACLE == "hang"
-                else ("CHANGED: hangs now", 3))
-DEATH_PATTERN = (ERROR_PATTERN or ".") if ORACLE == "crash" else "$^"  # how the reduced bug ended the process
-TRT_SETTINGS = {}
-BUILD_TIME = False  # the bug is in the parser or builder: judged without a GPU too
-ORT_SETTINGS = {}
+ERROR_RATIO = 2.0  # with a float64 run in the .npz: how far past eager's own error from it is a bug
 
 
 class TensorRTError(RuntimeError):
@@ -75,13 +65,13 @@ def tensorrt_said(parser_errors, logged):
     return ' | '.join(shown) or 'no message'
 
 
+
 def build_plan(trt, onnx_path, settings):
     """ONNX file -> {"plan", "log"}: parse and build a serialized engine, which needs no GPU.
     Raises TensorRTError with TensorRT's words. settings: builder_flags {NAME: bool},
     strongly_typed, optimization_level, workspace (a script holds the lines of those it sets)."""
 
     class Log(trt.ILogger):
-
         def __init__(self):
             trt.ILogger.__init__(self)
             self.errors = []
@@ -89,33 +79,20 @@ def build_plan(trt, onnx_path, settings):
         def log(self, severity, msg):
             if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR):
                 self.errors.append(str(msg))
+
     log = Log()
     builder = trt.Builder(log)
     flags = 0
-    if settings.get('strongly_typed'):
-        flag = getattr(trt.NetworkDefinitionCreationFlag, 'STRONGLY_TYPED', None)
-        if flag is None:
-            raise TensorRTError(f'{tensorrt_name(trt)} has no NetworkDefinitionCreationFlag.STRONGLY_TYPED')
-        flags |= 1 << int(flag)
     network = builder.create_network(flags)
     parser = trt.OnnxParser(network, log)
     if not parser.parse_from_file(str(onnx_path)):
         errors = [parser.get_error(i) for i in range(parser.num_errors)]
-        raise TensorRTError('the ONNX parser failed: ' + tensorrt_said(errors, log.errors))
+        raise TensorRTError("the ONNX parser failed: " + tensorrt_said(errors, log.errors))
     config = builder.create_builder_config()
-    for name, on in sorted(settings.get('builder_flags', {}).items()):
-        flag = getattr(trt.BuilderFlag, name, None)
-        if flag is None:
-            raise TensorRTError(f'{tensorrt_name(trt)} has no BuilderFlag.{name}')
-        (config.set_flag if on else config.clear_flag)(flag)
-    if settings.get('optimization_level') is not None:
-        config.builder_optimization_level = int(settings['optimization_level'])
-    if settings.get('workspace') is not None:
-        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(settings['workspace']))
     plan = builder.build_serialized_network(network, config)
     if plan is None:
-        raise TensorRTError('building the engine failed: ' + tensorrt_said([], log.errors))
-    return {'plan': plan, 'log': log}
+        raise TensorRTError("building the engine failed: " + tensorrt_said([], log.errors))
+    return {"plan": plan, "log": log}
 
 
 def load_plan(trt, built):
@@ -137,52 +114,6 @@ def engine_io(trt, engine):
         is_input = engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT
         io.append((name, is_input, engine.get_tensor_dtype(name).name))
     return io
-
-
-def ort_session(onnx_path, options):
-    """An onnxruntime CPU session for an ONNX file (it reads the file and any external
-    data now). options: graph_optimization_level, intra_op_num_threads."""
-    import onnxruntime
-    so = onnxruntime.SessionOptions()
-    level = options.get('graph_optimization_level')
-    if level:
-        so.graph_optimization_level = {'disable': onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL, 'basic': onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC, 'extended': onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, 'all': onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
-    if options.get('intra_op_num_threads'):
-        so.intra_op_num_threads = int(options['intra_op_num_threads'])
-    return onnxruntime.InferenceSession(str(onnx_path), so, providers=['CPUExecutionProvider'])
-
-
-def run_onnxruntime(session, feeds, bf16_inputs):
-    """Run an onnxruntime session. numpy in, numpy out.
-
-    feeds: {input name: array}; bf16 inputs are given as uint16 arrays (their bits) and
-    named in bf16_inputs. Returns (outputs in the model's order, names of the outputs
-    that are bf16, returned as uint16 bits)."""
-    import ctypes
-    import numpy as np
-    import onnxruntime
-    values = {}
-    for name, array in feeds.items():
-        array = np.asarray(array, order='C')
-        if name in bf16_inputs:
-            values[name] = onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(np.uint16), 16)
-        else:
-            values[name] = onnxruntime.OrtValue.ortvalue_from_numpy(array)
-    names = [o.name for o in session.get_outputs()]
-    results = session.run_with_ort_values(names, values)
-    outputs, bf16_outputs = ([], [])
-    for name, value in zip(names, results):
-        if value.data_type() == 'tensor(bfloat16)':
-            shape = tuple(value.shape())
-            count = int(np.prod(shape)) if shape else 1
-            bits = np.zeros(0, np.uint16)
-            if count:
-                bits = np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(value.data_ptr())).copy()
-            outputs.append(bits.reshape(shape))
-            bf16_outputs.append(name)
-        else:
-            outputs.append(value.numpy())
-    return (outputs, bf16_outputs)
 
 
 def load_npz(path):
@@ -210,29 +141,6 @@ def as_float64(a, dtype):
     return a.astype(np.float64)
 
 
-def error_ratio_np(e64, a64, r64):
-    """oracles/reference.py error_ratio in numpy: the backend's error from the float64 run
-    over eager's (root mean square and worst value, where eager's error is finite); inf where the backend is
-    infinitely off where eager is not, or eager exact and the backend not; None where eager
-    is infinitely off everywhere."""
-    import numpy as np
-
-    def off(x):
-        with np.errstate(invalid='ignore', over='ignore'):
-            d = np.nan_to_num(np.abs(x - r64), nan=np.inf, posinf=np.inf, neginf=np.inf)
-        return np.where((x == r64) | np.isnan(x) & np.isnan(r64), 0.0, d)
-    eager_off, backend_off = (off(e64), off(a64))
-    judged = np.isfinite(eager_off)
-    if (~np.isfinite(backend_off) & judged).any():
-        return float('inf')
-    if not judged.any():
-        return None
-    ratios = []
-    for norm in (lambda d: np.sqrt(np.mean(d ** 2)), np.max):
-        eager, backend = (float(norm(eager_off[judged])), float(norm(backend_off[judged])))
-        ratios.append((0.0 if backend == 0.0 else float('inf')) if eager == 0.0 else backend / eager)
-    return max(ratios)
-
 
 def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol, exact=None, error_ratio=ERROR_RATIO):
     """(reproduced, message) for one run, as trtmin's mismatch / nan checks decide it
@@ -240,144 +148,56 @@ def compare_outputs_np(expected, actual, dtypes, oracle, atol, rtol, exact=None,
     the float64 run's outputs (--reference float64): then an output no further from them
     than error_ratio x eager's own error (error_ratio_np) is no error."""
     import numpy as np
+
     if len(expected) != len(actual):
-        return (True, f'eager returns {len(expected)} outputs, the backend {len(actual)}')
+        return True, f"eager returns {len(expected)} outputs, the backend {len(actual)}"
     worst = None
     for i, (e, a) in enumerate(zip(expected, actual)):
-        e64, a64 = (as_float64(e, dtypes[i]), as_float64(a, dtypes[i]))
+        e64, a64 = as_float64(e, dtypes[i]), as_float64(a, dtypes[i])
         if e64.shape != a64.shape:
-            if oracle == 'mismatch':
-                return (True, f'output {i} has shape {a64.shape}, eager {e64.shape}')
+            if oracle == "mismatch":
+                return True, f"output {i} has shape {a64.shape}, eager {e64.shape}"
             continue
-        e_finite, a_finite = (np.isfinite(e64), np.isfinite(a64))
+        e_finite, a_finite = np.isfinite(e64), np.isfinite(a64)
         lost = e_finite & ~a_finite
-        if lost.any() and oracle in ('nan', 'mismatch'):
-            return (True if oracle == 'nan' else None, f'output {i} has {int(lost.sum())} non-finite values where eager is finite')
-        if oracle == 'nan':
+        if lost.any() and oracle in ("nan", "mismatch"):  # a nan to trtmin: for a mismatch, another failure
+            return (True if oracle == "nan" else None,
+                    f"output {i} has {int(lost.sum())} non-finite values where eager is finite")
+        if oracle == "nan":
             continue
-        with np.errstate(invalid='ignore', over='ignore'):
+        with np.errstate(invalid="ignore", over="ignore"):
             diff = np.abs(e64 - a64)
-        same = (e64 == a64) | np.isnan(e64) & np.isnan(a64)
+        same = (e64 == a64) | (np.isnan(e64) & np.isnan(a64))
         diff = np.where(same, 0.0, np.where(e_finite & a_finite, diff, np.inf))
-        floating = dtypes[i].startswith(('float', 'bfloat', 'complex'))
+        floating = dtypes[i].startswith(("float", "bfloat", "complex"))
         limit = atol + (rtol if floating else 0.0) * np.nan_to_num(np.abs(e64), nan=0.0, posinf=0.0, neginf=0.0)
         bad = diff > limit
-        note = ''
-        r64 = np.asarray(exact[i]) if exact is not None and i < len(exact) else None
-        if bad.any() and floating and (r64 is not None) and (r64.shape == e64.shape):
-            ratio = error_ratio_np(e64, a64, r64)
-            if ratio is not None and ratio <= error_ratio:
-                continue
-            if ratio is not None:
-                note = ', where eager matches the float64 run' if ratio == float('inf') else f", {ratio:.3g}x eager's own error from float64"
+        note = ""
         if bad.any() and (worst is None or float(diff.max()) > worst[1]):
             worst = (i, float(diff.max()), int(bad.sum()), note)
-    if oracle == 'nan':
-        return (False, 'no non-finite values where eager is finite')
-    if oracle != 'mismatch':
-        return (False, 'built and ran without error')
+    if oracle == "nan":
+        return False, "no non-finite values where eager is finite"
+    if oracle != "mismatch":
+        return False, "built and ran without error"
     if worst is None:
-        within = f" (or is off it by at most {error_ratio:g}x eager's own error from float64)" if exact is not None else ''
-        return (False, f'the backend matches eager PyTorch{within}')
+        within = f" (or is off it by at most {error_ratio:g}x eager's own error from float64)" if exact is not None else ""
+        return False, f"the backend matches eager PyTorch{within}"
     i, err, n, note = worst
-    return (True, f'output {i} differs from eager by max abs {err:.4g} ({n} values off{note})')
-
-
-CALL_MARK = "TRTMIN_CHILD: calling the backend"
-VERDICTS = {0: "FIXED", 1: "REPRODUCED", 2: "SKIPPED", 3: "CHANGED"}
-SETUP_TIMEOUT_S = 600  # the child's start-up, before the call: a stuck one is no verdict either
-
-
-def last_line(text):
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def how_it_ended(returncode):
-    if returncode < 0:
-        import signal
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with code {returncode}"
-
-
-def announce_call():
-    """In the child, just before the backend is called: from here on, how this process
-    ends is the backend's doing."""
-    if os.environ.get("TRTMIN_CHILD"):
-        print(CALL_MARK, flush=True)
-
-
-def run_in_child():
-    """The bug kills or hangs the process: run it in a child and read how it ended. The
-    clock starts at the child's mark: its start-up (torch's import, the inputs) is no hang."""
-    import tempfile
-    import threading
-
-    with tempfile.TemporaryFile() as err:
-        child = subprocess.Popen([sys.executable, __file__], env={**os.environ, "TRTMIN_CHILD": "1"},
-                                 stdout=subprocess.PIPE, stderr=err, text=True)
-        lines, called, done, progress = [], threading.Event(), threading.Event(), threading.Event()
-
-        def read():  # a thread, so that no output fills the pipe while the clock runs
-            for line in child.stdout:
-                if line.rstrip("\n") == CALL_MARK:
-                    called.set()
-                    progress.set()
-                else:
-                    lines.append(line)
-            done.set()
-            progress.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not progress.wait(SETUP_TIMEOUT_S):
-            child.kill()
-            print(f"SKIPPED: cannot run: the child process did not reach the backend call in {SETUP_TIMEOUT_S:g} s")
-            return 2
-        try:
-            child.wait(timeout=CHILD_TIMEOUT_S if called.is_set() else None)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            print(HANG_VERDICT[0])
-            return HANG_VERDICT[1]
-        done.wait(5)  # the rest of stdout (a grandchild may hold the pipe: not for ever)
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-    out = "".join(lines)
-    said = last_line(out)
-    if child.returncode in VERDICTS and said.startswith(VERDICTS[child.returncode] + ":"):
-        sys.stdout.write(out)  # the child ran to a verdict of its own
-        return child.returncode
-    ended = how_it_ended(child.returncode)
-    if not called.is_set():
-        sys.stderr.write(stderr[-3000:])
-        print(f"SKIPPED: cannot run: the child process {ended} before it called the backend: "
-              f"{last_line(stderr) or 'no error message'}")
-        return 2
-    sys.stdout.write(out)
-    if re.search(DEATH_PATTERN, ended):
-        print(f"REPRODUCED: the process {ended}")
-        return 1
-    sys.stderr.write(stderr[-3000:])
-    print(f"CHANGED: the process {ended}")
-    return 3
-
+    return True, f"output {i} differs from eager by max abs {err:.4g} ({n} values off{note})"
 
 
 def find_cudart():
     try:
-        from cuda.bindings import runtime as cudart  # cuda-python >= 12.6
+        from cuda.bindings import runtime as cudart
     except ImportError:
-        from cuda import cudart  # older cuda-python
+        from cuda import cudart
     return cudart
 
 
 def cuda_check(result):
-    err, rest = result[0], result[1:]
+    err, rest = (result[0], result[1:])
     if int(err) != 0:
-        raise TensorRTError(f"CUDA runtime error {err}")
+        raise TensorRTError(f'CUDA runtime error {err}')
     return rest[0] if len(rest) == 1 else rest
 
 
@@ -386,102 +206,90 @@ def gpu_missing():
     try:
         cudart = find_cudart()
     except ImportError:
-        return "cuda-python is not installed (pip install cuda-python)"
+        return 'cuda-python is not installed (pip install cuda-python)'
     try:
         count = cuda_check(cudart.cudaGetDeviceCount())
-    except Exception as e:  # no driver, no device
-        return f"no CUDA GPU is visible here ({e})"
-    return None if count else "no CUDA GPU is visible here"
+    except Exception as e:
+        return f'no CUDA GPU is visible here ({e})'
+    return None if count else 'no CUDA GPU is visible here'
 
 
 def run_tensorrt(trt, plan, inputs, meta):
     """Load the built engine and run it on the .npz inputs; numpy outputs in the ONNX
     model's output order (bf16 as uint16 bits)."""
     import numpy as np
-
     cudart = find_cudart()
     built = load_plan(trt, plan)
-    engine, log = built["engine"], built["log"]
+    engine, log = (built['engine'], built['log'])
     context = engine.create_execution_context()
     if context is None:
-        raise TensorRTError("creating an execution context failed: " + " | ".join(log.errors or ["no message"]))
+        raise TensorRTError('creating an execution context failed: ' + ' | '.join(log.errors or ['no message']))
     stream = cuda_check(cudart.cudaStreamCreate())
-    allocations, host_outputs = [], {}
+    allocations, host_outputs = ([], {})
     try:
         io = engine_io(trt, engine)
         for name, is_input, dtype_name in io:
             if not is_input:
                 continue
             if name not in inputs:
-                raise TensorRTError(f"the engine has an input {name!r} that the .npz does not hold")
-            host = np.asarray(inputs[name], order="C")
-            if dtype_name not in ("BF16", "FP8"):  # numpy knows the type: make it the engine's
-                host = np.asarray(host.astype(trt.nptype(engine.get_tensor_dtype(name)), copy=False), order="C")
+                raise TensorRTError(f'the engine has an input {name!r} that the .npz does not hold')
+            host = np.asarray(inputs[name], order='C')
+            if dtype_name not in ('BF16', 'FP8'):
+                host = np.asarray(host.astype(trt.nptype(engine.get_tensor_dtype(name)), copy=False), order='C')
             context.set_input_shape(name, host.shape)
-            if engine.is_shape_inference_io(name):  # shape tensors live in host memory
+            if engine.is_shape_inference_io(name):
                 allocations.append(host)
                 context.set_tensor_address(name, host.ctypes.data)
                 continue
             device = cuda_check(cudart.cudaMalloc(max(host.nbytes, 1)))
             allocations.append(device)
             if host.nbytes:
-                cuda_check(cudart.cudaMemcpy(device, host.ctypes.data, host.nbytes,
-                                             cudart.cudaMemcpyKind.cudaMemcpyHostToDevice))
+                cuda_check(cudart.cudaMemcpy(device, host.ctypes.data, host.nbytes, cudart.cudaMemcpyKind.cudaMemcpyHostToDevice))
             context.set_tensor_address(name, device)
         for name, is_input, dtype_name in io:
             if is_input:
                 continue
             shape = tuple(context.get_tensor_shape(name))
-            if any(d < 0 for d in shape):
-                raise TensorRTError(f"output {name!r} has a data-dependent shape {shape}; this script has no "
-                                    "output allocator")
-            np_dtype = {"BF16": np.uint16, "FP8": np.uint8}.get(dtype_name)
+            if any((d < 0 for d in shape)):
+                raise TensorRTError(f'output {name!r} has a data-dependent shape {shape}; this script has no output allocator')
+            np_dtype = {'BF16': np.uint16, 'FP8': np.uint8}.get(dtype_name)
             host = np.empty(shape, dtype=np_dtype or trt.nptype(engine.get_tensor_dtype(name)))
             device = cuda_check(cudart.cudaMalloc(max(host.nbytes, 1)))
             allocations.append(device)
             context.set_tensor_address(name, device)
             host_outputs[name] = (host, device)
         if not context.execute_async_v3(int(stream)):
-            raise TensorRTError("execute_async_v3 failed: " + " | ".join(log.errors or ["no message"]))
+            raise TensorRTError('execute_async_v3 failed: ' + ' | '.join(log.errors or ['no message']))
         cuda_check(cudart.cudaStreamSynchronize(stream))
         for host, device in host_outputs.values():
             if host.nbytes:
-                cuda_check(cudart.cudaMemcpy(host.ctypes.data, device, host.nbytes,
-                                             cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost))
+                cuda_check(cudart.cudaMemcpy(host.ctypes.data, device, host.nbytes, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost))
     finally:
         for a in allocations:
-            if not hasattr(a, "ctypes"):
+            if not hasattr(a, 'ctypes'):
                 cudart.cudaFree(a)
         cudart.cudaStreamDestroy(stream)
-    missing = [n for n in meta["output_names"] if n not in host_outputs]
+    missing = [n for n in meta['output_names'] if n not in host_outputs]
     if missing:
-        raise TensorRTError(f"the engine has no output {missing[0]!r} of the ONNX model")
-    return [host_outputs[n][0] for n in meta["output_names"]]
+        raise TensorRTError(f'the engine has no output {missing[0]!r} of the ONNX model')
+    return [host_outputs[n][0] for n in meta['output_names']]
 
 
 def run_reference(inputs, meta):
-    bf16 = {item["name"] for item in meta["inputs"] if item["dtype"] == "bfloat16"}
-    outputs, _ = run_onnxruntime(ort_session(ONNX_FILE, ORT_SETTINGS), inputs, bf16)
-    return outputs
-
-
-def exception_text(e):
-    parts = []
-    while e is not None and len(parts) < 8:
-        parts.append(f"{type(e).__name__}: {e}")
-        e = e.__cause__
-    return "\n".join(parts)
+    """The control: the same ONNX file and inputs on ONNX Runtime's CPU provider."""
+    import onnxruntime
+    session = onnxruntime.InferenceSession(str(ONNX_FILE), providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
 
 
 def run():
+    """The verdict's exit code, its line printed."""
     try:
         inputs, expected, meta = load_npz(NPZ_FILE)
     except Exception as e:  # the .npz is gone or unreadable: no news about the bug
         print(f"SKIPPED: cannot run: {type(e).__name__}: {e}")
         return 2
-    meta["output_names"] = ['getitem']
-    dtypes = [item["dtype"] for item in meta["expected"]]
-    announce_call()
+    meta["output_names"] = OUTPUT_NAMES
     try:
         if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
             actual = run_reference(inputs, meta)
@@ -492,21 +300,15 @@ def run():
                 print(f"SKIPPED: {tensorrt_name(trt)} needs a GPU: {cannot}")
                 return 2
             plan = build_plan(trt, ONNX_FILE, TRT_SETTINGS)  # TensorRT-RTX parses and builds without a GPU
-            if cannot and BUILD_TIME:
-                print(f"FIXED: {tensorrt_name(trt)} parsed and built the engine without the error (not run: {cannot})")
-                return 0
             if cannot:
                 print(f"SKIPPED: {tensorrt_name(trt)} built the engine; running it needs a GPU: {cannot}")
                 return 2
             actual = run_tensorrt(trt, plan, inputs, meta)
     except Exception as e:  # TensorRT failed: is it the same failure?
-        text = exception_text(e)
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        if ORACLE in ("crash", "oom") and (not ERROR_PATTERN or re.search(ERROR_PATTERN, text)):
-            print(f"REPRODUCED: {type(e).__name__}: {first}")
-            return 1
         print(f"CHANGED: fails differently now: {type(e).__name__}: {first}")
         return 3
+    dtypes = [item["dtype"] for item in meta["expected"]]
     reproduced, message = compare_outputs_np(expected, actual, dtypes, ORACLE, ATOL, RTOL, meta["exact_arrays"],
                                              ERROR_RATIO)
     if reproduced is None:
@@ -518,6 +320,8 @@ def run():
 
 def missing_requirements():
     """Why this cannot run here, or None (the GPU is asked for after the build)."""
+    import importlib.util
+
     reference = os.environ.get("TRTMIN_BACKEND") == "onnxruntime"
     needed = ["numpy"] + (["onnxruntime"] if reference else ["tensorrt|tensorrt_rtx"])
     for name in needed:
@@ -531,9 +335,7 @@ def main():
     if reason:
         print(f"SKIPPED: {reason}")
         return 2
-    if os.environ.get("TRTMIN_CHILD"):
-        return run()
-    return run_in_child()  # TensorRT may abort, segfault or hang
+    return run()
 
 
 if __name__ == "__main__":
