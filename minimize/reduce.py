@@ -206,7 +206,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
         reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
         imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
         dynamic=_kept_dynamic(session, final.input_names, values),
-        needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type == "Signal")
+        needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type in ("Signal", "ProcessExit"))
     summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
     summary["generated_values"] = generated
     summary["shrunk_shapes"] = {n: [list(session.program.values[n].shape), list(t.shape)]

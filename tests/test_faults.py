@@ -12,8 +12,12 @@ from tests.conftest import plugin
 from tests.helpers import run_cli, run_repro
 
 
-@pytest.mark.parametrize("fn,signal", [("segfault_on_tanh", "SIGSEGV"), ("abort_on_tanh", "SIGABRT")])
+@pytest.mark.parametrize("fn,signal", [("segfault_on_tanh", "SIGSEGV"), ("abort_on_tanh", "SIGABRT"),
+                                       ("exit_on_tanh", "exited with code")])
 def test_dying_plugin_is_reduced(host_program, tmp_path, fn, signal):
+    """A compiler that kills its process, by a signal or by exiting with a code: reduced,
+    and repro.py judges it from a child process (else the script itself would end with the
+    compiler's code, which may read as any verdict)."""
     model, inputs = host_program
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin(fn),
                 "--out", str(tmp_path), "--no-verify")  # the test runs repro.py alone itself
