@@ -114,6 +114,8 @@ def test_the_tensorrt_only_script_is_lint_clean_and_holds_what_its_bug_needs(pie
         "run_crash": ("crash", {"error_pattern": "execute_async_v3 failed"}, {"def run_tensorrt", "def exception_text"}),
         "segfault": ("crash", {"error_pattern": "SIGSEGV"},
                      {"def run_tensorrt", "def exception_text", "def run_in_child"}),
+        "exit": ("crash", {"error_pattern": r"exited\s+with\s+code\s+\d+"},
+                 {"def run_tensorrt", "def exception_text", "def run_in_child"}),
         "hang": ("hang", {}, {"def run_tensorrt", "def run_in_child"}),
         "mismatch": ("mismatch", {}, {"def run_tensorrt", "def compare_outputs_np"}),
         "float64": ("mismatch", {"exact": [e.double() for e in expected]},

@@ -252,11 +252,12 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
         copied.append(data_file.name)
     save_npz(out_dir / NPZ_NAME, named, expected, exact)
     dtypes = [str(getattr(v, "dtype", "")) for v in (*named.values(), *expected)]
-    signal = bool(re.search(r"\bSIG[A-Z]+\b", error_pattern))  # a crash that is a signal: judged from outside
+    # a crash that ends the process (a signal, an exit with a code): judged from outside
+    dies = bool(re.search(r"\bSIG[A-Z]+\b|exited(\\s\+|\s)with", error_pattern))
     on = {name for name, wanted in {
         "build": build_time, "run": not build_time, "values": oracle in ("mismatch", "nan"),
         "failure": oracle in ("crash", "oom"), "float64": exact is not None,
-        "child": (oracle == "hang" or signal) if child is None else child,
+        "child": (oracle == "hang" or dies) if child is None else child,
         "bf16": "torch.bfloat16" in dtypes}.items() if wanted}
     text = _script_text(on, header=header, onnx_files=copied, oracle=oracle, atol=atol, rtol=rtol,
                         error_pattern=error_pattern, timeout=timeout, settings=dict(settings or {}),

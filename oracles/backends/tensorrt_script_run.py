@@ -4,8 +4,8 @@ real functions copied by source into each script (oracles/backends/tensorrt_scri
 Lines tagged `# [feature]` go into a script only where its bug needs them
 (oracles/script_checks.tagged_source): `build` (a parser or builder bug: the script builds
 and stops there, with or without a GPU), `run` (any other: the engine runs), `values` (a
-mismatch or NaN, judged against eager's outputs in the .npz), `failure` (a crash, OOM or
-hang, judged by its words), `child` (the bug ends or hangs the process: run in a child),
+mismatch or NaN, judged against eager's outputs in the .npz), `failure` (a crash or OOM,
+judged by its words), `child` (the bug ends or hangs the process: run in a child),
 `bf16` (a bfloat16 input or output, which numpy and a plain ONNX Runtime call lack). The
 names the script defines itself are set here to stand-ins, so this module is plain,
 importable Python; the functions carry no annotations for the same reason.
