@@ -29,6 +29,42 @@ ATOL, RTOL = 0.001, 0.001
 ERROR_RATIO = 2.0  # with a float64 run in the .npz: how far past eager's own error from it is a bug
 
 
+def run():
+    """The verdict's exit code, its line printed."""
+    try:
+        inputs, expected, meta = load_npz(NPZ_FILE)
+    except Exception as e:  # the .npz is gone or unreadable: no news about the bug
+        print(f"SKIPPED: cannot run: {type(e).__name__}: {e}")
+        return 2
+    meta["output_names"] = OUTPUT_NAMES
+    try:
+        if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
+            actual = run_reference(inputs, meta)
+        else:
+            trt = import_tensorrt()
+            cannot = gpu_missing()
+            if cannot and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without a GPU
+                print(f"SKIPPED: {tensorrt_name(trt)} needs a GPU: {cannot}")
+                return 2
+            plan = build_plan(trt, ONNX_FILE, TRT_SETTINGS)  # TensorRT-RTX parses and builds without a GPU
+            if cannot:
+                print(f"SKIPPED: {tensorrt_name(trt)} built the engine; running it needs a GPU: {cannot}")
+                return 2
+            actual = run_tensorrt(trt, plan, inputs, meta)
+    except Exception as e:  # TensorRT failed: is it the same failure?
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        print(f"CHANGED: fails differently now: {type(e).__name__}: {first}")
+        return 3
+    dtypes = [item["dtype"] for item in meta["expected"]]
+    reproduced, message = compare_outputs_np(expected, actual, dtypes, ORACLE, ATOL, RTOL, meta["exact_arrays"],
+                                             ERROR_RATIO)
+    if reproduced is None:
+        print(f"CHANGED: fails differently now: {message}")
+        return 3
+    print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
+    return 1 if reproduced else 0
+
+
 class TensorRTError(RuntimeError):
     """TensorRT refused the model: parsing, building, or running the engine failed."""
 
@@ -280,42 +316,6 @@ def run_reference(inputs, meta):
     import onnxruntime
     session = onnxruntime.InferenceSession(str(ONNX_FILE), providers=["CPUExecutionProvider"])
     return session.run(None, inputs)
-
-
-def run():
-    """The verdict's exit code, its line printed."""
-    try:
-        inputs, expected, meta = load_npz(NPZ_FILE)
-    except Exception as e:  # the .npz is gone or unreadable: no news about the bug
-        print(f"SKIPPED: cannot run: {type(e).__name__}: {e}")
-        return 2
-    meta["output_names"] = OUTPUT_NAMES
-    try:
-        if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
-            actual = run_reference(inputs, meta)
-        else:
-            trt = import_tensorrt()
-            cannot = gpu_missing()
-            if cannot and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without a GPU
-                print(f"SKIPPED: {tensorrt_name(trt)} needs a GPU: {cannot}")
-                return 2
-            plan = build_plan(trt, ONNX_FILE, TRT_SETTINGS)  # TensorRT-RTX parses and builds without a GPU
-            if cannot:
-                print(f"SKIPPED: {tensorrt_name(trt)} built the engine; running it needs a GPU: {cannot}")
-                return 2
-            actual = run_tensorrt(trt, plan, inputs, meta)
-    except Exception as e:  # TensorRT failed: is it the same failure?
-        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        print(f"CHANGED: fails differently now: {type(e).__name__}: {first}")
-        return 3
-    dtypes = [item["dtype"] for item in meta["expected"]]
-    reproduced, message = compare_outputs_np(expected, actual, dtypes, ORACLE, ATOL, RTOL, meta["exact_arrays"],
-                                             ERROR_RATIO)
-    if reproduced is None:
-        print(f"CHANGED: fails differently now: {message}")
-        return 3
-    print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
-    return 1 if reproduced else 0
 
 
 def missing_requirements():

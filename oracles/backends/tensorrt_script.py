@@ -273,11 +273,13 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
                  error_pattern: str, timeout: float, settings: dict[str, Any], output_names: list[str]) -> str:
     """repro_tensorrt.py with only the parts its bug needs (`on`: the tags of
     oracles/backends/tensorrt_script_run.py): no engine run for a parser or builder bug, no
-    comparison for a crash, no child process unless the bug ends or hangs the process."""
+    comparison for a crash, no child process unless the bug ends or hangs the process. Its
+    run() comes first, after the constants: what it builds, runs and judges, in 30 lines."""
     from oracles.backends import tensorrt_script_run as main_part
     from oracles.script_checks import tagged_source
 
-    pasted = [script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said) + "\n\n\n"
+    pasted = [tagged_source(main_part.run, on),  # first: the top of the script shows the whole flow
+              script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said) + "\n\n\n"
               + tagged_source(build_plan, {k for k, v in settings.items() if v is not None})]
     if "run" in on:
         pasted.append(script_source(load_plan, engine_io))
@@ -295,7 +297,7 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
     pasted.append(tagged_source(main_part.run_reference, on))
     if "failure" in on:
         pasted.append(script_source(main_part.exception_text))
-    pasted += [tagged_source(fn, on) for fn in (main_part.run, main_part.missing_requirements, main_part.main)]
+    pasted += [tagged_source(fn, on) for fn in (main_part.missing_requirements, main_part.main)]
     imports = ["json", "os", "pathlib", "sys", *(["re"] if on & {"failure", "child"} else []),
                *(["subprocess"] if "child" in on else [])]
     constants = [
