@@ -90,7 +90,16 @@ def forward_source(gm: fx.GraphModule) -> str:
     return "\n".join(lines)
 
 
-_ATTRIBUTE_READ = re.compile(r"^\s+(\w+) = self\.(\w+)$")
+ATTRIBUTE_READ = re.compile(r"^\s*(\w+) = self\.(\w+)$")  # fx's line per weight a forward reads: `w = self.w`
+
+
+def read_from_self(line: str, reads: dict[str, str]) -> str:
+    """`line` with each use of a name in `reads` (local name -> attribute) read from self
+    (`self.w`): a use, not a keyword (`w=`), nor part of a longer name or of a string."""
+    if not reads:
+        return line
+    use = re.compile(r"(?<![\w.'\"])(" + "|".join(map(re.escape, reads)) + r")\b(?!=)")
+    return use.sub(lambda m: "self." + reads[m[1]], line)
 
 
 def inline_attribute_reads(forward: str) -> str:
@@ -99,14 +108,11 @@ def inline_attribute_reads(forward: str) -> str:
     reads: dict[str, str] = {}
     lines = []
     for line in forward.splitlines():
-        read = _ATTRIBUTE_READ.match(line)
+        read = ATTRIBUTE_READ.match(line)
         if read:
             reads[read[1]] = read[2]
-            continue
-        if reads:  # a use, not a keyword (`w=`), nor part of a longer name or of a string
-            use = re.compile(r"(?<![\w.'\"])(" + "|".join(map(re.escape, reads)) + r")\b(?!=)")
-            line = use.sub(lambda m: "self." + reads[m[1]], line)
-        lines.append(line)
+        else:
+            lines.append(read_from_self(line, reads))
     return "\n".join(lines)
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 import textwrap
 
+from minimize.emit.script import ATTRIBUTE_READ, read_from_self
 from oracles.backends.base import SnippetCall
 
 MAX_LINES = 40  # a longer graph is read in repro.py itself
-_SELF_READ = re.compile(r"^(\w+) = self\.(\w+)$")
 
 
 def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_file: str | None,
@@ -34,7 +34,7 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     lines = textwrap.dedent("\n".join(forward.splitlines()[1:])).splitlines()  # without `def forward(...)`
     body = []
     for line in lines:
-        read = _SELF_READ.match(line)
+        read = ATTRIBUTE_READ.match(line)
         if read and read.group(2) in tensors:
             if read.group(1) != read.group(2):
                 body.append(f"{read.group(1)} = {read.group(2)}")
@@ -77,8 +77,7 @@ def _module_form(body: list[str], params: tuple[str, ...], weights: list[str]) -
     if weights:
         init = ["    def __init__(self, **weights):", "        super().__init__()",
                 "        for name, weight in weights.items():", "            self.register_buffer(name, weight)", ""]
-        own = re.compile(r"(?<![\w.'\"])(" + "|".join(map(re.escape, weights)) + r")\b")
-        body = [own.sub(r"self.\1", line) for line in body]
+        body = [read_from_self(line, {w: w for w in weights}) for line in body]
     else:
         init = []
     return ["class F(torch.nn.Module):", *init, f"    def forward(self{''.join(', ' + p for p in params)}):",
