@@ -307,7 +307,7 @@ def test_tensorrt_script_reference_path_and_skip(small, tmp_path: Path) -> None:
     assert export.input_names == ["x", "y"]  # weights became initializers
     be = TensorRTBackend("tensorrt", {"fp16": "true"})
     script = write_tensorrt_script(tmp_path / "out", export.path, inputs, expected, "mismatch", 1e-3, 1e-3,
-                                   "Small: planted header", settings=be.build_settings)
+                                   "Small: planted header", settings=be.build_settings, child=False)
     assert sorted(p.name for p in script.parent.iterdir()) == ["model.onnx", "repro_tensorrt.npz", "repro_tensorrt.py"]
     text = script.read_text()
     assert "import torch" not in text and "TRT_SETTINGS = {'builder_flags': {'FP16': True}}" in text
@@ -323,7 +323,7 @@ def test_tensorrt_script_reference_path_and_skip(small, tmp_path: Path) -> None:
         if importlib.util.find_spec("tensorrt") is None:  # TensorRT-RTX is strongly typed: it refuses the FP16 flag
             assert plain.returncode == 3 and "kFP16" in plain.stdout, plain.stdout + plain.stderr
         unset = write_tensorrt_script(tmp_path / "plain", export.path, inputs, expected, "mismatch", 1e-3, 1e-3,
-                                      "Small: planted header")
+                                      "Small: planted header", child=False)
         built = _run_script(unset)
         assert built.returncode == 2 and built.stdout.startswith("SKIPPED: TensorRT"), built.stdout + built.stderr
         assert "built the engine; running it needs a GPU" in built.stdout
@@ -342,7 +342,7 @@ def test_tensorrt_script_without_its_npz_cannot_run(small, tmp_path: Path) -> No
     gm, inputs = small
     export = export_onnx(gm, inputs, tmp_path / "work" / "model.onnx")
     script = write_tensorrt_script(tmp_path / "out", export.path, inputs, flatten_outputs(gm(*inputs)), "crash",
-                                   1e-3, 1e-3, "Small: planted header", error_pattern="SIGSEGV")
+                                   1e-3, 1e-3, "Small: planted header", error_pattern="SIGSEGV", child=True)
     (script.parent / "repro_tensorrt.npz").unlink()
     r = _run_script(script, TRTMIN_BACKEND="onnxruntime")
     assert r.returncode == 2, r.stdout + r.stderr

@@ -97,7 +97,7 @@ def test_the_tensorrt_only_script_is_lint_clean_and_holds_what_its_bug_needs(pie
     """repro_tensorrt.py in each form: lint-clean, and with only its bug's parts. A parser
     or builder bug builds and stops (no engine run, no comparison); a crash in the run is
     judged by its words (no comparison); a value bug compares (the float64 helper only with a
-    float64 run); only a bug that ends or hangs the process runs in a child."""
+    float64 run); a child process only where the caller says the bug ends or hangs the process."""
     pytest.importorskip("onnxscript")
     from oracles.backends.onnx_export import export_onnx
     from oracles.backends.tensorrt_script import write_tensorrt_script
@@ -110,15 +110,13 @@ def test_the_tensorrt_only_script_is_lint_clean_and_holds_what_its_bug_needs(pie
     parts = ("def run_tensorrt", "def compare_outputs_np", "def error_ratio_np", "def run_in_child",
              "def exception_text")
     forms = {  # name: (oracle, keywords, the parts it holds)
-        "build": ("crash", {"build_time": True, "error_pattern": "Error Code 10"}, {"def exception_text"}),
-        "run_crash": ("crash", {"error_pattern": "execute_async_v3 failed"}, {"def run_tensorrt", "def exception_text"}),
-        "segfault": ("crash", {"error_pattern": "SIGSEGV"},
+        "build": ("crash", {"build_time": True, "error_pattern": "Error Code 10", "child": False}, {"def exception_text"}),
+        "run_crash": ("crash", {"error_pattern": "execute_async_v3 failed", "child": False}, {"def run_tensorrt", "def exception_text"}),
+        "segfault": ("crash", {"error_pattern": "SIGSEGV", "child": True},
                      {"def run_tensorrt", "def exception_text", "def run_in_child"}),
-        "exit": ("crash", {"error_pattern": r"exited\s+with\s+code\s+\d+"},
-                 {"def run_tensorrt", "def exception_text", "def run_in_child"}),
-        "hang": ("hang", {}, {"def run_tensorrt", "def run_in_child"}),
-        "mismatch": ("mismatch", {}, {"def run_tensorrt", "def compare_outputs_np"}),
-        "float64": ("mismatch", {"exact": [e.double() for e in expected]},
+        "hang": ("hang", {"child": True}, {"def run_tensorrt", "def run_in_child"}),
+        "mismatch": ("mismatch", {"child": False}, {"def run_tensorrt", "def compare_outputs_np"}),
+        "float64": ("mismatch", {"exact": [e.double() for e in expected], "child": False},
                     {"def run_tensorrt", "def compare_outputs_np", "def error_ratio_np"}),
     }
     for name, (oracle, keywords, held) in forms.items():

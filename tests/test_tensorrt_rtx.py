@@ -218,7 +218,8 @@ def test_nvidias_tensorrt_without_a_gpu_is_refused_and_its_script_skips(tmp_path
     gm, inputs = candidate(*attn_pool_softmax_1d.build())
     onnx = export_onnx(gm, inputs, tmp_path / "m" / "model.onnx")
     script = write_tensorrt_script(tmp_path / "out", onnx.path, inputs, flatten_outputs(gm(*inputs)), "crash",
-                                   1e-3, 1e-3, "header", error_pattern="Softmax", build_time=True)
+                                   1e-3, 1e-3, "header", error_pattern="Softmax", build_time=True,
+                                   child=False)
     fake = tmp_path / "site" / "tensorrt"  # a module named tensorrt, as NVIDIA's is: not TensorRT-RTX
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("__version__ = '10.0.0'\n")

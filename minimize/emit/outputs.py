@@ -193,7 +193,7 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
                                      error_pattern=error_pattern(info.signature, info.match),
                                      timeout=info.timeout, settings=backend.build_settings, exact=exact,
                                      build_time=build_failure(info.verdict),
-                                     child=info.needs_subprocess or info.oracle == "hang")
+                                     child=info.needs_subprocess)
     backend = BUILTIN[spec](spec, settings)  # no package check: writing a script needs none
     device = info.device if info.device.split(":")[0] in backend.devices else backend.devices[0]
     if device != info.device:  # Torch-TensorRT from a CPU reduction: its script runs where it can

@@ -13,7 +13,6 @@ reference half where TensorRT is absent.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -221,7 +220,7 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
                           expected: Sequence[Any], oracle: str, atol: float, rtol: float, header: str, *,
                           error_pattern: str = "", timeout: float = 600.0,
                           settings: Mapping[str, Any] | None = None, exact: Sequence[Any] | None = None,
-                          build_time: bool = False, child: bool | None = None) -> Path:
+                          build_time: bool = False, child: bool) -> Path:
     """Write repro_tensorrt.py, model.onnx (+ its external data) and repro_tensorrt.npz.
 
     inputs: the candidate's inputs in placeholder order (the ONNX file's trtmin metadata
@@ -231,8 +230,8 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
     error_pattern: regex for crash/oom (oracles.script_checks.error_pattern). exact: the
     float64 run's outputs, with --reference float64 (oracles/reference.py). build_time: the
     bug is a parser or builder failure, which the script judges without a GPU too. child:
-    the bug ends or hangs the process, so the script runs it in a child (default: a hang,
-    or a crash whose pattern names a signal).
+    the bug ends or hangs the process (ReproInfo.needs_subprocess), so the script runs it
+    in a child.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -252,12 +251,10 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
         copied.append(data_file.name)
     save_npz(out_dir / NPZ_NAME, named, expected, exact)
     dtypes = [str(getattr(v, "dtype", "")) for v in (*named.values(), *expected)]
-    # a crash that ends the process (a signal, an exit with a code): judged from outside
-    dies = bool(re.search(r"\bSIG[A-Z]+\b|exited(\\s\+|\s)with", error_pattern))
     on = {name for name, wanted in {
         "build": build_time, "run": not build_time, "values": oracle in ("mismatch", "nan"),
         "failure": oracle in ("crash", "oom"), "float64": exact is not None,
-        "child": (oracle == "hang" or dies) if child is None else child,
+        "child": child,
         "bf16": "torch.bfloat16" in dtypes}.items() if wanted}
     text = _script_text(on, header=header, onnx_files=copied, oracle=oracle, atol=atol, rtol=rtol,
                         error_pattern=error_pattern, timeout=timeout, settings=dict(settings or {}),
