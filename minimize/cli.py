@@ -288,6 +288,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     """The end of a reduction on screen: sizes, the bug, 1-minimal, the passes that ran, what
     repro.py printed alone, the files, a known bug it looks like. `seconds`: the command's wall time."""
     from minimize.emit.script import nodes  # torch is loaded by now
+    known = _known_bugs(out, summary["final_verdict"])  # report.md whole before a line is printed
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s")
     console.print(f"bug: {summary['final_verdict']}", highlight=False)
@@ -307,7 +308,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
-    _say_known_bugs(console, out, summary["final_verdict"])
+    for match in known:
+        console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
         console.print(f"[yellow]note[/]: {', '.join(earlier)} in {out} are from an earlier run, not this one "
@@ -315,18 +317,17 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                       highlight=False)
 
 
-def _say_known_bugs(console: Console, out: Path, verdict: str) -> None:
-    """A reduction that looks like a saved repro: said on screen and at the top of report.md,
-    under what fails, before the user files a duplicate."""
+def _known_bugs(out: Path, verdict: str) -> list[Any]:
+    """The saved repros a reduction looks like, written at the top of report.md under what
+    fails (and said on screen by the caller), before the user files a duplicate."""
     from repros.match import known_bugs
     try:
         found = known_bugs(out)
     except TrtminError:  # no suite to compare with: nothing to say
-        return
-    for match in found:
-        console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
+        return []
     if found:
         _write_known_bugs(out / "report.md", found, verdict)
+    return found
 
 
 def _write_known_bugs(report: Path, found: list[Any], verdict: str) -> None:
@@ -524,6 +525,8 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\..*")
     bytecode.enable()  # before torch is imported: seconds per process on installs without bytecode
     interrupts.install()
+    from minimize.progress import PipeReaderGone
+    sys.stdout, sys.stderr = PipeReaderGone(sys.stdout), PipeReaderGone(sys.stderr)  # `| head` ends no run
     code = run(sys.argv[1:])
     if code is None or isinstance(code, int):
         exit_now(code or 0)  # outputs written, workers stopped: the interpreter's teardown is only waiting

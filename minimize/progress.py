@@ -7,6 +7,7 @@ one-line errors stay one line)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,45 @@ if TYPE_CHECKING:
 
 
 HEARTBEAT_S = 60.0  # without a terminal: a plain line of the state this often
+
+
+class PipeReaderGone:
+    """stdout or stderr for a run that outlives its reader: `trtmin reduce ... 2>&1 | head`
+    closes the pipe after a few lines, and a write then raises BrokenPipeError, which ended
+    the run before report.md was whole. Once the reader is gone, writes are dropped (the
+    descriptor goes to /dev/null, for the interpreter's own last flush) and the run finishes
+    its files. Everything else is the wrapped stream's."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):  # no descriptor of its own: nothing will flush into the pipe
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's
+        return getattr(self._stream, name)
 
 
 class ProgressView:

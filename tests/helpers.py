@@ -29,6 +29,19 @@ def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str
                           timeout=timeout, env=env, cwd=ROOT)
 
 
+def run_cli_unread(*args: str, timeout: float = 900) -> int:
+    """The command's exit code when nobody reads its screen: stdout and stderr go to a pipe
+    whose reader has gone (`trtmin reduce ... 2>&1 | head -1` once head has its line)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "minimize.cli", *args], stdout=write, stderr=write,
+                              timeout=timeout, env=env, cwd=ROOT).returncode
+    finally:
+        os.close(write)
+
+
 def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
     """The command line in this process (minimize.cli.run, what `trtmin` runs less its
     signal handlers and fast exit), for errors found before any worker starts: the same

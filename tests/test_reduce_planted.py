@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.conftest import plugin, save_program
-from tests.helpers import run_cli, run_cli_here, run_report_snippet, run_repro
+from tests.helpers import run_cli, run_cli_here, run_cli_unread, run_report_snippet, run_repro
 
 
 def reduce_cli(model: Path, inputs: Path, out: Path, oracle: str, backend: str, *extra: str):
@@ -96,7 +96,10 @@ def test_check_prints_one_verdict(host_program):
 
 def test_same_result_for_any_jobs(host_program, tmp_path):
     model, inputs = host_program
-    one = reduce_cli(model, inputs, tmp_path / "j1", "mismatch", plugin("mismatch_mul_exp"), "--no-verify")
+    # with nobody reading its screen (`2>&1 | head -1`): the run is not cut short by the closed pipe
+    assert run_cli_unread("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+                          plugin("mismatch_mul_exp"), "--out", str(tmp_path / "j1"), "--no-verify") == 0
+    one = json.loads((tmp_path / "j1" / "summary.json").read_text())
     three, run3 = reduce_cli_run(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "--jobs", "3",
                                  "--no-verify")
     # More workers than CPU cores is said once, not silently slow (on 2 cores it was 2-3x slower).
