@@ -18,7 +18,8 @@ from rich.console import Console
 from minimize.run import interrupts
 from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
 from minimize.program.libraries import checked_imports
-from minimize.emit.out_dir import JOURNAL, check_out_dir, earlier_runs_files
+from minimize.emit.out_dir import JOURNAL, check_out_dir, earlier_runs_files, held_by_this_run, journaled_verdicts
+from minimize.emit.run_header import check_resumable, header_before_loading
 from oracles import bytecode
 from oracles.errors import TrtminError, unjudgeable
 from oracles.verdict import answers
@@ -101,10 +102,12 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE
 
 
 def _journal_since(out: Path, started: float) -> bool:
+    """A journal this run wrote (not one an earlier run left) that holds a verdict."""
     try:
-        return (out / JOURNAL).stat().st_mtime >= started - 1  # whole-second mtimes on some file systems
+        fresh = (out / JOURNAL).stat().st_mtime >= started - 1  # whole-second mtimes on some file systems
     except OSError:
         return False
+    return fresh and journaled_verdicts(out / JOURNAL) > 0
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -195,7 +198,10 @@ def reduce(
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
-        with Workers(opts) as workers:  # first: their start, not the imports below, is the path to the first call
+        with held_by_this_run(out), Workers(opts) as workers:  # a folder in use is said before torch loads
+            if resume and journaled_verdicts(out / JOURNAL):
+                check_resumable(out, header_before_loading(opts))  # other options or inputs: said at once
+            # the workers first: their start, not the imports below, is the path to the first call
             from minimize.progress import ProgressView  # rich alone: a live line from the first second
             with ProgressView(console) as view:
                 view.phase(f"starting: workers, torch, and {model.name}")
@@ -205,7 +211,7 @@ def reduce(
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
-        if resume or _journal_since(out, started):  # this run's journal, not one an earlier run left
+        if (resume and journaled_verdicts(out / JOURNAL)) or _journal_since(out, started):
             err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
         else:
             err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")

@@ -6,13 +6,11 @@ interrupted run continues with `--resume` and reaches the same repro.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 import time
 from concurrent.futures import Future
 from contextlib import ExitStack
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,8 +18,9 @@ import torch
 
 from minimize.emit.outputs import check_emit, write_extra_script, write_outputs
 from minimize.emit.journal import Journal
+from minimize.emit.run_header import check_resumable, file_digest, header_before_loading
 from minimize.program.libraries import uses_custom_ops
-from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run
+from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts
 from minimize.program.candidate import Candidate, make
 from minimize.search.problem import ReductionProblem, Rules
 from minimize.program.model import Program, Slice, random_draws_note
@@ -30,18 +29,9 @@ from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
 from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
-from oracles.backend_names import parse_backend
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
 from oracles.verdict import VALUE_ORACLES, Verdict, answers, low_precision_note
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def digest_in_background(path: Path) -> Future[str]:
@@ -60,28 +50,12 @@ def digest_in_background(path: Path) -> Future[str]:
     return done
 
 
-def _options_key(opts: Options) -> dict[str, Any]:
-    d = asdict(opts)
-    d["model"] = str(opts.model)
-    d["inputs"] = str(opts.inputs) if opts.inputs else None  # for journals that have no inputs digest
-    # These do not change a verdict (a timeout or a memory limit can). generate_values only adds
-    # runs, each journaled under its own key: a resume may turn it off or on.
-    for k in ("jobs", "emit", "model", "verify", "generate_values"):
-        d.pop(k, None)
-    return d
-
-
-def _header(opts: Options, program: Program, model_sha256: Future[str]) -> dict[str, Any]:
-    """What a journal's verdicts depend on: a resume with any of it changed is refused. The
-    model, the inputs and a plugin file by their contents (a path may name other contents
-    after a kill), torch by its version. The model also by its program (Program.digest):
-    where both journals have that, a re-export of the same code resumes. The model file's
-    hash comes from a thread that ran while the program loaded."""
-    plugin = parse_backend(opts.backend).plugin_file
-    return {"model_sha256": model_sha256.result(), "program_sha256": program.digest(),
-            "options": _options_key(opts),
-            "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
-            "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None,
+def _header(known: dict[str, Any], program: Program, model_sha256: Future[str]) -> dict[str, Any]:
+    """The whole header: `known` (header_before_loading), the model by its file's contents
+    and by its program (Program.digest: where both journals have that, a re-export of the
+    same code resumes), torch by its version. The model file's hash comes from a thread that
+    ran while the program loaded."""
+    return {"model_sha256": model_sha256.result(), "program_sha256": program.digest(), **known,
             "torch": torch.__version__}
 
 
@@ -94,16 +68,21 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     check_out_dir(out, resume, force)
     check_emit(opts.emit)
     t0 = time.monotonic()
-    made_out, had_journal = not out.exists(), (out / JOURNAL).exists()
+    had_journal = journaled_verdicts(out / JOURNAL) > 0
     if resume and not had_journal:  # interrupted before its first verdict (or never run): nothing to replay
         log(f"nothing is journaled in {out} yet: starting the run afresh")
         resume = False
     nothing_to_reduce = False
     match = re.compile(opts.match) if opts.match else None
-    on_phase(f"loading {opts.model.name}: the program and eager's values")
-    model_sha256 = digest_in_background(opts.model)
-    with ExitStack() as held, Session(opts, workers) as session:  # first: it says what is wrong with a missing or damaged model
-        header = _header(opts, session.program, model_sha256)
+    known = header_before_loading(opts)
+    with ExitStack() as held:
+        held.enter_context(held_by_this_run(out))  # one run at a time in a folder (the CLI holds it already)
+        if resume:
+            check_resumable(out, known)  # other options or inputs: said now, not after the load
+        on_phase(f"loading {opts.model.name}: the program and eager's values")
+        model_sha256 = digest_in_background(opts.model)
+        session = held.enter_context(Session(opts, workers))  # it says what is wrong with a missing or damaged model
+        header = _header(known, session.program, model_sha256)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         on_phase(f"checking the original: its first compile on {session.backend.describe()}")
@@ -111,8 +90,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         for note in (backend_note, random_note):
             if note:
                 log(f"note: {note}")
-        held.enter_context(held_by_this_run(out))  # before the journal: one run at a time in a folder
-        check_out_dir(out, resume, force)  # again: another run may have written there while this one loaded
+        check_out_dir(out, resume, force)  # again: a run without the lock (an older trtmin) may have written there
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts")
@@ -143,7 +121,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         except TrtminError:
             if nothing_to_reduce and not had_journal:  # no run to resume: the folder stays free for the next
                 journal.close()
-                _forget_run(out, made_out)
+                _forget_run(out)
             raise
         finally:
             journal.close()
@@ -253,15 +231,10 @@ def _kept_dynamic(session: Session, names: list[str], values: dict[str, Any]) ->
     return {n: dims for n, dims in kept.items() if dims}
 
 
-def _forget_run(out: Path, made_out: bool) -> None:
+def _forget_run(out: Path) -> None:
     """The journal of a run whose original program does not fail: there is nothing to
     resume, and left there it would make the corrected command's folder 'hold another run'."""
-    (out / JOURNAL).unlink(missing_ok=True)
-    if made_out:
-        try:
-            out.rmdir()  # only where this run made it and nothing else is in it
-        except OSError:
-            pass
+    (out / JOURNAL).unlink(missing_ok=True)  # the folder, if this run made it, goes with the lock
 
 
 def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -> None:

@@ -259,10 +259,11 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path),
             "--no-verify"]  # what is tested is the journal's options, not the script
     assert run_reduce(str(model), *args).returncode == 0
-    assert_one_line_error(reduce_here(str(model), *args, "--resume", "--timeout", "60"),
-                          "--timeout 300.0 there, 60.0 now", "--force")
+    changed = reduce_here(str(model), *args, "--resume", "--timeout", "60")
+    assert_one_line_error(changed, "--timeout 300.0 there, 60.0 now", "--force")
+    assert "loaded" not in changed.stderr  # said before the model loads, not after
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
-    assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds another run", "--force")
+    assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds a finished run", "--force")
     r = run_reduce(str(model), *args, "--timeout", "60", "--force")
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "repro.py").exists()
@@ -419,7 +420,8 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
 def test_journal_damage(tmp_path):
     """A torn last line is cut before the next verdict is appended (it was glued to it, and
     lost), and a whole one that lacks only its newline is kept; a line that is JSON but no verdict is named; an empty or cut-short header with
-    nothing else of trtmin's beside it is a run that never started, which --force replaces."""
+    nothing else of trtmin's beside it is a run that never started, which --force replaces; so is
+    a whole header without a verdict, which the same command replaces."""
     import json
     import re
 
@@ -428,6 +430,7 @@ def test_journal_damage(tmp_path):
     from minimize.emit.journal import Journal
     from minimize.emit.out_dir import check_out_dir
     from oracles.errors import TrtminError
+    from oracles.out_folder import header_digest
     from minimize.program.candidate import Candidate
     from oracles.verdict import Verdict
     header = {"model_sha256": "ab", "options": {"oracle": "crash"}}
@@ -453,6 +456,21 @@ def test_journal_damage(tmp_path):
         check_out_dir(tmp_path, resume=False, force=True)
         with pytest.raises(TrtminError, match="is damaged; start over with --force"):
             Journal(tmp_path, header, resume=True)
+    # A run stopped before its first verdict leaves nothing to resume: the same command runs
+    # again there (without --force). With a verdict it is an interrupted run; with its
+    # summary.json (written last), a finished one.
+    path.write_text(json.dumps({"header": header}) + "\n")
+    check_out_dir(tmp_path, resume=False, force=False)
+    Journal(tmp_path, header, resume=False).record(Candidate((0, 1)), [Verdict("pass")])
+    with pytest.raises(TrtminError, match="holds an interrupted run; pass --resume to continue it"):
+        check_out_dir(tmp_path, resume=False, force=False)
+    (tmp_path / "summary.json").write_text(json.dumps({"journal_header_sha256": "another run's"}))
+    with pytest.raises(TrtminError, match="holds an interrupted run"):
+        check_out_dir(tmp_path, resume=False, force=False)
+    (tmp_path / "summary.json").write_text(json.dumps({"journal_header_sha256": header_digest(path.read_text().splitlines()[0])}))
+    with pytest.raises(TrtminError, match="holds a finished run .*--force to run again over it"):
+        check_out_dir(tmp_path, resume=False, force=False)
+    (tmp_path / "summary.json").unlink()
     # ... but not beside files of trtmin's names: an empty journal.jsonl may be the user's
     path.write_text("")
     (tmp_path / "repro.py").write_text("the user's")
@@ -507,7 +525,8 @@ def test_a_run_that_wrote_the_folder_while_this_one_loaded_is_not_written_over(h
     from oracles.errors import TrtminError
     model, inputs = host_program
     out = tmp_path / "out"
-    theirs = json.dumps({"header": {"model_sha256": "theirs"}}) + "\n"
+    theirs = json.dumps({"header": {"model_sha256": "theirs"}}) + "\n" + json.dumps(  # and its first verdict
+        {"kept": [[0, 1]], "runs": [{"kind": "pass"}], "settings": []}) + "\n"
 
     def log(line: str) -> None:
         if line.startswith("loaded"):  # the other run writes now
@@ -515,7 +534,7 @@ def test_a_run_that_wrote_the_folder_while_this_one_loaded_is_not_written_over(h
             (out / "journal.jsonl").write_text(theirs)
 
     opts = Options(model=model, inputs=inputs, oracle="crash", backend=plugin("crash_on_sin"), verify=False)
-    with pytest.raises(TrtminError, match="holds another run; pass --resume"):
+    with pytest.raises(TrtminError, match="holds an interrupted run; pass --resume"):
         reduce(opts, out, log=log)
     assert [p.name for p in out.iterdir()] == ["journal.jsonl"] and (out / "journal.jsonl").read_text() == theirs
 

@@ -167,6 +167,22 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
     assert summary(tmp_path) == summary(clean_mismatch_run)
 
 
+def test_a_run_stopped_before_its_first_verdict_leaves_the_folder_to_the_same_command(host_program, tmp_path):
+    """Stopped while the original's first compile is out (here a hang that would take the
+    whole --timeout): it says there is nothing to resume, not that progress is saved, and
+    the same command, without --resume or --force, may run in the folder again."""
+    from minimize.emit.out_dir import check_out_dir
+    model, inputs = host_program
+    out = tmp_path / "out"
+    proc = _start(reduce_args(model, inputs, out, "hang", "hang_on_tanh", "--timeout", "120"))
+    _wait_for_journal(out, 1, proc)  # the header: the run holds the folder, no verdict yet
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "before the first verdict: nothing to resume" in err, err[-2000:]
+    assert "progress is saved" not in err
+    check_out_dir(out, resume=False, force=False)  # not "holds an interrupted run"
+
+
 def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     """kill -9 leaves the state folder (the eager value of every node, megabytes) in the
     temporary folder; the next run removes it, and only it: not a live run's."""

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
-from minimize.options import Options
+from minimize.emit.run_header import same_run
 from minimize.program.candidate import Candidate
 from oracles.errors import TrtminError
 from oracles.out_folder import JOURNAL, header_digest
@@ -47,16 +46,7 @@ class Journal:
             raise TrtminError(f"--resume: {self.path.parent} has no {JOURNAL} to resume from; run without --resume")
         data = self.path.read_bytes()
         lines = data.decode(errors="replace").splitlines()
-        try:
-            first = json.loads(lines[0])["header"]
-        except (IndexError, KeyError, json.JSONDecodeError):
-            raise TrtminError(f"--resume: {self.path} is damaged; start over with --force") from None
-        if not isinstance(first, dict):
-            raise TrtminError(f"--resume: {self.path} is damaged; start over with --force")
-        then, now = _recorded_by_both(first, header)
-        if then != now:
-            raise TrtminError(f"--resume: {self.path.parent} was made {_difference(then, now)}; "
-                              "rerun with the same arguments, or start over with --force")
+        same_run(self.path, lines[0] if lines else "", header)
         for number, line in enumerate(lines[1:], start=2):
             try:
                 rec = json.loads(line)
@@ -102,49 +92,3 @@ class Journal:
 
     def close(self) -> None:
         self._file.close()
-
-
-def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two headers, each cut to what both record: a journal from before an option or a
-    digest was recorded says nothing of it, and that is not a difference, unless the option
-    is now off its default (what that journal's run had: --reference float64 does not
-    replay verdicts judged against eager alone)."""
-    then_opts, now_opts = then.get("options", {}), now.get("options", {})
-    both = {k for k in then if k in now and k != "options"}
-    opts = {k for k in then_opts if k in now_opts}
-    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
-                for f in fields(Options) if f.default is not MISSING or f.default_factory is not MISSING}
-    new = {k: defaults[k] for k in now_opts if k not in then_opts and k in defaults and now_opts[k] != defaults[k]}
-    then_opts, opts = {**then_opts, **new}, opts | set(new)
-    if "inputs_sha256" in both:
-        opts.discard("inputs")  # the contents are compared: the same inputs by another path resume
-    if then.get("program_sha256") and now.get("program_sha256"):
-        both.discard("model_sha256")  # the program is compared: a re-export of the same code resumes
-    else:
-        both.discard("program_sha256")  # one could not be computed: the file's bytes decide
-    cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731
-    return cut(then, then_opts), cut(now, now_opts)
-
-
-def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
-    """What differs between the journal's header and this run's (each cut by
-    _recorded_by_both to what both record: both digests, or neither), in the CLI's words."""
-    if then.get("program_sha256") != now.get("program_sha256"):
-        return ("from another model (its graph or weights differ: program sha256 "
-                f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)")
-    if then.get("model_sha256") != now.get("model_sha256"):
-        # A journal without the program's digest: a re-export of the same code differs too
-        # (its stack traces hold the source's path).
-        return (f"from another model (the model file's contents differ: sha256 {then['model_sha256'][:12]}... "
-                f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)")
-    if then.get("inputs_sha256") != now.get("inputs_sha256"):
-        return "with other inputs (the --inputs file's contents differ)"
-    if then.get("plugin_sha256") != now.get("plugin_sha256"):
-        return "with another version of the plugin file (its contents differ)"
-    if then.get("torch") != now.get("torch"):
-        return f"with torch {then.get('torch')} (this is {now.get('torch')})"
-    old, new = then.get("options", {}), now.get("options", {})
-    flag = {"settings": "set", "memory_limit_mb": "memory-limit"}
-    changed = [f"--{flag.get(k, k.replace('_', '-'))} {old.get(k)!r} there, {new.get(k)!r} now"
-               for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    return f"with other options ({'; '.join(changed)})" if changed else "with other options"

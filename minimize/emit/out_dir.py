@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from oracles.errors import TrtminError
-from oracles.out_folder import JOURNAL, is_ours
+from oracles.out_folder import JOURNAL, header_digest, is_ours
 
 
 def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
@@ -42,8 +42,11 @@ def _check_out_dir(out: Path, resume: bool, force: bool) -> None:
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
     _check_writable(out)
     existing = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) if out.is_dir() else []
-    has_run = JOURNAL in existing and (is_trtmin_journal(out / JOURNAL) or (
-        never_started(out / JOURNAL) and not [n for n in existing if is_ours(n) and n != JOURNAL]))
+    alone = not [n for n in existing if is_ours(n) and n != JOURNAL]  # no other file of trtmin's beside it
+    if JOURNAL in existing and alone and (never_started(out / JOURNAL) or (
+            is_trtmin_journal(out / JOURNAL) and not journaled_verdicts(out / JOURNAL))):
+        existing.remove(JOURNAL)  # a run stopped before its first verdict: nothing to resume, and no file to keep
+    has_run = JOURNAL in existing and is_trtmin_journal(out / JOURNAL)
     if resume:
         if not has_run and existing:
             missing = "is not trtmin's" if JOURNAL in existing else "is missing"
@@ -57,9 +60,12 @@ def _check_out_dir(out: Path, resume: bool, force: bool) -> None:
                           f"run wrote them (there is no {JOURNAL} of one); choose another folder")
     if force or not existing:
         return  # --force: replaces trtmin's files only; the user's own files stay as they are
+    if has_run and finished_run(out):
+        raise TrtminError(f"--out {out} holds a finished run (its results: report.md, repro.py); choose another "
+                          "folder, or pass --force to run again over it")
     if has_run:
-        raise TrtminError(f"--out {out} holds another run; pass --resume to continue it, --force to replace "
-                          "it, or choose another folder")
+        raise TrtminError(f"--out {out} holds an interrupted run; pass --resume to continue it, --force to "
+                          "replace it, or choose another folder")
     raise TrtminError(f"--out {out} is not empty ({_names(foreign)}); choose another folder, or pass --force "
                       "to write trtmin's files beside these (none of them is replaced)")
 
@@ -83,6 +89,25 @@ def is_trtmin_journal(path: Path) -> bool:
     except ValueError:
         return False
     return isinstance(first, dict) and isinstance(first.get("header"), dict) and "model_sha256" in first["header"]
+
+
+def journaled_verdicts(journal: Path) -> int:
+    """How many verdicts a journal holds: its lines after the header (a torn last one too)."""
+    try:
+        with open(journal, "rb") as f:
+            return max(0, sum(1 for _ in f) - 1)
+    except OSError:
+        return 0
+
+
+def finished_run(out: Path) -> bool:
+    """The journal's run wrote its results: summary.json (written last) names its header."""
+    try:
+        summary = json.loads((out / "summary.json").read_bytes())
+        line = (_first_line(out / JOURNAL) or b"").decode()
+        return isinstance(summary, dict) and summary.get("journal_header_sha256") == header_digest(line)
+    except (OSError, ValueError):
+        return False
 
 
 def never_started(path: Path) -> bool:
@@ -113,11 +138,21 @@ def _check_writable(out: Path) -> None:
         raise TrtminError(f"--out {out} cannot be written{where}; choose a folder you can write to")
 
 
+_HELD: set[str] = set()  # the folders this process holds: the CLI takes the lock, reduce() holds it again
+
+
 @contextmanager
 def held_by_this_run(out: Path) -> Iterator[None]:
     """One run at a time in a folder: a second run (--force or --resume beside a live one)
     would interleave its verdicts with the first's in one journal. A lock on the folder
-    itself (flock), so no file is added and a killed run holds nothing."""
+    itself (flock), so no file is added and a killed run holds nothing. A folder it made is
+    removed at the end if nothing was written into it (a model that failed to load). Held
+    again by the process that holds it, it is a no-op (flock would refuse a second open)."""
+    key = os.path.realpath(out)
+    if key in _HELD:
+        yield
+        return
+    made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:  # what access(2) could not foresee (a read-only /proc, a quota)
@@ -129,7 +164,14 @@ def held_by_this_run(out: Path) -> Iterator[None]:
         os.close(fd)
         raise TrtminError(f"--out {out} is in use by another trtmin run; wait for it to end, or choose another "
                           "folder") from None
+    _HELD.add(key)
     try:
         yield
     finally:
+        _HELD.discard(key)
         os.close(fd)
+        if made:
+            try:
+                out.rmdir()  # only where nothing is in it
+            except OSError:
+                pass

@@ -1,0 +1,123 @@
+"""A run's header: what its journal's verdicts depend on (the model, the inputs, a plugin
+file, the options, torch), and whether a --resume may replay them. Torch-free, so the
+CLI refuses a resume with other options or inputs before it starts workers or imports
+torch; the model's own identity (its program) is checked by Journal once it has loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import MISSING, asdict, fields
+from pathlib import Path
+from typing import Any
+
+from minimize.options import Options
+from oracles.backend_names import parse_backend
+from oracles.errors import TrtminError
+from oracles.out_folder import JOURNAL
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's contents, read a megabyte at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def options_key(opts: Options) -> dict[str, Any]:
+    """The options a verdict depends on, as the journal's header records them."""
+    d = asdict(opts)
+    d["model"] = str(opts.model)
+    d["inputs"] = str(opts.inputs) if opts.inputs else None  # for journals that have no inputs digest
+    # These do not change a verdict (a timeout or a memory limit can). generate_values only adds
+    # runs, each journaled under its own key: a resume may turn it off or on.
+    for k in ("jobs", "emit", "model", "verify", "generate_values"):
+        d.pop(k, None)
+    return d
+
+
+def header_before_loading(opts: Options) -> dict[str, Any]:
+    """What a journal's verdicts depend on, as far as it is known before the model loads:
+    the options, and the inputs and a plugin file by their contents (a path may name other
+    contents after a kill). A resume with any of it changed is refused at once."""
+    plugin = parse_backend(opts.backend).plugin_file
+    return {"options": options_key(opts),
+            "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
+            "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None}
+
+
+def check_resumable(folder: Path, header: dict[str, Any]) -> None:
+    """Before the model loads: a --resume with other options, inputs or plugin than the
+    journal's is refused at once, not after seconds of loading. `header` holds what is
+    known without the program (no model digests, no torch); Journal checks the rest."""
+    path = folder / JOURNAL
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(1 << 20).decode(errors="replace")
+    except OSError:
+        return  # nothing to resume: the run starts afresh
+    same_run(path, first, header)
+
+
+def same_run(path: Path, first_line: str, header: dict[str, Any]) -> None:
+    """Refuse to resume the journal at `path` (its header line `first_line`) from a run
+    with another `header`: its verdicts would answer other questions."""
+    try:
+        first = json.loads(first_line)["header"]
+    except (KeyError, TypeError, json.JSONDecodeError):
+        raise TrtminError(f"--resume: {path} is damaged; start over with --force") from None
+    if not isinstance(first, dict):
+        raise TrtminError(f"--resume: {path} is damaged; start over with --force")
+    then, now = _recorded_by_both(first, header)
+    if then != now:
+        raise TrtminError(f"--resume: {path.parent} was made {_difference(then, now)}; "
+                          "rerun with the same arguments, or start over with --force")
+
+
+def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two headers, each cut to what both record: a journal from before an option or a
+    digest was recorded says nothing of it, and that is not a difference, unless the option
+    is now off its default (what that journal's run had: --reference float64 does not
+    replay verdicts judged against eager alone)."""
+    then_opts, now_opts = then.get("options", {}), now.get("options", {})
+    both = {k for k in then if k in now and k != "options"}
+    opts = {k for k in then_opts if k in now_opts}
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+                for f in fields(Options) if f.default is not MISSING or f.default_factory is not MISSING}
+    new = {k: defaults[k] for k in now_opts if k not in then_opts and k in defaults and now_opts[k] != defaults[k]}
+    then_opts, opts = {**then_opts, **new}, opts | set(new)
+    if "inputs_sha256" in both:
+        opts.discard("inputs")  # the contents are compared: the same inputs by another path resume
+    if then.get("program_sha256") and now.get("program_sha256"):
+        both.discard("model_sha256")  # the program is compared: a re-export of the same code resumes
+    else:
+        both.discard("program_sha256")  # one could not be computed: the file's bytes decide
+    cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731
+    return cut(then, then_opts), cut(now, now_opts)
+
+
+def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
+    """What differs between the journal's header and this run's (each cut by
+    _recorded_by_both to what both record: both digests, or neither), in the CLI's words."""
+    if then.get("program_sha256") != now.get("program_sha256"):
+        return ("from another model (its graph or weights differ: program sha256 "
+                f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)")
+    if then.get("model_sha256") != now.get("model_sha256"):
+        # A journal without the program's digest: a re-export of the same code differs too
+        # (its stack traces hold the source's path).
+        return (f"from another model (the model file's contents differ: sha256 {then['model_sha256'][:12]}... "
+                f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)")
+    if then.get("inputs_sha256") != now.get("inputs_sha256"):
+        return "with other inputs (the --inputs file's contents differ)"
+    if then.get("plugin_sha256") != now.get("plugin_sha256"):
+        return "with another version of the plugin file (its contents differ)"
+    if then.get("torch") != now.get("torch"):
+        return f"with torch {then.get('torch')} (this is {now.get('torch')})"
+    old, new = then.get("options", {}), now.get("options", {})
+    flag = {"settings": "set", "memory_limit_mb": "memory-limit"}
+    changed = [f"--{flag.get(k, k.replace('_', '-'))} {old.get(k)!r} there, {new.get(k)!r} now"
+               for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return f"with other options ({'; '.join(changed)})" if changed else "with other options"
