@@ -25,13 +25,21 @@ def run_alone(script: Path, timeout: float) -> dict[str, Any]:
     script's exit code, its verdict line (or why there is none), and seconds. The script's
     own switches (TRTMIN_BACKEND=eager, TRTMIN_CHILD) are not passed on from this shell; the
     rest of the environment is, a plugin's own TRTMIN_-named settings and PYTHONPATH included
-    (the report then names PYTHONPATH, each folder once: a later repeat changes nothing)."""
+    (the report then names PYTHONPATH as _search_path gives it)."""
     limit = timeout + START_UP_S
     rc, out, err, timed_out, seconds = run_script(script, limit, without=SCRIPT_SWITCHES)
     status, reason, verdict = classify(rc, out, err, timed_out, limit)
-    search_path = os.pathsep.join(dict.fromkeys(os.environ.get("PYTHONPATH", "").split(os.pathsep)))  # "": the cwd
+    search_path = _search_path()
     return {"status": status, "exit": rc, "line": verdict or reason, "seconds": round(seconds, 1),
             **({"pythonpath": search_path} if search_path else {})}
+
+
+def _search_path() -> str:
+    """PYTHONPATH as the report names it: each folder once, less trtmin's own checkout,
+    which repro.py never imports (a maintainer would read it as something to set up)."""
+    own = os.path.realpath(Path(__file__).resolve().parents[2])
+    folders = os.environ.get("PYTHONPATH", "").split(os.pathsep)  # "": the cwd
+    return os.pathsep.join(dict.fromkeys(f for f in folders if not f or os.path.realpath(f) != own))
 
 
 def report_line(alone: dict[str, Any], repeat: int = 1) -> str:
