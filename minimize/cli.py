@@ -313,7 +313,10 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         from minimize.emit.verify import report_line
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
-    console.print(f"wrote {out}/repro.py, report.md, summary.json", highlight=False)
+    from minimize.emit.report import emitted_names
+    others = [emitted_names(spec)[0] for spec in summary.get("emitted", [])]  # --emit: each backend's script
+    console.print(f"wrote {out}/repro.py, report.md, summary.json"
+                  + (f"; for other backends (not run): {', '.join(others)}" if others else ""), highlight=False)
     for match in known:
         console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))

@@ -479,3 +479,20 @@ def test_an_onnx_node_an_error_names_is_read_back_as_our_node(tmp_path: Path) ->
     assert named_node_text(path, "In node 1 with name: node_nothing and operator: Softmax") is None
     (tmp_path / "bad.onnx").write_bytes(b"not a model")
     assert named_node_text(tmp_path / "bad.onnx", "with name: node_softmax") is None
+
+
+def test_the_exporters_notes_to_itself_stay_off_the_screen(tmp_path, caplog):
+    """onnx_ir logged "Skipped deduplication of initializer 'mul' as it is a graph input or
+    output" in the middle of a reduction's screen (--emit tensorrt of a program whose output
+    is a folded constant): a note of the exporter to itself, not the user's business."""
+    import logging
+
+    class Folded(nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x + 1, torch.arange(4) * 1_000
+
+    gm, inputs = candidate(Folded(), (torch.randn(2),))
+    with caplog.at_level(logging.WARNING):
+        export_onnx(gm, inputs, tmp_path / "model.onnx")
+    said = [r.getMessage() for r in caplog.records if r.name.startswith(("onnx_ir", "onnxscript", "torch.onnx"))]
+    assert not said, said

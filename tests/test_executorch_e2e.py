@@ -56,6 +56,8 @@ def reduced(tmp_path_factory) -> Path:
                 "--emit", "tensorrt", "--emit", "torch_tensorrt", "--emit", "executorch:portable", "--out", str(out),
                 "--no-verify")  # the tests run repro.py alone themselves
     assert r.returncode == 0, r.stderr[-3000:]
+    assert ("for other backends (not run): repro_tensorrt.py, repro_torch_tensorrt.py, repro_executorch_portable.py"
+            in " ".join(r.stderr.split())), r.stderr[-3000:]  # the screen names what --emit wrote
     return out
 
 

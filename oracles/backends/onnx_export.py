@@ -90,10 +90,16 @@ class OnnxExport:
         return {name: inputs[i] for name, i in zip(self.input_names, self.input_positions)}
 
 
+# their warnings are the exporter's notes to itself: "torchvision is not installed", onnx_ir's
+# "Skipped deduplication of initializer 'mul' as it is a graph input or output"
+QUIET_LOGGERS = ("torch.onnx", "onnx_ir", "onnxscript")
+
+
 def _quiet_export(module: torch.nn.Module, args: tuple[Any, ...], opset: int | None) -> Any:
-    onnx_logger = logging.getLogger("torch.onnx")
-    level = onnx_logger.level
-    onnx_logger.setLevel(logging.ERROR)  # "torchvision is not installed" and the like
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -101,7 +107,8 @@ def _quiet_export(module: torch.nn.Module, args: tuple[Any, ...], opset: int | N
             return torch.onnx.export(module, args, dynamo=True, opset_version=opset, verbose=False, report=False,
                                      **({"dynamic_shapes": shapes} if shapes else {}))
     finally:
-        onnx_logger.setLevel(level)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _set_training(module: torch.nn.Module, mode: bool) -> bool:
