@@ -396,7 +396,7 @@ def repros_add(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A `trtmin reduce` output folder.")],
     name: Annotated[str, typer.Option("--name", metavar="NAME", help="The repro's folder name in the suite.")],
     suite: SuiteOpt = None,
-    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace a repro of that name.")] = False,
+    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace a repro of that name, or save one that looks like a saved repro (the same bug).")] = False,
     upstream: Annotated[Optional[list[str]], typer.Option("--upstream", metavar="URL", help="An upstream issue or PR URL (repeatable).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""

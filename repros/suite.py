@@ -459,7 +459,8 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     report.md's first line, backend, oracle, device, added = today, first_seen from the
     versions summary.json recorded, expected = "reproduces". Everything is written to a
     hidden temporary folder first and renamed into place, so a failure leaves nothing
-    half-written. An existing ``name`` is refused unless ``force``.
+    half-written. An existing ``name`` is refused unless ``force``, and so is a reduction
+    that looks like a saved repro of another name (repros/match.py): the same bug twice.
     """
     out_dir, root = Path(out_dir), default_root() if root is None else Path(root)
     if root.exists() and not root.is_dir():
@@ -508,6 +509,11 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if parsed is None:
         raise TrtminError(f"cannot write a valid manifest for {name}: {'; '.join(problems)}")
 
+    from repros.match import known_bugs  # here: repros.match imports this module
+    twins = [m for m in known_bugs(out_dir, root) if m.name != name]
+    if twins and not force:
+        raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saved again, the suite would list one bug twice; "
+                          f"`trtmin repros run {twins[0].name}` checks it, or pass --force to save it beside it")
     root.mkdir(parents=True, exist_ok=True)
     target = root / name
     if target.exists() and not force:

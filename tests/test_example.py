@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.helpers import ROOT, run_cli, run_report_snippet, run_repro
+from tests.helpers import ROOT, run_cli, run_cli_here, run_report_snippet, run_repro
 
 EXAMPLE = ROOT / "examples" / "forecaster.pt2"
 INPUTS = ROOT / "examples" / "forecaster_inputs.pt"
@@ -23,7 +24,7 @@ def test_example_is_big_enough_and_fails():
     assert "int64" in r.stdout
 
 
-def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
+def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory):
     r = run_cli("reduce", str(EXAMPLE), "--inputs", str(INPUTS), "--oracle", "mismatch", "--backend", "inductor",
                 "--out", str(tmp_path), "--no-verify")  # run alone below
     assert r.returncode == 0, r.stderr[-3000:]
@@ -52,6 +53,14 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path):
                                                "inductor_int64_arange_vectorized"), report[:1500]
     m = run_cli("repros", "match", str(tmp_path))
     assert m.returncode == 1 and m.stdout.startswith("looks like a known bug: inductor_int64_arange_vectorized")
+    # ... and is not saved into the suite a second time under another name, unless asked
+    suite = tmp_path_factory.mktemp("suite") / "suite"
+    shutil.copytree(ROOT / "repros" / "suite", suite)
+    add = ("repros", "add", str(tmp_path), "--name", "arange_again", "--suite", str(suite))
+    a = run_cli_here(*add)
+    assert a.returncode == 2 and "inductor_int64_arange_vectorized" in a.stderr and "--force" in a.stderr, a.stderr
+    assert not (suite / "arange_again").exists()
+    assert run_cli_here(*add, "--force").returncode == 0 and (suite / "arange_again" / "repro.py").exists()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
