@@ -414,6 +414,24 @@ def _print_row(result: Any) -> None:
     err.print(f"{result.status:<10} {result.name}  {result.seconds:.1f} s{ok}", highlight=False)
 
 
+@repros_app.command("list")
+def repros_list(suite: SuiteOpt = None) -> None:
+    """The saved repros, one a line: name, backend, oracle, device, what is expected, title."""
+    from repros.suite import find_repros
+    try:
+        repros = find_repros(suite)
+    except TrtminError as e:
+        _fail(e)
+    width = max((len(r.name) for r in repros), default=0)
+    for r in repros:
+        m = r.manifest
+        about = (f"{m.backend} {m.oracle} on {m.device}, {m.expected}: {m.title}" if m is not None
+                 else f"cannot run: {r.problem}")
+        print(f"{r.name:<{width}}  {about}")
+    if not repros:
+        print(f"no repros in {suite or 'the shipped suite'}")
+
+
 @repros_app.command("match")
 def repros_match(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A reduce output folder (repro.py and summary.json).")],

@@ -408,6 +408,19 @@ def test_bad_entries_do_not_stop_the_others(tmp_path: Path) -> None:
     assert str(e.value).count("\n") == 2 and str(e.value).startswith("2 bad repro folders")
 
 
+def test_list_names_every_repro_and_what_is_wrong_with_a_bad_one(tmp_path: Path) -> None:
+    from tests.helpers import run_cli_here
+    make_repro(tmp_path, "good", exits(1, "REPRODUCED: x"), title="a good bug")
+    make_repro(tmp_path, "bad", exits(1, "REPRODUCED: x"), expected="maybe")
+    r = run_cli_here("repros", "list", "--suite", str(tmp_path))
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and [ln.split()[0] for ln in lines] == ["bad", "good"], r.stdout
+    assert "inductor mismatch on cpu, reproduces: a good bug" in lines[1]
+    assert "cannot run:" in lines[0] and "maybe" in lines[0]
+    shipped = run_cli_here("repros", "list").stdout.splitlines()
+    assert [ln.split()[0] for ln in shipped] == [r.name for r in find_repros(default_root())]
+
+
 def test_classify_signals() -> None:
     # A repro whose bug ran in-process and now kills it fails differently (README: exit 3's
     # meaning); a kill from outside says nothing of the bug.
