@@ -510,7 +510,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"cannot write a valid manifest for {name}: {'; '.join(problems)}")
 
     from repros.match import known_bugs  # here: repros.match imports this module
-    twins = [m for m in known_bugs(out_dir, root) if m.name != name]
+    twins = [m for m in known_bugs(out_dir, root) if m.name != name] if root.is_dir() else []  # a new suite: none
     if twins and not force:
         raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saved again, the suite would list one bug twice; "
                           f"`trtmin repros run {twins[0].name}` checks it, or pass --force to save it beside it")
