@@ -84,7 +84,11 @@ def normalize_message(message: str) -> str:
     """First non-empty line, with numbers, addresses and paths made generic, error codes kept.
 
     `KeyError: 'buf12'` and `KeyError: 'buf3'` are the same bug; an error about a
-    different op is not, and neither is another error code.
+    different op is not, and neither is another error code. 300 characters, as the
+    verdict line shows: TensorRT's words come after 200 of its own prefixes ("building
+    the engine failed: IBuilder::buildSerializedNetwork: Error Code 1: Myelin
+    ([myelin_graph.h:<n>: ...] ... CHECK(false) failed. Strided & Dilated Deconv not
+    supported by cuDNN"), and a cut at 200 kept "Strid" of them.
     """
     line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
     codes = _ERROR_CODE.findall(line)
@@ -94,7 +98,12 @@ def normalize_message(message: str) -> str:
         line = pattern.sub(repl, line)
     for i, code in enumerate(codes):
         line = line.replace(chr(0xE000 + i), code, 1)
-    return line[:200]
+    cut = line[:300]
+    opened = cut.rfind("<")
+    if opened >= 0 and any(line.startswith(token, opened) and opened + len(token) > len(cut)
+                           for token in ("<n>", "<addr>", "<path>/")):
+        cut = cut[:opened]  # not half a placeholder: the script's pattern would need "<pa" literally
+    return cut
 
 
 def mismatch_decade(max_abs: float | None) -> int:

@@ -22,6 +22,27 @@ def test_crash_signature_requires_same_type_and_message():
     assert sig.matches(Verdict("mismatch", max_abs=1.0), any_failure=True)
 
 
+def test_tensorrts_own_words_after_its_long_prefix_are_the_signature():
+    """TensorRT-RTX's real builder error: its words ("Strided & Dilated Deconv not
+    supported") come after 200 characters of prefixes; another check failing at the same
+    place is another bug, for the reduction and for the script's ERROR_PATTERN."""
+    said = ("building the engine failed: IBuilder::buildSerializedNetwork: Error Code 1: Myelin "
+            "([myelin_graph.h:1250: attachExceptionMsgToGraph] MyelinCheckException: cudnn_impl.cpp:1240: "
+            "CHECK(false) failed. {} In compileGraph at /_src/optimizer/myelin/codeGenerator.cpp:1783)")
+    deconv = Verdict("crash", "TensorRTError", said.format("Strided & Dilated Deconv not supported by cuDNN"))
+    other = Verdict("crash", "TensorRTError", said.format("Strided Grouped Conv not supported by cuDNN"))
+    sig = Signature.of(deconv)
+    assert "Strided & Dilated Deconv not supported by cuDNN" in sig.message
+    assert sig.matches(deconv) and not sig.matches(other)
+    pattern = error_pattern(sig, None)
+    assert re.search(pattern, deconv.message) and not re.search(pattern, other.message), pattern
+    # a cut inside a placeholder ("... at <pa") would make the pattern need "<pa" literally
+    for pad in range(280, 300):
+        message = "x" * pad + " at /_src/optimizer/api/network.cpp:1234 and 0x7f00 then 12 more"
+        pattern = error_pattern(Signature.of(Verdict("crash", "TensorRTError", message)), None)
+        assert re.search(pattern, message), (pad, pattern[-40:])
+
+
 def test_mismatch_signature_rejects_rounding_sized_errors():
     sig = Signature.of(Verdict("mismatch", max_abs=2.0))
     assert sig.matches(Verdict("mismatch", max_abs=8e9))

@@ -164,7 +164,7 @@ def run():
             actual = run_tensorrt(trt, plan, inputs, meta)  # [run,values]
             run_tensorrt(trt, plan, inputs, meta)  # [run,!values]
     except Exception as e:  # TensorRT failed: is it the same failure?
-        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         if not ERROR_PATTERN or re.search(ERROR_PATTERN, exception_text(e)):  # [failure]
             print(f"REPRODUCED: {type(e).__name__}: {first}")  # [failure]
             return 1  # [failure]
