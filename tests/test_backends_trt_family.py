@@ -259,6 +259,9 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
                 "--out", str(out), "--no-verify")
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads((out / "summary.json").read_text())["final_verdict"].startswith("MISMATCH")
+    # the NaN the bug needs sits in repro_inputs.pt: the report says where, or it reads as an argmax bug
+    said = " ".join((out / "report.md").read_text().split())
+    assert "The inputs are not all finite: `mul` holds 1 NaN of 24 values (the first at [1, 2])." in said, said[:1500]
     script = (out / "repro.py").read_text()
     assert "onnxruntime.InferenceSession(" in script and "def run_onnxruntime" not in script, script
     assert len(script.splitlines()) <= 80, len(script.splitlines())

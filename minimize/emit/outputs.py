@@ -129,7 +129,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
                               | {n for spec in summary.get("emitted", []) for n in emitted_names(spec)})
     snippet = report_snippet(info, gm, inputs, constants, backend, generated)
     atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet,
-                                                   input_names=list(inputs)))
+                                                   input_names=list(inputs), inputs=inputs))
     written["report"] = out / "report.md"
     atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     written["summary"] = out / "summary.json"

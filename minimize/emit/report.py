@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 import torch.fx as fx
@@ -110,6 +110,24 @@ def _values_section(verdict: Verdict) -> str:
             f"{rows}\n\n")
 
 
+def _nonfinite_section(inputs: Mapping[str, Any]) -> str:
+    """The inputs' NaN and infinities, said where any are: they sit in a tensors file, and
+    a bug that needs them (an argmax that skips NaN) reads as another bug without them."""
+    said = []
+    for name, value in inputs.items():
+        if not isinstance(value, torch.Tensor) or not (value.is_floating_point() or value.is_complex()):
+            continue
+        bad = ~torch.isfinite(value.detach())
+        if not bool(bad.any()):
+            continue
+        kinds = [f"{int(n)} {word}" for n, word in ((torch.isnan(value).sum(), "NaN"),
+                                                   (torch.isinf(value).sum(), "infinite")) if int(n)]
+        first = [int(i) for i in bad.nonzero()[0]]
+        at = f"[{', '.join(map(str, first))}]" if first else "[]"
+        said.append(f"`{name}` holds {' and '.join(kinds)} of {value.numel()} values (the first at {at})")
+    return f"The inputs are not all finite: {'; '.join(said)}.\n\n" if said else ""
+
+
 def _fed_words(input_names: Iterable[str], generated: Iterable[str]) -> str:
     """Cut to input, said where the repro has inputs that eager PyTorch computed: not where
     it has none (a program that makes all it reads) or makes them all (made values)."""
@@ -172,8 +190,10 @@ def _memory_words(info: ReproInfo) -> str:
 
 
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any],
-                  snippet: str | None = None, *, input_names: Sequence[str]) -> str:
-    """report.md's text; input_names: the reduced program's inputs (repro.py's make_inputs)."""
+                  snippet: str | None = None, *, input_names: Sequence[str],
+                  inputs: Mapping[str, Any] | None = None) -> str:
+    """report.md's text; input_names: the reduced program's inputs (repro.py's make_inputs),
+    `inputs` their values (their NaN and infinities are said)."""
     from oracles.environment import collect_environment, format_environment
 
     # The shape of Torch-TensorRT's bug template, so the section pastes into an issue as is.
@@ -194,7 +214,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_snippet_section(snippet)}{_values_section(info.verdict)}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 
