@@ -6,8 +6,8 @@ bug is judged on any machine; a bug that needs the engine run says SKIPPED there
 The script carries the source of `build_plan` (oracles/backends/tensorrt.py), so it
 builds what trtmin checked, and of only the parts its bug needs (its run and main are the
 tagged functions of oracles/backends/tensorrt_script_run.py). With
-TRTMIN_BACKEND=onnxruntime it runs the same ONNX file on ONNX Runtime, which validates the
-reference half where TensorRT is absent.
+TRTMIN_BACKEND=onnxruntime (or eager, the word the suite's control uses) it runs the same
+ONNX file on ONNX Runtime, which validates the reference half where TensorRT is absent.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ Files beside it: {onnx_files}, {npz} (inputs and eager PyTorch's outputs).
 Run:      python {script}
           exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package),
           3 = fails differently now
-Control:  TRTMIN_BACKEND=onnxruntime python {script}
+Control:  TRTMIN_BACKEND=onnxruntime python {script}   (or =eager, as for repro.py)
           runs the same ONNX file on onnxruntime (CPU) in place of TensorRT; it must print FIXED
 """
 
@@ -207,6 +207,7 @@ NPZ_FILE = HERE / {npz!r}
 OUTPUT_NAMES = {output_names!r}  # the ONNX model's, in order
 TRT_SETTINGS = {settings!r}
 ORACLE = {oracle!r}
+CONTROL = ("onnxruntime", "eager")  # TRTMIN_BACKEND values that run ONNX Runtime in place of TensorRT
 {constants}'''
 
 # what the child's functions (oracles/script_child.py) read beside ERROR_PATTERN
@@ -302,7 +303,8 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
            "how far past eager's own error from it is a bug"] if "values" in on else []),
         *([f"ERROR_PATTERN = {error_pattern!r}  # the failure's text, as a regex"] if on & {"failure", "child"} else []),
         *([CHILD_CONSTANTS.format(timeout=timeout)] if "child" in on else [])]
-    needs = ("A parser or builder bug: it builds and stops there, GPU or not." if "build" in on else
+    needs = ("A parser or builder bug: it builds and stops there (TensorRT-RTX builds without a GPU; NVIDIA's "
+             "TensorRT needs one)." if "build" in on else
              "Running the engine needs cuda-python and an NVIDIA GPU.")
     head = SCRIPT.format(header=header.replace('"""', "'''").strip(), needs=needs, script=SCRIPT_NAME,
                          onnx_files=", ".join(onnx_files), npz=NPZ_NAME, onnx=ONNX_NAME,

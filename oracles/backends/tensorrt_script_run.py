@@ -22,6 +22,7 @@ ONNX_FILE = NPZ_FILE = ORACLE = ERROR_PATTERN = ""
 ATOL = RTOL = ERROR_RATIO = 0.0
 TRT_SETTINGS: dict = {}
 OUTPUT_NAMES: list = []
+CONTROL: tuple = ()
 load_npz = compare_outputs_np = announce_call = run_in_child = None
 
 
@@ -145,7 +146,7 @@ def run():
     meta["output_names"] = OUTPUT_NAMES
     announce_call()  # [child]
     try:
-        if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
+        if os.environ.get("TRTMIN_BACKEND") in CONTROL:
             actual = run_reference(inputs, meta)  # [values]
             run_reference(inputs, meta)  # [!values]
         else:
@@ -186,7 +187,7 @@ def missing_requirements():
     """Why this cannot run here, or None (the GPU is asked for after the build)."""
     import importlib.util
 
-    reference = os.environ.get("TRTMIN_BACKEND") == "onnxruntime"
+    reference = os.environ.get("TRTMIN_BACKEND") in CONTROL
     needed = ["numpy"] + (["onnxruntime"] if reference else ["tensorrt|tensorrt_rtx"])
     for name in needed:
         if not any(importlib.util.find_spec(n) for n in name.split("|")):
