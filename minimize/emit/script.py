@@ -256,7 +256,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
         'inf, nan = float("inf"), float("nan")\n' if re.search(r"\b(inf|nan)\b", program) else "",
         (f"DEVICE, ATOL, RTOL = {info.device!r}, {info.atol!r}, {info.rtol!r}\n" if info.signature.kind == "mismatch"
          else f"DEVICE = {info.device!r}\n"),
-        f"REQUIRES = {part.requires!r}  # packages the backend imports (\"a|b\": either); without them: SKIPPED\n" if part.requires else "",
+        f"REQUIRES = {part.requires!r}  # packages the backend imports (\"a|b\": either); `trtmin repros run` reads it: SKIPPED at once without them\n" if part.requires else "",
         f"ERROR_PATTERN = {pattern!r}  # the failure's text, as a regex\n" if on & {"pattern", "child"} else "",
         dynamic.get("constant", ""),
         (f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
