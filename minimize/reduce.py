@@ -176,7 +176,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
                             "final_failures": problem.failures(found),
                             "min_failures": problem.min_failures}
     info = ReproInfo(
-        title=f"{session.backend.describe()} {final_verdict.kind} on {opts.device}: "
+        title=f"{session.backend.describe()} "
+              f"{session.backend.failure_words(final_verdict) or f'{final_verdict.kind} on {opts.device}'}: "
               f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
         source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
         oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,

@@ -129,6 +129,9 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     assert summary["environment"][trt.__name__] == trt.__version__
     report = (out / "report.md").read_text()
     assert tensorrt_name(trt) in report.splitlines()[0]
+    # named for where TensorRT failed, not "crash on cpu": its parser or builder ran on no device
+    stage = "parser failure" if "parser failed" in summary["final_verdict"] else "build failure"
+    assert f") {stage}: " in report.splitlines()[0] and " on cpu" not in report.splitlines()[0], report.splitlines()[0]
     # one node left: nothing to cut, said so (not "each of the 0 one-node cuts was tried")
     assert "- 1-minimal: a single call node is left." in report and "0 one-node" not in report + r.stdout
     # where the script makes every input it reads, no words of eager PyTorch computing them

@@ -155,5 +155,10 @@ class Backend:
         """What a user must know about how this backend judges candidates here, or None."""
         return None
 
+    def failure_words(self, verdict: Any) -> str | None:
+        """The title's name for `verdict` where "crash on DEVICE" would mislead (a TensorRT
+        parser or builder error runs on no device and kills nothing), else None."""
+        return None
+
     def describe(self) -> str:
         return self.spec

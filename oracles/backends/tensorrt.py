@@ -501,6 +501,11 @@ class TensorRTBackend(Backend):
         return ScriptPart(imports=[shared, runner], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
                           compile_body=_indent_body(body))
 
+    def failure_words(self, verdict: Verdict | None) -> str | None:
+        if not build_failure(verdict):
+            return None
+        return "parser failure" if verdict.message.startswith(BUILD_FAILURES[0]) else "build failure"
+
     def describe(self) -> str:
         return f"{self.spec} ({installed_tensorrt_name()})" + "".join(f" {k}={v}" for k, v in self.options.items())
 
