@@ -176,6 +176,7 @@ def collect_environment() -> dict[str, str]:
     env["Torch-TensorRT Version"] = torch_tensorrt_line()
     env["TensorRT Version"] = tensorrt_line()
     env["ONNX Runtime Version"] = package_version("onnxruntime")
+    env["ONNX export"] = f"onnx {package_version('onnx')}, onnxscript {package_version('onnxscript')}"
     gpus, cuda = _gpus()
     env.update({
         "CPU Architecture": platform.machine() or "unknown",
@@ -189,18 +190,20 @@ def collect_environment() -> dict[str, str]:
     })
     # the template's order
     order = ["Torch-TensorRT Version", "PyTorch Version", "TensorRT Version", "ExecuTorch Version",
-             "ONNX Runtime Version", "CPU Architecture", "CPU", "OS", "How you installed PyTorch", "Python version",
+             "ONNX Runtime Version", "ONNX export", "CPU Architecture", "CPU", "OS", "How you installed PyTorch", "Python version",
              "CUDA version", "GPU models and configuration", "Driver version"]
     return {k: env[k] for k in order}
 
 
 # Which template lines a backend's bug needs, by the start of its spec: the others say
 # "not installed" about packages the bug never touched.
-BACKEND_LINES = {"torch_tensorrt": ("Torch-TensorRT Version", "TensorRT Version"), "tensorrt": ("TensorRT Version",),
+BACKEND_LINES = {"torch_tensorrt": ("Torch-TensorRT Version", "TensorRT Version"),
+                 "tensorrt": ("TensorRT Version", "ONNX export"),  # torch.onnx.export, then TensorRT's parser
                  "executorch:tensorrt": ("ExecuTorch Version", "Torch-TensorRT Version", "TensorRT Version"),
-                 "executorch": ("ExecuTorch Version",), "onnxruntime": ("ONNX Runtime Version",), "inductor": (),
+                 "executorch": ("ExecuTorch Version",), "onnxruntime": ("ONNX Runtime Version", "ONNX export"), "inductor": (),
                  "eager": ()}
-COMPILER_LINES = ("Torch-TensorRT Version", "TensorRT Version", "ExecuTorch Version", "ONNX Runtime Version")
+COMPILER_LINES = ("Torch-TensorRT Version", "TensorRT Version", "ExecuTorch Version", "ONNX Runtime Version",
+                  "ONNX export")
 GPU_LINES = ("CUDA version", "GPU models and configuration", "Driver version")
 
 

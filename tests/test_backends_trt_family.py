@@ -421,11 +421,14 @@ def test_a_reports_environment_names_only_the_compilers_its_backend_uses(backend
     """report.md's environment, for a bug: the backend's compilers (installed or not), not
     the others installed here, which say nothing about it."""
     env = {"Torch-TensorRT Version": "2.11.0", "PyTorch Version": "2.13.0", "TensorRT Version": "not installed",
-           "ExecuTorch Version": "1.4.1", "ONNX Runtime Version": "1.32.0", "OS": "Linux"}
+           "ExecuTorch Version": "1.4.1", "ONNX Runtime Version": "1.32.0", "ONNX export": "onnx 1.23.2, onnxscript 0.7.2",
+           "OS": "Linux"}
     lines = format_environment(env, backend, "cpu").splitlines()
     named = [line.split(" - ", 1)[1].rsplit(" Version:", 1)[0] for line in lines if " Version:" in line]
     assert named == [c for c in ["Torch-TensorRT", "PyTorch", "TensorRT", "ExecuTorch", "ONNX Runtime"]
                      if c in compilers or c == "PyTorch"], lines
+    # the exporter is half of the path to TensorRT's parser and to ONNX Runtime
+    assert (" - ONNX export: onnx 1.23.2, onnxscript 0.7.2" in lines) == (backend in ("tensorrt", "onnxruntime")), lines
     assert lines[-1] == " - OS: Linux"
     # a plugin's or a command's compilers are not known: those installed stay, whatever its name starts with
     for unknown in ("plugins/mine.py:compile", "inductor_variant.py:compile", "cmd:tensorrt_run.sh {model}"):
