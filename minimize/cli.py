@@ -101,13 +101,14 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE
                    "torch._inductor.config name (max_autotune=true). Unknown keys are refused.")]
 
 
-def _journal_since(out: Path, started: float) -> bool:
-    """A journal this run wrote (not one an earlier run left) that holds a verdict."""
+def _progress_saved(out: Path, started: float, resume: bool) -> bool:
+    """Whether an interrupted run leaves verdicts to resume: its journal (the one it resumed,
+    or one it wrote itself, not an earlier run's) holds at least one."""
     try:
         fresh = (out / JOURNAL).stat().st_mtime >= started - 1  # whole-second mtimes on some file systems
     except OSError:
         return False
-    return fresh and journaled_verdicts(out / JOURNAL) > 0
+    return (resume or fresh) and journaled_verdicts(out / JOURNAL) > 0
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -211,7 +212,7 @@ def reduce(
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
-        if (resume and journaled_verdicts(out / JOURNAL)) or _journal_since(out, started):
+        if _progress_saved(out, started, resume):
             err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
         else:
             err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")

@@ -18,7 +18,7 @@ import torch
 
 from minimize.emit.outputs import check_emit, write_extra_script, write_outputs
 from minimize.emit.journal import Journal
-from minimize.emit.run_header import check_resumable, file_digest, header_before_loading
+from minimize.emit.run_header import file_digest, header_before_loading
 from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts
 from minimize.program.candidate import Candidate, make
@@ -77,8 +77,6 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     known = header_before_loading(opts)
     with ExitStack() as held:
         held.enter_context(held_by_this_run(out))  # one run at a time in a folder (the CLI holds it already)
-        if resume:
-            check_resumable(out, known)  # other options or inputs: said now, not after the load
         on_phase(f"loading {opts.model.name}: the program and eager's values")
         model_sha256 = digest_in_background(opts.model)
         session = held.enter_context(Session(opts, workers))  # it says what is wrong with a missing or damaged model

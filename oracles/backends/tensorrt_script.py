@@ -206,7 +206,6 @@ ONNX_FILE = HERE / {onnx!r}
 NPZ_FILE = HERE / {npz!r}
 OUTPUT_NAMES = {output_names!r}  # the ONNX model's, in order
 TRT_SETTINGS = {settings!r}
-ORACLE = {oracle!r}
 CONTROL = ("onnxruntime", "eager")  # TRTMIN_BACKEND values that run ONNX Runtime in place of TensorRT
 {constants}'''
 
@@ -299,6 +298,7 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
     imports = ["json", "os", "pathlib", "sys", *(["re"] if on & {"failure", "child"} else []),
                *(["subprocess"] if "child" in on else [])]
     constants = [
+        *([f"ORACLE = {oracle!r}"] if on & {"values", "child"} else []),  # what compare_outputs_np and the child read
         *([f"ATOL, RTOL = {atol!r}, {rtol!r}", f"ERROR_RATIO = {ERROR_RATIO!r}  # with a float64 run in the .npz: "
            "how far past eager's own error from it is a bug"] if "values" in on else []),
         *([f"ERROR_PATTERN = {error_pattern!r}  # the failure's text, as a regex"] if on & {"failure", "child"} else []),
