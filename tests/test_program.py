@@ -377,6 +377,20 @@ def test_a_worker_keeps_the_source_stacks_a_reexporting_compiler_names_its_node_
     assert problem.current.nodes[named_failing_position(problem, problem.current.nodes)] == sines[0]
 
 
+def test_an_input_named_as_a_python_builtin_reaches_the_worker(tmp_path):
+    """torch.export names an nn.Sequential's input `input`, which fx renames to `input_1` when
+    a graph is rebuilt; the worker's copy refused that (AssertionError) before its first call,
+    so no program of an nn.Sequential could be checked or reduced."""
+    from tests.helpers import worker_in_process
+    x = torch.randn(2, 4)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+    exported = torch.export.export(model, (x,))
+    assert "input" in [n.name for n in exported.graph.nodes]
+    program = Program(prepare(exported, "cpu"), [x])
+    run = worker_in_process(tmp_path, program, "def as_eager(gm, example_inputs):\n    return gm\n", "as_eager")
+    assert Verdict.from_dict(run({"kept": list(program.all_kept()), "settings": {}})).kind == "pass"
+
+
 class ReturnsOutOfGraphOrder(torch.nn.Module):
     def forward(self, x, y):
         a = torch.sin(x)

@@ -73,7 +73,7 @@ def loads(data: bytes) -> fx.Graph:
         args = fx.node.map_aggregate(args, resolve)
         kwargs = fx.node.map_aggregate(kwargs, resolve)
         node = graph.create_node(op, _decode_target(target), args, kwargs, name=name)
-        assert node.name == name, (node.name, name)
+        node.name = name  # fx renames a builtin's name (`input` -> `input_1`); export keeps it, and so must we
         if stack:
             node.meta["stack_trace"] = stack
         env[name] = node
