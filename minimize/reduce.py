@@ -185,9 +185,10 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
         dynamic=_kept_dynamic(session, final.input_names, values),
         needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type in ("Signal", "ProcessExit"))
     summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
-    summary["generated_values"] = generated
-    summary["shrunk_shapes"] = {n: [list(session.program.values[n].shape), list(t.shape)]
-                                for n, t in replaced.items() if t.shape != session.program.values[n].shape}
+    summary["generated_values"] = final.by_attribute(generated)  # as repro.py names them
+    summary["shrunk_shapes"] = final.by_attribute({n: [list(session.program.values[n].shape), list(t.shape)]
+                                                   for n, t in replaced.items()
+                                                   if t.shape != session.program.values[n].shape})
     summary["shrunk_sizes"] = {str(k): v for k, v in sizes.items()}  # in the graph's size arguments
     summary["dynamic"] = {n: {str(d): list(b) for d, b in dims.items()} for n, dims in info.dynamic.items()}
     summary["diagnosis"] = {k: v for k, v in problem.notes.items() if not k.startswith("_")}  # _: passes' own

@@ -66,11 +66,11 @@ def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
     assert s["original_nodes"] >= 12 and s["final_nodes"] <= 3
     script = (reduced / "repro.py").read_text()
     assert "linear" in script and "batch_norm" in script
-    assert "self.register_buffer('p_proj_weight'" in script  # weights stay weights: the bug needs it
+    assert "self.register_buffer('proj_weight'" in script  # weights stay weights: the bug needs it
     # not their values: the script makes them (and its input), and ships no tensor file
-    assert "p_proj_weight" in s["generated_values"] and "torch.randn((5, 2)" in script
+    assert "proj_weight" in s["generated_values"] and "torch.randn((5, 2)" in script
     # nor their sizes but one: the 5 features that BatchNorm's inline statistics hold stay
-    assert s["shrunk_shapes"]["p_proj_weight"] == [[5, 8], [5, 2]], s["shrunk_shapes"]
+    assert s["shrunk_shapes"]["proj_weight"] == [[5, 8], [5, 2]], s["shrunk_shapes"]
     assert not (reduced / "repro_inputs.pt").exists()
     # a static program: export, lower and load in the compile body, no helpers for other variants
     assert "load_program(pte.buffer)" in script and "def lower_to_pte" not in script, script
@@ -116,3 +116,25 @@ def test_emitted_scripts_for_the_tensorrt_family(reduced):
     r = _run(reduced / "repro_executorch_portable.py", TMPDIR=str(scratch))
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr[-2000:]
     assert not [p.name for p in scratch.iterdir() if p.name.startswith("repro-")]
+
+
+def test_a_sequentials_weight_names_keep_xnnpacks_batch_norm_fusion_crash(tmp_path):
+    """ExecuTorch 1.4.1's XNNPACK FuseBatchNormPass names the fused weight after the conv's
+    (`0_weight_fused_bn`, as a top-level nn.Sequential names it) and then fails to find
+    it. Candidates named their weights as export's placeholders (`p_0_weight`), so `check`
+    said "does not fail" where the user's own lowering failed; and the verdict showed only
+    the pass manager's wrapper ("An error occurred when running the 'FuseBatchNormPass'
+    pass"), not the pass's own error, which two such bugs would have shared."""
+    torch.manual_seed(0)
+    model, inputs = save_program(nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(),
+                                               nn.Linear(8 * 36, 4)).eval(), (torch.randn(2, 3, 8, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "executorch:xnnpack",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert "'FuseBatchNormPass' pass after the following passes: []: ValueError: '0_weight_fused_bn' is not in list" \
+        in summary["final_verdict"], summary["final_verdict"]
+    assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]
+    assert "self.register_buffer('0_weight'" in (out / "repro.py").read_text()
+    assert summary["final_nodes"] == 2  # the conv and the batch norm it is fused with

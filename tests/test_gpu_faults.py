@@ -45,7 +45,7 @@ def test_a_cuda_repro_with_weights_runs_alone(host_program, tmp_path, generate):
                 *([] if generate else ["--no-generate-values"]))
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert "self.register_buffer('p_l1_weight'" in (tmp_path / "repro.py").read_text()
+    assert "self.register_buffer('l1_weight'" in (tmp_path / "repro.py").read_text()
     assert bool(summary["generated_values"]) == generate
     assert (tmp_path / "repro_inputs.pt").exists() != generate
     assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]

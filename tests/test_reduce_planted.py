@@ -59,7 +59,7 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     # The script runs alone: it imports torch and the copied plugin, not trtmin.
     assert "minimize" not in (tmp_path / "repro.py").read_text() and (tmp_path / "plugin.py").exists()
     if fn == "crash_on_linear":  # weights stay weights: buffers of Repro, not inputs
-        assert "self.register_buffer('p_l1_weight'" in (tmp_path / "repro.py").read_text()
+        assert "self.register_buffer('l1_weight'" in (tmp_path / "repro.py").read_text()
     # report.md opens with the same graph as eager code, which runs alone and computes what Repro does
     top = (tmp_path / "report.md").read_text().split("**What fails:**")[1]
     assert top.split("```python\n")[0].count("\n") < 4 and top.split("```python\n")[1].startswith("import torch\n")

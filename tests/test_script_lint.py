@@ -83,7 +83,7 @@ def test_every_emitted_form_is_lint_clean(piece, kind: str) -> None:
             reference="float64" if float64 else "eager", memory_limit_mb=limit,
             dynamic={sliced.input_names[0]: {0: (2, 64)}} if dynamic else {})
         inputs = {n: values[n] for n in sliced.input_names}
-        constants = {n: values[n] for n in sliced.constant_names if n in values}
+        constants = sliced.weights(values)
         script, _ = render_script(info, sliced.gm, inputs, constants, backend)
         compile(script, "repro.py", "exec")
         stdlib = re.findall(r"^import (\w+)$", script.split("\ntry:", 1)[0], flags=re.M)  # before torch's
@@ -156,7 +156,7 @@ def write_cpu_script(piece, kind: str, backend, folder: Path) -> str:
     """repro.py of the piece for `kind` on `backend` at device cpu, written to `folder`."""
     sliced, values = piece
     return write_repro(folder, sliced.gm, {n: values[n] for n in sliced.input_names},
-                       {n: values[n] for n in sliced.constant_names if n in values}, VERDICTS[kind], backend)
+                       sliced.weights(values), VERDICTS[kind], backend)
 
 
 def run_script(folder: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -252,14 +252,14 @@ def test_a_script_waits_for_the_gpu_only_where_the_backend_returns_gpu_tensors(p
                          match=None, atol=1e-3, rtol=1e-3, device="cuda", needs_subprocess=False, timeout=5.0,
                          dynamic={sliced.input_names[0]: {0: (2, 64)}} if dynamic else {})  # the general forms
         script, _ = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names},
-                                  {n: values[n] for n in sliced.constant_names if n in values},
+                                  sliced.weights(values),
                                   BUILTIN[name](name, {}))
         assert ("torch.cuda.synchronize()" in script) is waits, f"{name} dynamic={dynamic}:\n{script}"
 
 
 def test_the_forward_reads_its_weights_where_it_uses_them(piece, tmp_path: Path) -> None:
-    """fx writes a line per weight (`p_l1_weight = self.p_l1_weight`); repro.py's forward
-    reads `self.p_l1_weight` where it uses it, as report.md's snippet does: the same values,
+    """fx writes a line per weight (`l1_weight = self.l1_weight`); repro.py's forward
+    reads `self.l1_weight` where it uses it, as report.md's snippet does: the same values,
     a line less per weight. A keyword, a longer name and a string are not uses."""
     from minimize.emit.script import inline_attribute_reads
 
@@ -271,7 +271,7 @@ def test_the_forward_reads_its_weights_where_it_uses_them(piece, tmp_path: Path)
     sliced, values = piece
     script = write_cpu_script(piece, "mismatch", BUILTIN["eager"]("eager", {}), tmp_path)
     forward_body = script.split("    def forward(", 1)[1].split("\n\n", 1)[0]
-    assert "self.p_l1_weight" in forward_body and not re.search(r"^\s+\w+ = self\.\w+$", forward_body, re.M), script
+    assert "self.l1_weight" in forward_body and not re.search(r"^\s+\w+ = self\.\w+$", forward_body, re.M), script
     namespace: dict = {"__name__": "repro", "__file__": str(tmp_path / "repro.py")}
     exec(compile(script, "repro.py", "exec"), namespace)
     inputs = namespace["make_inputs"]()

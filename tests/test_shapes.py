@@ -310,7 +310,7 @@ def test_a_reduction_shrinks_the_graphs_sizes_and_its_script_still_reproduces(tm
                 "--backend", plugin("crash_on_wide_layer_norm"), "--out", str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["shrunk_sizes"] == {"32": 2} and summary["shrunk_shapes"]["p_norm_weight"] == [[32], [2]]
+    assert summary["shrunk_sizes"] == {"32": 2} and summary["shrunk_shapes"]["norm_weight"] == [[32], [2]]
     script = (tmp_path / "out" / "repro.py").read_text()
     assert "torch.ops.aten.layer_norm.default(" in script and ", [2], " in script and "[32]" not in script
     assert "shrank where the bug does not need them: 32 → 2." in (tmp_path / "out" / "report.md").read_text()

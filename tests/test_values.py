@@ -100,13 +100,13 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     made = run_cli(*args, "--out", str(tmp_path / "made"))
     assert made.returncode == 0, made.stderr[-3000:]
     summary = json.loads((tmp_path / "made" / "summary.json").read_text())
-    assert "p_l1_weight" in summary["generated_values"]
+    assert "l1_weight" in summary["generated_values"]
     # made and shrunk in one call (generate_small_values): the two passes that try each have nothing left
     assert [summary["passes"][p]["calls"] for p in ("generate_small_values", "generate_values", "shrink_shapes")] == [1, 0, 0]
     script = (tmp_path / "made" / "repro.py").read_text()
     # and the sizes it does not need shrink (minimize/search/passes/shapes.py): the bias's 16 stays
-    assert "self.register_buffer('p_l1_weight', torch.randn((16, 2), generator=torch.Generator().manual_seed(" in script
-    assert summary["shrunk_shapes"] == {"p_l1_weight": [[16, 8], [16, 2]], "x": [[4, 8], [2, 2]]}
+    assert "self.register_buffer('l1_weight', torch.randn((16, 2), generator=torch.Generator().manual_seed(" in script
+    assert summary["shrunk_shapes"] == {"l1_weight": [[16, 8], [16, 2]], "x": [[4, 8], [2, 2]]}
     assert not (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" not in summary["files"]
     assert summary["repro_alone"]["status"] == "REPRODUCED"
     report = (tmp_path / "made" / "report.md").read_text()

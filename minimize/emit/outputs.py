@@ -101,7 +101,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     gm = piece.gm
     inputs = {n: values[n] for n in piece.input_names}
     input_values = list(inputs.values())
-    constants = {n: values[n] for n in piece.constant_names}
+    constants, generated = piece.weights(values), piece.by_attribute(generated)
     script, big = render_script(info, gm, inputs, constants, backend, generated)
     written: dict[str, Path] = {}
     if big:
@@ -200,7 +200,7 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
         note += f" It runs the program on {device}, where {spec} runs."
     extra = ReproInfo(**{**info.__dict__, "device": device, "title": f"{info.title} [{note}]"})
     script, big = render_script(extra, piece.gm, {n: values[n] for n in piece.input_names},
-                                {n: values[n] for n in piece.constant_names}, backend, generated)
+                                piece.weights(values), backend, piece.by_attribute(generated))
     if big and not (out / INPUTS_FILE).exists():
         atomic_torch_save(big, out / INPUTS_FILE)
     path = out / emitted_names(spec)[0]

@@ -31,6 +31,8 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     comment), with `params`, the program's inputs, as f's arguments. None where the graph
     is not straight-line code (a higher-order op's subgraph lives on `self`) or is too
     long to be read here."""
+    if not all(name.isidentifier() for name in tensors):  # a weight named `0_weight`, as its nn.Sequential names it
+        return None
     lines = textwrap.dedent("\n".join(forward.splitlines()[1:])).splitlines()  # without `def forward(...)`
     body = []
     for line in lines:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -37,6 +37,15 @@ class Slice:
     input_names: list[str]
     output_names: list[str]
     constant_names: list[str]  # weights the graph reads as attributes (get_attr), not inputs
+    attributes: dict[str, str] = field(default_factory=dict)  # weight -> its attribute's name, where they differ
+
+    def weights(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """{attribute name: value} of the weights, as a script registers them."""
+        return {self.attributes.get(n, n): values[n] for n in self.constant_names}
+
+    def by_attribute(self, named: Mapping[str, Any] | None) -> dict[str, Any]:
+        """`named` (by node name) with each weight's key its attribute name."""
+        return {self.attributes.get(n, n): v for n, v in (named or {}).items()}
 
     @property
     def call_nodes(self) -> int:
@@ -165,7 +174,8 @@ class Program:
         # BatchNorm into a Linear only when its weight is a constant).
         constants = {s.arg.name for s in sig.input_specs
                      if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)}
-        self._setup(ep.graph_module.graph, user_outputs, constants, device, fixed_random)
+        self._setup(ep.graph_module.graph, user_outputs, constants, device, fixed_random,
+                    weight_attributes(ep, constants))
         self.values = self._capture(ep, user_inputs)
         self.dynamic = dynamic_bounds(ep.graph_module.graph)
 
@@ -195,17 +205,19 @@ class Program:
     @classmethod
     def restore(cls, graph: fx.Graph, user_outputs: list[str], constants: set[str], values: dict[str, Any],
                 device: str, fixed_random: bool = False,
-                dynamic: dict[str, dict[int, tuple[int, int | None]]] | None = None) -> "Program":
+                dynamic: dict[str, dict[int, tuple[int, int | None]]] | None = None,
+                attributes: dict[str, str] | None = None) -> "Program":
         """A worker's copy: the graph and the eager values the main process captured."""
         program = cls.__new__(cls)
-        program._setup(graph, user_outputs, constants, device, fixed_random)
+        program._setup(graph, user_outputs, constants, device, fixed_random, attributes or {})
         program.values = values
         program.dynamic = dynamic or {}
         return program
 
     def _setup(self, graph: fx.Graph, user_outputs: list[str], constants: set[str], device: str,
-               fixed_random: bool) -> None:
+               fixed_random: bool, attributes: dict[str, str]) -> None:
         self.device = device
+        self.attributes = attributes  # weight -> its attribute's name in a slice, where they differ
         self.fixed_random = fixed_random
         self.random_draws = [n for n in graph.nodes if n.op == "call_function" and draws_random(n)]
         self.graph = graph
@@ -286,7 +298,7 @@ class Program:
                 inputs.append(dep.name)
         for dep in externals:
             if dep.name not in env:
-                env[dep.name] = graph.get_attr(dep.name)
+                env[dep.name] = graph.get_attr(self.attributes.get(dep.name, dep.name))
                 env[dep.name].meta["val"] = dep.meta.get("val")
                 constants.append(dep.name)
         for i in kept:
@@ -303,9 +315,9 @@ class Program:
         graph.output(tuple(env[o] for o in outs))
         root = torch.nn.Module()
         for name in constants:
-            root.register_buffer(name, (replaced or {}).get(name, self.values[name]))
+            root.register_buffer(self.attributes.get(name, name), (replaced or {}).get(name, self.values[name]))
         gm = fx.GraphModule(root, graph)
-        return Slice(gm, inputs, outs, constants)
+        return Slice(gm, inputs, outs, constants, {n: self.attributes[n] for n in constants if n in self.attributes})
 
     def leaf_nodes(self, output_names: Sequence[str]) -> list[int]:
         """The node each flattened output comes from, for outputs that are these nodes'
@@ -361,6 +373,23 @@ def resized_arguments(node: fx.Node, sizes: Mapping[int, int]) -> tuple[tuple[An
         else:
             kwargs[where] = new
     return tuple(args), kwargs
+
+
+def weight_attributes(ep: ExportedProgram, constants: set[str]) -> dict[str, str]:
+    """{weight: the attribute a slice reads it from}: its name in the user's module (the
+    state dict's `0.weight`, dots as underscores, as ExecuTorch writes its own), not the
+    placeholder's (`p_0_weight`). Compilers may depend on it: ExecuTorch 1.4's XNNPACK
+    BatchNorm fusion fails on a weight whose name starts with a digit, a top-level
+    nn.Sequential's. Export's name stays where that one is taken twice, by a node, or by
+    nn.Module itself (`training`)."""
+    wanted = {s.arg.name: s.target.replace(".", "_") for s in ep.graph_signature.input_specs
+              if s.arg.name in constants and s.target}
+    counts: dict[str, int] = {}
+    for attribute in wanted.values():
+        counts[attribute] = counts.get(attribute, 0) + 1
+    nodes, module = {n.name for n in ep.graph.nodes}, torch.nn.Module()
+    return {name: attribute for name, attribute in wanted.items() if attribute != name and counts[attribute] == 1
+            and (attribute not in nodes) and not hasattr(module, attribute)}
 
 
 def lifted_args(ep: ExportedProgram, user_inputs: Sequence[Any]) -> list[Any]:

@@ -65,7 +65,8 @@ def save_state(program: Program, folder: Path, imports: list[str] | None = None)
     (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
     state = {"values": _owned(program.values),
              "user_outputs": program.output_order, "constants": sorted(program.constants),
-             "fixed_random": program.fixed_random, "imports": list(imports or []), "dynamic": program.dynamic}
+             "fixed_random": program.fixed_random, "imports": list(imports or []), "dynamic": program.dynamic,
+             "attributes": program.attributes}
     torch.save(state, str(folder / VALUES_FILE))
     (folder / READY_FILE).touch()
 
@@ -89,7 +90,7 @@ def load_state(folder: Path, device: str) -> Program:
         import_libraries(state["imports"])  # before the graph: its custom ops must resolve
         graph = graph_io.loads((folder / GRAPH_FILE).read_bytes())
         return Program.restore(graph, state["user_outputs"], set(state["constants"]), state["values"], device,
-                               state["fixed_random"], state.get("dynamic"))
+                               state["fixed_random"], state.get("dynamic"), state.get("attributes"))
 
 
 _backends: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}  # kept across the zygote's fork
