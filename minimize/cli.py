@@ -4,6 +4,7 @@ one red line and exit code 2 (docs/design.md, Conventions). The only module that
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import time
@@ -397,16 +398,22 @@ def repros_add(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A `trtmin reduce` output folder.")],
     name: Annotated[str, typer.Option("--name", metavar="NAME", help="The repro's folder name in the suite.")],
     suite: SuiteOpt = None,
-    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace a repro of that name, or save one that looks like a saved repro (the same bug).")] = False,
+    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace the repro of that name (its folder goes).")] = False,
+    duplicate: Annotated[bool, typer.Option("--duplicate", rich_help_panel="Output", help="Save it even where it looks like a saved repro (the same bug).")] = False,
     upstream: Annotated[Optional[list[str]], typer.Option("--upstream", metavar="URL", help="An upstream issue or PR URL (repeatable).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
-    from repros.suite import add_repro
+    from repros.suite import MANIFEST, add_repro, default_root, parse_manifest
+    old = (suite or default_root()) / name
     try:
-        path = add_repro(out_dir, name, suite, force=force, upstream=upstream or ())
+        before = parse_manifest(old / MANIFEST).title if (old / MANIFEST).is_file() else old.name
+    except TrtminError:
+        before = old.name
+    try:
+        path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=upstream or ())
     except TrtminError as e:
         _fail(e)
-    print(f"saved {path}")
+    print(f"saved {path}" + (f", in place of the repro there ({before})" if old.exists() and force else ""))
 
 
 def _print_row(result: Any) -> None:
@@ -426,11 +433,13 @@ def repros_list(suite: SuiteOpt = None) -> None:
     width = max((len(r.name) for r in repros), default=0)
     for r in repros:
         m = r.manifest
-        about = (f"{m.backend} {m.oracle} on {m.device}, {m.expected}: {m.title}" if m is not None
-                 else f"cannot run: {r.problem}")
+        when = "".join(f", {status} where {cond.text}" for cond, status in m.expected_when) if m else ""
+        about = (f"{m.backend} {m.oracle} on {m.device}, {m.expected}{when}: {m.title}" if m is not None
+                 and r.problem is None else f"cannot run: {r.problem}")
         print(f"{r.name:<{width}}  {about}")
     if not repros:
         print(f"no repros in {suite or 'the shipped suite'}")
+    raise typer.Exit(1 if any(r.problem for r in repros) else 0)
 
 
 @repros_app.command("match")
@@ -440,18 +449,21 @@ def repros_match(
 ) -> None:
     """Say which saved repros a reduction looks like (the same ops, backend and failure);
     exit 1 if one does, 0 if none."""
-    from repros.match import fingerprint, known_bugs
+    from repros.match import compare, fingerprint
     try:
         if fingerprint(out_dir) is None:
             raise TrtminError(f"{out_dir} holds no reduction to compare (repro.py and summary.json of trtmin reduce, "
                               "with ATen ops in its graph); pass the --out folder of a reduce")
-        found = known_bugs(out_dir, suite)
+        found, blind = compare(out_dir, suite)
     except TrtminError as e:
         _fail(e)
     for match in found:
         print(match.line())
     if not found:
         print(f"no saved repro matches {out_dir}")
+    if blind:
+        print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} without a summary.json of "
+              f"trtmin reduce (hand-written, or the file is gone or damaged): {', '.join(blind)}")
     raise typer.Exit(1 if found else 0)
 
 
@@ -459,7 +471,7 @@ def repros_match(
 def repros_run(
     names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Repros to run (default: all).")] = None,
     suite: SuiteOpt = None,
-    json_file: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the results here, for `repros table`.")] = None,
+    json_file: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the results here, for `repros table` ('-': to stdout, the table to stderr).")] = None,
     device_label: Annotated[Optional[str], typer.Option("--device-label", metavar="LABEL", help="The column name for this machine (default: GPU name or cpu).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds each repro may run.")] = 600.0,
     strict_skips: Annotated[bool, typer.Option(help="A repro that cannot run here (no GPU, a missing package) "
@@ -471,7 +483,8 @@ def repros_run(
     TRTMIN_BACKEND=eager runs the control: every repro must then say FIXED."""
     from rich.console import Console as RichConsole
 
-    from repros.runner import environment, exit_code, render_table, run_repros, summary_line, write_json
+    from repros.runner import (environment, exit_code, render_table, results_to_json, run_repros, summary_line,
+                               write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
     try:
         check_timeout(timeout, example=600)
@@ -486,10 +499,14 @@ def repros_run(
                               "trtmin repros add OUT --name NAME --suite ...")
     except TrtminError as e:
         _fail(e)
-    console = RichConsole(width=None if sys.stdout.isatty() else 160)
+    to_stdout = str(json_file) == "-"  # the JSON is stdout's, for a pipe: the table goes to stderr
+    stream = sys.stderr if to_stdout else sys.stdout
+    console = RichConsole(file=stream, width=None if stream.isatty() else 160)
     console.print(render_table(results))
     console.print(summary_line(results), highlight=False)
-    if json_file:
+    if to_stdout:
+        print(json.dumps(results_to_json(results, environment(device_label)), indent=2, sort_keys=True))
+    elif json_file:
         write_json(json_file, results, environment(device_label))
     raise typer.Exit(exit_code(results))
 

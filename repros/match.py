@@ -71,13 +71,22 @@ class Match:
 
 def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
     """The saved repros whose fingerprint is the reduction's in `folder`."""
+    return compare(folder, suite)[0]
+
+
+def compare(folder: Path, suite: Path | None = None) -> tuple[list[Match], list[str]]:
+    """(the saved repros whose fingerprint is the reduction's in `folder`, the names of
+    those that have none to compare: hand-written, or their summary.json gone or damaged)."""
     mine = fingerprint(Path(folder))
     if mine is None:
-        return []
-    found = []
+        return [], []
+    found, blind = [], []
     for repro in find_repros(suite):
-        if repro.manifest is None or repro.path.resolve() == Path(folder).resolve():
+        if repro.path.resolve() == Path(folder).resolve():
             continue
-        if fingerprint(repro.path) == mine:
+        theirs = fingerprint(repro.path) if repro.manifest is not None else None
+        if theirs is None:
+            blind.append(repro.name)
+        elif theirs == mine:
             found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream)))
-    return found
+    return found, blind

@@ -1,7 +1,7 @@
 """The saved repro suite: find the folders, read and validate their manifests, add new ones.
 
-A suite is a folder with one sub-folder per bug (default: ``repros/suite/`` inside this
-package; any folder works, and a single repro folder counts as a suite of one)::
+A suite is a folder with one sub-folder per bug (default: $TRTMIN_SUITE, else ``repros/suite/``
+inside this package; any folder works, and a single repro folder counts as a suite of one)::
 
     <root>/<name>/repro.py        the standalone script (docs/design.md#the-script-contract)
     <root>/<name>/manifest.toml   what the bug is and what status to expect
@@ -10,43 +10,8 @@ package; any folder works, and a single repro folder counts as a suite of one)::
 Sub-folders whose name starts with "." or "_" are ignored (``add_repro`` builds its
 entries in hidden temporary folders).
 
-manifest.toml
--------------
-::
-
-    title = "uint8 input permuted before a float cast fails"     # required, one line
-    upstream = ["https://github.com/pytorch/TensorRT/pull/4953"] # list of URLs, may be []
-    backend = "torch_tensorrt"                                   # required
-    oracle = "crash"                                             # required
-    device = "cuda"                                              # required
-    added = "2026-11-30"                                         # required, YYYY-MM-DD
-    expected = "reproduces"                                      # required: "reproduces" | "fixed"
-    notes = "free text"                                          # optional
-
-    [first_seen]               # versions where the bug was first seen; values are strings
-    torch = "2.15.0"
-    tensorrt = "11.4"
-
-    [expected_when]            # optional overrides; the FIRST condition that holds wins
-    "torch_tensorrt >= 2.16" = "fixed"
-    "label:A100" = "reproduces"
-    no_gpu = "skipped"
-
-``expected`` is the status expected where no ``[expected_when]`` condition holds.
-``[expected_when]`` values are "reproduces", "fixed" or "skipped". Conditions, tried in
-file order against the machine the suite runs on:
-
-- ``no_gpu`` / ``gpu``: no CUDA GPU is visible to torch / one is.
-- ``label:<text>``: the run's device label (``--device-label``, default the GPU's name
-  or "cpu") contains <text>, case-insensitively.
-- ``missing:<package>``: the distribution is not installed (importlib.metadata).
-- ``<package> <op> <version>`` with op one of >= > <= < == !=, e.g.
-  ``"tensorrt >= 10.16"``. Release numbers only: "2.16.0.dev20251101+cu128" compares
-  as 2.16.0, and missing trailing parts count as 0. False when the package is missing.
-
-Packages are named as installed (torch, torch_tensorrt, tensorrt, tensorrt_rtx, executorch,
-numpy, ...); tensorrt also finds the tensorrt-cu12/-cu13 wheels, tensorrt_rtx the
-tensorrt-rtx-cu13 ones, torch_tensorrt its build on TensorRT-RTX (torch-tensorrt-rtx).
+manifest.toml: what the bug is and what status to expect; its fields and the ``[expected_when]``
+conditions are in docs/reference.md ("The suite's manifest").
 
 The rules that turn a run's status and this expectation into ok / not ok are in
 ``repros.runner``.
@@ -66,9 +31,10 @@ from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
 from oracles.out_folder import JOURNAL, OUR_PATTERN, header_digest
-from oracles.backend_names import parse_backend
+from oracles.backend_names import check_backend_name, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
+from oracles.verdict import ORACLES
 
 SCRIPT = "repro.py"
 MANIFEST = "manifest.toml"
@@ -83,9 +49,20 @@ EMITTED_DATA = ("model.onnx", "repro_tensorrt.npz")  # --emit's scripts (repro_<
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
+SUITE_VARIABLE = "TRTMIN_SUITE"
+
+
 def default_root() -> Path:
-    """The suite shipped with trtmin: the ``suite/`` folder beside this module."""
-    return Path(__file__).resolve().parent / "suite"
+    """The suite a command reads without --suite: $TRTMIN_SUITE where it is set (a team's
+    own suite, which reduce's known-bug note reads too), else the one shipped with trtmin,
+    the ``suite/`` folder beside this module."""
+    chosen = os.environ.get(SUITE_VARIABLE, "").strip()
+    return Path(chosen).expanduser() if chosen else Path(__file__).resolve().parent / "suite"
+
+
+def suite_words(root: Path) -> str:
+    """" --suite ROOT" for a command line, where ROOT is not what the command reads anyway."""
+    return "" if Path(root).resolve() == default_root().resolve() else f" --suite {_shown(Path(root))}"
 
 
 def _shown(path: Path) -> str:
@@ -226,6 +203,15 @@ def manifest_from_dict(data: dict[str, Any]) -> tuple[Manifest | None, list[str]
                                       for k in ("title", "backend", "oracle", "device"))
     if "\n" in title:
         problems.append("title must be one line")
+    if backend:
+        try:
+            check_backend_name(backend)
+        except TrtminError as e:
+            problems.append(f"backend: {e}")
+    if oracle and oracle not in ORACLES:
+        problems.append(f"oracle = {oracle!r} is not one of {', '.join(ORACLES)}")
+    if device and device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
+        problems.append(f"device = {device!r} is not cpu, cuda or cuda:N")
     added = ""
     if "added" in data:
         a = data["added"]
@@ -287,7 +273,7 @@ def parse_manifest(path: Path) -> Manifest:
     except FileNotFoundError:
         fix = (f"it is a `trtmin reduce` output: save it into the suite with `trtmin repros add "
                f"{_shown(path.parent)} --name NAME`" if (path.parent / "summary.json").is_file() else
-               "see repros/suite.py for the fields")
+               "see docs/reference.md, \"The suite's manifest\", for its fields")
         raise TrtminError(f"{_shown(path)}: not found; every repro folder needs a manifest.toml ({fix})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise TrtminError(f"{_shown(path)}: not valid TOML ({e})") from None
@@ -450,7 +436,7 @@ def _shown_backend(spec: str) -> str:
     return parse_backend(spec).shown
 
 
-def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False,
+def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False, duplicate: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
 
@@ -459,8 +445,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     report.md's first line, backend, oracle, device, added = today, first_seen from the
     versions summary.json recorded, expected = "reproduces". Everything is written to a
     hidden temporary folder first and renamed into place, so a failure leaves nothing
-    half-written. An existing ``name`` is refused unless ``force``, and so is a reduction
-    that looks like a saved repro of another name (repros/match.py): the same bug twice.
+    half-written. An existing ``name`` is refused unless ``force`` (replace it), and a
+    reduction that looks like a saved repro of another name (repros/match.py), the same
+    bug twice, unless ``duplicate``: two flags, so that saving a twin never deletes a repro.
     """
     out_dir, root = Path(out_dir), default_root() if root is None else Path(root)
     if root.exists() and not root.is_dir():
@@ -511,9 +498,10 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
 
     from repros.match import known_bugs  # here: repros.match imports this module
     twins = [m for m in known_bugs(out_dir, root) if m.name != name] if root.is_dir() else []  # a new suite: none
-    if twins and not force:
+    if twins and not duplicate:
         raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saved again, the suite would list one bug twice; "
-                          f"`trtmin repros run {twins[0].name}` checks it, or pass --force to save it beside it")
+                          f"`trtmin repros run {twins[0].name}{suite_words(root)}` checks it, or pass --duplicate "
+                          "to save it beside it")
     root.mkdir(parents=True, exist_ok=True)
     target = root / name
     if target.exists() and not force:

@@ -53,14 +53,20 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
                                                "inductor_int64_arange_vectorized"), report[:1500]
     m = run_cli("repros", "match", str(tmp_path))
     assert m.returncode == 1 and m.stdout.startswith("looks like a known bug: inductor_int64_arange_vectorized")
+    assert "\nnot compared: " in m.stdout and "view_above_8_dims" in m.stdout, m.stdout  # hand-written: said
     # ... and is not saved into the suite a second time under another name, unless asked
     suite = tmp_path_factory.mktemp("suite") / "suite"
     shutil.copytree(ROOT / "repros" / "suite", suite)
     add = ("repros", "add", str(tmp_path), "--name", "arange_again", "--suite", str(suite))
     a = run_cli_here(*add)
-    assert a.returncode == 2 and "inductor_int64_arange_vectorized" in a.stderr and "--force" in a.stderr, a.stderr
-    assert not (suite / "arange_again").exists()
-    assert run_cli_here(*add, "--force").returncode == 0 and (suite / "arange_again" / "repro.py").exists()
+    assert a.returncode == 2 and "inductor_int64_arange_vectorized" in a.stderr and "--duplicate" in a.stderr, a.stderr
+    assert f"--suite {suite}" in " ".join(a.stderr.split())  # the command it offers reads this suite
+    # --force replaces a repro of the name; it saves no twin, so it never deletes one by the way
+    assert run_cli_here(*add, "--force").returncode == 2 and not (suite / "arange_again").exists()
+    assert run_cli_here(*add, "--duplicate").returncode == 0 and (suite / "arange_again" / "repro.py").exists()
+    replaced = run_cli_here("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite),
+                            "--duplicate", "--force")
+    assert replaced.returncode == 0 and "in place of the repro there (A view above 8 dimensions" in replaced.stdout
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -386,7 +386,7 @@ def test_a_reduce_output_without_a_manifest_is_pointed_to_repros_add(tmp_path: P
                                           "repros add "):
         parse_manifest(tmp_path / "manifest.toml")
     (tmp_path / "summary.json").unlink()
-    with pytest.raises(TrtminError, match="see repros/suite.py for the fields"):
+    with pytest.raises(TrtminError, match="see docs/reference.md, \"The suite.s manifest\", for its fields"):
         parse_manifest(tmp_path / "manifest.toml")
 
 
@@ -412,11 +412,20 @@ def test_list_names_every_repro_and_what_is_wrong_with_a_bad_one(tmp_path: Path)
     from tests.helpers import run_cli_here
     make_repro(tmp_path, "good", exits(1, "REPRODUCED: x"), title="a good bug")
     make_repro(tmp_path, "bad", exits(1, "REPRODUCED: x"), expected="maybe")
+    make_repro(tmp_path, "typo", exits(1, "REPRODUCED: x"), extra='\n[expected_when]\n"torch >= 9" = "fixed"\n')
+    (tmp_path / "typo" / "manifest.toml").write_text((tmp_path / "typo" / "manifest.toml").read_text()
+                                                     .replace('"inductor"', '"inductr"').replace('"cpu"', '"gpu"'))
+    make_repro(tmp_path, "when", exits(1, "REPRODUCED: x"), extra='\n[expected_when]\n"torch >= 9" = "fixed"\n')
+    make_repro(tmp_path, "gone", exits(1, "REPRODUCED: x"))
+    (tmp_path / "gone" / "repro.py").unlink()
     r = run_cli_here("repros", "list", "--suite", str(tmp_path))
     lines = r.stdout.splitlines()
-    assert r.returncode == 0 and [ln.split()[0] for ln in lines] == ["bad", "good"], r.stdout
-    assert "inductor mismatch on cpu, reproduces: a good bug" in lines[1]
+    assert r.returncode == 1 and [ln.split()[0] for ln in lines] == ["bad", "gone", "good", "typo", "when"], r.stdout
+    assert "inductor mismatch on cpu, reproduces: a good bug" in lines[2]
     assert "cannot run:" in lines[0] and "maybe" in lines[0]
+    assert "cannot run:" in lines[1] and "no repro.py" in lines[1]
+    assert "unknown backend 'inductr'" in lines[3] and "device = 'gpu' is not cpu, cuda or cuda:N" in lines[3]
+    assert "inductor mismatch on cpu, reproduces, fixed where torch >= 9: when" in lines[4]
     shipped = run_cli_here("repros", "list").stdout.splitlines()
     assert [ln.split()[0] for ln in shipped] == [r.name for r in find_repros(default_root())]
 
@@ -644,3 +653,17 @@ def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_line
     report.write_text("# another shape\n")  # no such line: at the end
     _write_known_bugs(report, [match], verdict)
     assert report.read_text().startswith("# another shape\n\n**Known bug?** This reduction looks like")
+
+
+def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Path, monkeypatch) -> None:
+    """`--json -` wrote a file named '-'; a team's own suite had to be passed to every
+    command (and reduce's known-bug note read only the shipped one): $TRTMIN_SUITE names it."""
+    from tests.helpers import run_cli_here
+    make_repro(tmp_path / "ours", "good", exits(1, "REPRODUCED: x"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "ours"))
+    assert default_root() == tmp_path / "ours"
+    r = run_cli_here("repros", "run", "--json", "-")
+    data = json.loads(r.stdout)  # nothing else on stdout: the table went to stderr
+    assert r.returncode == 0 and [x["name"] for x in data["results"]] == ["good"], r.stdout + r.stderr
+    assert "good" in r.stderr and not (tmp_path / "-").exists()
