@@ -79,6 +79,26 @@ def test_a_dict_batch_alone_or_as_the_one_argument(tmp_path):
         assert [g.shape for g in got] == [w.shape for w in want] and all(map(torch.equal, got, want)), form
 
 
+def test_a_dict_of_the_programs_input_names_holds_them_by_name(tmp_path):
+    """forward(image, state) called positionally; the inputs saved as {"image": ..., "state": ...},
+    which the error had refused as "a dict of 2 ('image', 'state') but the program takes 2
+    inputs (image, state)". The early (torch-free) check reads it the same way."""
+    from minimize.program.peek import check_inputs_early
+
+    class TwoInputs(nn.Module):
+        def forward(self, image: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+            return image.mean((1, 2)) + state
+
+    image, state = torch.randn(2, 3, 4), torch.randn(2)
+    path = tmp_path / "m.pt2"
+    torch.export.save(torch.export.export(TwoInputs(), (image, state)), str(path))
+    got = _load(path, {"state": state, "image": image}, tmp_path)
+    assert len(got) == 2 and torch.equal(got[0], image) and torch.equal(got[1], state)
+    torch.save({"state": state, "image": image[:, :2]}, tmp_path / "short.pt")
+    with pytest.raises(Exception, match="input 'image' in .* has shape"):
+        check_inputs_early(path, tmp_path / "short.pt")
+
+
 def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
     path, batch, noise = policy
     f = tmp_path / "in.pt"

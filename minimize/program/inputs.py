@@ -68,7 +68,7 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
         raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({type(e).__name__}: "
                           f"{first_line(e)}); save a plain tuple of tensors with torch.save") from None
     metas = user_input_metas(ep)
-    flat = _flatten_like_export(loaded, ep, len(metas))
+    flat = _flatten_like_export(loaded, ep, [n for n, _ in metas])
     if flat is None:
         if not isinstance(loaded, (tuple, list, dict, torch.Tensor)):
             kind = type(loaded).__name__
@@ -88,11 +88,11 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     return flat
 
 
-def _flatten_like_export(loaded: Any, ep: ExportedProgram, count: int) -> list[Any] | None:
+def _flatten_like_export(loaded: Any, ep: ExportedProgram, names: list[str]) -> list[Any] | None:
     """The user inputs in the file, in the program's order, or None where it holds none of
     the forms (minimize/program/peek.py flatten_like_export, with the program's input spec)."""
     spec = getattr(ep.call_spec, "in_spec", None)
-    return flatten_like_export(loaded, count, spec and spec.flatten_up_to, torch.Tensor)
+    return flatten_like_export(loaded, len(names), spec and spec.flatten_up_to, torch.Tensor, names)
 
 
 def has_mutations(ep: ExportedProgram) -> bool:

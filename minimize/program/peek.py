@@ -19,7 +19,7 @@ import pickle
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from oracles.errors import TrtminError
 
@@ -123,14 +123,18 @@ def _flatten_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
 
 
 def flatten_like_export(loaded: Any, count: int, flatten: Callable[[tuple[Any, Any]], list[Any]] | None,
-                        leaf: type) -> list[Any] | None:
+                        leaf: type, names: Sequence[str] = ()) -> list[Any] | None:
     """The user inputs an inputs file holds, in the program's order, or None where it holds
     none of the forms: the inputs flat (what earlier versions asked for), or the call's
     arguments, which `flatten` (the program's input spec, flatten_up_to on (args, kwargs))
     flattens. `leaf`: a lone value of that type stands for the tuple of it. Shared by the
-    full check (torch's spec, torch.Tensor) and the early one (the serialized spec, TensorShape)."""
+    full check (torch's spec, torch.Tensor) and the early one (the serialized spec, TensorShape).
+    `names`: the program's inputs; a dict of exactly those, of values, holds them by name."""
     if isinstance(loaded, leaf):
         loaded = (loaded,)
+    if isinstance(loaded, dict) and names and sorted(loaded) == sorted(names) and not any(map(is_container,
+                                                                                            loaded.values())):
+        return [loaded[name] for name in names]
     if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(is_container, loaded)):
         return list(loaded)
     if flatten is None:
@@ -263,7 +267,7 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
         spec = program_call_spec(graph_module) if isinstance(loaded, (tuple, list, dict)) else None
         try:
             flat = flatten_like_export(loaded, len(wanted), spec and (lambda call: _flatten_up_to(spec, call)),
-                                       TensorShape)
+                                       TensorShape, [name for name, _ in wanted] if named else ())
         except _Unknown:
             return
         if flat is None:
