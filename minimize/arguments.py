@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -62,6 +63,16 @@ def jobs_note(jobs: int, device: str) -> str | None:
     return None
 
 
+def gpu_device_files() -> bool:
+    """Whether this machine shows a GPU's device files (NVIDIA's, ROCm's /dev/kfd, WSL's
+    /dev/dxg), which torch.cuda needs: without any, --device cuda cannot run, and that is
+    said before torch loads (5 s). True off Linux: there torch decides."""
+    if not sys.platform.startswith("linux"):
+        return True
+    dev = Path("/dev")
+    return any(dev.glob("nvidia[0-9]*")) or (dev / "kfd").exists() or (dev / "dxg").exists()
+
+
 def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path], match: Optional[str],
              atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
              settings: Optional[list[str]] = None, emit: Optional[list[str]] = None,
@@ -77,6 +88,9 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
         check_inputs_early(model, inputs)
     if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
         raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
+    if device.startswith("cuda") and not gpu_device_files():
+        raise TrtminError(f"--device {device} was asked for, but no CUDA GPU is visible here; "
+                          "run on a GPU machine or use --device cpu")
     if match is not None and oracle not in ERROR_ORACLES:
         raise TrtminError(f"--match applies to the error of a crash or an oom; a {oracle} has no error "
                           "message to match: drop --match")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
 
+from minimize.arguments import gpu_device_files
 from tests.conftest import plugin, save_program
 from tests.helpers import check_here, reduce_here, run_check, run_cli, run_cli_here, run_reduce
 
@@ -180,6 +182,19 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
     assert_one_line_error(check_here(str(model), "--repeat", "0"), "--repeat 0")
     assert_one_line_error(check_here(str(model), "--memory-limit", "0"), "--memory-limit 0")
     assert_one_line_error(run_cli_here("repros", "run", "--timeout", "-1"), "--timeout -1")
+
+
+def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
+    """--import of a module that is not installed, and --device cuda where the machine shows
+    no GPU, were found only after torch had loaded (7-8 s): now from files alone."""
+    model, inputs = host_program
+    asks = [["--import", "no_such_lib.ops"]] + ([["--device", "cuda"]] if not gpu_device_files() else [])
+    for ask in asks:
+        code = ("import sys\nfrom minimize.cli import run\n"
+                f"code = run({['check', str(model), '--inputs', str(inputs), '--oracle', 'crash', '--backend', 'inductor', *ask]!r})\n"
+                "print(code, 'torch' in sys.modules)")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.stdout.split() == ["2", "False"] and ask[0] in r.stderr, (ask, r.stdout, r.stderr[-2000:])
 
 
 def test_usage_errors_are_one_line_too(host_program):

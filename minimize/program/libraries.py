@@ -4,9 +4,11 @@ before the program is loaded, in trtmin and in every worker; repro.py imports th
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from oracles.errors import TrtminError
@@ -16,12 +18,18 @@ _UNRESOLVED_OP = re.compile(r"failed to resolve torch\.ops\.(\w+)\.(\w+)")
 
 
 def checked_imports(names: list[str] | None) -> list[str]:
-    """--import's names, each a module name (the CLI's check, before anything is imported)."""
+    """--import's names, each a module name whose package can be found (the CLI's check,
+    before anything is imported: a typo is named in a second, not after torch has loaded)."""
     names = list(names or [])
     for name in names:
         if not _MODULE.fullmatch(name):
             raise TrtminError(f"--import {name!r} is not a module name; pass what you would write after "
                               "`import` (natten, mypkg.ops)")
+        top = name.split(".")[0]  # its package only: finding mypkg.ops would import mypkg
+        if importlib.util.find_spec(top) is None and not (Path.cwd() / top).is_dir() \
+                and not (Path.cwd() / f"{top}.py").is_file():  # import_libraries also looks where trtmin runs
+            raise TrtminError(f"--import {name}: it cannot be imported (ModuleNotFoundError: No module named "
+                              f"'{top}'); install it, or run trtmin where it is importable")
     return names
 
 
