@@ -483,6 +483,7 @@ def repros_run(
     TRTMIN_BACKEND=eager runs the control: every repro must then say FIXED."""
     from rich.console import Console as RichConsole
 
+    from oracles.environment import NOT_INSTALLED
     from repros.runner import (environment, exit_code, render_table, results_to_json, run_repros, summary_line,
                                write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
@@ -502,12 +503,15 @@ def repros_run(
     to_stdout = str(json_file) == "-"  # the JSON is stdout's, for a pipe: the table goes to stderr
     stream = sys.stderr if to_stdout else sys.stdout
     console = RichConsole(file=stream, width=None if stream.isatty() else 160)
+    env = environment(device_label)
     console.print(render_table(results))
     console.print(summary_line(results), highlight=False)
+    console.print(f"on {env['device_label']}: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()
+                                                           if version != NOT_INSTALLED), highlight=False)
     if to_stdout:
-        print(json.dumps(results_to_json(results, environment(device_label)), indent=2, sort_keys=True))
+        print(json.dumps(results_to_json(results, env), indent=2, sort_keys=True))
     elif json_file:
-        write_json(json_file, results, environment(device_label))
+        write_json(json_file, results, env)
     raise typer.Exit(exit_code(results))
 
 

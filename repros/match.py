@@ -63,10 +63,12 @@ class Match:
     path: Path
     title: str
     upstream: tuple[str, ...]
+    fixed_where: tuple[str, ...] = ()  # its manifest's [expected_when] conditions that expect it fixed
 
     def line(self) -> str:
         links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
-        return f"looks like a known bug: {self.name} ({self.title}{links})"
+        fixed = f"; fixed where {' or '.join(self.fixed_where)}" if self.fixed_where else ""
+        return f"looks like a known bug: {self.name} ({self.title}{links}{fixed})"
 
 
 def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
@@ -88,5 +90,6 @@ def compare(folder: Path, suite: Path | None = None) -> tuple[list[Match], list[
         if theirs is None:
             blind.append(repro.name)
         elif theirs == mine:
-            found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream)))
+            found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
+                               tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed")))
     return found, blind

@@ -622,10 +622,11 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
     suite = tmp_path / "suite"
     saved = reduction(suite / "saved", ["aten.permute.default", "aten.div.Tensor"], "torch_tensorrt",
                       "CRASH: ValueError: __len__() should return >= 0")
-    (saved / "manifest.toml").write_text(manifest("uint8 permute"))
+    (saved / "manifest.toml").write_text(manifest("uint8 permute", extra='[expected_when]\n"torch >= 9" = "fixed"\n'))
     mine = reduction(tmp_path / "mine", ["aten.div.Tensor", "aten.permute.default"], "torch_tensorrt",
                      "CRASH: ValueError: __len__() should return >= 0")
     assert [m.name for m in known_bugs(mine, suite)] == ["saved"]
+    assert known_bugs(mine, suite)[0].line().endswith("; fixed where torch >= 9)")  # whether upgrading fixes it
     other_op = reduction(tmp_path / "op", ["aten.permute.default", "aten.mul.Tensor"], "torch_tensorrt",
                          "CRASH: ValueError: __len__() should return >= 0")
     other_error = reduction(tmp_path / "err", ["aten.permute.default", "aten.div.Tensor"], "torch_tensorrt",
@@ -667,3 +668,4 @@ def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Pa
     data = json.loads(r.stdout)  # nothing else on stdout: the table went to stderr
     assert r.returncode == 0 and [x["name"] for x in data["results"]] == ["good"], r.stdout + r.stderr
     assert "good" in r.stderr and not (tmp_path / "-").exists()
+    assert "\non cpu: torch " in r.stderr or "\non " in r.stderr and ": torch " in r.stderr  # the versions it ran
