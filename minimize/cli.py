@@ -317,8 +317,11 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
     from minimize.emit.report import emitted_names
     others = [emitted_names(spec)[0] for spec in summary.get("emitted", [])]  # --emit: each backend's script
+    ran = summary.get("emitted_alone") or {}
+    said = ", ".join(f"{name} {ran[name]['status']}" if name in ran else name for name in others)
     console.print(f"wrote {out}/repro.py, report.md, summary.json"
-                  + (f"; for other backends (not run): {', '.join(others)}" if others else ""), highlight=False)
+                  + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),
+                  highlight=False)
     for match in known:
         console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))

@@ -211,10 +211,19 @@ def _write(out: Path, opts: Options, session: Session, found: Candidate, info: R
         on_phase("verifying: repro.py runs alone, in a new process")
         return run_alone(script, opts.timeout)
 
-    try:
-        write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated)
+    def others() -> dict[str, dict[str, Any]]:  # each --emit script, run alone too: which backends have the bug
+        ran = {}
         for spec in opts.emit:
-            write_extra_script(out, info, final, values, spec, needed_settings, generated, reduced_with=opts.backend)
+            path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
+                                      reduced_with=opts.backend)
+            if opts.verify:
+                log(f"running {path.name} alone, for {spec}")
+                on_phase(f"verifying: {path.name} runs alone, in a new process")
+                ran[path.name] = run_alone(path, opts.timeout)
+        return ran
+
+    try:
+        write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated, others)
     except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
         raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                           "rerun with --resume (it replays the journal, no oracle call)") from None

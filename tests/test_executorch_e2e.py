@@ -53,11 +53,10 @@ def reduced(tmp_path_factory) -> Path:
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]  # the portable kernels are right
     out = folder / "out"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "executorch:xnnpack",
-                "--emit", "tensorrt", "--emit", "torch_tensorrt", "--emit", "executorch:portable", "--out", str(out),
-                "--no-verify")  # the tests run repro.py alone themselves
+                "--emit", "tensorrt", "--emit", "torch_tensorrt", "--emit", "executorch:portable", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert ("for other backends (not run): repro_tensorrt.py, repro_torch_tensorrt.py, repro_executorch_portable.py"
-            in " ".join(r.stderr.split())), r.stderr[-3000:]  # the screen names what --emit wrote
+    assert re.search(r"for other backends \(run alone\): repro_tensorrt.py \w+, repro_torch_tensorrt.py \w+, "
+                     r"repro_executorch_portable.py FIXED", " ".join(r.stderr.split())), r.stderr[-3000:]
     return out
 
 
@@ -74,8 +73,7 @@ def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
     assert not (reduced / "repro_inputs.pt").exists()
     # a static program: export, lower and load in the compile body, no helpers for other variants
     assert "load_program(pte.buffer)" in script and "def lower_to_pte" not in script, script
-    r = run_repro(reduced)
-    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr[-2000:]
+    assert s["repro_alone"]["status"] == "REPRODUCED", s["repro_alone"]  # trtmin ran it alone
     assert run_repro(reduced, backend="eager").returncode == 0
     # report.md's snippet lowers with XNNPACK and executes: the bug, in a few lines
     s = run_report_snippet(reduced)
@@ -89,17 +87,21 @@ def _run(script: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_emitted_scripts_for_the_tensorrt_family(reduced):
+    # each --emit script was run alone too, and report.md says what it printed
+    ran = json.loads((reduced / "summary.json").read_text())["emitted_alone"]
+    report = (reduced / "report.md").read_text()
+    for name, alone in ran.items():
+        assert f"| `{name}` | {alone['status']} (exit {alone['exit']}) |" in report, report
     # Torch-TensorRT: from a CPU reduction, a script for the GPU (it fed CPU tensors to
     # Torch-TensorRT, and said CHANGED where there was no GPU); a one-line skip without one.
-    r = _run(reduced / "repro_torch_tensorrt.py")
     if importlib.util.find_spec("torch_tensorrt") is None or not torch.cuda.is_available():
         from repros.runner import ENV_SKIP  # a skip `repros run` counts as "cannot run here"
-        line = r.stdout.strip()  # e.g. "SKIPPED: cannot run: AssertionError: Torch not compiled with CUDA enabled"
-        assert r.returncode == 2 and line.startswith("SKIPPED: ") and ENV_SKIP.search(line), r.stdout + r.stderr
+        alone = ran["repro_torch_tensorrt.py"]  # e.g. "SKIPPED: cannot run: AssertionError: Torch not compiled ..."
+        assert alone["exit"] == 2 and alone["status"] == "SKIPPED" and ENV_SKIP.search(alone["line"]), alone
     assert "torch_tensorrt.dynamo.compile" in (reduced / "repro_torch_tensorrt.py").read_text()
     assert re.search(r"^DEVICE(, ATOL, RTOL)? = 'cuda'", (reduced / "repro_torch_tensorrt.py").read_text(), re.M)
     assert "`repro_tensorrt.py`, `model.onnx`, `repro_tensorrt.npz` (tensorrt); `repro_torch_tensorrt.py` " \
-        "(torch_tensorrt)" in (reduced / "report.md").read_text()
+        "(torch_tensorrt)" in report
     # TensorRT-only: no torch in it; its ONNX file and npz are checked against onnxruntime.
     trt_script = (reduced / "repro_tensorrt.py").read_text()
     assert "import torch" not in trt_script
@@ -107,10 +109,11 @@ def test_emitted_scripts_for_the_tensorrt_family(reduced):
     r = _run(reduced / "repro_tensorrt.py", TRTMIN_BACKEND="onnxruntime")
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr[-2000:]
     if importlib.util.find_spec("tensorrt") is None:  # no TensorRT, or TensorRT-RTX without a GPU: it builds, and
-        r = _run(reduced / "repro_tensorrt.py")         # says it cannot run the engine
-        assert r.returncode == 2 and "SKIPPED" in r.stdout and "tensorrt" in r.stdout.lower(), r.stdout
+        alone = ran["repro_tensorrt.py"]                # says it cannot run the engine
+        assert alone["exit"] == 2 and "SKIPPED" in alone["line"] and "tensorrt" in alone["line"].lower(), alone
     # ExecuTorch portable: the same program runs right there (the bug is XNNPACK's), and
     # takes its .pte folder away with it (one was left per run).
+    assert ran["repro_executorch_portable.py"]["status"] == "FIXED", ran
     scratch = reduced.parent / "scratch"
     scratch.mkdir(exist_ok=True)
     r = _run(reduced / "repro_executorch_portable.py", TMPDIR=str(scratch))

@@ -93,10 +93,13 @@ def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
 
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
                   summary: dict[str, Any], verify: Callable[[Path], dict[str, Any]] | None = None,
-                  generated: dict[str, str] | None = None) -> dict[str, Path]:
+                  generated: dict[str, str] | None = None,
+                  others: Callable[[], dict[str, dict[str, Any]]] | None = None) -> dict[str, Path]:
     """The outputs; `verify` runs the written repro.py (minimize/emit/verify.py) before the
     report and the summary, which say what it did. `values` holds the generated tensors
-    in place of the originals, and `generated` the expressions the script makes them with."""
+    in place of the originals, and `generated` the expressions the script makes them with.
+    `others` writes the --emit scripts, after repro.py's tensors, and returns what each
+    printed run alone (none with --no-verify), for the report."""
     out.mkdir(parents=True, exist_ok=True)
     gm = piece.gm
     inputs = {n: values[n] for n in piece.input_names}
@@ -119,6 +122,12 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         alone = verify(out / "repro.py")
         summary.setdefault("timing", {})["repro_alone_seconds"] = alone.pop("seconds")  # timing: varies by run
         summary["repro_alone"] = alone
+    if others is not None:
+        ran = others()
+        for name, alone in ran.items():
+            summary.setdefault("timing", {})[f"{name}_alone_seconds"] = alone.pop("seconds")
+        if ran:
+            summary["emitted_alone"] = ran
     try:
         written["reduced"] = write_reduced(out, gm, input_values, info.dynamic)
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing

@@ -159,7 +159,13 @@ def _emitted_line(summary: dict[str, Any]) -> str:
     if not specs:
         return ""
     files = "; ".join(", ".join(f"`{n}`" for n in emitted_names(spec)) + f" ({spec})" for spec in specs)
-    return f"\nAlso written for other backends (generated from this program, not run by the oracle): {files}.\n"
+    ran = summary.get("emitted_alone") or {}
+    if not ran:
+        return f"\nAlso written for other backends (generated from this program, not run by the oracle): {files}.\n"
+    rows = "".join(f"| `{name}` | {alone['status']} (exit {alone['exit']}) | `{alone['line']}` |\n"
+                   for name, alone in ran.items())
+    return (f"\nAlso written for other backends, from this program: {files}. Each was run alone here after the "
+            f"reduction, as repro.py was:\n\n| script | status | printed |\n|---|---|---|\n{rows}")
 
 
 def _alone_line(summary: dict[str, Any]) -> str:
