@@ -104,6 +104,14 @@ def test_a_folder_given_as_inputs_is_named_as_one(host_program, tmp_path):
     assert_one_line_error(check_here(str(model), "--inputs", str(tmp_path)), "is a folder", "torch.save")
 
 
+def test_the_model_given_as_its_inputs_is_named_as_a_program(host_program):
+    """`--inputs model.pt2` (the model twice) took 8 s and said torch.load's "checkpoint
+    corrupted"; it is named from the archive's file names, before torch loads."""
+    model, _ = host_program
+    assert_one_line_error(check_here(str(model), "--inputs", str(model)),
+                          "is a program saved by torch.export.save, not the model's inputs", "torch.save(args")
+
+
 def test_out_folder_with_other_files_is_not_overwritten(host_program, tmp_path):
     model, inputs = host_program
     (tmp_path / "mine.txt").write_text("keep me")
