@@ -472,7 +472,7 @@ def repros_match(
 
 @repros_app.command("run")
 def repros_run(
-    names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Repros to run (default: all).")] = None,
+    names: Annotated[Optional[list[str]], typer.Argument(metavar="NAME", help="Repros to run, by name or shell pattern ('trt_*'; default: all).")] = None,
     suite: SuiteOpt = None,
     json_file: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="Write the results here, for `repros table` ('-': to stdout, the table to stderr).")] = None,
     device_label: Annotated[Optional[str], typer.Option("--device-label", metavar="LABEL", help="The column name for this machine (default: GPU name or cpu).")] = None,

@@ -19,6 +19,7 @@ The rules that turn a run's status and this expectation into ok / not ok are in
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -321,7 +322,8 @@ def find_repros(root: Path | str | None = None, names: Sequence[str] | None = No
     """The repros under ``root`` (default: the shipped suite), sorted by name.
 
     A folder that is itself a repro (has repro.py or manifest.toml) is a suite of one.
-    ``names`` picks some; an unknown name is a TrtminError listing the known ones.
+    ``names`` picks some (a name may be a shell pattern: 'trt_*'); an unknown name, or a
+    pattern that matches none, is a TrtminError listing the known ones.
     Bad manifests do not raise here: they come back with ``problem`` set, so one broken
     entry does not stop the others from running (``validate_suite`` raises instead).
     """
@@ -335,11 +337,13 @@ def find_repros(root: Path | str | None = None, names: Sequence[str] | None = No
         folders = sorted((p for p in root.iterdir() if _is_entry(p)), key=lambda p: p.name)
     if names:
         by_name = {p.name: p for p in folders}
-        unknown = [n for n in names if n not in by_name]
+        picked = {n: [k for k in by_name if fnmatch.fnmatchcase(k, n)] if any(c in n for c in "*?[") else
+                  [n] if n in by_name else [] for n in names}  # a pattern picks every name it matches
+        unknown = [n for n, found in picked.items() if not found]
         if unknown:
             known = ", ".join(by_name) or "none"
             raise TrtminError(f"no repro named {', '.join(unknown)} in {_shown(root)} (known: {known})")
-        wanted = set(names)
+        wanted = {k for found in picked.values() for k in found}
         folders = [p for p in folders if p.name in wanted]
     return [load_repro(p) for p in folders]
 

@@ -137,6 +137,10 @@ def test_names_select_and_unknown_name_is_an_error(suite: Path) -> None:
         find_repros(suite / "missing")
     # a single repro folder is a suite of one
     assert [r.name for r in find_repros(suite / "b_fixed")] == ["b_fixed"]
+    # a shell pattern picks every name it matches; one that matches none is named as unknown
+    assert [r.name for r in find_repros(suite, ["[ab]_*", "e_raises"])] == ["a_reproduces", "b_fixed", "e_raises"]
+    with pytest.raises(TrtminError, match=r"no repro named z_\*"):
+        find_repros(suite, ["z_*"])
 
 
 def test_timeout_is_an_error_and_kills_the_process_group(tmp_path: Path) -> None:
