@@ -391,6 +391,30 @@ def test_an_input_named_as_a_python_builtin_reaches_the_worker(tmp_path):
     assert Verdict.from_dict(run({"kept": list(program.all_kept()), "settings": {}})).kind == "pass"
 
 
+def test_weights_keep_the_models_names_where_a_slice_can_hold_them():
+    """A weight is read under the user's name for it (the state dict's `0.weight` as
+    `0_weight`, which ExecuTorch's XNNPACK batch-norm fusion depends on), and keeps export's
+    where that name is fx.GraphModule's own (`graph`: "cannot assign ... as buffer", and every
+    candidate a crash) or a keyword (`lambda`)."""
+    class Named(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seq = torch.nn.Sequential(torch.nn.Linear(4, 4))
+            for name in ("graph", "lambda", "scale"):
+                self.register_buffer(name, torch.full((4,), 2.0))
+
+        def forward(self, x):
+            return self.seq(x) * self.graph + getattr(self, "lambda") - self.scale
+
+    x = torch.randn(2, 4)
+    model = Named().eval()
+    program = Program(prepare(torch.export.export(model, (x,)), "cpu"), [x])
+    piece = program.materialize(program.all_kept())
+    attributes = sorted(piece.attributes.get(n, n) for n in piece.constant_names)
+    assert attributes == ["b_graph", "b_lambda", "scale", "seq_0_bias", "seq_0_weight"], attributes
+    assert torch.allclose(piece.gm(*program.inputs_for(piece))[0], model(x))
+
+
 class ReturnsOutOfGraphOrder(torch.nn.Module):
     def forward(self, x, y):
         a = torch.sin(x)

@@ -10,6 +10,7 @@ sinks plus the program's own outputs that it keeps.
 from __future__ import annotations
 
 import hashlib
+import keyword
 import logging
 import operator
 from dataclasses import dataclass, field
@@ -380,16 +381,16 @@ def weight_attributes(ep: ExportedProgram, constants: set[str]) -> dict[str, str
     state dict's `0.weight`, dots as underscores, as ExecuTorch writes its own), not the
     placeholder's (`p_0_weight`). Compilers may depend on it: ExecuTorch 1.4's XNNPACK
     BatchNorm fusion fails on a weight whose name starts with a digit, a top-level
-    nn.Sequential's. Export's name stays where that one is taken twice, by a node, or by
-    nn.Module itself (`training`)."""
+    nn.Sequential's. Export's name stays where that one is taken twice, by a node, by
+    fx.GraphModule itself (`training`, `graph`, `code`), or is a keyword (`lambda`)."""
     wanted = {s.arg.name: s.target.replace(".", "_") for s in ep.graph_signature.input_specs
               if s.arg.name in constants and s.target}
     counts: dict[str, int] = {}
     for attribute in wanted.values():
         counts[attribute] = counts.get(attribute, 0) + 1
-    nodes, module = {n.name for n in ep.graph.nodes}, torch.nn.Module()
+    nodes, module = {n.name for n in ep.graph.nodes}, fx.GraphModule(torch.nn.Module(), fx.Graph())
     return {name: attribute for name, attribute in wanted.items() if attribute != name and counts[attribute] == 1
-            and (attribute not in nodes) and not hasattr(module, attribute)}
+            and attribute not in nodes and not hasattr(module, attribute) and not keyword.iskeyword(attribute)}
 
 
 def lifted_args(ep: ExportedProgram, user_inputs: Sequence[Any]) -> list[Any]:
