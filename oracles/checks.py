@@ -59,8 +59,8 @@ def classify_exception(exc: BaseException) -> Verdict:
         name = type(inner).__name__
         message = str(inner) or repr(inner)
         is_oom = is_oom or name in OOM_TYPES
-    elif type(exc) is Exception and exc.__cause__ is not None:  # a pass manager's bare wrapper (torch.fx's,
-        cause = exc.__cause__  # ExecuTorch's): "An error occurred when running the 'P' pass...", then P's own error
+    if type(inner) is Exception and inner.__cause__ is not None:  # a pass manager's bare wrapper (torch.fx's,
+        cause = inner.__cause__  # ExecuTorch's): "An error occurred when running the 'P' pass...", then P's own
         message = f"{message}: {type(cause).__name__}: {str(cause) or repr(cause)}"  # as repro.py joins the chain
         is_oom = is_oom or type(cause).__name__ in OOM_TYPES or says_oom(message)
     located = failing_node(getattr(inner, "failing_node_text", None) or message)  # a backend's own reading first

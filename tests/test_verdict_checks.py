@@ -176,6 +176,32 @@ def test_another_error_code_makes_the_repro_say_changed(tmp_path):
     assert other.returncode == 3 and other.stdout.startswith("CHANGED") and "0x14" in other.stdout, other.stdout
 
 
+def test_a_pass_managers_wrapper_is_judged_by_the_passs_own_error(tmp_path):
+    """torch.fx's and ExecuTorch's pass managers raise a bare Exception naming the pass, from
+    the pass's error. The verdict ends with that error, so another error in the same pass is
+    CHANGED, not the same bug; and a message-less one (a bare `assert`) still matches in
+    repro.py, which words it as trtmin does ("AssertionError()"), where it said CHANGED."""
+    from tests.conftest import Host, plugin, save_program
+    from tests.helpers import run_cli, run_repro
+
+    torch.manual_seed(0)
+    model, inputs = save_program(Host().eval(), (torch.randn(4, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("pass_fails_on_tanh"), "--out", str(out), "--no-verify", "--no-generate-values")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "'PlantedPass' pass after the following passes: []: AssertionError: AssertionError()" in r.stderr, r.stderr
+    same = run_repro(out)
+    assert same.returncode == 1 and same.stdout.startswith("REPRODUCED"), same.stdout + same.stderr[-1000:]
+    import os
+    os.environ["PLANTED_PASS_ERROR"] = "ValueError"
+    try:
+        other = run_repro(out)
+    finally:
+        del os.environ["PLANTED_PASS_ERROR"]
+    assert other.returncode == 3 and other.stdout.startswith("CHANGED"), other.stdout
+
+
 def test_localization_reads_a_complex_value_returned_as_its_real_view():
     """Torch-TensorRT returns a complex value as its real view (..., 2): localization, which
     makes every value an output, called view_as_complex 'off (shape (1, 4, 98, 8, 2), eager

@@ -63,7 +63,7 @@ def main():
         chain, x = [], e  # [pattern]
         while x is not None and len(chain) < 8:  # [pattern] torch.compile wraps the backend's error: match them all
             chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern]
-        if re.search(ERROR_PATTERN, ": ".join(f"{type(x).__name__}: {x}" for x in chain)):  # [pattern]
+        if re.search(ERROR_PATTERN, ": ".join(f"{type(x).__name__}: {str(x) or repr(x)}" for x in chain)):  # [pattern]
             return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern] the backend's own error
         missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # [requires] raised or wrapped
         return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e  # [requires]

@@ -286,3 +286,15 @@ def crash_on_dynamic_softmax(gm: GraphModule, example_inputs: list[torch.Tensor]
             if isinstance(val, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in val.shape):
                 raise NotImplementedError("planted: softmax over a dynamic dimension is not supported")
     return _run(gm)
+
+
+def pass_fails_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """A compiler pass that fails inside a pass manager, as torch.fx's and ExecuTorch's
+    wrap it: a bare Exception naming the pass, from the pass's own error, here a bare
+    `assert` (no message); PLANTED_PASS_ERROR names another error type, as another bug would."""
+    if _has(gm, aten.tanh.default):
+        cause = {"ValueError": ValueError("'w_fused' is not in list")}.get(os.environ.get("PLANTED_PASS_ERROR", ""),
+                                                                           AssertionError())
+        raise Exception("An error occurred when running the 'PlantedPass' pass after the following passes: []") \
+            from cause
+    return _run(gm)
