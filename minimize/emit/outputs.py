@@ -98,8 +98,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     """The outputs; `verify` runs the written repro.py (minimize/emit/verify.py) before the
     report and the summary, which say what it did. `values` holds the generated tensors
     in place of the originals, and `generated` the expressions the script makes them with.
-    `others` writes the --emit scripts, after repro.py's tensors, and returns what each
-    printed run alone (none with --no-verify), for the report."""
+    `others` writes the --emit scripts, after the report and the summary, and returns what
+    each printed run alone (none with --no-verify): both are written again with it."""
     out.mkdir(parents=True, exist_ok=True)
     gm = piece.gm
     inputs = {n: values[n] for n in piece.input_names}
@@ -122,12 +122,6 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         alone = verify(out / "repro.py")
         summary.setdefault("timing", {})["repro_alone_seconds"] = alone.pop("seconds")  # timing: varies by run
         summary["repro_alone"] = alone
-    if others is not None:
-        ran = others()
-        for name, alone in ran.items():
-            summary.setdefault("timing", {})[f"{name}_alone_seconds"] = alone.pop("seconds")
-        if ran:
-            summary["emitted_alone"] = ran
     try:
         written["reduced"] = write_reduced(out, gm, input_values, info.dynamic)
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
@@ -137,11 +131,21 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     summary["files"] = sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"}
                               | {n for spec in summary.get("emitted", []) for n in emitted_names(spec)})
     snippet = report_snippet(info, gm, inputs, constants, backend, generated)
-    atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet,
-                                                   input_names=list(inputs), inputs=inputs))
-    written["report"] = out / "report.md"
-    atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    written["summary"] = out / "summary.json"
+
+    def report_and_summary() -> None:
+        atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet,
+                                                       input_names=list(inputs), inputs=inputs))
+        atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+    report_and_summary()  # whole before the --emit scripts: one that fails or is stopped loses none of it
+    written["report"], written["summary"] = out / "report.md", out / "summary.json"
+    if others is not None:
+        ran = others()
+        for name, alone in ran.items():
+            summary.setdefault("timing", {})[f"{name}_alone_seconds"] = alone.pop("seconds")
+        if ran:
+            summary["emitted_alone"] = ran
+            report_and_summary()  # again, with what each printed
     return written
 
 
