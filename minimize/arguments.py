@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -64,13 +65,17 @@ def jobs_note(jobs: int, device: str) -> str | None:
 
 
 def gpu_device_files() -> bool:
-    """Whether this machine shows a GPU's device files (NVIDIA's, ROCm's /dev/kfd, WSL's
-    /dev/dxg), which torch.cuda needs: without any, --device cuda cannot run, and that is
-    said before torch loads (5 s). True off Linux: there torch decides."""
+    """Whether this machine shows any sign of a GPU driver: NVIDIA's device files or its
+    loaded driver, nvidia-smi or nvidia-modprobe (which makes the files on a first CUDA
+    call), Jetson's /dev/nvhost-*, ROCm's /dev/kfd, WSL's /dev/dxg. Without any, --device
+    cuda cannot run, and that is said before torch loads (5 s); with one, torch decides.
+    True off Linux: there torch decides."""
     if not sys.platform.startswith("linux"):
         return True
     dev = Path("/dev")
-    return any(dev.glob("nvidia[0-9]*")) or (dev / "kfd").exists() or (dev / "dxg").exists()
+    return (any(dev.glob("nvidia*")) or any(dev.glob("nvhost-*")) or (dev / "nvgpu").exists()
+            or (dev / "kfd").exists() or (dev / "dxg").exists() or Path("/proc/driver/nvidia").exists()
+            or any(shutil.which(tool) for tool in ("nvidia-smi", "nvidia-modprobe")))
 
 
 def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path], match: Optional[str],

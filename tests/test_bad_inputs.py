@@ -205,6 +205,21 @@ def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
         assert r.stdout.split() == ["2", "False"] and ask[0] in r.stderr, (ask, r.stdout, r.stderr[-2000:])
 
 
+def test_an_import_found_where_trtmin_runs_is_not_refused(tmp_path, monkeypatch):
+    """The early --import check finds modules as the import does: a sourceless .pyc (or a
+    built extension) in the folder trtmin runs in counts, not only a .py or a package."""
+    import py_compile
+
+    from minimize.program.libraries import checked_imports
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "trtmin_test_ops.py").write_text("X = 1\n")
+    py_compile.compile(str(tmp_path / "src" / "trtmin_test_ops.py"), cfile=str(tmp_path / "trtmin_test_ops.pyc"))
+    monkeypatch.chdir(tmp_path)
+    assert checked_imports(["trtmin_test_ops"]) == ["trtmin_test_ops"]
+    with pytest.raises(Exception, match="No module named 'trtmin_no_such_ops'"):
+        checked_imports(["trtmin_no_such_ops.ops"])
+
+
 def test_usage_errors_are_one_line_too(host_program):
     model, _ = host_program
     assert_one_line_error(run_cli_here("reduce", str(model), "--oracle", "bogus"), "--oracle", "'mismatch'", "--help")

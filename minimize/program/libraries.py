@@ -8,13 +8,25 @@ import importlib.util
 import os
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 from oracles.errors import TrtminError
 
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _UNRESOLVED_OP = re.compile(r"failed to resolve torch\.ops\.(\w+)\.(\w+)")
+
+
+def findable(top: str) -> bool:
+    """Whether a top-level module can be found (not imported), where import_libraries would
+    look: sys.path, then the folder trtmin runs in (a package, a .py, a built extension)."""
+    added = os.getcwd() not in sys.path
+    if added:
+        sys.path.append(os.getcwd())
+    try:
+        return importlib.util.find_spec(top) is not None
+    finally:
+        if added:
+            sys.path.remove(os.getcwd())
 
 
 def checked_imports(names: list[str] | None) -> list[str]:
@@ -26,8 +38,7 @@ def checked_imports(names: list[str] | None) -> list[str]:
             raise TrtminError(f"--import {name!r} is not a module name; pass what you would write after "
                               "`import` (natten, mypkg.ops)")
         top = name.split(".")[0]  # its package only: finding mypkg.ops would import mypkg
-        if importlib.util.find_spec(top) is None and not (Path.cwd() / top).is_dir() \
-                and not (Path.cwd() / f"{top}.py").is_file():  # import_libraries also looks where trtmin runs
+        if not findable(top):
             raise TrtminError(f"--import {name}: it cannot be imported (ModuleNotFoundError: No module named "
                               f"'{top}'); install it, or run trtmin where it is importable")
     return names
