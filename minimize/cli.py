@@ -408,6 +408,7 @@ def repros_add(
     """Save a reduce output into the suite, with a manifest."""
     from repros.suite import MANIFEST, add_repro, default_root, parse_manifest
     old = (suite or default_root()) / name
+    existed = old.exists()
     try:
         before = parse_manifest(old / MANIFEST).title if (old / MANIFEST).is_file() else old.name
     except TrtminError:
@@ -416,7 +417,7 @@ def repros_add(
         path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=upstream or ())
     except TrtminError as e:
         _fail(e)
-    print(f"saved {path}" + (f", in place of the repro there ({before})" if old.exists() and force else ""))
+    print(f"saved {path}" + (f", in place of the repro there ({before})" if existed and force else ""))
 
 
 def _print_row(result: Any) -> None:
@@ -465,8 +466,8 @@ def repros_match(
     if not found:
         print(f"no saved repro matches {out_dir}")
     if blind:
-        print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} without a summary.json of "
-              f"trtmin reduce (hand-written, or the file is gone or damaged): {', '.join(blind)}")
+        print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} without what a comparison "
+              f"reads (hand-written: no summary.json of trtmin reduce; or a file gone or damaged): {', '.join(blind)}")
     raise typer.Exit(1 if found else 0)
 
 

@@ -63,7 +63,8 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert f"--suite {suite}" in " ".join(a.stderr.split())  # the command it offers reads this suite
     # --force replaces a repro of the name; it saves no twin, so it never deletes one by the way
     assert run_cli_here(*add, "--force").returncode == 2 and not (suite / "arange_again").exists()
-    assert run_cli_here(*add, "--duplicate").returncode == 0 and (suite / "arange_again" / "repro.py").exists()
+    saved = run_cli_here(*add, "--duplicate", "--force")  # a new name: nothing is replaced, and none is said
+    assert saved.returncode == 0 and (suite / "arange_again" / "repro.py").exists() and "in place" not in saved.stdout
     replaced = run_cli_here("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite),
                             "--duplicate", "--force")
     assert replaced.returncode == 0 and "in place of the repro there (A view above 8 dimensions" in replaced.stdout

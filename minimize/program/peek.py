@@ -132,8 +132,8 @@ def flatten_like_export(loaded: Any, count: int, flatten: Callable[[tuple[Any, A
     `names`: the program's inputs; a dict of exactly those, of values, holds them by name."""
     if isinstance(loaded, leaf):
         loaded = (loaded,)
-    if isinstance(loaded, dict) and names and sorted(loaded) == sorted(names) and not any(map(is_container,
-                                                                                            loaded.values())):
+    if isinstance(loaded, dict) and names and set(loaded) == set(names) and not any(map(is_container,
+                                                                                      loaded.values())):
         return [loaded[name] for name in names]
     if isinstance(loaded, (tuple, list)) and len(loaded) == count and not any(map(is_container, loaded)):
         return list(loaded)
