@@ -404,6 +404,7 @@ def repros_add(
     force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace the repro of that name (its folder goes).")] = False,
     duplicate: Annotated[bool, typer.Option("--duplicate", rich_help_panel="Output", help="Save it even where it looks like a saved repro (the same bug).")] = False,
     upstream: Annotated[Optional[list[str]], typer.Option("--upstream", metavar="URL", help="An upstream issue or PR URL (repeatable).")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", metavar="TEXT", help="What the bug is, in one line (default: report.md's title).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
     from repros.suite import MANIFEST, add_repro, default_root, parse_manifest
@@ -414,7 +415,9 @@ def repros_add(
     except TrtminError:
         before = old.name
     try:
-        path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=upstream or ())
+        if title is not None and (not title.strip() or "\n" in title):
+            raise TrtminError("--title: give one non-empty line, e.g. --title 'uint8 input permuted before a cast fails'")
+        path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=upstream or (), title=title)
     except TrtminError as e:
         _fail(e)
     print(f"saved {path}" + (f", in place of the repro there ({before})" if existed and force else ""))

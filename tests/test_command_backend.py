@@ -55,8 +55,10 @@ def test_a_failing_command_is_reduced_and_its_repro_runs_the_copy_of_its_file(ho
     r = run_repro(tmp_path / "out")
     assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: CommandFailed"), r.stdout + r.stderr[-2000:]
     suite = tmp_path / "suite"
-    added = run_cli("repros", "add", str(tmp_path / "out"), "--name", "sin_runtime", "--suite", str(suite))
+    added = run_cli("repros", "add", str(tmp_path / "out"), "--name", "sin_runtime", "--suite", str(suite),
+                    "--title", "the runner fails on sin")
     assert added.returncode == 0, added.stderr
+    assert 'title = "the runner fails on sin"' in (suite / "sin_runtime" / "manifest.toml").read_text()
     assert (suite / "sin_runtime" / copy.name).read_bytes() == RUNNER.read_bytes()
     copy.unlink()
     r = run_repro(tmp_path / "out")
