@@ -121,6 +121,9 @@ class Result:
     expected_because: str = ""   # 'expected_when "COND"' when an override chose `expected`
     returncode: int | None = None
     stderr_tail: list[str] = field(default_factory=list)
+    backend: str = ""            # the manifest's: what a CI job groups or filters the rows by
+    oracle: str = ""
+    device: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,17 +212,18 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
     expected, because = m.expectation(facts)
     if os.environ.get("TRTMIN_BACKEND") == "eager":
         expected, because = "fixed", "control run: TRTMIN_BACKEND=eager"
+    where = {"backend": m.backend, "oracle": m.oracle, "device": m.device}
     reason = cannot_run_here(m.backend, m.device, facts, repro.script)
     if reason:
         ok, note = judge(SKIPPED, expected, reason, strict_skips)
         return Result(repro.name, title, upstream, SKIPPED, expected, ok, 0.0, f"SKIPPED: {reason}", reason=reason,
-                      note=note, expected_because=because, returncode=2)
+                      note=note, expected_because=because, returncode=2, **where)
     rc, out, err, timed_out, seconds = run_script(repro.script, timeout)
     status, reason, verdict = classify(rc, out, err, timed_out, timeout)
     ok, note = judge(status, expected, reason, strict_skips)
     tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
     return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
-                  note=note, expected_because=because, returncode=rc, stderr_tail=tail)
+                  note=note, expected_because=because, returncode=rc, stderr_tail=tail, **where)
 
 
 def run_repros(root: Path | str | None = None, names: Sequence[str] | None = None,

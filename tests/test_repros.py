@@ -671,5 +671,7 @@ def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Pa
     r = run_cli_here("repros", "run", "--json", "-")
     data = json.loads(r.stdout)  # nothing else on stdout: the table went to stderr
     assert r.returncode == 0 and [x["name"] for x in data["results"]] == ["good"], r.stdout + r.stderr
+    assert {k: data["results"][0][k] for k in ("backend", "oracle", "device")} == {
+        "backend": "inductor", "oracle": "mismatch", "device": "cpu"}  # a CI job groups rows by them
     assert "good" in r.stderr and not (tmp_path / "-").exists()
     assert "\non cpu: torch " in r.stderr or "\non " in r.stderr and ": torch " in r.stderr  # the versions it ran
