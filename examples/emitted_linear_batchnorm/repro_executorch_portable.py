@@ -10,22 +10,22 @@ try:
 except ImportError:  # no torch: cannot run here, which is no verdict on the bug
     sys.exit(print("SKIPPED: torch cannot be imported") or 2)
 DEVICE, ATOL, RTOL = 'cpu', 0.001, 0.001
-REQUIRES = ['executorch']  # packages the backend imports ("a|b": either); without them: SKIPPED
+REQUIRES = ['executorch']  # packages the backend imports ("a|b": either); `trtmin repros run` reads it: SKIPPED at once without them
 
 
 class Repro(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.register_buffer('p_proj_weight', torch.randn((5, 2), generator=torch.Generator().manual_seed(1), dtype=torch.float64).mul(0.2226).add(-0.008264).to(torch.float32))
-        self.register_buffer('p_proj_bias', torch.tensor([-0.21515106, 0.32080376, 0.2422901, -0.29814553, -0.0879939], dtype=torch.float32))
-        self.register_buffer('p_bn_weight', torch.tensor([1.8478118, 1.372129, 1.8722184, 0.99856955, 1.4709165], dtype=torch.float32))
-        self.register_buffer('p_bn_bias', torch.tensor([-0.2286762, -0.044471145, -0.6090442, 0.33820093, 0.31616592], dtype=torch.float32))
-        self.register_buffer('b_bn_running_mean', torch.tensor([0.216048, -0.5611825, -0.8915758, 0.8768765, -0.6494112], dtype=torch.float32))
-        self.register_buffer('b_bn_running_var', torch.tensor([1.1646788, 1.4648702, 1.2738937, 0.7453387, 0.6437587], dtype=torch.float32))
+        self.register_buffer('proj_weight', torch.randn((5, 2), generator=torch.Generator().manual_seed(1), dtype=torch.float64).mul(0.2226).add(-0.008264).to(torch.float32))
+        self.register_buffer('proj_bias', torch.tensor([-0.21515106, 0.32080376, 0.2422901, -0.29814553, -0.0879939], dtype=torch.float32))
+        self.register_buffer('bn_weight', torch.tensor([1.8478118, 1.372129, 1.8722184, 0.99856955, 1.4709165], dtype=torch.float32))
+        self.register_buffer('bn_bias', torch.tensor([-0.2286762, -0.044471145, -0.6090442, 0.33820093, 0.31616592], dtype=torch.float32))
+        self.register_buffer('bn_running_mean', torch.tensor([0.216048, -0.5611825, -0.8915758, 0.8768765, -0.6494112], dtype=torch.float32))
+        self.register_buffer('bn_running_var', torch.tensor([1.1646788, 1.4648702, 1.2738937, 0.7453387, 0.6437587], dtype=torch.float32))
 
     def forward(self, add):
-        linear_1 = torch.ops.aten.linear.default(add, self.p_proj_weight, self.p_proj_bias)
-        batch_norm = torch.ops.aten.batch_norm.default(linear_1, self.p_bn_weight, self.p_bn_bias, self.b_bn_running_mean, self.b_bn_running_var, False, 0.1, 1e-05, False)
+        linear_1 = torch.ops.aten.linear.default(add, self.proj_weight, self.proj_bias)
+        batch_norm = torch.ops.aten.batch_norm.default(linear_1, self.bn_weight, self.bn_bias, self.bn_running_mean, self.bn_running_var, False, 0.1, 1e-05, False)
         return (batch_norm,)
 
 

@@ -10,7 +10,7 @@ Files beside it: model.onnx, repro_tensorrt.npz (inputs and eager PyTorch's outp
 Run:      python repro_tensorrt.py
           exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package),
           3 = fails differently now
-Control:  TRTMIN_BACKEND=onnxruntime python repro_tensorrt.py
+Control:  TRTMIN_BACKEND=onnxruntime python repro_tensorrt.py   (or =eager, as for repro.py)
           runs the same ONNX file on onnxruntime (CPU) in place of TensorRT; it must print FIXED
 """
 
@@ -24,6 +24,7 @@ ONNX_FILE = HERE / 'model.onnx'
 NPZ_FILE = HERE / 'repro_tensorrt.npz'
 OUTPUT_NAMES = ['getitem']  # the ONNX model's, in order
 TRT_SETTINGS = {}
+CONTROL = ("onnxruntime", "eager")  # TRTMIN_BACKEND values that run ONNX Runtime in place of TensorRT
 ORACLE = 'mismatch'
 ATOL, RTOL = 0.001, 0.001
 ERROR_RATIO = 2.0  # with a float64 run in the .npz: how far past eager's own error from it is a bug
@@ -38,7 +39,7 @@ def run():
         return 2
     meta["output_names"] = OUTPUT_NAMES
     try:
-        if os.environ.get("TRTMIN_BACKEND") == "onnxruntime":
+        if os.environ.get("TRTMIN_BACKEND") in CONTROL:
             actual = run_reference(inputs, meta)
         else:
             trt = import_tensorrt()
@@ -52,7 +53,7 @@ def run():
                 return 2
             actual = run_tensorrt(trt, plan, inputs, meta)
     except Exception as e:  # TensorRT failed: is it the same failure?
-        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         print(f"CHANGED: fails differently now: {type(e).__name__}: {first}")
         return 3
     dtypes = [item["dtype"] for item in meta["expected"]]
@@ -322,7 +323,7 @@ def missing_requirements():
     """Why this cannot run here, or None (the GPU is asked for after the build)."""
     import importlib.util
 
-    reference = os.environ.get("TRTMIN_BACKEND") == "onnxruntime"
+    reference = os.environ.get("TRTMIN_BACKEND") in CONTROL
     needed = ["numpy"] + (["onnxruntime"] if reference else ["tensorrt|tensorrt_rtx"])
     for name in needed:
         if not any(importlib.util.find_spec(n) for n in name.split("|")):
