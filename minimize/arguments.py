@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
-from oracles.backend_names import check_backend_name
+from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device
 from oracles.errors import TrtminError
 
 ERROR_ORACLES = ("crash", "oom")  # the oracles whose failure has an error message for --match
@@ -64,7 +64,7 @@ def jobs_note(jobs: int, device: str) -> str | None:
     return None
 
 
-def gpu_device_files() -> bool:
+def gpu_driver_seen() -> bool:
     """Whether this machine shows any sign of a GPU driver: NVIDIA's device files or its
     loaded driver, nvidia-smi or nvidia-modprobe (which makes the files on a first CUDA
     call), Jetson's /dev/nvhost-*, ROCm's /dev/kfd, WSL's /dev/dxg. Without any, --device
@@ -91,9 +91,9 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
                           else "no such file; pass the file torch.save wrote of the model's arguments"))
     if inputs is not None:
         check_inputs_early(model, inputs)
-    if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
-        raise TrtminError(f"--device {device!r} is not cpu, cuda or cuda:N")
-    if device.startswith("cuda") and not gpu_device_files():
+    if not is_device(device):
+        raise TrtminError(f"--device {device!r} is not {DEVICE_WORDS}")
+    if device.startswith("cuda") and not gpu_driver_seen():
         raise TrtminError(f"--device {device} was asked for, but no CUDA GPU is visible here; "
                           "run on a GPU machine or use --device cpu")
     if match is not None and oracle not in ERROR_ORACLES:

@@ -1,10 +1,11 @@
-"""The backend names trtmin knows, and a --backend parsed once into a BackendSpec,
+"""The backend names trtmin knows (and the devices), and a --backend parsed once into a BackendSpec,
 torch-free: the CLI checks a --backend before any worker starts or torch is imported
 (outside oracles/backends/, whose package imports every backend), and the registry
 (oracles/backends/__init__.py) refuses an unknown one with the same words."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,12 @@ EXECUTORCH_VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")
 BUILTIN_NAMES = ("eager", "inductor", "torch_tensorrt", "tensorrt", "onnxruntime",
                  *(f"executorch:{v}" for v in EXECUTORCH_VARIANTS))
 COMMAND_PREFIX = "cmd:"
+DEVICE_WORDS = "cpu, cuda or cuda:N"  # the devices trtmin runs on, as its errors name them
+
+
+def is_device(name: str) -> bool:
+    """Whether `name` is a device trtmin runs on (--device, a manifest's device)."""
+    return name in ("cpu", "cuda") or re.fullmatch(r"cuda:\d+", name) is not None
 
 
 @dataclass(frozen=True)

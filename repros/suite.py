@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
 from oracles.out_folder import JOURNAL, OUR_PATTERN, header_digest
-from oracles.backend_names import check_backend_name, parse_backend
+from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 from oracles.verdict import ORACLES
@@ -211,8 +211,8 @@ def manifest_from_dict(data: dict[str, Any]) -> tuple[Manifest | None, list[str]
             problems.append(f"backend: {e}")
     if oracle and oracle not in ORACLES:
         problems.append(f"oracle = {oracle!r} is not one of {', '.join(ORACLES)}")
-    if device and device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
-        problems.append(f"device = {device!r} is not cpu, cuda or cuda:N")
+    if device and not is_device(device):
+        problems.append(f"device = {device!r} is not {DEVICE_WORDS}")
     added = ""
     if "added" in data:
         a = data["added"]

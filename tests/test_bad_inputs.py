@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from minimize.arguments import gpu_device_files
+from minimize.arguments import gpu_driver_seen
 from tests.conftest import plugin, save_program
 from tests.helpers import check_here, reduce_here, run_check, run_cli, run_cli_here, run_reduce
 
@@ -196,7 +196,7 @@ def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
     """--import of a module that is not installed, and --device cuda where the machine shows
     no GPU, were found only after torch had loaded (7-8 s): now from files alone."""
     model, inputs = host_program
-    asks = [["--import", "no_such_lib.ops"]] + ([["--device", "cuda"]] if not gpu_device_files() else [])
+    asks = [["--import", "no_such_lib.ops"]] + ([["--device", "cuda"]] if not gpu_driver_seen() else [])
     for ask in asks:
         code = ("import sys\nfrom minimize.cli import run\n"
                 f"code = run({['check', str(model), '--inputs', str(inputs), '--oracle', 'crash', '--backend', 'inductor', *ask]!r})\n"
