@@ -310,30 +310,19 @@ def check_model_file(path: Path) -> None:
                           "re-save it with torch.export.save(ep, path)")
 
 
-def is_exported_archive(files: list[str]) -> bool:
-    """Whether a zip's file names are those of torch.export.save's archive (any version)."""
-    return any(f.endswith("/archive_format") or "/models/" in f or f.endswith("serialized_exported_program.json")
-               for f in files)
-
-
 def check_inputs_file(path: Path) -> None:
     """An inputs file that is a program, not its arguments (the model passed twice, or a
     compiled one), named without torch: torch.load would say "checkpoint corrupted" 8 s later."""
-    other = _other_format(path)
-    if other is None and zipfile.is_zipfile(path):
-        try:
-            with zipfile.ZipFile(path) as z:
-                other = "a program saved by torch.export.save" if is_exported_archive(z.namelist()) else None
-        except zipfile.BadZipFile:
-            return
+    other = _other_format(path, exported="a program saved by torch.export.save")
     if other and not other.startswith("a file written by torch.save"):
         raise TrtminError(f"--inputs {path} is {other}, not the model's inputs; pass the file "
                           "torch.save(args, path) wrote of the arguments given to torch.export.export")
 
 
-def _other_format(path: Path) -> str | None:
+def _other_format(path: Path, exported: str | None = None) -> str | None:
     """What a file that users mistake for a .pt2 is: the compiled program a bug report starts
-    from (an ExecuTorch .pte, an engine), or the other archives torch writes."""
+    from (an ExecuTorch .pte, an engine), or the other archives torch writes. `exported`:
+    the words for torch.export's own archive (None: it is no other format, as for --model)."""
     with open(path, "rb") as f:
         head = f.read(8)
     if head[4:6] == b"ET":  # a flatbuffer's file identifier: ExecuTorch's "ET12"
@@ -349,8 +338,9 @@ def _other_format(path: Path) -> str | None:
             files = z.namelist()
     except zipfile.BadZipFile:  # damaged: torch.export.load's error says so
         return None
-    if is_exported_archive(files):
-        return None  # torch.export's own archive, of whatever version: its loader says what is wrong
+    if any(f.endswith("/archive_format") or "/models/" in f or f.endswith("serialized_exported_program.json")
+           for f in files):
+        return exported  # torch.export's own archive, of whatever version: its loader says what is wrong
     if any("/code/" in f for f in files):
         return "a TorchScript archive (torch.jit.save)"
     if any(f.endswith("/data.pkl") for f in files):
