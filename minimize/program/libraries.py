@@ -4,6 +4,7 @@ before the program is loaded, in trtmin and in every worker; repro.py imports th
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -19,14 +20,8 @@ _UNRESOLVED_OP = re.compile(r"failed to resolve torch\.ops\.(\w+)\.(\w+)")
 def findable(top: str) -> bool:
     """Whether a top-level module can be found (not imported), where import_libraries would
     look: sys.path, then the folder trtmin runs in (a package, a .py, a built extension)."""
-    added = os.getcwd() not in sys.path
-    if added:
-        sys.path.append(os.getcwd())
-    try:
-        return importlib.util.find_spec(top) is not None
-    finally:
-        if added:
-            sys.path.remove(os.getcwd())
+    return (importlib.util.find_spec(top) is not None
+            or importlib.machinery.PathFinder.find_spec(top, [os.getcwd()]) is not None)
 
 
 def checked_imports(names: list[str] | None) -> list[str]:
