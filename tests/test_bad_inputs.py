@@ -300,6 +300,20 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     changed = reduce_here(str(model), *args, "--resume", "--timeout", "60")
     assert_one_line_error(changed, "--timeout 300.0 there, 60.0 now", "--force")
     assert "loaded" not in changed.stderr  # said before the model loads, not after
+    journal = tmp_path / "journal.jsonl"
+    finished = journal.read_text()
+    lines = finished.splitlines(keepends=True)
+    header = json.loads(lines[0])
+    assert header["header"]["verdict_format"] == 2 and "onnxruntime" in header["header"]["compilers"]  # a plugin: all
+    header["header"]["compilers"]["onnxruntime"] = "0.9"  # as if the run had been made before an upgrade
+    journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    upgraded = reduce_here(str(model), *args, "--resume")
+    assert_one_line_error(upgraded, "with onnxruntime 0.9 (this is ", "that compiler's; start over with --force")
+    assert "loaded" not in upgraded.stderr
+    del header["header"]["verdict_format"]  # a journal from before the format was recorded: verdicts worded otherwise
+    journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    assert_one_line_error(reduce_here(str(model), *args, "--resume"), "by another trtmin, which words verdicts otherwise")
+    journal.write_text(finished)
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
     assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds a finished run", "--force")
     r = run_reduce(str(model), *args, "--timeout", "60", "--force")

@@ -39,14 +39,26 @@ def options_key(opts: Options) -> dict[str, Any]:
     return d
 
 
+# How journaled verdicts are worded. Raised when a verdict's text changes, so a resume never
+# replays verdicts that new ones cannot match; a journal without it is format 1.
+# 2: a pass manager's bare Exception ends with its cause's words (700ab65).
+VERDICT_FORMAT = 2
+
+
 def header_before_loading(opts: Options) -> dict[str, Any]:
     """What a journal's verdicts depend on, as far as it is known before the model loads:
-    the options, and the inputs and a plugin file by their contents (a path may name other
-    contents after a kill). A resume with any of it changed is refused at once."""
-    plugin = parse_backend(opts.backend).plugin_file
+    the options, the inputs and a plugin file by their contents (a path may name other
+    contents after a kill), the backend's compilers by their versions (metadata: no torch)
+    and how verdicts are worded. A resume with any of it changed is refused at once."""
+    from oracles.environment import KEY_PACKAGES, package_version
+
+    backend = parse_backend(opts.backend)
+    plugin = backend.plugin_file
     return {"options": options_key(opts),
             "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
-            "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None}
+            "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None,
+            "compilers": {p: package_version(p) for p in backend.packages(KEY_PACKAGES) if p != "torch"},
+            "verdict_format": VERDICT_FORMAT}
 
 
 def check_resumable(folder: Path, header: dict[str, Any]) -> None:
@@ -71,10 +83,11 @@ def same_run(path: Path, first_line: str, header: dict[str, Any]) -> None:
         raise TrtminError(f"--resume: {path} is damaged; start over with --force") from None
     if not isinstance(first, dict):
         raise TrtminError(f"--resume: {path} is damaged; start over with --force")
+    first = {"verdict_format": 1, **first}  # a journal from before the format was recorded
     then, now = _recorded_by_both(first, header)
     if then != now:
-        raise TrtminError(f"--resume: {path.parent} was made {_difference(then, now)}; "
-                          "rerun with the same arguments, or start over with --force")
+        what, fix = _difference(then, now)
+        raise TrtminError(f"--resume: {path.parent} was made {what}; {fix}")
 
 
 def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -99,25 +112,36 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
     return cut(then, then_opts), cut(now, now_opts)
 
 
-def _difference(then: dict[str, Any], now: dict[str, Any]) -> str:
+def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
     """What differs between the journal's header and this run's (each cut by
-    _recorded_by_both to what both record: both digests, or neither), in the CLI's words."""
+    _recorded_by_both to what both record: both digests, or neither), and the fix, in the
+    CLI's words: an argument can be given again, another trtmin or compiler cannot."""
+    again, anew = "rerun with the same arguments, or start over with --force", "start over with --force"
     if then.get("program_sha256") != now.get("program_sha256"):
         return ("from another model (its graph or weights differ: program sha256 "
-                f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)")
+                f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)", again)
     if then.get("model_sha256") != now.get("model_sha256"):
         # A journal without the program's digest: a re-export of the same code differs too
         # (its stack traces hold the source's path).
         return (f"from another model (the model file's contents differ: sha256 {then['model_sha256'][:12]}... "
-                f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)")
+                f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)", again)
     if then.get("inputs_sha256") != now.get("inputs_sha256"):
-        return "with other inputs (the --inputs file's contents differ)"
+        return "with other inputs (the --inputs file's contents differ)", again
     if then.get("plugin_sha256") != now.get("plugin_sha256"):
-        return "with another version of the plugin file (its contents differ)"
+        return "with another version of the plugin file (its contents differ)", again
+    if then.get("verdict_format") != now.get("verdict_format"):
+        return ("by another trtmin, which words verdicts otherwise (format "
+                f"{then.get('verdict_format')} there, {now.get('verdict_format')} now): new ones would not match them",
+                anew)
     if then.get("torch") != now.get("torch"):
-        return f"with torch {then.get('torch')} (this is {now.get('torch')})"
+        return f"with torch {then.get('torch')} (this is {now.get('torch')})", anew
+    old_compilers, new_compilers = then.get("compilers", {}), now.get("compilers", {})
+    for name in sorted(set(old_compilers) | set(new_compilers)):
+        if old_compilers.get(name) != new_compilers.get(name):
+            return (f"with {name} {old_compilers.get(name, 'not recorded')} (this is "
+                    f"{new_compilers.get(name, 'not recorded')}): its verdicts are that compiler's", anew)
     old, new = then.get("options", {}), now.get("options", {})
     flag = {"settings": "set", "memory_limit_mb": "memory-limit"}
     changed = [f"--{flag.get(k, k.replace('_', '-'))} {old.get(k)!r} there, {new.get(k)!r} now"
                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    return f"with other options ({'; '.join(changed)})" if changed else "with other options"
+    return (f"with other options ({'; '.join(changed)})" if changed else "with other options"), again
