@@ -55,7 +55,7 @@ class Verdict:
         if self.kind == "hang":
             return f"HANG: {self.message}"
         first = next((ln.strip() for ln in self.message.splitlines() if ln.strip()), "")
-        return f"{self.kind.upper()}: {self.exc_type}: {first[:300]}"
+        return f"{self.kind.upper()}: {self.exc_type}: {first[:300]}{'...' if len(first) > 300 else ''}"
 
 
 def _fmt(x: float | None) -> str:

@@ -281,3 +281,12 @@ def test_one_judge_answers_whether_a_verdict_is_the_failure_asked_about():
     sig = Signature.of(crash)
     assert sig.matches(crash) and not sig.matches(crash, re.compile("^ValueError"))
     assert not sig.matches(Verdict("crash", "RuntimeError", "another error"))
+
+
+def test_a_crash_line_cut_at_300_characters_says_it_was_cut():
+    """A long error (TensorRT's Myelin lines run to 400 characters) ends in '...' where the
+    verdict line cuts it, so a reader knows there is more; a short one is whole."""
+    from oracles.verdict import Verdict
+    long = Verdict("crash", "RuntimeError", "x" * 301 + "\nsecond line")
+    assert long.describe() == "CRASH: RuntimeError: " + "x" * 300 + "..."
+    assert Verdict("crash", "RuntimeError", "x" * 300).describe().endswith("x" * 300)
