@@ -206,7 +206,8 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
     title = m.title if m else repro.name
     upstream = list(m.upstream) if m else []
     if repro.problem or m is None:
-        return Result(repro.name, title, upstream, ERROR, "?", False, 0.0, "", reason=repro.problem or "no manifest",
+        return Result(repro.name, title, upstream, ERROR, m.expected if m else "?", False, 0.0, "",
+                      reason=repro.problem or "no manifest",
                       note="fix the repro folder")
     facts = facts if facts is not None else Facts()
     expected, because = m.expectation(facts)

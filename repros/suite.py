@@ -311,7 +311,24 @@ def load_repro(folder: Path) -> Repro:
         problem = str(e)
     if not (folder / SCRIPT).is_file():
         problem = f"{_shown(folder)}: no {SCRIPT}" + (f"; {problem}" if problem else "")
+    else:
+        gone = files_the_script_reads_that_are_gone(folder / SCRIPT)
+        if gone:
+            problem = (f"{_shown(folder)}: no {' or '.join(gone)}, which {SCRIPT} reads (copy it back from the reduce's "
+                       "--out folder)") + (f"; {problem}" if problem else "")
     return Repro(folder.name, folder, manifest, problem)
+
+
+def files_the_script_reads_that_are_gone(script: Path) -> list[str]:
+    """The data files trtmin writes beside a script (the inputs, a plugin) that the script
+    names and its folder lacks: its run would say "SKIPPED: cannot run", as if the machine
+    lacked something, where the repro folder is what is broken."""
+    try:
+        text = script.read_text(errors="replace")
+    except OSError:
+        return []
+    return [name for name in ("repro_inputs.pt", "plugin.py")
+            if re.search(rf"""['"]{re.escape(name)}['"]""", text) and not (script.parent / name).exists()]
 
 
 def _is_entry(p: Path) -> bool:
