@@ -6,6 +6,7 @@
 #   bash bench/gpu_trt.sh reduce   # the real hosts (bench/hosts): check, reduce, repro.py alone
 #   bash bench/gpu_trt.sh lowering # the video policy with attn_bias_is_causal true and false
 #   bash bench/gpu_trt.sh probe    # what torch_executed_ops does to the video policy
+#   bash bench/gpu_trt.sh examples # examples/emitted_linear_batchnorm: each script alone, and check
 #   REPS=2 bash bench/gpu_trt.sh floor  # --jobs 1, clairvoyant --jobs 4 and --jobs 4 on the real hosts
 #   CASES=video_policy JOBS="1 4" bash bench/gpu_trt.sh bench  # bench/run_bench.py beside fx_minifier
 #   bash bench/gpu_trt.sh xl       # the 5,057-node host's reduction, started in the background
@@ -114,6 +115,17 @@ floor)  # --jobs 1, then --jobs 4 fed the --jobs 1 journal (bench/clairvoyant.py
       done
       mkdir -p $O/floor; cp $T/floor_${h}_j1/journal.jsonl $O/floor/${h}_rep${rep}_j1_journal.jsonl 2>/dev/null
     done
+  done
+  ;;
+examples)  # the emitted-scripts example's H200 column: each script alone, then check on reduced.pt2
+  rm -rf $T/emitted && cp -r examples/emitted_linear_batchnorm $T/emitted
+  for s in repro.py repro_executorch_portable.py repro_torch_tensorrt.py repro_tensorrt.py; do
+    (cd $T/emitted && timeout 200 python3 $s 2>&1 | grep -E "^(REPRODUCED|FIXED|SKIPPED|CHANGED)"; echo "== $s exit ${PIPESTATUS[0]}") >> $L
+  done
+  for b in torch_tensorrt tensorrt; do
+    echo "== check reduced.pt2 --backend $b" >> $L
+    timeout 200 python3 -m minimize.cli check $T/emitted/reduced.pt2 --oracle mismatch --backend $b --device cuda \
+      2>&1 | grep -v -i "warn\|modelopt\|TRT-LLM" | tail -3 >> $L
   done
   ;;
 probe)
