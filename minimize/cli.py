@@ -112,27 +112,34 @@ def _progress_saved(out: Path, started: float, resume: bool) -> bool:
     return (resume or fresh) and journaled_verdicts(out / JOURNAL) > 0
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def _stop_like_ctrl_c() -> None:
     """SIGTERM (a CI cancel, timeout(1)) and SIGHUP (a closed terminal, a dropped ssh) stop
     like Ctrl-C: workers and child processes ended, the journal kept, temporary state
     removed. A signal the caller ignores (nohup) stays ignored."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, _terminate)
+            signal.signal(sig, interrupts.on_signal)
 
 
 def _report(e: TrtminError) -> int:
     """One line for a domain error, and the exit code: 2, or 130 after a Ctrl-C (the error
     may be the Ctrl-C's, dressed as another exception by the library it hit)."""
     if interrupts.seen():
-        err.print("[yellow]interrupted[/]")
-        return 130
+        return _say_interrupted("[yellow]interrupted[/]")
     err.print(f"[red]error:[/] {e}", highlight=False)
     return 2
+
+
+_interruption_said = False
+
+
+def _say_interrupted(line: str) -> int:
+    """Print what an interruption left (once: run() adds a bare "interrupted" where a
+    command said nothing), and return the exit code for the signal that came."""
+    global _interruption_said
+    err.print(line)
+    _interruption_said = True
+    return interrupts.exit_code()
 
 
 def _fail(e: TrtminError) -> None:
@@ -214,10 +221,10 @@ def reduce(
         _fail(e)
     except KeyboardInterrupt:
         if _progress_saved(out, started, resume):
-            err.print("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
+            code = _say_interrupted("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
         else:
-            err.print("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
-        raise typer.Exit(130)
+            code = _say_interrupted("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
+        raise typer.Exit(code)
     _print_result(console, summary, out, time.time() - started)
 
 
@@ -491,18 +498,22 @@ def repros_run(
     from rich.console import Console as RichConsole
 
     from oracles.environment import NOT_INSTALLED
-    from repros.runner import (environment, exit_code, render_table, results_to_json, run_repros, summary_line,
-                               write_json)
+    from repros.runner import (Interrupted, environment, exit_code, render_table, results_to_json, run_repros,
+                               summary_line, write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
+    not_run: list[str] | None = None
     try:
         check_timeout(timeout, example=600)
         if json_file is not None and json_file.is_dir():
             raise TrtminError(f"--json {json_file} is a folder; name a file, e.g. --json {json_file / 'run.json'}")
         if jobs < 1:
             raise TrtminError(f"--jobs {jobs}: give a number of repros to run at a time, 1 or more")
-        results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips, jobs=jobs,
-                             on_result=_print_row)
-        if not results:
+        try:
+            results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips, jobs=jobs,
+                                 on_result=_print_row)
+        except Interrupted as stop:  # what finished is shown and written, marked as a part
+            results, not_run = stop.results, stop.not_run
+        if not results and not_run is None:
             raise TrtminError(f"no repros in {suite or 'the shipped suite'}; save one there with "
                               "trtmin repros add OUT --name NAME --suite ...")
     except TrtminError as e:
@@ -511,14 +522,19 @@ def repros_run(
     stream = sys.stderr if to_stdout else sys.stdout
     console = RichConsole(file=stream, width=None if stream.isatty() else 160)
     env = environment(device_label)
-    console.print(render_table(results))
-    console.print(summary_line(results), highlight=False)
+    if results:
+        console.print(render_table(results))
+        console.print(summary_line(results), highlight=False)
     console.print(f"on {env['device_label']}: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()
                                                            if version != NOT_INSTALLED), highlight=False)
     if to_stdout:
-        print(json.dumps(results_to_json(results, env), indent=2, sort_keys=True))
+        print(json.dumps(results_to_json(results, env, not_run), indent=2, sort_keys=True))
     elif json_file:
-        write_json(json_file, results, env)
+        write_json(json_file, results, env, not_run)
+    if not_run is not None:
+        wrote = f"; {json_file} holds the {len(results)} finished" if json_file and not to_stdout else ""
+        raise typer.Exit(_say_interrupted(f"[yellow]interrupted[/]: {len(not_run)} repro{'s' if len(not_run) != 1 else ''} "
+                                          f"not run ({', '.join(not_run)}){wrote}"))
     raise typer.Exit(exit_code(results))
 
 
@@ -565,13 +581,14 @@ def run(argv: list[str]) -> object:
             message = e.format_message().replace("Value error, ", "").rstrip(".")
             err.print(f"[red]error:[/] {message}; see {where} --help", highlight=False)
         code = 2
-    except typer.Abort:  # Ctrl-C outside a reduction
-        err.print("[yellow]interrupted[/]")
-        code = 130
+    except typer.Abort:  # end of input at a prompt
+        code = _say_interrupted("[yellow]interrupted[/]")
     except TrtminError as e:  # a last net: no traceback for domain errors
         code = _report(e)
     except SystemExit as e:
         code = e.code
+    if code == 130 and not _interruption_said:  # typer's answer to a Ctrl-C no command caught (check, list...)
+        code = _say_interrupted("[yellow]interrupted[/]")
     return code
 
 

@@ -227,6 +227,15 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
                   note=note, expected_because=because, returncode=rc, stderr_tail=tail, **where)
 
 
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C or SIGTERM, holding what it had: the results finished before
+    it, in suite order, and the names of the repros it did not finish."""
+
+    def __init__(self, results: list[Result], not_run: list[str]):
+        super().__init__()
+        self.results, self.not_run = results, not_run
+
+
 def run_repros(root: Path | str | None = None, names: Sequence[str] | None = None,
                timeout: float = DEFAULT_TIMEOUT, env_label: str | None = None, *, strict_skips: bool = False,
                on_result: Callable[[Result], None] | None = None, jobs: int = 1) -> list[Result]:
@@ -249,9 +258,13 @@ def run_repros(root: Path | str | None = None, names: Sequence[str] | None = Non
             results[futures[future]] = result = future.result()
             if on_result is not None:
                 on_result(result)
-    except BaseException:  # Ctrl-C, SIGTERM: the scripts the threads run end too
+    except BaseException as e:  # Ctrl-C, SIGTERM: the scripts the threads run end too
         pool.shutdown(wait=False, cancel_futures=True)
         kill_running()
+        if isinstance(e, KeyboardInterrupt):
+            finished = sorted(results)
+            raise Interrupted([results[i] for i in finished],
+                              [r.name for i, r in enumerate(repros) if i not in results]) from e
         raise
     pool.shutdown()
     return [results[i] for i in range(len(repros))]
@@ -270,19 +283,26 @@ def counts(results: Sequence[Result]) -> dict[str, int]:
             "not_ok": sum(not r.ok for r in results)}
 
 
-def results_to_json(results: Sequence[Result], env: dict[str, Any] | None = None) -> dict[str, Any]:
+def results_to_json(results: Sequence[Result], env: dict[str, Any] | None = None,
+                    not_run: Sequence[str] | None = None) -> dict[str, Any]:
     """The JSON record of one run (``env``: from ``environment(device_label)``); the input of
-    ``repros.table.merge_tables``."""
-    return {"format": JSON_FORMAT, "environment": env if env is not None else environment(),
-            "summary": counts(results), "results": [r.to_dict() for r in results]}
+    ``repros.table.merge_tables``. ``not_run``: an interrupted run's unfinished repros, kept
+    under "interrupted" so the record cannot pass for a whole run."""
+    record = {"format": JSON_FORMAT, "environment": env if env is not None else environment(),
+              "summary": counts(results), "results": [r.to_dict() for r in results]}
+    if not_run is not None:
+        record["interrupted"] = {"not_run": list(not_run)}
+    return record
 
 
-def write_json(path: Path, results: Sequence[Result], env: dict[str, Any] | None = None) -> None:
+def write_json(path: Path, results: Sequence[Result], env: dict[str, Any] | None = None,
+               not_run: Sequence[str] | None = None) -> None:
     """Write ``results_to_json`` to ``path`` (through a temporary file and a rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(results_to_json(results, env), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(results_to_json(results, env, not_run), indent=2, sort_keys=True) + "\n",
+                   encoding="utf-8")
     os.replace(tmp, path)
 
 

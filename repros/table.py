@@ -115,7 +115,7 @@ def merge_tables(json_files: Sequence[Path | str]) -> str:
     runs = [(Path(f), load_run(f)) for f in json_files]
     runs.sort(key=lambda fr: (str(fr[1]["environment"].get("device_label", "")).lower(), _vkey(fr[1]["environment"]),
                               str(fr[1]["environment"].get("date", "")), fr[0].name, str(fr[0])))
-    base = [column_header(d["environment"]) for _, d in runs]
+    base = [column_header(d["environment"]) + (" (interrupted)" if d.get("interrupted") else "") for _, d in runs]
     # two runs of one setup: tell them apart by date, then by the file each came from
     dated = [f"{h} ({d['environment'].get('date', '?')})" if base.count(h) > 1 else h
              for h, (_, d) in zip(base, runs)]

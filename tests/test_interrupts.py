@@ -17,7 +17,7 @@ def test_a_swallowed_ctrl_c_is_raised_again_and_an_error_after_it_is_an_interrup
     monkeypatch.setattr(interrupts, "_seen", False)
     interrupts.check()  # nothing came: nothing raised
     try:
-        interrupts._on_interrupt(signal.SIGINT, None)
+        interrupts.on_signal(signal.SIGINT, None)
     except BaseException:  # noqa: BLE001 - what the library did
         pass
     with pytest.raises(KeyboardInterrupt):
@@ -35,6 +35,19 @@ def test_a_background_job_keeps_ignoring_sigint(monkeypatch):
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         signal.signal(signal.SIGINT, signal.default_int_handler)
         interrupts.install()
-        assert signal.getsignal(signal.SIGINT) is interrupts._on_interrupt
+        assert signal.getsignal(signal.SIGINT) is interrupts.on_signal
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_no_command_caught_says_interrupted(monkeypatch, capsys):
+    """typer turns a KeyboardInterrupt that a command does not catch (`check` mid-compile)
+    into exit 130 in silence: run() says it was interrupted, once."""
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "check_numbers", stopped)  # the first thing `check` does after its arguments
+    monkeypatch.setattr(cli, "_interruption_said", False)
+    monkeypatch.setattr(interrupts, "_signal", signal.SIGINT)
+    code = cli.run(["check", "model.pt2", "--oracle", "crash", "--backend", "inductor"])
+    assert code == 130
+    assert capsys.readouterr().err.count("interrupted") == 1

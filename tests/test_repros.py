@@ -472,27 +472,39 @@ def test_pytest_collects_a_suite_through_the_runner(tmp_path: Path) -> None:
     assert "SKIPPED [1] repros/test_suite.py" in out and "no CUDA GPU" in out
 
 
-def test_a_terminated_run_leaves_no_repro_running(tmp_path: Path) -> None:
+def test_a_terminated_run_leaves_no_repro_running_and_keeps_what_finished(tmp_path: Path) -> None:
     """SIGTERM (a CI cancel) to `trtmin repros run` ends the repro it is running too: the
-    repro runs in a session of its own, and was left behind with parent 1."""
+    repro runs in a session of its own, and was left behind with parent 1. What finished
+    before is shown and written to --json, marked as interrupted (it was all lost, with no
+    word), and the exit code is SIGTERM's, as a shell gives it."""
+    from repros.table import merge_tables
     from tests.helpers import ROOT
     started, finished = tmp_path / "started", tmp_path / "finished"
-    make_repro(tmp_path / "suite", "hangs", f"""
+    make_repro(tmp_path / "suite", "a_quick", exits(1, "REPRODUCED: x"))
+    make_repro(tmp_path / "suite", "b_hangs", f"""
         import pathlib, time
         pathlib.Path({str(started)!r}).touch()
         time.sleep(4)
         pathlib.Path({str(finished)!r}).touch()
     """)
+    make_repro(tmp_path / "suite", "c_later", exits(1, "REPRODUCED: x"))
     proc = subprocess.Popen([sys.executable, "-m", "minimize.cli", "repros", "run", "--suite", str(tmp_path / "suite"),
-                             "--timeout", "100"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             "--timeout", "100", "--json", str(tmp_path / "run.json")], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.monotonic()
     while not started.exists() and time.monotonic() - t0 < 60:
         time.sleep(0.05)
     assert started.exists()
     proc.terminate()
-    proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, (out, err)
+    assert "a_quick" in out and "1 repro: 1 reproduced" in out, out
+    assert "interrupted: 2 repros not run (b_hangs, c_later)" in err and "run.json holds the 1 finished" in err, err
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert [r["name"] for r in record["results"]] == ["a_quick"]
+    assert record["interrupted"] == {"not_run": ["b_hangs", "c_later"]}
+    assert "(interrupted)" in merge_tables([tmp_path / "run.json"]).splitlines()[0]
     time.sleep(5)
     assert not finished.exists()
 

@@ -13,18 +13,26 @@ import signal
 from types import FrameType
 
 _seen = False
+_signal = signal.SIGINT  # the last stop signal that came: the exit code says which
 
 
 def install() -> None:
     """Only over Python's own handler: a SIGINT the shell ignores (a background job) stays ignored."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_interrupt)
+        signal.signal(signal.SIGINT, on_signal)
 
 
-def _on_interrupt(signum: int, frame: FrameType | None) -> None:
-    global _seen
-    _seen = True
+def on_signal(signum: int, frame: FrameType | None) -> None:
+    """SIGINT's handler, and SIGTERM's and SIGHUP's where the CLI stops on them as on Ctrl-C."""
+    global _seen, _signal
+    _seen, _signal = True, signal.Signals(signum)
     raise KeyboardInterrupt
+
+
+def exit_code() -> int:
+    """128 + the signal that stopped the command, as a shell reports it: 130 for Ctrl-C, 143
+    for SIGTERM (a CI cancel, timeout(1)), 129 for SIGHUP."""
+    return 128 + int(_signal)
 
 
 def seen() -> bool:
