@@ -697,3 +697,24 @@ def test_every_option_with_a_metavar_names_its_flag():
                and any(k.arg == "metavar" for k in node.keywords)
                and not (node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("--"))]
     assert not unnamed, f"typer.Option with a metavar and no --flag at minimize/cli.py lines {unnamed}"
+
+
+def test_a_disk_too_full_for_reduced_pt2_is_one_line_not_an_abort(tmp_path):
+    """torch's archive writer aborts the process when the disk fills (a C++ exception from
+    a destructor: exit 134 and a C++ stack, the run's state left in /tmp): trtmin sees the
+    archive will not fit first and says so, with the fix."""
+    from minimize.emit.outputs import write_reduced
+    from oracles.errors import TrtminError
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        lin = torch.nn.Linear(256, 256)  # 256 KiB of weights: more than the disk holds
+        gm = torch.fx.symbolic_trace(torch.nn.Sequential(lin, torch.nn.ReLU()))
+        with pytest.raises(TrtminError, match=r"cannot write .*reduced\.pt2 \(about 1\.3 MiB, and 0\.\d MiB are free "
+                                              r"on its disk\); free space or choose another --out"):
+            write_reduced(small, gm, [torch.randn(2, 256)])
+        assert not (small / "reduced.pt2").exists()
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)

@@ -17,12 +17,14 @@ from typing import Any, Callable
 import torch
 import torch.fx as fx
 from torch.fx.traceback import NodeSource
+from torch.utils._pytree import tree_leaves
 
 from minimize.program.model import Slice
 from minimize.emit.report import emitted_names, render_report, report_snippet
 from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
 from oracles.backends.base import Backend
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
+from oracles.errors import TrtminError
 from oracles.reference import float64_outputs
 
 
@@ -83,12 +85,28 @@ def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
               for name, v in zip(names, inputs)]
     ep = torch.export.export(gm, tuple(marked), strict=False, dynamic_shapes=export_dynamic_shapes(marked))
     _number_graph_ids(ep)
+    check_room_for(ep, reduced)
     # torch.export.save names the archive's folder after the file: a temporary
     # reduced.pt2 in a hidden folder, so the archive reads reduced/..., not .tmp-reduced/...
     with tempfile.TemporaryDirectory(prefix=".reduced-", dir=out) as tmp:
         torch.export.save(ep, str(Path(tmp) / reduced.name))
         os.replace(Path(tmp) / reduced.name, reduced)
     return reduced
+
+
+ARCHIVE_OVERHEAD = 1 << 20  # an archive's JSON and zip records, beyond its tensors' bytes
+
+
+def check_room_for(ep: torch.export.ExportedProgram, path: Path) -> None:
+    """Refuse, in one line, to save `ep` where its disk has no room: torch's archive writer
+    aborts the process on a full disk (a C++ exception thrown from a destructor, exit 134),
+    which no handler catches. The archive holds each weight, constant and example input once."""
+    tensors = [*ep.state_dict.values(), *ep.constants.values(), *tree_leaves(ep.example_inputs)]
+    needed = ARCHIVE_OVERHEAD + sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    free = shutil.disk_usage(path.parent).free
+    if free < needed:
+        raise TrtminError(f"cannot write {path} (about {needed / 2**20:.1f} MiB, and {free / 2**20:.1f} MiB are free "
+                          "on its disk); free space or choose another --out, then rerun with --resume")
 
 
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
