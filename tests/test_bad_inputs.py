@@ -703,7 +703,7 @@ def test_a_disk_too_full_for_reduced_pt2_is_one_line_not_an_abort(tmp_path):
     """torch's archive writer aborts the process when the disk fills (a C++ exception from
     a destructor: exit 134 and a C++ stack, the run's state left in /tmp): trtmin sees the
     archive will not fit first and says so, with the fix."""
-    from minimize.emit.outputs import write_reduced
+    from minimize.emit.outputs import atomic_torch_save, write_reduced
     from oracles.errors import TrtminError
     small = tmp_path / "small"
     small.mkdir()
@@ -716,5 +716,8 @@ def test_a_disk_too_full_for_reduced_pt2_is_one_line_not_an_abort(tmp_path):
                                               r"on its disk\); free space or choose another --out"):
             write_reduced(small, gm, [torch.randn(2, 256)])
         assert not (small / "reduced.pt2").exists()
+        with pytest.raises(OSError, match="writing repro_inputs.pt fell short: is its disk full"):  # not torch's words
+            atomic_torch_save({"x": torch.randn(256, 256)}, small / "repro_inputs.pt")
+        assert list(small.iterdir()) == []  # no temporary left
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)

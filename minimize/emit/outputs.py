@@ -7,6 +7,7 @@ half-written file in --out.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -50,7 +51,14 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
-    _replace_from_temporary(path, lambda tmp: torch.save(obj, str(tmp)))
+    """torch.save through a temporary. Its zip writer words a short write (a full disk) as
+    "[enforce fail at inline_container.cc] unexpected pos": raised as the OSError it is."""
+    try:
+        _replace_from_temporary(path, lambda tmp: torch.save(obj, str(tmp)))
+    except RuntimeError as e:
+        if "inline_container" not in str(e):
+            raise
+        raise OSError(errno.ENOSPC, f"writing {path.name} fell short: is its disk full?") from e
 
 
 def _number_graph_ids(ep: torch.export.ExportedProgram) -> None:
