@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from oracles.supervise import supervised
+
 FIXED, REPRODUCED, SKIPPED, CHANGED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "CHANGED", "ERROR"
 STATUS_BY_EXIT = {0: FIXED, 1: REPRODUCED, 2: SKIPPED, 3: CHANGED}
 VERDICT_MAX = 500
@@ -90,9 +92,12 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """End a script run_script started, with anything it started: on POSIX its supervisor,
+    told by SIGTERM, kills the script's process group (the supervisor's own SIGKILL would
+    leave that group running)."""
     try:
         if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)  # the script and anything it started
+            os.kill(proc.pid, signal.SIGTERM)
         else:
             proc.kill()
     except (ProcessLookupError, PermissionError):
@@ -120,7 +125,11 @@ def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tup
     start = time.monotonic()
     if STOPPING.is_set():
         raise KeyboardInterrupt
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
+    # On POSIX under a supervisor (oracles/backends/command.py), which kills the script's
+    # process group when trtmin dies, even by kill -9: a TensorRT build or a hang's child
+    # outlived it before, in a session of its own.
+    command = [*(supervised("") if os.name == "posix" else []), sys.executable, str(script)]
+    proc = subprocess.Popen(command, cwd=script.parent, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, encoding="utf-8", errors="replace",
                             start_new_session=(os.name == "posix"))

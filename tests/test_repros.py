@@ -509,6 +509,35 @@ def test_a_terminated_run_leaves_no_repro_running_and_keeps_what_finished(tmp_pa
     assert not finished.exists()
 
 
+def test_a_script_and_its_child_die_with_trtmin_even_by_kill_9(tmp_path: Path) -> None:
+    """A script run_script runs (repro.py checked alone after a reduction, a saved repro)
+    and the child it starts end when the process that ran it is killed with SIGKILL, which
+    no handler sees: they ran on in a session of their own, a TensorRT build or a hang's
+    child for minutes."""
+    from tests.helpers import ROOT
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    script = tmp_path / "repro.py"
+    script.write_text(textwrap.dedent(f"""
+        import pathlib, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import pathlib, time; time.sleep(4); "
+                                  "pathlib.Path({str(finished)!r} + '_child').touch()"])
+        pathlib.Path({str(started)!r}).touch()
+        time.sleep(4)
+        pathlib.Path({str(finished)!r}).touch()
+    """))
+    driver = subprocess.Popen([sys.executable, "-c", "import sys, pathlib; from oracles.script_run import run_script; "
+                               "run_script(pathlib.Path(sys.argv[1]), 100)", str(script)], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    t0 = time.monotonic()
+    while not started.exists() and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    assert started.exists()
+    driver.kill()
+    driver.wait(timeout=30)
+    time.sleep(6)
+    assert not finished.exists() and not Path(str(finished) + "_child").exists()
+
+
 def test_control_run_strict_skips_and_an_empty_suite(suite: Path, tmp_path: Path, monkeypatch) -> None:
     """The control run (TRTMIN_BACKEND=eager) expects FIXED of every repro, not what the
     manifests say (it had told the user to edit every manifest); --strict-skips reaches the

@@ -1,0 +1,55 @@
+"""A launcher that ties a command's life to this process's: run_command's commands (in a
+worker, and in repro.py, which pastes its source) and the scripts oracles/script_run.py
+runs. Torch-free: `trtmin repros run` imports it before any repro starts."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Runs the command (in a worker, and in repro.py): the command gets a process group of its
+# own, and this launcher waits for it. When the process that started it dies (a worker
+# killed for --timeout, repro.py's child killed for a hang), PR_SET_PDEATHSIG wakes the
+# launcher, which kills the whole group (a shell script's own children too, which a
+# PDEATHSIG on the command alone left running) and removes the folder of exported files.
+# Its exit status is the command's. Arguments: the parent's pid, the folder, the command.
+SUPERVISE_SOURCE = """\
+import ctypes, os, shutil, signal, sys
+parent, folder, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+pid = 0
+def parent_died(*_):
+    if pid:
+        try: os.killpg(pid, signal.SIGKILL)
+        except OSError: pass
+    if folder:
+        shutil.rmtree(folder, True)
+    os._exit(137)
+signal.signal(signal.SIGTERM, parent_died)
+try: ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+except (OSError, AttributeError): pass
+if os.getppid() != parent: parent_died()
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    try: os.execvp(argv[0], argv)
+    except OSError as e:
+        print(f"{argv[0]}: {e.strerror}", file=sys.stderr)
+        os._exit(127)
+try: os.setpgid(pid, pid)
+except OSError: pass
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+status = os.waitpid(pid, 0)[1]
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(128 + os.WTERMSIG(status))
+os._exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def supervised(folder: str) -> list[str]:
+    """The launcher for run_command (and oracles/script_run.py's scripts): the command dies,
+    with its children, when this process does; `folder` ("": none) is removed then."""
+    return [sys.executable, "-S", "-c", SUPERVISE_SOURCE, str(os.getpid()), folder]
