@@ -203,7 +203,7 @@ def reduce(
                              set_, emit, reference.value, repeat=repeat, min_failures=min_failures,
                              memory_limit_mb=memory_limit, imports=checked_imports(import_), localize=localize,
                              verify=verify, generate_values=generate_values)
-        check_out_dir(out, resume, force)  # before any worker starts or the model loads
+        check_out_dir(out, resume, force, lambda: header_before_loading(opts))  # before workers or the model
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)

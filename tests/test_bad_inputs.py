@@ -298,7 +298,7 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
             "--no-verify"]  # what is tested is the journal's options, not the script
     assert run_reduce(str(model), *args).returncode == 0
     changed = reduce_here(str(model), *args, "--resume", "--timeout", "60")
-    assert_one_line_error(changed, "--timeout 300.0 there, 60.0 now", "--force")
+    assert_one_line_error(changed, "--timeout 300.0 there, --timeout 60.0 now", "--force")
     assert "loaded" not in changed.stderr  # said before the model loads, not after
     journal = tmp_path / "journal.jsonl"
     finished = journal.read_text()
@@ -369,7 +369,7 @@ def test_resume_reads_a_journal_from_before_an_option_was_recorded(tmp_path):
     try:
         Journal(tmp_path, changed, resume=True)
     except TrtminError as e:
-        assert "--atol 0.001 there, 0.01 now" in str(e)
+        assert "--atol 0.001 there, --atol 0.01 now" in str(e)
     else:
         raise AssertionError("a changed --atol was resumed")
 
@@ -559,7 +559,7 @@ def test_a_journal_without_an_inputs_digest_still_compares_the_inputs_path(tmp_p
     (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")
     now = {"model_sha256": "ab", "inputs_sha256": "cd", "torch": "2.13", "options": {"oracle": "crash",
                                                                                      "inputs": "/data/b.pt"}}
-    with pytest.raises(TrtminError, match="--inputs '/data/a.pt' there, '/data/b.pt' now"):
+    with pytest.raises(TrtminError, match="--inputs '/data/a.pt' there, --inputs '/data/b.pt' now"):
         Journal(tmp_path, now, resume=True)
     Journal(tmp_path, {**now, "options": {"oracle": "crash", "inputs": "/data/a.pt"}}, resume=True).close()
 
@@ -721,3 +721,27 @@ def test_a_disk_too_full_for_reduced_pt2_is_one_line_not_an_abort(tmp_path):
         assert list(small.iterdir()) == []  # no temporary left
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)
+
+
+def test_an_interrupted_run_made_otherwise_is_not_offered_a_resume_that_would_be_refused(tmp_path):
+    """The folder of an interrupted `--no-localize` run, and the command again without it:
+    "pass --resume" led to "--resume: ... made with other options (--localize False there,
+    True now)". The first refusal now names the difference, as the flags are written."""
+    from minimize.emit.out_dir import check_out_dir
+    from minimize.emit.run_header import VERDICT_FORMAT
+    from oracles.errors import TrtminError
+    then = {"model_sha256": "ab", "options": {"oracle": "crash", "localize": False, "timeout": 300.0},
+            "compilers": {"executorch": "1.4.1"}, "verdict_format": VERDICT_FORMAT}
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"header": then}) + "\n" + '{"runs": []}\n')
+    same = {k: v for k, v in then.items() if k != "model_sha256"}  # what is known before the model loads
+    with pytest.raises(TrtminError, match="holds an interrupted run; pass --resume to continue it"):
+        check_out_dir(tmp_path, resume=False, force=False, header=lambda: same)
+    now = {**same, "options": {**same["options"], "localize": True}}
+    with pytest.raises(TrtminError, match=r"holds an interrupted run made with other options \(--no-localize there, "
+                                          r"--localize now\); rerun with its arguments and --resume to continue it, "
+                                          r"pass --force to replace it, or choose another folder"):
+        check_out_dir(tmp_path, resume=False, force=False, header=lambda: now)
+    upgraded = {**same, "compilers": {"executorch": "1.6.0"}}  # no argument gives the old compiler back
+    with pytest.raises(TrtminError, match=r"made with executorch 1\.4\.1 \(this is 1\.6\.0\): its verdicts are that "
+                                          r"compiler's; pass --force to replace it"):
+        check_out_dir(tmp_path, resume=False, force=False, header=lambda: upgraded)

@@ -227,7 +227,7 @@ def test_a_journal_from_before_reference_does_not_resume_with_float64(tmp_path):
     old = {"model_sha256": "ab", "options": {"oracle": "mismatch", "atol": 0.001}}
     (tmp_path / "journal.jsonl").write_text(json.dumps({"header": old}) + "\n")
     Journal(tmp_path, {**old, "options": {**old["options"], "reference": "eager"}}, resume=True).close()
-    with pytest.raises(TrtminError, match="--reference 'eager' there, 'float64' now"):
+    with pytest.raises(TrtminError, match="--reference 'eager' there, --reference 'float64' now"):
         Journal(tmp_path, {**old, "options": {**old["options"], "reference": "float64"}}, resume=True)
 
 

@@ -12,8 +12,9 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
+from minimize.emit.run_header import RERUN_SAME, resume_difference
 from oracles.errors import TrtminError
 from oracles.out_folder import JOURNAL, header_digest, is_ours
 
@@ -23,11 +24,14 @@ def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
     return sorted(p.name for p in out.iterdir() if is_ours(p.name) and p.name not in written and p.name != JOURNAL)
 
 
-def check_out_dir(out: Path, resume: bool, force: bool) -> None:
+def check_out_dir(out: Path, resume: bool, force: bool,
+                  header: Callable[[], dict[str, Any]] | None = None) -> None:
     """Refuse, in one line that says what to do, to write over another run or the user's
-    files, into a folder that cannot be written, or to resume what has no journal."""
+    files, into a folder that cannot be written, or to resume what has no journal.
+    `header`: this run's (run_header.header_before_loading), so that an interrupted run
+    made otherwise is not offered a --resume that would be refused next."""
     try:
-        _check_out_dir(out, resume, force)
+        _check_out_dir(out, resume, force, header)
     except OSError as e:  # a name too long, a folder that cannot be listed: no traceback
         raise TrtminError(f"--out {_short(out)} cannot be used ({e.strerror or e}); choose another folder") from None
 
@@ -37,7 +41,7 @@ def _short(path: Path) -> str:
     return text if len(text) <= 120 else text[:60] + "..." + text[-40:]
 
 
-def _check_out_dir(out: Path, resume: bool, force: bool) -> None:
+def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], dict[str, Any]] | None) -> None:
     if out.exists() and not out.is_dir():
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
     _check_writable(out)
@@ -63,6 +67,12 @@ def _check_out_dir(out: Path, resume: bool, force: bool) -> None:
     if has_run and finished_run(out):
         raise TrtminError(f"--out {out} holds a finished run (its results: report.md, repro.py); choose another "
                           "folder, or pass --force to run again over it")
+    differs = resume_difference(out, header()) if has_run and header is not None else None
+    if differs:
+        what, fix = differs
+        resume_it = "rerun with its arguments and --resume to continue it, " if fix == RERUN_SAME else ""
+        raise TrtminError(f"--out {out} holds an interrupted run made {what}; {resume_it}pass --force to replace it, "
+                          "or choose another folder")
     if has_run:
         raise TrtminError(f"--out {out} holds an interrupted run; pass --resume to continue it, --force to "
                           "replace it, or choose another folder")

@@ -61,22 +61,42 @@ def header_before_loading(opts: Options) -> dict[str, Any]:
             "verdict_format": VERDICT_FORMAT}
 
 
+RERUN_SAME = "rerun with the same arguments, or start over with --force"  # a resume refused for an argument
+START_OVER = "start over with --force"  # for what no argument gives back: another trtmin, compiler, torch
+
+
 def check_resumable(folder: Path, header: dict[str, Any]) -> None:
     """Before the model loads: a --resume with other options, inputs or plugin than the
     journal's is refused at once, not after seconds of loading. `header` holds what is
     known without the program (no model digests, no torch); Journal checks the rest."""
+    found = resume_difference(folder, header)
+    if found:
+        what, fix = found
+        raise TrtminError(f"--resume: {folder} was made {what}; {fix}")
+
+
+def resume_difference(folder: Path, header: dict[str, Any]) -> tuple[str, str] | None:
+    """How the run journaled in `folder` was made otherwise than `header` (what, and the
+    fix, in the CLI's words), or None: it resumes, or there is no journal to resume."""
     path = folder / JOURNAL
     try:
         with open(path, "rb") as f:
             first = f.readline(1 << 20).decode(errors="replace")
     except OSError:
-        return  # nothing to resume: the run starts afresh
-    same_run(path, first, header)
+        return None  # nothing to resume: the run starts afresh
+    return _header_difference(path, first, header)
 
 
 def same_run(path: Path, first_line: str, header: dict[str, Any]) -> None:
     """Refuse to resume the journal at `path` (its header line `first_line`) from a run
     with another `header`: its verdicts would answer other questions."""
+    found = _header_difference(path, first_line, header)
+    if found:
+        what, fix = found
+        raise TrtminError(f"--resume: {path.parent} was made {what}; {fix}")
+
+
+def _header_difference(path: Path, first_line: str, header: dict[str, Any]) -> tuple[str, str] | None:
     try:
         first = json.loads(first_line)["header"]
     except (KeyError, TypeError, json.JSONDecodeError):
@@ -85,9 +105,7 @@ def same_run(path: Path, first_line: str, header: dict[str, Any]) -> None:
         raise TrtminError(f"--resume: {path} is damaged; start over with --force")
     first = {"verdict_format": 1, **first}  # a journal from before the format was recorded
     then, now = _recorded_by_both(first, header)
-    if then != now:
-        what, fix = _difference(then, now)
-        raise TrtminError(f"--resume: {path.parent} was made {what}; {fix}")
+    return None if then == now else _difference(then, now)
 
 
 def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -116,7 +134,7 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
     """What differs between the journal's header and this run's (each cut by
     _recorded_by_both to what both record: both digests, or neither), and the fix, in the
     CLI's words: an argument can be given again, another trtmin or compiler cannot."""
-    again, anew = "rerun with the same arguments, or start over with --force", "start over with --force"
+    again, anew = RERUN_SAME, START_OVER
     if then.get("program_sha256") != now.get("program_sha256"):
         return ("from another model (its graph or weights differ: program sha256 "
                 f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)", again)
@@ -141,7 +159,17 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
             return (f"with {name} {old_compilers.get(name, 'not recorded')} (this is "
                     f"{new_compilers.get(name, 'not recorded')}): its verdicts are that compiler's", anew)
     old, new = then.get("options", {}), now.get("options", {})
-    flag = {"settings": "set", "memory_limit_mb": "memory-limit"}
-    changed = [f"--{flag.get(k, k.replace('_', '-'))} {old.get(k)!r} there, {new.get(k)!r} now"
+    changed = [f"{_as_flag(k, old.get(k))} there, {_as_flag(k, new.get(k))} now"
                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     return (f"with other options ({'; '.join(changed)})" if changed else "with other options"), again
+
+
+def _as_flag(key: str, value: Any) -> str:
+    """An option's value as the command line gives it: `--timeout 60.0`, `--no-localize`."""
+    name = {"settings": "set", "memory_limit_mb": "memory-limit"}.get(key, key.replace("_", "-"))
+    if isinstance(value, bool):
+        return f"--{name}" if value else f"--no-{name}" if key in NEGATABLE else f"no --{name}"
+    return f"--{name} {value!r}"
+
+
+NEGATABLE = ("localize", "verify", "generate_values")  # the options of a --X/--no-X pair
