@@ -19,7 +19,8 @@ from rich.console import Console
 from minimize.run import interrupts
 from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
 from minimize.program.libraries import checked_imports
-from minimize.emit.out_dir import JOURNAL, check_out_dir, earlier_runs_files, held_by_this_run, journaled_verdicts
+from minimize.emit.out_dir import (JOURNAL, check_out_dir, earlier_runs_files, finished_run, held_by_this_run,
+                                   journaled_verdicts)
 from minimize.emit.run_header import check_resumable, header_before_loading
 from oracles import bytecode
 from oracles.errors import TrtminError, unjudgeable
@@ -221,7 +222,10 @@ def reduce(
         _fail(e)
     except KeyboardInterrupt:
         if _progress_saved(out, started, resume):
-            code = _say_interrupted("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume")
+            earlier = earlier_runs_files(out, []) if not finished_run(out) else []  # --force over a finished run
+            code = _say_interrupted("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume"
+                                    + (f" ({', '.join(earlier)} there are an earlier run's until this one ends)"
+                                       if earlier else ""))
         else:
             code = _say_interrupted("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
         raise typer.Exit(code)

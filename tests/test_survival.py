@@ -151,12 +151,25 @@ def _wait_for_journal(out: Path, lines: int, proc: subprocess.Popen, limit: floa
 def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_run, tmp_path, how):
     model, inputs = host_program
     args = reduce_args(model, inputs, tmp_path, "mismatch", "mismatch_mul_exp", "--no-verify")  # as clean_mismatch_run
-    proc = _start(args)
+    force = ()
+    if how == signal.SIGTERM:  # with --force over a run made otherwise: its results stay, and are said to be its
+        from oracles.out_folder import header_digest
+        for name in ("repro.py", "report.md"):
+            shutil.copy(clean_mismatch_run / name, tmp_path / name)
+        earlier = json.loads((clean_mismatch_run / "journal.jsonl").read_text().splitlines()[0])
+        earlier["header"]["options"]["timeout"] = 60.0
+        (tmp_path / "journal.jsonl").write_text(json.dumps(earlier) + "\n")
+        (tmp_path / "summary.json").write_text(json.dumps({**json.loads((clean_mismatch_run / "summary.json").read_text()),
+                                                           "journal_header_sha256": header_digest(json.dumps(earlier))}))
+        force = ("--force",)
+    proc = _start([*args, *force])
     _wait_for_journal(tmp_path, 4, proc)  # the header and 3 of the 6 verdicts: mid-reduction
     proc.send_signal(how)
     _, err = proc.communicate(timeout=120)
     if how != signal.SIGKILL:  # a closed terminal (SIGHUP) too: it had ended with no word, its state left in /tmp
         assert proc.returncode == 128 + how and "--resume" in err  # 143, 129: the signal's code, as a shell's
+    if force:
+        assert "(report.md, repro.py, summary.json there are an earlier run's until this one ends)" in err, err
     # Nothing is half-written: a repro.py, if the signal came that late, is a whole one.
     if (tmp_path / "repro.py").exists():
         compile((tmp_path / "repro.py").read_text(), "repro.py", "exec")
