@@ -92,6 +92,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts")
+            if journal.damaged:
+                lines = ", ".join(map(str, journal.damaged[:5])) + (" ..." if len(journal.damaged) > 5 else "")
+                log(f"note: {len(journal.damaged)} line{'s' if len(journal.damaged) > 1 else ''} of {JOURNAL} "
+                    f"({lines}) hold no verdict (damaged); their candidates are asked again")
 
         def check(v: Verdict) -> None:
             nonlocal nothing_to_reduce

@@ -274,11 +274,13 @@ def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, t
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin")]
     r = run_reduce(str(model), *args, "--out", str(mine), "--force")
     assert_one_line_error(r, "repro.py", "no trtmin run wrote", "another folder")
+    assert_one_line_error(reduce_here(str(model), *args, "--out", str(mine), "--resume"),  # not "drop --resume"
+                          "repro.py", "no trtmin run wrote", "another folder")
     assert (mine / "repro.py").read_text() == "my own script"
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     assert_one_line_error(reduce_here(str(model), *args, "--out", str(tmp_path / "other"), "--resume"),
-                          "no interrupted run", "drop --resume")
+                          "no interrupted run", "drop --resume and choose another folder, or pass --force")
     # --resume where nothing was journaled yet (Ctrl-C before the first verdict): a fresh run
     fresh = run_reduce(str(model), *args, "--out", str(tmp_path / "new"), "--resume", "--no-verify")
     assert fresh.returncode == 0 and "starting the run afresh" in fresh.stderr, fresh.stderr[-2000:]
@@ -471,11 +473,12 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
 
 def test_journal_damage(tmp_path):
     """A torn last line is cut before the next verdict is appended (it was glued to it, and
-    lost), and a whole one that lacks only its newline is kept; a line that is JSON but no verdict is named; an empty or cut-short header with
-    nothing else of trtmin's beside it is a run that never started, which --force replaces; so is
-    a whole header without a verdict, which the same command replaces."""
+    lost), and a whole one that lacks only its newline is kept; a line that is JSON but no
+    verdict is skipped and counted (it made the resume refuse every verdict); an empty or
+    cut-short header with nothing else of trtmin's beside it is a run that never started,
+    which --force replaces; so is a whole header without a verdict, which the same command
+    replaces."""
     import json
-    import re
 
     import pytest
 
@@ -498,10 +501,11 @@ def test_journal_damage(tmp_path):
     path.write_bytes(path.read_bytes()[:-1])  # killed after the record, before its newline
     Journal(tmp_path, header, resume=True).close()
     assert path.read_bytes().endswith(whole_line)  # kept, and ended for the next one
-    for bad in ("{}", "[]", '{"kept": [[0, 7]], "runs": [], "settings": []}'):
-        path.write_text(path.read_text() + bad + "\n")
-        with pytest.raises(TrtminError, match=re.escape("is damaged (line 4 is not a verdict)")):
-            Journal(tmp_path, header, resume=True)
+    for bad in ("{}", "[]", '{"kept": [[0, 7]], "runs": [], "settings": []}'):  # a damaged line costs its verdict only
+        path.write_text(path.read_text() + bad + "\n" + path.read_text().splitlines(keepends=True)[1])
+        j = Journal(tmp_path, header, resume=True)
+        assert j.damaged == [4] and set(j.cache) == {Candidate((0, 1)), Candidate((0, 2))}
+        j.close()
         path.write_text("".join(path.read_text().splitlines(keepends=True)[:3]))
     for start in ("", json.dumps({"header": header})[:30]):  # a disk full, a kill, as the header was written
         path.write_text(start)

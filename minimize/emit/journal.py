@@ -29,6 +29,7 @@ class Journal:
     def __init__(self, folder: Path, header: dict[str, Any], resume: bool):
         self.path = folder / JOURNAL
         self.cache: dict[Candidate, list[Verdict]] = {}
+        self.damaged: list[int] = []  # the numbers of the lines that hold no verdict (resumed)
         if resume:
             data = self._load(header)
             self._cut_torn_tail(data)
@@ -58,8 +59,7 @@ class Journal:
                     raise ValueError("no runs")
                 self.cache[Candidate.from_record(rec)] = runs
             except (AttributeError, KeyError, TypeError, ValueError):
-                raise TrtminError(f"--resume: {self.path} is damaged (line {number} is not a verdict); "
-                                  "start over with --force") from None
+                self.damaged.append(number)  # its candidate is asked again: the others' verdicts stay paid for
         return data
 
     def _cut_torn_tail(self, data: bytes) -> None:

@@ -51,17 +51,16 @@ def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], di
             is_trtmin_journal(out / JOURNAL) and not journaled_verdicts(out / JOURNAL))):
         existing.remove(JOURNAL)  # a run stopped before its first verdict: nothing to resume, and no file to keep
     has_run = JOURNAL in existing and is_trtmin_journal(out / JOURNAL)
-    if resume:
-        if not has_run and existing:
-            missing = "is not trtmin's" if JOURNAL in existing else "is missing"
-            raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} {missing}); drop --resume "
-                              "to start one there")
-        return  # the journal checks that it is the same model and options; an empty folder starts afresh
     ours = [n for n in existing if is_ours(n)]
     foreign = [n for n in existing if not is_ours(n)]
-    if ours and not has_run:
+    if ours and not has_run:  # the user's files under trtmin's names: no flag makes the folder usable
         raise TrtminError(f"--out {out} holds {_names(ours)}, named as trtmin names its files, but no trtmin "
                           f"run wrote them (there is no {JOURNAL} of one); choose another folder")
+    if resume:
+        if not has_run and existing:
+            raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume and "
+                              "choose another folder, or pass --force to write trtmin's files beside these")
+        return  # the journal checks that it is the same model and options; an empty folder starts afresh
     if force or not existing:
         return  # --force: replaces trtmin's files only; the user's own files stay as they are
     if has_run and finished_run(out):
