@@ -113,6 +113,13 @@ def _progress_saved(out: Path, started: float, resume: bool) -> bool:
     return (resume or fresh) and journaled_verdicts(out / JOURNAL) > 0
 
 
+def _written_before(path: Path, when: float) -> bool:
+    try:
+        return path.stat().st_mtime < when
+    except OSError:
+        return False
+
+
 def _stop_like_ctrl_c() -> None:
     """SIGTERM (a CI cancel, timeout(1)) and SIGHUP (a closed terminal, a dropped ssh) stop
     like Ctrl-C: workers and child processes ended, the journal kept, temporary state
@@ -222,7 +229,8 @@ def reduce(
         _fail(e)
     except KeyboardInterrupt:
         if _progress_saved(out, started, resume):
-            earlier = earlier_runs_files(out, []) if not finished_run(out) else []  # --force over a finished run
+            earlier = [] if finished_run(out) else [  # --force over a run made otherwise: its files, older than this
+                name for name in earlier_runs_files(out, []) if _written_before(out / name, started)]
             code = _say_interrupted("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume"
                                     + (f" ({', '.join(earlier)} there are an earlier run's until this one ends)"
                                        if earlier else ""))

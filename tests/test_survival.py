@@ -161,6 +161,8 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
         (tmp_path / "journal.jsonl").write_text(json.dumps(earlier) + "\n")
         (tmp_path / "summary.json").write_text(json.dumps({**json.loads((clean_mismatch_run / "summary.json").read_text()),
                                                            "journal_header_sha256": header_digest(json.dumps(earlier))}))
+        for name in ("repro.py", "report.md", "summary.json"):  # made a minute ago, as an earlier run's are
+            os.utime(tmp_path / name, (time.time() - 60, time.time() - 60))
         force = ("--force",)
     proc = _start([*args, *force])
     _wait_for_journal(tmp_path, 4, proc)  # the header and 3 of the 6 verdicts: mid-reduction
