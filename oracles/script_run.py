@@ -96,10 +96,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
     told by SIGTERM, kills the script's process group (the supervisor's own SIGKILL would
     leave that group running)."""
     try:
-        if os.name == "posix":
-            os.kill(proc.pid, signal.SIGTERM)
-        else:
-            proc.kill()
+        proc.send_signal(signal.SIGTERM) if os.name == "posix" else proc.kill()  # neither once it is reaped
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -125,7 +122,7 @@ def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tup
     start = time.monotonic()
     if STOPPING.is_set():
         raise KeyboardInterrupt
-    # On POSIX under a supervisor (oracles/backends/command.py), which kills the script's
+    # On POSIX under a supervisor (oracles/supervise.py), which kills the script's
     # process group when trtmin dies, even by kill -9: a TensorRT build or a hang's child
     # outlived it before, in a session of its own.
     command = [*(supervised("") if os.name == "posix" else []), sys.executable, str(script)]

@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import sys
 
-# Runs the command (in a worker, and in repro.py): the command gets a process group of its
-# own, and this launcher waits for it. When the process that started it dies (a worker
-# killed for --timeout, repro.py's child killed for a hang), PR_SET_PDEATHSIG wakes the
-# launcher, which kills the whole group (a shell script's own children too, which a
-# PDEATHSIG on the command alone left running) and removes the folder of exported files.
-# Its exit status is the command's. Arguments: the parent's pid, the folder, the command.
+# Runs the command (in a worker, and in repro.py) or the script: it gets a process group of
+# its own, and this launcher waits for it. When the process that started it dies (a worker
+# killed for --timeout, repro.py's child killed for a hang, trtmin killed by kill -9), or
+# this launcher is sent SIGTERM, PR_SET_PDEATHSIG wakes the launcher, which kills the
+# whole group (a shell script's own children too, which a PDEATHSIG on the command alone
+# left running) and removes the folder of exported files. When the command ends, what it
+# left running in its group is killed too. Its exit status, or the signal that killed it,
+# is the command's (a signal re-raised, without a core file of the launcher's own).
+# Arguments: the parent's pid, the folder ("": none), the command.
 SUPERVISE_SOURCE = """\
 import ctypes, os, shutil, signal, sys
 parent, folder, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
@@ -41,10 +44,18 @@ try: os.setpgid(pid, pid)
 except OSError: pass
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 status = os.waitpid(pid, 0)[1]
+try: os.killpg(pid, signal.SIGKILL)  # what it left running in its group ends with it
+except OSError: pass
 if os.WIFSIGNALED(status):
-    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-    os.kill(os.getpid(), os.WTERMSIG(status))
-    os._exit(128 + os.WTERMSIG(status))
+    sig = os.WTERMSIG(status)
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a core file is the command's, not this launcher's
+    except (ImportError, OSError, ValueError): pass
+    try: signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError): pass  # SIGKILL's and SIGSTOP's cannot be set, and need not be
+    os.kill(os.getpid(), sig)
+    os._exit(128 + sig)
 os._exit(os.waitstatus_to_exitcode(status))
 """
 
@@ -52,4 +63,4 @@ os._exit(os.waitstatus_to_exitcode(status))
 def supervised(folder: str) -> list[str]:
     """The launcher for run_command (and oracles/script_run.py's scripts): the command dies,
     with its children, when this process does; `folder` ("": none) is removed then."""
-    return [sys.executable, "-S", "-c", SUPERVISE_SOURCE, str(os.getpid()), folder]
+    return [sys.executable, "-I", "-S", "-c", SUPERVISE_SOURCE, str(os.getpid()), folder]

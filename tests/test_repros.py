@@ -538,6 +538,31 @@ def test_a_script_and_its_child_die_with_trtmin_even_by_kill_9(tmp_path: Path) -
     assert not finished.exists() and not Path(str(finished) + "_child").exists()
 
 
+def test_a_script_killed_by_a_signal_and_a_childs_held_pipe_read_as_before_the_supervisor(tmp_path: Path) -> None:
+    """Under the supervisor, a script killed by SIGKILL (the OOM killer's) is still 'killed
+    by SIGKILL', not exit 1, which its REPRODUCED line then passed for; and a child the
+    script leaves holding its pipes ends with it, so its line is read at once, not lost
+    at the timeout."""
+    from oracles.script_run import classify, run_script
+    killed = tmp_path / "killed.py"
+    killed.write_text("import os, signal\nprint('REPRODUCED: x', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    rc, out, err, timed_out, _ = run_script(killed, 60)
+    assert rc == -9 and classify(rc, out, err, timed_out, 60)[:2] == (ERROR, "killed by SIGKILL: REPRODUCED: x"), err
+    finished = tmp_path / "finished"
+    left = tmp_path / "left.py"
+    left.write_text(textwrap.dedent(f"""
+        import subprocess, sys
+        subprocess.Popen([sys.executable, "-c", "import pathlib, time; time.sleep(8); "
+                          "pathlib.Path({str(finished)!r}).touch()"])  # inherits the pipes
+        print("REPRODUCED: x")
+        sys.exit(1)
+    """))
+    rc, out, err, timed_out, seconds = run_script(left, 30)
+    assert (rc, out.strip(), timed_out) == (1, "REPRODUCED: x", False) and seconds < 8, (rc, out, err, seconds)
+    time.sleep(9)
+    assert not finished.exists()
+
+
 def test_control_run_strict_skips_and_an_empty_suite(suite: Path, tmp_path: Path, monkeypatch) -> None:
     """The control run (TRTMIN_BACKEND=eager) expects FIXED of every repro, not what the
     manifests say (it had told the user to edit every manifest); --strict-skips reaches the
