@@ -706,22 +706,37 @@ def test_every_option_with_a_metavar_names_its_flag():
 def test_a_disk_too_full_for_reduced_pt2_is_one_line_not_an_abort(tmp_path):
     """torch's archive writer aborts the process when the disk fills (a C++ exception from
     a destructor: exit 134 and a C++ stack, the run's state left in /tmp): trtmin sees the
-    archive will not fit first and says so, with the fix."""
+    archive will not fit first and says so, with the fix. It counts storages, as the
+    archive holds them: a view's whole base, tied weights once."""
     from minimize.emit.outputs import atomic_torch_save, write_reduced
     from oracles.errors import TrtminError
     small = tmp_path / "small"
     small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)], capture_output=True).returncode:
         pytest.skip("no tmpfs can be mounted here")
+
+    class Held(torch.nn.Module):
+        def __init__(self, *weights: torch.Tensor):
+            super().__init__()
+            for i, w in enumerate(weights):
+                self.register_buffer(f"w{i}", w)
+
+        def forward(self, x):
+            return sum(x * w[:4] for w in self.buffers())
+
+    x = torch.randn(4)
     try:
-        lin = torch.nn.Linear(256, 256)  # 256 KiB of weights: more than the disk holds
-        gm = torch.fx.symbolic_trace(torch.nn.Sequential(lin, torch.nn.ReLU()))
-        with pytest.raises(TrtminError, match=r"cannot write .*reduced\.pt2 \(about 1\.3 MiB, and 0\.\d MiB are free "
+        big = torch.randn(512 * 1024)  # 2 MiB, of which the program holds a view of 16 values
+        with pytest.raises(TrtminError, match=r"cannot write .*reduced\.pt2 \(about 2\.3 MiB, and 1\.0 MiB are free "
                                               r"on its disk\); free space or choose another --out"):
-            write_reduced(small, gm, [torch.randn(2, 256)])
+            write_reduced(small, torch.fx.symbolic_trace(Held(big[:16])), [x])
         assert not (small / "reduced.pt2").exists()
+        tied = torch.randn(100 * 1024)  # 400 KiB held twice: one storage, 400 KiB in the archive
+        write_reduced(small, torch.fx.symbolic_trace(Held(tied, tied)), [x])
+        assert (small / "reduced.pt2").stat().st_size < 600 * 1024
+        (small / "reduced.pt2").unlink()
         with pytest.raises(OSError, match="writing repro_inputs.pt fell short: is its disk full"):  # not torch's words
-            atomic_torch_save({"x": torch.randn(256, 256)}, small / "repro_inputs.pt")
+            atomic_torch_save({"x": torch.randn(512, 1024)}, small / "repro_inputs.pt")
         assert list(small.iterdir()) == []  # no temporary left
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)

@@ -52,11 +52,12 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
     """torch.save through a temporary. Its zip writer words a short write (a full disk) as
-    "[enforce fail at inline_container.cc] unexpected pos": raised as the OSError it is."""
+    "[enforce fail at inline_container.cc] unexpected pos" (or "file write failed"): raised
+    as the OSError it is."""
     try:
         _replace_from_temporary(path, lambda tmp: torch.save(obj, str(tmp)))
     except RuntimeError as e:
-        if "inline_container" not in str(e):
+        if "unexpected pos" not in str(e) and "file write failed" not in str(e):
             raise
         raise OSError(errno.ENOSPC, f"writing {path.name} fell short: is its disk full?") from e
 
@@ -102,19 +103,31 @@ def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
     return reduced
 
 
-ARCHIVE_OVERHEAD = 1 << 20  # an archive's JSON and zip records, beyond its tensors' bytes
+ARCHIVE_OVERHEAD = 256 << 10  # an archive's JSON and zip records, beyond its storages' bytes
 
 
 def check_room_for(ep: torch.export.ExportedProgram, path: Path) -> None:
     """Refuse, in one line, to save `ep` where its disk has no room: torch's archive writer
     aborts the process on a full disk (a C++ exception thrown from a destructor, exit 134),
-    which no handler catches. The archive holds each weight, constant and example input once."""
-    tensors = [*ep.state_dict.values(), *ep.constants.values(), *tree_leaves(ep.example_inputs)]
-    needed = ARCHIVE_OVERHEAD + sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-    free = shutil.disk_usage(path.parent).free
-    if free < needed:
-        raise TrtminError(f"cannot write {path} (about {needed / 2**20:.1f} MiB, and {free / 2**20:.1f} MiB are free "
-                          "on its disk); free space or choose another --out, then rerun with --resume")
+    which no handler catches. The archive holds each storage of its weights, constants and
+    example inputs once, whole (a view saves its base; tied weights, one storage). A disk
+    that does not say its free space is not judged."""
+    storages: dict[tuple[str, int], int] = {}
+    for t in [*ep.state_dict.values(), *ep.constants.values(), *tree_leaves(ep.example_inputs)]:
+        if isinstance(t, torch.Tensor):
+            try:
+                storage = t.untyped_storage()
+                storages[(str(t.device), storage.data_ptr())] = storage.nbytes()
+            except (RuntimeError, NotImplementedError):  # no storage (a sparse tensor): its elements
+                storages[(str(t.device), id(t))] = t.numel() * t.element_size()
+    needed = ARCHIVE_OVERHEAD + sum(storages.values())
+    try:
+        usage = shutil.disk_usage(path.parent)
+    except OSError:
+        return
+    if usage.total and usage.free < needed:
+        raise TrtminError(f"cannot write {path} (about {needed / 2**20:.1f} MiB, and {usage.free / 2**20:.1f} MiB are "
+                          "free on its disk); free space or choose another --out, then rerun with --resume")
 
 
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
