@@ -513,7 +513,7 @@ def repros_run(
     from repros.runner import (Interrupted, environment, exit_code, render_table, results_to_json, run_repros,
                                summary_line, write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
-    not_run: list[str] | None = None
+    not_finished: list[str] | None = None
     try:
         check_timeout(timeout, example=600)
         if json_file is not None and json_file.is_dir():
@@ -524,8 +524,8 @@ def repros_run(
             results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips, jobs=jobs,
                                  on_result=_print_row)
         except Interrupted as stop:  # what finished is shown and written, marked as a part
-            results, not_run = stop.results, stop.not_run
-        if not results and not_run is None:
+            results, not_finished = stop.results, stop.not_finished
+        if not results and not_finished is None:
             raise TrtminError(f"no repros in {suite or 'the shipped suite'}; save one there with "
                               "trtmin repros add OUT --name NAME --suite ...")
     except TrtminError as e:
@@ -540,13 +540,14 @@ def repros_run(
     console.print(f"on {env['device_label']}: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()
                                                            if version != NOT_INSTALLED), highlight=False)
     if to_stdout:
-        print(json.dumps(results_to_json(results, env, not_run), indent=2, sort_keys=True))
+        print(json.dumps(results_to_json(results, env, not_finished), indent=2, sort_keys=True))
     elif json_file:
-        write_json(json_file, results, env, not_run)
-    if not_run is not None:
+        write_json(json_file, results, env, not_finished)
+    if not_finished is not None:
         wrote = f"; {json_file} holds the {len(results)} finished" if json_file and not to_stdout else ""
-        raise typer.Exit(_say_interrupted(f"[yellow]interrupted[/]: {len(not_run)} repro{'s' if len(not_run) != 1 else ''} "
-                                          f"not run ({', '.join(not_run)}){wrote}"))
+        many = "s" if len(not_finished) != 1 else ""
+        raise typer.Exit(_say_interrupted(f"[yellow]interrupted[/]: {len(not_finished)} repro{many} not finished "
+                                          f"({', '.join(not_finished)}){wrote}"))
     raise typer.Exit(exit_code(results))
 
 

@@ -231,9 +231,9 @@ class Interrupted(KeyboardInterrupt):
     """A run stopped by Ctrl-C or SIGTERM, holding what it had: the results finished before
     it, in suite order, and the names of the repros it did not finish."""
 
-    def __init__(self, results: list[Result], not_run: list[str]):
+    def __init__(self, results: list[Result], not_finished: list[str]):
         super().__init__()
-        self.results, self.not_run = results, not_run
+        self.results, self.not_finished = results, not_finished
 
 
 def run_repros(root: Path | str | None = None, names: Sequence[str] | None = None,
@@ -248,11 +248,11 @@ def run_repros(root: Path | str | None = None, names: Sequence[str] | None = Non
 
     facts = Facts(env_label)
     repros = find_repros(root, names)
-    _ = facts.gpu  # looked up once, before the threads ask
     results: dict[int, Result] = {}
     STOPPING.clear()
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
+        _ = facts.gpu  # looked up once, before the threads ask (torch's import: a stop there is a stop too)
         futures = {pool.submit(run_one, repro, timeout, facts, strict_skips): i for i, repro in enumerate(repros)}
         for future in as_completed(futures):
             results[futures[future]] = result = future.result()
@@ -284,24 +284,24 @@ def counts(results: Sequence[Result]) -> dict[str, int]:
 
 
 def results_to_json(results: Sequence[Result], env: dict[str, Any] | None = None,
-                    not_run: Sequence[str] | None = None) -> dict[str, Any]:
+                    not_finished: Sequence[str] | None = None) -> dict[str, Any]:
     """The JSON record of one run (``env``: from ``environment(device_label)``); the input of
-    ``repros.table.merge_tables``. ``not_run``: an interrupted run's unfinished repros, kept
+    ``repros.table.merge_tables``. ``not_finished``: an interrupted run's unfinished repros, kept
     under "interrupted" so the record cannot pass for a whole run."""
     record = {"format": JSON_FORMAT, "environment": env if env is not None else environment(),
               "summary": counts(results), "results": [r.to_dict() for r in results]}
-    if not_run is not None:
-        record["interrupted"] = {"not_run": list(not_run)}
+    if not_finished is not None:
+        record["interrupted"] = {"not_finished": list(not_finished)}
     return record
 
 
 def write_json(path: Path, results: Sequence[Result], env: dict[str, Any] | None = None,
-               not_run: Sequence[str] | None = None) -> None:
+               not_finished: Sequence[str] | None = None) -> None:
     """Write ``results_to_json`` to ``path`` (through a temporary file and a rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(results_to_json(results, env, not_run), indent=2, sort_keys=True) + "\n",
+    tmp.write_text(json.dumps(results_to_json(results, env, not_finished), indent=2, sort_keys=True) + "\n",
                    encoding="utf-8")
     os.replace(tmp, path)
 

@@ -760,6 +760,19 @@ def test_an_interrupted_run_made_otherwise_is_not_offered_a_resume_that_would_be
                                           r"--localize now\); rerun with its arguments and --resume to continue it, "
                                           r"pass --force to replace it, or choose another folder"):
         check_out_dir(tmp_path, resume=False, force=False, header=lambda: now)
+    flags = {**same, "options": {**same["options"], "imports": ["mylib"], "match": "x", "settings": {"a": 1}}}
+    before = {**same, "options": {**same["options"], "imports": [], "match": None, "settings": {}}}
+    journaled = lambda header: (tmp_path / "journal.jsonl").write_text(  # noqa: E731
+        json.dumps({"header": {"model_sha256": "ab", **header}}) + "\n" + '{"runs": []}\n')
+    journaled(before)
+    with pytest.raises(TrtminError, match=r"\(no --import there, --import mylib now; no --match there, --match 'x' "
+                                          r"now; no --set there, --set a=1 now\)"):  # as the flags are written
+        check_out_dir(tmp_path, resume=False, force=False, header=lambda: flags)
+    other_inputs = {**before, "inputs_sha256": "cd"}
+    journaled({**before, "inputs_sha256": "ab"})
+    with pytest.raises(TrtminError, match=r"with other inputs \(the --inputs file's contents differ\); pass --force"):
+        check_out_dir(tmp_path, resume=False, force=False, header=lambda: other_inputs)  # no --resume to offer
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"header": then}) + "\n" + '{"runs": []}\n')
     upgraded = {**same, "compilers": {"executorch": "1.6.0"}}  # no argument gives the old compiler back
     with pytest.raises(TrtminError, match=r"made with executorch 1\.4\.1 \(this is 1\.6\.0\): its verdicts are that "
                                           r"compiler's; pass --force to replace it"):

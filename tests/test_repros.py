@@ -500,10 +500,10 @@ def test_a_terminated_run_leaves_no_repro_running_and_keeps_what_finished(tmp_pa
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, (out, err)
     assert "a_quick" in out and "1 repro: 1 reproduced" in out, out
-    assert "interrupted: 2 repros not run (b_hangs, c_later)" in err and "run.json holds the 1 finished" in err, err
+    assert "interrupted: 2 repros not finished (b_hangs, c_later)" in err and "run.json holds the 1 finished" in err, err
     record = json.loads((tmp_path / "run.json").read_text())
     assert [r["name"] for r in record["results"]] == ["a_quick"]
-    assert record["interrupted"] == {"not_run": ["b_hangs", "c_later"]}
+    assert record["interrupted"] == {"not_finished": ["b_hangs", "c_later"]}
     assert "(interrupted)" in merge_tables([tmp_path / "run.json"]).splitlines()[0]
     time.sleep(5)
     assert not finished.exists()

@@ -144,9 +144,11 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
         return (f"from another model (the model file's contents differ: sha256 {then['model_sha256'][:12]}... "
                 f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)", again)
     if then.get("inputs_sha256") != now.get("inputs_sha256"):
-        return "with other inputs (the --inputs file's contents differ)", again
+        return ("with other inputs (the --inputs file's contents differ)",
+                "rerun with the inputs it was made with, or start over with --force")
     if then.get("plugin_sha256") != now.get("plugin_sha256"):
-        return "with another version of the plugin file (its contents differ)", again
+        return ("with another version of the plugin file (its contents differ)",
+                "rerun with the plugin file it was made with, or start over with --force")
     if then.get("verdict_format") != now.get("verdict_format"):
         return ("by another trtmin, which words verdicts otherwise (format "
                 f"{then.get('verdict_format')} there, {now.get('verdict_format')} now): new ones would not match them",
@@ -165,10 +167,17 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
 
 
 def _as_flag(key: str, value: Any) -> str:
-    """An option's value as the command line gives it: `--timeout 60.0`, `--no-localize`."""
-    name = {"settings": "set", "memory_limit_mb": "memory-limit"}.get(key, key.replace("_", "-"))
+    """An option's value as the command line gives it: `--timeout 60.0`, `--no-localize`,
+    `--set a=1 --set b=2`, `--import mylib`, `no --match` (not given)."""
+    name = {"settings": "set", "memory_limit_mb": "memory-limit", "imports": "import"}.get(key, key.replace("_", "-"))
     if isinstance(value, bool):
         return f"--{name}" if value else f"--no-{name}" if key in NEGATABLE else f"no --{name}"
+    if value is None or value == [] or value == {}:
+        return f"no --{name}"
+    if isinstance(value, dict):
+        return " ".join(f"--{name} {k}={v}" for k, v in sorted(value.items()))
+    if isinstance(value, list):
+        return " ".join(f"--{name} {v}" for v in value)
     return f"--{name} {value!r}"
 
 
