@@ -53,7 +53,7 @@ def mismatch_outcome(expected, actual, exact=None):
     matches; CHANGED: non-finite values where eager is finite, which trtmin calls a NaN bug."""
     off = []  # (max abs error, output, values off, note) of each output that is off
     for i, (e, a) in enumerate(zip(expected, actual)):
-        if not isinstance(e, torch.Tensor) or e.shape != a.shape:  # another value or shape: all off
+        if not isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor) or e.shape != a.shape:  # all off
             off += [(float("inf"), i, "all", "")] if isinstance(e, torch.Tensor) or e != a else []
             continue
         e64, a64 = (x.detach().cpu().to(torch.complex128 if e.is_complex() else torch.float64) for x in (e, a))

@@ -269,6 +269,23 @@ def test_a_mismatch_repro_whose_backend_now_returns_nan_says_changed(host_progra
     assert r.stdout.startswith("CHANGED: fails differently now: output 0 has ") and "where eager is finite" in r.stdout
 
 
+def test_a_backend_output_of_another_shape_or_type_is_reported_and_its_repro_says_so(host_program, tmp_path):
+    """A mismatch with no max abs (the backend's output has another shape, or is no tensor):
+    writing report.md raised at the end, losing report and summary; and repro.py, fed a
+    numpy array, died of AttributeError with exit 1, REPRODUCED's code."""
+    model, inputs = host_program
+    reduce_cli(model, inputs, tmp_path, "mismatch", plugin("wrong_shape_on_exp"), "--no-verify")
+    assert "differs from eager (shape (1, " in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "summary.json").read_text())["final_nodes"] >= 1
+    r = run_repro(tmp_path)
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: output 0 differs from eager by max abs inf"), r.stdout
+    (tmp_path / "plugin.py").write_text(
+        "def wrong_shape_on_exp(gm, example_inputs):\n"
+        "    return lambda *a: tuple(o.numpy() for o in gm(*a))\n")
+    r = run_repro(tmp_path)
+    assert r.returncode == 1 and r.stdout.startswith("REPRODUCED: output 0 differs"), r.stdout + r.stderr[-1500:]
+
+
 def test_the_report_says_eager_computed_the_inputs_only_where_it_did():
     """Cut values are fed in as inputs eager PyTorch computed, unless the script makes them
     all (made values) or has none."""

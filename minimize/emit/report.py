@@ -36,8 +36,9 @@ def dynamic_words(info: ReproInfo) -> str:
 
 def _short_failure(v: Verdict) -> str:
     """The failure in a few words, as our users comment their snippets ("TRT differs by 1.01")."""
-    if v.kind == "mismatch":
-        return f"output {v.output} differs from eager by {v.max_abs:.4g}"
+    if v.kind == "mismatch":  # no max abs where the backend's output is another shape or no tensor
+        return (f"output {v.output} differs from eager by {v.max_abs:.4g}" if v.max_abs is not None
+                else f"output {v.output} differs from eager" + (f" ({v.detail})" if v.detail else ""))
     if v.kind == "nan":
         return f"output {v.output} is non-finite where eager is finite"
     text = v.describe()

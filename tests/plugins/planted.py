@@ -298,3 +298,11 @@ def pass_fails_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> C
         raise Exception("An error occurred when running the 'PlantedPass' pass after the following passes: []") \
             from cause
     return _run(gm)
+
+
+def wrong_shape_on_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """Outputs one dimension too many where the graph has an exp: a mismatch with no max abs."""
+    run = _run(gm)
+    if not _has(gm, aten.exp.default):
+        return run
+    return lambda *args: tuple(o.unsqueeze(0) if isinstance(o, torch.Tensor) else o for o in run(*args))
