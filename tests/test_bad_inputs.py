@@ -84,6 +84,18 @@ def test_bad_plugin_specs(host_program, tmp_path):
     assert_one_line_error(check_here(str(model), "--backend", plugin("no_such_fn")), "no function 'no_such_fn'")
     assert_one_line_error(check_here(str(model), "--backend", plugin("NOT_CALLABLE")), "not callable")
     assert_one_line_error(check_here(str(model), "--backend", "tvm"), "unknown backend")
+    # a plugin that exits as it is imported: argparse read trtmin's arguments and printed a
+    # usage line as trtmin's; sys.exit(0) ended trtmin with exit 0 and no word
+    (tmp_path / "parses.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                        "p.add_argument('--opt-level', required=True)\np.parse_args()\n"
+                                        "def compile(gm, example_inputs):\n    return gm\n")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(0)\n")
+    r = check_here(str(model), "--backend", f"{tmp_path / 'parses.py'}:compile")
+    assert "usage: parses.py" in r.stderr  # argparse names the plugin, not trtmin
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: plugin file "), r.stderr
+    assert "it exits with code 2 as it is imported: an argparse or sys.exit" in r.stderr
+    assert_one_line_error(check_here(str(model), "--backend", f"{tmp_path / 'exits.py'}:compile"),
+                          "fails on import (it exits with code 0 as it is imported")
 
 
 def test_inputs_file_mismatches(host_program, tmp_path):

@@ -17,8 +17,9 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.fx as fx
@@ -58,14 +59,18 @@ def load_plugin_module(spec: str) -> ModuleType:
         module = importlib.util.module_from_spec(spec_obj)
         sys.modules[mod_name] = module
         try:
-            spec_obj.loader.exec_module(module)
-        except Exception as e:
-            raise TrtminError(f"plugin file {path} fails on import ({type(e).__name__}: {e}); fix the plugin") from None
+            with _own_argv(str(path)):
+                spec_obj.loader.exec_module(module)
+        except (Exception, SystemExit) as e:
+            raise TrtminError(f"plugin file {path} fails on import ({_import_failure(e)}); fix the plugin") from None
     else:
         try:
-            module = importlib.import_module(target)
+            with _own_argv(target):
+                module = importlib.import_module(target)
         except ImportError as e:
             raise TrtminError(f"plugin module {target!r} cannot be imported ({e}); check the name and PYTHONPATH") from None
+        except (Exception, SystemExit) as e:
+            raise TrtminError(f"plugin module {target!r} fails on import ({_import_failure(e)}); fix the plugin") from None
     fn = getattr(module, fn_name, None)
     if fn is None:
         raise TrtminError(f"plugin {target} has no function {fn_name!r}; name a function defined in it")
@@ -73,6 +78,24 @@ def load_plugin_module(spec: str) -> ModuleType:
         raise TrtminError(f"plugin {target}:{fn_name} is a {type(fn).__name__}, not callable; "
                           "name a function fn(gm, example_inputs) -> callable")
     return module
+
+
+@contextmanager
+def _own_argv(name: str) -> Iterator[None]:
+    """sys.argv as a plugin imported on its own would see it: an argparse at import then
+    names the plugin, not trtmin, and does not read trtmin's arguments."""
+    saved = sys.argv
+    sys.argv = [name]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def _import_failure(e: BaseException) -> str:
+    if isinstance(e, SystemExit):  # argparse, or sys.exit(), at import time
+        return f"it exits with code {e.code} as it is imported: an argparse or sys.exit at its top level?"
+    return f"{type(e).__name__}: {e}"
 
 
 class PluginBackend(Backend):
