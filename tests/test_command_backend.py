@@ -190,6 +190,11 @@ def test_a_command_that_writes_no_outputs_is_no_bug_to_reduce(host_program, tmp_
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "the command exits 0 (it ran), but without writing {outputs}" in r.stderr, r.stderr
     assert not (tmp_path / "out" / "repro.py").exists()
+    # check says the same, where it said "FAILS (crash)": in CI, a broken harness passed for a bug
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                command("no_outputs", outputs=True))
+    assert r.returncode == 2 and "the command exits 0 (it ran), but without writing {outputs}" in r.stderr, r.stderr
+    assert "FAILS" not in r.stdout
 
 
 def test_the_command_runs_from_the_folder_of_its_files_as_in_repro_py(host_program):
