@@ -96,6 +96,18 @@ def test_bad_plugin_specs(host_program, tmp_path):
     assert "it exits with code 2 as it is imported: an argparse or sys.exit" in r.stderr
     assert_one_line_error(check_here(str(model), "--backend", f"{tmp_path / 'exits.py'}:compile"),
                           "fails on import (it exits with code 0 as it is imported")
+    # the plugin's own mistakes were "CRASH: ...; try --oracle crash", and with it a repro of the mistake
+    (tmp_path / "mistakes.py").write_text("def one_arg(gm):\n    return gm\n\n\ndef returns_none(gm, inputs):\n"
+                                          "    return None\n\n\ndef imports_runtime(gm, inputs):\n"
+                                          "    import mycc_runtime\n    return gm\n")
+    assert_one_line_error(check_here(str(model), "--backend", f"{tmp_path / 'mistakes.py'}:one_arg"),
+                          "takes 1 positional argument; a backend is called as fn(gm, example_inputs)")
+    assert_one_line_error(check_here(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                                     f"{tmp_path / 'mistakes.py'}:returns_none"),
+                          "returns no callable", "the plugin's mistake, no compiler's bug")
+    assert_one_line_error(check_here(str(model), "--inputs", str(inputs), "--backend",
+                                     f"{tmp_path / 'mistakes.py'}:imports_runtime"),
+                          "imports 'mycc_runtime', which is not installed here", "install it")
 
 
 def test_inputs_file_mismatches(host_program, tmp_path):

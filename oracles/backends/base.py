@@ -6,6 +6,8 @@ standalone script (docs/design.md#backends), so what is emitted is what was chec
 
 from __future__ import annotations
 
+import re
+
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -127,7 +129,13 @@ class Backend:
 
     def setup_problem(self, message: str) -> str | None:
         """Why the original program's failure (its error message) is the set-up's mistake,
-        not the compiler's bug (what to fix), or None: nothing to reduce then."""
+        not the compiler's bug (what to fix), or None: nothing to reduce then. A module the
+        backend imports that is not installed is one, for every backend: each candidate
+        would fail alike, and repro.py calls a missing package SKIPPED."""
+        missing = re.search(r"No module named '([^']+)'", message)
+        if missing:
+            return (f"the backend imports {missing.group(1)!r}, which is not installed here (No module named "
+                    f"{missing.group(1)!r}); install it, or fix the import: no compiler's bug to reduce")
         return None
 
     def partitions(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[list[str]]:

@@ -144,7 +144,7 @@ class CommandBackend(Backend):
     def setup_problem(self, message: str) -> str | None:
         # "exit 0 ...": the command ran to its end, and its {outputs} are missing or not outputs
         if not message.startswith(RUNNER_MISTAKE):
-            return None
+            return super().setup_problem(message)
         said = message.splitlines()[0].removeprefix(RUNNER_MISTAKE).removeprefix(", but").strip()
         return f"the command exits 0 (it ran), but {said}: that is the command's mistake, no compiler's bug; fix it"
 

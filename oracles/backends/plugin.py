@@ -131,10 +131,15 @@ class PluginBackend(Backend):
             params = inspect.signature(fn).parameters.values()
         except (TypeError, ValueError):
             return  # a builtin or a callable without a signature: let it say so itself
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-            return
         positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
                                                        inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        if len(positional) < 2 and not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+            # torch.compile calls it with (gm, example_inputs): every compile would be a TypeError
+            raise TrtminError(f"plugin {self.target}:{self.fn_name} takes {len(positional)} positional argument"
+                              f"{'s' if len(positional) != 1 else ''}; a backend is called as fn(gm, example_inputs) "
+                              "and returns a callable: add the missing argument")
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return
         named = [p.name for p in positional[2:] if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD] + \
             [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]  # after gm, example_inputs
         unknown = [k for k in self.kwargs if k not in named]
@@ -142,6 +147,13 @@ class PluginBackend(Backend):
             takes = f"it takes {', '.join(named)}" if named else "it takes no settings"
             raise TrtminError(f"--set {unknown[0]}=...: plugin {self.target}:{self.fn_name} has no keyword argument "
                               f"{unknown[0]!r} ({takes}); drop the --set, or add {unknown[0]}=... to the function")
+
+    def setup_problem(self, message: str) -> str | None:
+        # torch.compile's words for a backend function that returned no callable
+        if "did not return callable" in message:
+            return (f"plugin {self.target}:{self.fn_name} returns no callable (it must return one that runs the "
+                    "graph: fn(*inputs) -> outputs); that is the plugin's mistake, no compiler's bug; fix it")
+        return super().setup_problem(message)
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         # Through torch.compile, as a torch.compile backend is used: the plugin gets the
