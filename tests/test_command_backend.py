@@ -77,14 +77,16 @@ def test_a_commands_outputs_are_compared_with_eager(host_program, tmp_path):
 def test_outputs_not_saved_as_the_outputs_in_order_are_the_commands_error(host_program, tmp_path):
     """A dict, or a file torch.load cannot read, in {outputs} is the command's mistake: said
     as such, not a mismatch of the compiler ("backend returned dict, not a tensor") nor a
-    bare "KeyError: <n>" from torch.load."""
+    bare "KeyError: <n>" from torch.load; by check as by reduce, exit 2 (check said "does
+    not fail ..., but: CRASH" and exited 0)."""
     model, inputs = host_program
-    for mode, said in {"dict_on_sin": "exit 0, but {outputs} holds a dict, not the outputs in order",
-                       "garbage_on_sin": "exit 0, but torch.load cannot read {outputs}"}.items():
+    for mode, said in {"dict_on_sin": "but {outputs} holds a dict, not the outputs in order",
+                       "garbage_on_sin": "but torch.load cannot read {outputs}"}.items():
         r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
                          "--backend", command(mode, outputs=True))
-        assert r.returncode == 0 and "does not fail the mismatch oracle" in r.stdout, r.stdout + r.stderr
-        assert f"CRASH: CommandFailed: {said}" in " ".join(r.stdout.split()), r.stdout
+        assert r.returncode == 2 and "does not fail" not in r.stdout, r.stdout + r.stderr
+        assert f"the command exits 0 (it ran), {said}" in " ".join(r.stderr.split()), r.stderr
+        assert "that is the command's mistake, no compiler's bug" in " ".join(r.stderr.split()), r.stderr
 
 
 def test_a_command_that_hangs_dies_with_the_worker_killed_for_it(host_program, tmp_path):
