@@ -69,22 +69,25 @@ def check_resumable(folder: Path, header: dict[str, Any]) -> None:
     """Before the model loads: a --resume with other options, inputs or plugin than the
     journal's is refused at once, not after seconds of loading. `header` holds what is
     known without the program (no model digests, no torch); Journal checks the rest."""
-    found = resume_difference(folder, header)
-    if found:
-        what, fix = found
-        raise TrtminError(f"--resume: {folder} was made {what}; {fix}")
+    first = _header_line(folder)
+    if first is not None:
+        same_run(folder / JOURNAL, first, header)
 
 
 def resume_difference(folder: Path, header: dict[str, Any]) -> tuple[str, str] | None:
     """How the run journaled in `folder` was made otherwise than `header` (what, and the
     fix, in the CLI's words), or None: it resumes, or there is no journal to resume."""
-    path = folder / JOURNAL
+    first = _header_line(folder)
+    return None if first is None else _header_difference(folder / JOURNAL, first, header)
+
+
+def _header_line(folder: Path) -> str | None:
+    """The first line of the journal in `folder`, or None where there is none to read."""
     try:
-        with open(path, "rb") as f:
-            first = f.readline(1 << 20).decode(errors="replace")
+        with open(folder / JOURNAL, "rb") as f:
+            return f.readline(1 << 20).decode(errors="replace")
     except OSError:
-        return None  # nothing to resume: the run starts afresh
-    return _header_difference(path, first, header)
+        return None
 
 
 def same_run(path: Path, first_line: str, header: dict[str, Any]) -> None:
@@ -134,15 +137,15 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
     """What differs between the journal's header and this run's (each cut by
     _recorded_by_both to what both record: both digests, or neither), and the fix, in the
     CLI's words: an argument can be given again, another trtmin or compiler cannot."""
-    again, anew = RERUN_SAME, START_OVER
     if then.get("program_sha256") != now.get("program_sha256"):
         return ("from another model (its graph or weights differ: program sha256 "
-                f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)", again)
+                f"{then['program_sha256'][:12]}... there, {now['program_sha256'][:12]}... now)", RERUN_SAME)
     if then.get("model_sha256") != now.get("model_sha256"):
         # A journal without the program's digest: a re-export of the same code differs too
         # (its stack traces hold the source's path).
         return (f"from another model (the model file's contents differ: sha256 {then['model_sha256'][:12]}... "
-                f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)", again)
+                f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)",
+                RERUN_SAME)
     if then.get("inputs_sha256") != now.get("inputs_sha256"):
         return ("with other inputs (the --inputs file's contents differ)",
                 "rerun with the inputs it was made with, or start over with --force")
@@ -152,18 +155,18 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
     if then.get("verdict_format") != now.get("verdict_format"):
         return ("by another trtmin, which words verdicts otherwise (format "
                 f"{then.get('verdict_format')} there, {now.get('verdict_format')} now): new ones would not match them",
-                anew)
+                START_OVER)
     if then.get("torch") != now.get("torch"):
-        return f"with torch {then.get('torch')} (this is {now.get('torch')})", anew
+        return f"with torch {then.get('torch')} (this is {now.get('torch')})", START_OVER
     old_compilers, new_compilers = then.get("compilers", {}), now.get("compilers", {})
     for name in sorted(set(old_compilers) | set(new_compilers)):
         if old_compilers.get(name) != new_compilers.get(name):
             return (f"with {name} {old_compilers.get(name, 'not recorded')} (this is "
-                    f"{new_compilers.get(name, 'not recorded')}): its verdicts are that compiler's", anew)
+                    f"{new_compilers.get(name, 'not recorded')}): its verdicts are that compiler's", START_OVER)
     old, new = then.get("options", {}), now.get("options", {})
     changed = [f"{_as_flag(k, old.get(k))} there, {_as_flag(k, new.get(k))} now"
                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    return (f"with other options ({'; '.join(changed)})" if changed else "with other options"), again
+    return (f"with other options ({'; '.join(changed)})" if changed else "with other options"), RERUN_SAME
 
 
 def _as_flag(key: str, value: Any) -> str:

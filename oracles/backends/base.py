@@ -7,7 +7,6 @@ standalone script (docs/design.md#backends), so what is emitted is what was chec
 from __future__ import annotations
 
 import re
-
 import sys
 import tempfile
 from dataclasses import dataclass, field
