@@ -4,6 +4,7 @@ one red line and exit code 2 (docs/design.md, Conventions). The only module that
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import sys
@@ -211,20 +212,21 @@ def reduce(
                              set_, emit, reference.value, repeat=repeat, min_failures=min_failures,
                              memory_limit_mb=memory_limit, imports=checked_imports(import_), localize=localize,
                              verify=verify, generate_values=generate_values)
-        check_out_dir(out, resume, force, lambda: header_before_loading(opts))  # before workers or the model
+        known = functools.cache(lambda: header_before_loading(opts))  # it hashes the inputs: once, where asked
+        check_out_dir(out, resume, force, known)  # before any worker starts or the model loads
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
         with held_by_this_run(out), Workers(opts) as workers:  # a folder in use is said before torch loads
             if resume and journaled_verdicts(out / JOURNAL):
-                check_resumable(out, header_before_loading(opts))  # other options or inputs: said at once
+                check_resumable(out, known())  # other options or inputs: said at once
             # the workers first: their start, not the imports below, is the path to the first call
             from minimize.progress import ProgressView  # rich alone: a live line from the first second
             with ProgressView(console) as view:
                 view.phase(f"starting: workers, torch, and {model.name}")
                 from minimize.reduce import reduce as run_reduce
                 summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
-                                     workers=workers, on_phase=view.phase)
+                                     workers=workers, on_phase=view.phase, known=known)
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:

@@ -62,9 +62,12 @@ def _header(known: dict[str, Any], program: Program, model_sha256: Future[str]) 
 def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
            on_change: Callable[[ReductionProblem], None] | None = None,
            log: Callable[[str], None] = lambda s: None, workers: Workers | None = None,
-           on_phase: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+           on_phase: Callable[[str], None] = lambda s: None,
+           known: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
     """`workers`: started already for `opts` (the CLI starts them before importing torch);
-    the session stops them. The caller stops them if this fails before the session."""
+    the session stops them. The caller stops them if this fails before the session.
+    `known`: header_before_loading(opts), where the caller has it already (it hashes the
+    inputs file: a policy's gigabytes once, not again here)."""
     check_out_dir(out, resume, force)
     check_emit(opts.emit)
     t0 = time.monotonic()
@@ -74,13 +77,13 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         resume = False
     nothing_to_reduce = False
     match = re.compile(opts.match) if opts.match else None
-    known = header_before_loading(opts)
+    known_header = known() if known is not None else header_before_loading(opts)
     with ExitStack() as held:
         held.enter_context(held_by_this_run(out))  # one run at a time in a folder (the CLI holds it already)
         on_phase(f"loading {opts.model.name}: the program and eager's values")
         model_sha256 = digest_in_background(opts.model)
         session = held.enter_context(Session(opts, workers))  # it says what is wrong with a missing or damaged model
-        header = _header(known, session.program, model_sha256)
+        header = _header(known_header, session.program, model_sha256)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         on_phase(f"checking the original: its first compile on {session.backend.describe()}")
