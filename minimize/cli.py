@@ -5,7 +5,6 @@ one red line and exit code 2 (docs/design.md, Conventions). The only module that
 from __future__ import annotations
 
 import functools
-import json
 import signal
 import sys
 import time
@@ -515,8 +514,8 @@ def repros_run(
     from rich.console import Console as RichConsole
 
     from oracles.environment import NOT_INSTALLED
-    from repros.runner import (Interrupted, environment, exit_code, render_table, results_to_json, run_repros,
-                               summary_line, write_json)
+    from repros.runner import (Interrupted, environment, exit_code, json_text, render_table, run_repros, summary_line,
+                               write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
     not_finished: list[str] | None = None
     try:
@@ -545,7 +544,7 @@ def repros_run(
     console.print(f"on {env['device_label']}: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()
                                                            if version != NOT_INSTALLED), highlight=False)
     if to_stdout:
-        print(json.dumps(results_to_json(results, env, not_finished), indent=2, sort_keys=True))
+        sys.stdout.write(json_text(results, env, not_finished))
     elif json_file:
         write_json(json_file, results, env, not_finished)
     if not_finished is not None:

@@ -295,14 +295,19 @@ def results_to_json(results: Sequence[Result], env: dict[str, Any] | None = None
     return record
 
 
+def json_text(results: Sequence[Result], env: dict[str, Any] | None = None,
+              not_finished: Sequence[str] | None = None) -> str:
+    """``results_to_json`` as the file (or `--json -`'s stdout) holds it."""
+    return json.dumps(results_to_json(results, env, not_finished), indent=2, sort_keys=True) + "\n"
+
+
 def write_json(path: Path, results: Sequence[Result], env: dict[str, Any] | None = None,
                not_finished: Sequence[str] | None = None) -> None:
-    """Write ``results_to_json`` to ``path`` (through a temporary file and a rename)."""
+    """Write ``json_text`` to ``path`` (through a temporary file and a rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(results_to_json(results, env, not_finished), indent=2, sort_keys=True) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(json_text(results, env, not_finished), encoding="utf-8")
     os.replace(tmp, path)
 
 
