@@ -5,6 +5,7 @@ torch-free: the CLI checks a --backend before any worker starts or torch is impo
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,29 @@ class BackendSpec:
         if self.text == "onnxruntime":
             return ("torch", "onnxruntime")
         return default
+
+
+def plugin_own_modules(plugin_file: Path) -> dict[str, Path]:
+    """The modules a plugin file imports from its own folder (`import helpers` with
+    helpers.py beside it, also inside a function), and theirs in turn: {name: file}. Python
+    finds them there as it finds a script's neighbours; repro.py gets copies of them, so
+    the plugin runs beside it as it ran here. A package folder beside it is no module file:
+    it must be installed (repro.py cannot carry it)."""
+    folder, found, todo = plugin_file.parent, {}, [plugin_file]
+    while todo:
+        try:
+            tree = ast.parse(todo.pop().read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue  # importing it says what is wrong, in the plugin's own words
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for top in (n.split(".")[0] for n in names):
+                file = folder / f"{top}.py"
+                if top not in found and file.is_file() and file.resolve() != plugin_file.resolve():
+                    found[top] = file
+                    todo.append(file)
+    return dict(sorted(found.items()))
 
 
 def parse_backend(spec: str) -> BackendSpec:

@@ -16,6 +16,8 @@ OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inpu
 # --emit's scripts (repro_tensorrt.py, repro_torch_tensorrt.py) and the copies of the files a
 # cmd: backend's command names (repro_cmd_run.py, repro_cmd_run.sh)
 OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py|repro_cmd_[\w.-]+")
+# the copies of the modules a plugin file imports from its own folder (repro_plugin_helpers.py)
+PLUGIN_COPY_PREFIX = "repro_plugin_"
 
 
 def is_ours(name: str) -> bool:

@@ -31,7 +31,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import JOURNAL, OUR_PATTERN, header_digest
+from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -327,7 +327,8 @@ def files_the_script_reads_that_are_gone(script: Path) -> list[str]:
         text = script.read_text(errors="replace")
     except OSError:
         return []
-    return [name for name in ("repro_inputs.pt", "plugin.py")
+    copies = re.findall(rf"""['"]({PLUGIN_COPY_PREFIX}\w+\.py)['"]""", text)  # a plugin's own modules
+    return [name for name in dict.fromkeys(("repro_inputs.pt", "plugin.py", *copies))
             if re.search(rf"""['"]{re.escape(name)}['"]""", text) and not (script.parent / name).exists()]
 
 

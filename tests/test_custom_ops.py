@@ -1,9 +1,13 @@
-"""A program with a custom op (torch.library) loads only where the library that registers
-it is imported: --import names it, for trtmin, its workers and repro.py."""
+"""Code beyond the program that a run needs goes where the run goes: a custom op's library
+(torch.library), imported where --import names it, for trtmin, its workers and repro.py;
+and the modules a plugin file imports from its own folder, copied beside repro.py."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -11,7 +15,7 @@ import torch
 from torch import nn
 
 from tests.conftest import plugin, save_program
-from tests.helpers import ROOT, run_check, run_reduce
+from tests.helpers import ROOT, run_check, run_cli, run_reduce, run_repro
 from tests.plugins import custom_op_lib  # registers trtmin_test::twice here, to export a program with it
 from tests.test_bad_inputs import assert_one_line_error
 
@@ -44,3 +48,48 @@ def test_a_custom_op_needs_its_library_imported(tmp_path):
     found = subprocess.run([sys.executable, "repro.py"], capture_output=True, text=True, cwd=out, timeout=300,
                            env={**env, "PYTHONPATH": str(ROOT)})
     assert found.returncode == 1 and "REPRODUCED" in found.stdout, found.stdout + found.stderr
+
+
+def test_a_plugins_own_modules_go_beside_repro_py(host_program, tmp_path):
+    """A plugin file that imports modules of its folder (one at its top, which imports the
+    other inside a function), as `python plugin.py` finds them: the run loads them, repro.py
+    carries copies and runs alone once the folder is gone, the suite keeps the copies and
+    names one that goes missing."""
+    from pyflakes.api import check as pyflakes_check
+    from pyflakes.reporter import Reporter
+
+    model, inputs = host_program
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "rules.py").write_text("def refused(gm):\n    import matchers\n    return matchers.has_sin(gm)\n")
+    (mine / "matchers.py").write_text("import torch\n\n\ndef has_sin(gm):\n    return any(n.target is "
+                                      "torch.ops.aten.sin.default for n in gm.graph.nodes)\n")
+    (mine / "compiler.py").write_text("import rules\n\n\ndef backend(gm, example_inputs):\n    if rules.refused(gm):\n"
+                                      "        raise RuntimeError('own compiler: sin has no kernel')\n    return gm\n")
+    out = tmp_path / "out"
+    r = run_reduce(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                   f"{mine / 'compiler.py'}:backend", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["final_nodes"] == 1 and summary["repro_alone"]["status"] == "REPRODUCED", summary
+    assert {"plugin.py", "repro_plugin_rules.py", "repro_plugin_matchers.py"} <= set(summary["files"])
+    assert "`repro_plugin_matchers.py` (the plugin's module matchers.py)" in (out / "report.md").read_text()
+    said = io.StringIO()
+    pyflakes_check((out / "repro.py").read_text(), "repro.py", Reporter(said, said))
+    assert not said.getvalue(), said.getvalue()
+    with (mine / "matchers.py").open("a") as f:  # its verdicts were the old module's
+        f.write("# changed\n")
+    r = run_reduce(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                   f"{mine / 'compiler.py'}:backend", "--out", str(out), "--resume")
+    assert_one_line_error(r, "the modules of its folder that it imports, differ")
+    shutil.rmtree(mine)  # the user's folder gone: only the copies can serve
+    alone = run_repro(out)
+    assert alone.returncode == 1 and "own compiler: sin has no kernel" in alone.stdout, alone.stdout + alone.stderr
+    suite = tmp_path / "suite"
+    r = run_cli("repros", "add", str(out), "--name", "own_modules", "--suite", str(suite))
+    assert r.returncode == 0, r.stderr
+    (suite / "own_modules" / "repro_plugin_matchers.py").unlink()
+    r = run_cli("repros", "list", "--suite", str(suite))
+    assert r.returncode == 1 and "no repro_plugin_matchers.py, which repro.py reads" in r.stdout + r.stderr, \
+        r.stdout + r.stderr
+

@@ -11,6 +11,7 @@ import minimize
 from minimize.emit.script import INPUTS_FILE, ReproInfo, forward_source, nodes, reference_words, tensor_expressions
 from minimize.emit.snippet import snippet_source
 from oracles.backends.base import Backend
+from oracles.out_folder import PLUGIN_COPY_PREFIX
 from oracles.verdict import Verdict
 
 
@@ -141,11 +142,19 @@ def _fed_words(input_names: Iterable[str], generated: Iterable[str]) -> str:
 
 def _beside(script: str, backend: Backend) -> str:
     """The files repro.py reads from its own folder, for the report's "Reproduce" section."""
-    files = [f"`{name}` ({'the plugin backend' if name == 'plugin.py' else 'a copy of what the command runs'})"
-             for name in backend.script_part().files]
+    files = [f"`{name}` ({_what_copy(name)})" for name in backend.script_part().files]
     if INPUTS_FILE in script:
         files.append(f"`{INPUTS_FILE}` (the larger tensors)")
     return f", with {' and '.join(files)} from this folder beside it," if files else ""
+
+
+def _what_copy(name: str) -> str:
+    """What a file copied beside repro.py is, in the report's words."""
+    if name == "plugin.py":
+        return "the plugin backend"
+    if name.startswith(PLUGIN_COPY_PREFIX):
+        return f"the plugin's module {name[len(PLUGIN_COPY_PREFIX):-3]}.py"
+    return "a copy of what the command runs"
 
 
 def emitted_names(spec: str) -> list[str]:

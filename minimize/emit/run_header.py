@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from minimize.options import Options
-from oracles.backend_names import parse_backend
+from oracles.backend_names import parse_backend, plugin_own_modules
 from oracles.errors import TrtminError
 from oracles.out_folder import JOURNAL
 
@@ -25,6 +25,16 @@ def file_digest(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def plugin_digest(plugin: Path) -> str:
+    """A plugin file's digest, with the modules of its folder that it imports (repro.py
+    carries copies of them): the file's own where it imports none."""
+    own = plugin_own_modules(plugin)
+    if not own:
+        return file_digest(plugin)
+    return hashlib.sha256(" ".join([file_digest(plugin), *(f"{n}:{file_digest(f)}" for n, f in own.items())])
+                          .encode()).hexdigest()
 
 
 def options_key(opts: Options) -> dict[str, Any]:
@@ -56,7 +66,7 @@ def header_before_loading(opts: Options) -> dict[str, Any]:
     plugin = backend.plugin_file
     return {"options": options_key(opts),
             "inputs_sha256": file_digest(opts.inputs) if opts.inputs else None,
-            "plugin_sha256": file_digest(plugin) if plugin and plugin.is_file() else None,
+            "plugin_sha256": plugin_digest(plugin) if plugin and plugin.is_file() else None,
             "compilers": {p: package_version(p) for p in backend.packages(KEY_PACKAGES) if p != "torch"},
             "verdict_format": VERDICT_FORMAT}
 
@@ -150,8 +160,8 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
         return ("with other inputs (the --inputs file's contents differ)",
                 "rerun with the inputs it was made with, or start over with --force")
     if then.get("plugin_sha256") != now.get("plugin_sha256"):
-        return ("with another version of the plugin file (its contents differ)",
-                "rerun with the plugin file it was made with, or start over with --force")
+        return ("with another version of the plugin file (its contents, or those of the modules of its folder "
+                "that it imports, differ)", "rerun with the plugin files it was made with, or start over with --force")
     if then.get("verdict_format") != now.get("verdict_format"):
         return ("by another trtmin, which words verdicts otherwise (format "
                 f"{then.get('verdict_format')} there, {now.get('verdict_format')} now): new ones would not match them",

@@ -25,8 +25,9 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, reset_dynamo
-from oracles.backend_names import parse_backend
+from oracles.backend_names import parse_backend, plugin_own_modules
 from oracles.errors import TrtminError
+from oracles.out_folder import PLUGIN_COPY_PREFIX
 
 
 def parse_setting(value: Any) -> Any:
@@ -58,6 +59,9 @@ def load_plugin_module(spec: str) -> ModuleType:
             raise TrtminError(f"plugin file {path} cannot be imported; it must be a Python source file")
         module = importlib.util.module_from_spec(spec_obj)
         sys.modules[mod_name] = module
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:  # its neighbours import as they do for `python plugin.py`
+            sys.path.insert(0, folder)
         try:
             with _own_argv(str(path)):
                 spec_obj.loader.exec_module(module)
@@ -169,17 +173,18 @@ class PluginBackend(Backend):
     def script_part(self) -> ScriptPart:
         plugin_file = self.parsed.plugin_file
         if plugin_file is not None:
+            own = plugin_own_modules(plugin_file)
             # The plugin file is copied beside the script, so the folder is self-contained.
             load = ("import importlib.util, pathlib\n"
                     "    path = pathlib.Path(__file__).with_name('plugin.py')\n"
                     "    if not path.is_file():\n"
                     "        raise FileNotFoundError(f'{path.name}, the plugin backend, must sit beside "
-                    "{pathlib.Path(__file__).name}')\n"
+                    "{pathlib.Path(__file__).name}')\n" + _own_modules_finder(own) +
                     "    spec = importlib.util.spec_from_file_location('plugin', path)\n"
                     "    plugin = importlib.util.module_from_spec(spec)\n"
                     "    spec.loader.exec_module(plugin)\n"
                     "    return plugin")
-            files = {"plugin.py": plugin_file}
+            files = {"plugin.py": plugin_file, **{copy_name(name): file for name, file in own.items()}}
         else:
             load = f"import importlib\n    return importlib.import_module({self.target!r})"
             files = {}
@@ -189,3 +194,24 @@ class PluginBackend(Backend):
         else:
             body = f"return torch.compile(module, backend={fn})"
         return ScriptPart(compile_body=body, load_body=load, files=files)
+
+
+def copy_name(module: str) -> str:
+    """The name of the copy of a plugin's own module beside repro.py (a name trtmin writes,
+    so that an --out folder holds only its own files)."""
+    return f"{PLUGIN_COPY_PREFIX}{module}.py"
+
+
+def _own_modules_finder(own: dict[str, Any]) -> str:
+    """load_backend's lines that make `import helpers` in the copied plugin.py find the copy
+    of helpers.py beside repro.py; none for a plugin that imports no module of its folder."""
+    if not own:
+        return ""
+    copies = {name: copy_name(name) for name in own}
+    return (f"    copies = {copies!r}  # the plugin's own modules, copied beside it\n"
+            "\n"
+            f"    class Copies:  # `import {next(iter(own))}` finds the copy, as the plugin found the file beside it\n"
+            "        def find_spec(self, name, search_path=None, target=None):\n"
+            "            return importlib.util.spec_from_file_location(name, path.with_name(copies[name])) "
+            "if name in copies else None\n"
+            "    sys.meta_path.insert(0, Copies())\n")
