@@ -113,5 +113,6 @@ def error_pattern(sig: Signature, match: str | None) -> str:
     if sig.kind != "crash" or not sig.message:
         return ""
     text = re.escape(sig.message)
-    text = text.replace("<n>", r"\d+").replace("<addr>", r"0x[0-9a-fA-F]+").replace("<path>/", r"\S*/")
+    text = text.replace("<_n>", r"(?:_\d+)?").replace("<n>", r"\d+").replace("<addr>", r"0x[0-9a-fA-F]+")
+    text = text.replace("<path>/", r"\S*/")
     return text.replace(r"\ ", r"\s+")

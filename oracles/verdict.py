@@ -67,6 +67,9 @@ def _sep(detail: str) -> str:
 
 
 _NORMALIZERS = [
+    # an ONNX node's name (torch.onnx names it after its fx node: node_view, node_view_9) counts
+    # its op's earlier nodes, which a cut renumbers: the same node with or without a suffix
+    (re.compile(r"\b(node_[A-Za-z]\w*?)(?:_\d+)?\b"), r"\1<_n>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(/[\w.\-]+)+/([\w.\-]+)"), r"<path>/\2"),
     (re.compile(r"\d+"), "<n>"),
@@ -81,7 +84,8 @@ _ERROR_CODE = re.compile(r"(?i)\berror(?:\s+code)?\s*[:=]?\s*(?:0x:?[0-9a-f]+|\d
 
 
 def normalize_message(message: str) -> str:
-    """First non-empty line, with numbers, addresses and paths made generic, error codes kept.
+    """First non-empty line, with numbers, addresses, paths and ONNX node names' counters
+    made generic, error codes kept.
 
     `KeyError: 'buf12'` and `KeyError: 'buf3'` are the same bug; an error about a
     different op is not, and neither is another error code. 300 characters, as the
@@ -101,7 +105,7 @@ def normalize_message(message: str) -> str:
     cut = line[:300]
     opened = cut.rfind("<")
     if opened >= 0 and any(line.startswith(token, opened) and opened + len(token) > len(cut)
-                           for token in ("<n>", "<addr>", "<path>/")):
+                           for token in ("<n>", "<_n>", "<addr>", "<path>/")):
         cut = cut[:opened]  # not half a placeholder: the script's pattern would need "<pa" literally
     return cut
 

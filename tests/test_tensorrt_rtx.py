@@ -107,6 +107,34 @@ def test_a_parser_failure_is_a_crash_with_the_parsers_words() -> None:
     assert v.message.startswith("the ONNX parser failed: ") and "Reshape" in v.message, v.message
 
 
+def test_the_parsers_node_name_is_the_same_bug_once_the_views_before_it_are_cut() -> None:
+    """torch.onnx names a node after its fx node, and the fx node after its op's count
+    (node_view_2 behind two views, node_view alone): the parser's refusal of the 9-D view
+    is one bug either way, and the script's pattern finds both. Else the reduction kept a
+    view the bug does not need and called the result 1-minimal."""
+    from oracles.script_checks import error_pattern
+    from oracles.verdict import Signature
+
+    class ViewsThenRankNine(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = torch.relu(x.view(4, 16, 16)).view(64, 16) * 2
+            return h.view(2, 2, 2, 2, 2, 2, 2, 2, 4).sum(-1)
+
+    class RankNineAlone(nn.Module):
+        def forward(self, h: torch.Tensor) -> torch.Tensor:
+            return h.view(2, 2, 2, 2, 2, 2, 2, 2, 4)
+
+    torch.manual_seed(0)
+    whole, alone = (evaluate(*candidate(m.eval(), (torch.randn(64, 16),)), TensorRTBackend("tensorrt"), Tolerance())
+                    for m in (ViewsThenRankNine(), RankNineAlone()))
+    assert "name: node_view_2 " in whole.message and "name: node_view " in alone.message, (whole, alone)
+    signature = Signature.of(whole)
+    assert signature.matches(alone), (signature, alone)
+    assert all(re.search(error_pattern(signature, None), v.message) for v in (whole, alone))
+    other = alone.message.replace("node_view", "node_reshape")  # another op's node is another bug
+    assert not signature.matches(type(alone)("crash", alone.exc_type, other))
+
+
 @pytest.mark.parametrize("host", sorted(HOSTS))
 def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_path: Path) -> None:
     """End to end on the real parser and builder: each host reduces to its culprit, and

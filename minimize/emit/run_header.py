@@ -52,7 +52,8 @@ def options_key(opts: Options) -> dict[str, Any]:
 # How journaled verdicts are worded. Raised when a verdict's text changes, so a resume never
 # replays verdicts that new ones cannot match; a journal without it is format 1.
 # 2: a pass manager's bare Exception ends with its cause's words (700ab65).
-VERDICT_FORMAT = 2
+# 3: an ONNX node's name is the same with or without its counter (node_view, node_view_9).
+VERDICT_FORMAT = 3
 
 
 def header_before_loading(opts: Options) -> dict[str, Any]:
