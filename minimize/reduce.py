@@ -12,7 +12,7 @@ import time
 from concurrent.futures import Future
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -181,7 +181,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
                             "final_failures": problem.failures(found),
                             "min_failures": problem.min_failures}
     info = ReproInfo(
-        title=f"{session.backend.describe()} "
+        title=f"{_final_backend(opts, session, needed_settings).describe()} "
               f"{session.backend.failure_words(final_verdict) or f'{final_verdict.kind} on {opts.device}'}: "
               f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
         source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
@@ -211,7 +211,7 @@ def _write(out: Path, opts: Options, session: Session, found: Candidate, info: R
     """repro.py (run alone once, unless --no-verify), report.md, summary.json and the --emit
     scripts of the candidate found, with only the settings the bug needs."""
     needed_settings, generated = dict(found.settings), dict(found.made)
-    backend = session.backend if needed_settings == opts.settings else resolve(opts.backend, needed_settings)
+    backend = _final_backend(opts, session, needed_settings)
 
     def verify(script: Path) -> dict[str, Any]:
         log("running repro.py alone, in a new process, as a maintainer will")
@@ -234,6 +234,12 @@ def _write(out: Path, opts: Options, session: Session, found: Candidate, info: R
     except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
         raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                           "rerun with --resume (it replays the journal, no oracle call)") from None
+
+
+def _final_backend(opts: Options, session: Session, settings: Mapping[str, Any]) -> Any:
+    """The backend with only the settings the bug needs (the settings pass drops the rest):
+    the one repro.py, the report and its title name."""
+    return session.backend if dict(settings) == opts.settings else resolve(opts.backend, dict(settings))
 
 
 def _kept_dynamic(session: Session, names: list[str], values: dict[str, Any]) -> dict[str, dict[int, Any]]:

@@ -107,6 +107,45 @@ def test_a_parser_failure_is_a_crash_with_the_parsers_words() -> None:
     assert v.message.startswith("the ONNX parser failed: ") and "Reshape" in v.message, v.message
 
 
+def test_a_setting_that_fails_any_network_is_refused_not_reduced(tmp_path: Path) -> None:
+    """A --set that TensorRT refuses whatever the model (TensorRT-RTX's FP16 flag: its
+    networks are strongly typed; a flag it lacks; REFIT, whose Myelin build needs a GPU) made
+    every candidate fail alike, and the reduction wrote a 1-node "bug" of the setting. It is
+    refused in one line naming the setting; a setting that fails no network leaves the
+    model's own bug to reduce."""
+    torch.manual_seed(0)
+    inputs = (torch.randn(64, 16),)
+    gm, args = candidate(Linear16().eval(), inputs)
+    rtx = import_tensorrt().__name__.startswith("tensorrt_rtx")
+    refused = [("flags", "NOPE")] + ([("fp16", "true")] if rtx else []) + ([("flags", "REFIT")] if rtx and not HAS_GPU
+                                                                           else [])
+    for key, value in refused:
+        backend = TensorRTBackend("tensorrt", {key: value})
+        v = evaluate(gm, args, backend, Tolerance())
+        assert v.kind == "crash", (key, v)
+        said = backend.setup_problem(v.message)
+        assert said and said.startswith(f"--set {key}={value}: ") and "drop it or change it" in said, said
+        assert ("(its flags: " in said) is (value == "NOPE"), said  # a flag it lacks: the ones it has
+    harmless = TensorRTBackend("tensorrt", {"optimization_level": "2"})
+    v = evaluate(*candidate(RankNine().eval(), inputs), harmless, Tolerance())
+    assert v.kind == "crash" and harmless.setup_problem(v.message) is None, v
+    model, saved = save_program(Linear16().eval(), inputs, tmp_path)
+    from tests.test_bad_inputs import assert_one_line_error
+    assert_one_line_error(run_cli("check", str(model), "--inputs", str(saved), "--oracle", "crash", "--backend",
+                                  "tensorrt", "--set", "flags=NOPE"), "--set flags=NOPE: ", "fails a one-layer network")
+
+
+class Linear16(nn.Module):
+    """Nothing TensorRT refuses: a Linear and a ReLU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.l(x))
+
+
 def test_the_parsers_node_name_is_the_same_bug_once_the_views_before_it_are_cut() -> None:
     """torch.onnx names a node after its fx node, and the fx node after its op's count
     (node_view_2 behind two views, node_view alone): the parser's refusal of the 9-D view
@@ -145,9 +184,12 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     out = tmp_path / "out"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "tensorrt", "--oracle", "crash",
                 "--emit", "tensorrt", "--out", str(out), "--device", "cuda" if HAS_GPU else "cpu",
+                "--set", "optimization_level=2",  # the bug does not need it: dropped, and named nowhere
                 "--no-verify")  # the test runs both scripts alone itself
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"] == {"given": {"optimization_level": "2"}, "needed": {}}, summary["settings"]
+    assert all("optimization_level" not in (out / f).read_text().splitlines()[0] for f in ("report.md", "repro.py"))
     assert summary["original_nodes"] >= 10 and summary["final_nodes"] == nodes, summary["final_nodes"]
     assert words in summary["final_verdict"], summary["final_verdict"]
     if named:  # the parser's "node_softmax" read back to our node: the search starts there, 2 calls in all

@@ -43,7 +43,7 @@ from oracles.backends.onnx_export import (OnnxExportError, export_error, export_
                                           named_node_text, script_source)
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, NotRunHere, TrtminError
-from oracles.verdict import Verdict
+from oracles.verdict import Verdict, normalize_message
 
 ONNX_NAME = "model.onnx"
 SNIPPET_ONNX = "repro.onnx"  # report.md's snippet writes its export here, in the folder it runs in
@@ -276,6 +276,26 @@ def check_tensorrt(spec: str) -> None:
 
 
 
+def one_layer_networks(folder: Path) -> list[Path]:
+    """Two ONNX files of one layer each, y = relu(x) and y = relu(x @ w) (TensorRT-RTX builds
+    a MatMul through Myelin, which some settings need a GPU for): what any model holds."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    graphs = {"relu": ([helper.make_node("Relu", ["x"], ["y"])], []),
+              "matmul": ([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], [w])}
+    paths = []
+    for name, (nodes, weights) in graphs.items():
+        model = helper.make_model(helper.make_graph(nodes, name, [x], [y], weights),
+                                  opset_imports=[helper.make_opsetid("", 17)])
+        onnx.save(model, str(folder / f"{name}.onnx"))
+        paths.append(folder / f"{name}.onnx")
+    return paths
+
+
 def build_failure(verdict: Verdict | None) -> bool:
     """Whether the bug is a crash of the parser or the builder (no GPU needed to see it)."""
     return verdict is not None and verdict.kind == "crash" and verdict.message.startswith(BUILD_FAILURES)
@@ -305,6 +325,34 @@ class TensorRTBackend(Backend):
         return (f"--oracle {oracle} needs the TensorRT engine run, and torch {torch.__version__} sees no GPU here; "
                 "without one, backend tensorrt only parses and builds: use --oracle crash for parser and "
                 "builder failures, or run on a machine with an NVIDIA GPU")
+
+    def setup_problem(self, message: str) -> str | None:
+        """Also a --set that fails a one-layer network as it failed the model: TensorRT
+        refuses the setting itself (TensorRT-RTX's FP16 flag: its networks are strongly
+        typed; a flag it lacks), or this machine cannot build with it (REFIT without a GPU),
+        whatever the model. Asked only when the original fails, with settings given."""
+        problem = super().setup_problem(message)
+        if problem or not self.build_settings:
+            return problem
+        trt = import_tensorrt()
+        failed = normalize_message(message)
+        with scratch_folder("trtmin-trt-") as tmp:
+            networks = one_layer_networks(Path(tmp))
+            for key, value in self.settings.items():
+                alone = {k: v for k, v in parse_trt_settings({key: value}, self.spec).items() if k != "opset"}
+                for network in networks if alone else []:
+                    try:
+                        build_plan(trt, network, alone)
+                    except TensorRTError as e:
+                        if normalize_message(str(e)) != failed:
+                            continue
+                        flags = (f" (its flags: {', '.join(sorted(trt.BuilderFlag.__members__))})"
+                                 if "has no BuilderFlag" in str(e) else "")
+                        words = str(e).split(": ", 1)[-1] if str(e).startswith(BUILD_FAILURES) else str(e)
+                        return (f"--set {key}={value}: {tensorrt_name(trt)} fails a one-layer network with it the "
+                                f"same way, so the setting fails, not your model ({words[:240]}){flags}; drop it "
+                                "or change it")
+        return None
 
     def note(self) -> str | None:
         if torch.cuda.is_available():
@@ -507,7 +555,7 @@ class TensorRTBackend(Backend):
         return "parser failure" if verdict.message.startswith(BUILD_FAILURES[0]) else "build failure"
 
     def describe(self) -> str:
-        return f"{self.spec} ({installed_tensorrt_name()})" + "".join(f" {k}={v}" for k, v in self.options.items())
+        return f"{self.spec} ({installed_tensorrt_name()})" + "".join(f" {k}={v}" for k, v in self.settings.items())
 
 
 def trt_to_torch_source() -> str:
