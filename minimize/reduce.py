@@ -270,9 +270,12 @@ def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -
                      + (", or, if it fails only sometimes, measure it with trtmin check --repeat 10 and reduce "
                         "with --repeat" if opts.repeat == 1 else "")
                 if not v.failed
-                else f"its error does not match --match {opts.match!r}")
-        raise TrtminError(f"the original program does not fail the {opts.oracle} oracle on {opts.backend} "
-                          f"({v.describe()}); nothing to reduce: {hint}")
+                else f"its error does not match --match {opts.match!r} (a failure that comes first, as the "
+                     "parser's before the builder's, hides a later one: cut the model before it, or reduce this "
+                     "one first)")
+        how = (f"fails otherwise than --match {opts.match!r} asks" if v.failed and v.kind == opts.oracle and match
+               else f"does not fail the {opts.oracle} oracle")
+        raise TrtminError(f"the original program {how} on {opts.backend} ({v.describe()}); nothing to reduce: {hint}")
 
 
 def _summary(opts: Options, problem: ReductionProblem, original: Verdict, final: Verdict,

@@ -6,6 +6,7 @@ torch-free: the CLI checks a --backend before any worker starts or torch is impo
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,17 @@ EXECUTORCH_VARIANTS = ("xnnpack", "portable", "cuda", "tensorrt")
 BUILTIN_NAMES = ("eager", "inductor", "torch_tensorrt", "tensorrt", "onnxruntime",
                  *(f"executorch:{v}" for v in EXECUTORCH_VARIANTS))
 COMMAND_PREFIX = "cmd:"
+# Names a user may try for a built-in backend: the one meant, and why it is named so
+ALIASES = {"tensorrt_rtx": "tensorrt", "trt": "tensorrt", "trt_rtx": "tensorrt",
+           "torch_tensorrt_rtx": "torch_tensorrt", "torchtrt": "torch_tensorrt", "torch_trt": "torch_tensorrt",
+           "executorch": "executorch:xnnpack", "xnnpack": "executorch:xnnpack", "ort": "onnxruntime",
+           "onnx_runtime": "onnxruntime", "torch.compile": "inductor", "compile": "inductor"}
+ALIAS_WHY = {"tensorrt": "ONNX -> TensorRT, with NVIDIA's tensorrt or TensorRT-RTX's tensorrt_rtx, whichever is "
+                         "installed",
+             "torch_tensorrt": "Torch-TensorRT, built on TensorRT or TensorRT-RTX",
+             "executorch:xnnpack": "ExecuTorch's backends are executorch:xnnpack, executorch:portable, "
+                                   "executorch:cuda and executorch:tensorrt",
+             "onnxruntime": "ONNX Runtime", "inductor": "torch.compile's default backend"}
 DEVICE_WORDS = "cpu, cuda or cuda:N"  # the devices trtmin runs on, as its errors name them
 
 
@@ -113,5 +125,11 @@ def check_backend_name(spec: str) -> None:
         raise TrtminError(f"unknown backend {spec!r}; ExecuTorch backends are "
                           + ", ".join(f"executorch:{v}" for v in EXECUTORCH_VARIANTS))
     if ":" not in spec:  # a plugin spec has one: file.py:fn or module:fn
+        alias = ALIASES.get(spec.lower().replace("-", "_"))
+        if alias:
+            raise TrtminError(f"unknown backend {spec!r}; did you mean --backend {alias}? ({ALIAS_WHY[alias]})")
+        close = difflib.get_close_matches(spec.lower(), BUILTIN_NAMES, n=1, cutoff=0.75)
+        if close:
+            raise TrtminError(f"unknown backend {spec!r}; did you mean --backend {close[0]}?")
         raise TrtminError(f"unknown backend {spec!r}; use one of {', '.join(sorted(BUILTIN_NAMES))}, a plugin "
                           "path/to/file.py:function, or an external command 'cmd:... {model} ...'")

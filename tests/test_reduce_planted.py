@@ -76,7 +76,7 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     assert r.returncode == 0 and r.stdout.startswith("FIXED"), r.stdout + r.stderr
 
 
-def test_check_prints_one_verdict(host_program):
+def test_check_prints_one_verdict(host_program, tmp_path):
     """In this process (cli.run): the same words and exit codes as `trtmin check`, whose
     process of its own the end-to-end tests run."""
     model, inputs = host_program
@@ -90,6 +90,10 @@ def test_check_prints_one_verdict(host_program):
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
                      "--backend", plugin("crash_on_sin"))
     assert r.returncode == 0 and "as --match 'nope' asks: CRASH: RuntimeError" in r.stdout, r.stdout
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
+                     "--backend", plugin("crash_on_sin"), "--out", str(tmp_path / "out"))  # and reduce, not "does not fail"
+    assert r.returncode == 2 and "the original program fails otherwise than --match 'nope' asks on " in r.stderr, \
+        r.stderr
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "nan", "--repeat", "2",
                      "--backend", plugin("crash_on_sin"))  # --repeat keeps the detail a single run gives
     assert r.returncode == 0 and "in any of 2 runs, but 2 fail otherwise: CRASH" in r.stdout, r.stdout
