@@ -139,5 +139,8 @@ def test_a_sequentials_weight_names_keep_xnnpacks_batch_norm_fusion_crash(tmp_pa
     assert "'FuseBatchNormPass' pass after the following passes: []: ValueError: '0_weight_fused_bn' is not in list" \
         in summary["final_verdict"], summary["final_verdict"]
     assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]
+    # and repro.py, run alone, says the pass's own words too, as trtmin did
+    assert summary["repro_alone"]["line"].endswith("passes: []: ValueError: '0_weight_fused_bn' is not in list"), \
+        summary["repro_alone"]
     assert "self.register_buffer('0_weight'" in (out / "repro.py").read_text()
     assert summary["final_nodes"] == 2  # the conv and the batch norm it is fused with

@@ -32,6 +32,7 @@ VERDICTS = {
     "crash": Verdict("crash", "RuntimeError", "planted failure 12"),
     "crash_signal": Verdict("crash", "Signal", "SIGSEGV"),
     "crash_export": Verdict("crash", "OnnxExportError", "torch.onnx.export failed (ConversionError): no conversion"),
+    "crash_wrapped": Verdict("crash", "Exception", "An error occurred when running the 'P' pass: ValueError: x"),
     "hang": Verdict("hang", message="no result within 5 s"),
     "nan": Verdict("nan", output=0),
     "mismatch": Verdict("mismatch", output=0, max_abs=1.0),

@@ -3,7 +3,7 @@ as real functions copied by source into each script (minimize/emit/script.py).
 
 Lines tagged `# [feature]` go into a script only where its bug needs them (a GPU, packages
 the backend imports, a plugin to load, dynamic sizes, a float64 reference, an error to match,
-a child process, a memory limit): see oracles/script_checks.tagged_source. The script contract
+a child process, a memory limit, a pass manager's wrapped error): see oracles/script_checks.tagged_source. The script contract
 (docs/design.md, "The script contract"): exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run
 here), 3 CHANGED (it fails another way); TRTMIN_BACKEND=eager runs eager in place of the
 backend. `main` returns the verdict and why; the script's `if __name__ == "__main__":` block
@@ -79,6 +79,8 @@ def entry():
     if not os.environ.get("TRTMIN_CHILD"):  # [child] the bug ends the process: judge it from outside
         sys.exit(run_in_child())  # [child]
     verdict, why = main()
+    if type(why) is Exception and why.__cause__ is not None:  # [wrapped] a pass manager's: its pass's words after
+        why = f"Exception: {why}: {type(why.__cause__).__name__}: {why.__cause__}"  # [wrapped] as trtmin words it
     why = f"{type(why).__name__}: {str(why).strip()}".rstrip(": ") if isinstance(why, BaseException) else why
     print(f"{verdict}: {why.splitlines()[0][:300]}")
     sys.exit({"FIXED": 0, "REPRODUCED": 1, "SKIPPED": 2, "CHANGED": 3}[verdict.split(":")[0]])

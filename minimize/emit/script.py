@@ -206,7 +206,8 @@ def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> 
               "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
               "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb),
-              "failure": info.signature.kind not in OUTCOMES}  # a crash, OOM or hang: no values to judge
+              "failure": info.signature.kind not in OUTCOMES,  # a crash, OOM or hang: no values to judge
+              "wrapped": info.verdict.kind == "crash" and info.verdict.exc_type == "Exception"}  # a pass manager's
     return {name for name, on in wanted.items() if on}
 
 
