@@ -295,8 +295,8 @@ def check(
     where = f"{backend} on {device}"
     if fails:
         print(f"FAILS ({oracle.value}) {where}: {v.describe()}")
-        from oracles.verdict import low_precision_note
-        precision = low_precision_note(v) if reference is Reference.eager else None
+        from oracles.verdict import precision_note
+        precision = precision_note(v, reference.value)
         if precision:  # the note reduce gives too (minimize/reduce.py)
             print(f"note: {precision}", file=sys.stderr)
         raise typer.Exit(1)

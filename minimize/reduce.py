@@ -31,7 +31,7 @@ from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
-from oracles.verdict import VALUE_ORACLES, Verdict, answers, low_precision_note
+from oracles.verdict import VALUE_ORACLES, Verdict, answers, precision_note
 
 
 def digest_in_background(path: Path) -> Future[str]:
@@ -113,7 +113,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             if opts.repeat > 1:
                 log(f"the original fails {problem.original_failures} of {opts.repeat} runs; a candidate "
                     f"must fail {problem.min_failures} of {opts.repeat}")
-            precision = low_precision_note(v) if opts.reference == "eager" else None
+            precision = precision_note(v, opts.reference)
             if precision:  # rounding alone is a mismatch there, and a reduction may end at it
                 problem.notes["precision"] = precision
                 log(f"note: {precision}")

@@ -188,8 +188,9 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
             detail += (", where eager matches the float64 run" if ratio == float("inf")
                        else f", {ratio:.3g}x eager's own error from float64")
     # a relative error of an integer is noise (1e+12 where eager's value is 0): none is given
+    scale = float(e64[e_finite].abs().max()) if rounds and bool(e_finite.any()) else 0.0  # precision_note's
     return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail,
-                   extra={"first_off": first_off_values(e, a, diff > limit)})
+                   extra={"first_off": first_off_values(e, a, diff > limit), **({"scale": scale} if scale else {})})
 
 
 def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, n: int = 6) -> dict[str, list[Any]]:

@@ -171,6 +171,32 @@ class Signature:
         return asdict(self)
 
 
+# The gap between 1 and the next value of each float dtype (torch.finfo(dtype).eps)
+FLOAT_STEPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7,
+               "complex128": 2.0 ** -52, "complex64": 2.0 ** -23}
+ROUNDING_STEPS = 32  # a largest difference within this many steps at the output's scale is rounding's size
+
+
+def precision_note(v: Verdict, reference: str) -> str | None:
+    """What to say of a mismatch whose size rounding alone gives: a bfloat16 or float16
+    output judged against eager alone (low_precision_note), or a largest difference within ROUNDING_STEPS
+    steps of its dtype at the output's scale (the largest |eager| value there): another
+    order of a kernel's sums differs from eager that much, and only tolerances set
+    tighter than that (--atol 0 --rtol 0) call it a mismatch."""
+    low = low_precision_note(v) if reference == "eager" else None
+    if low:
+        return low
+    found = re.search(r"dtype (\w+)\b", v.detail) if v.kind == "mismatch" else None
+    scale = v.extra.get("scale") if found else None
+    if found and scale and v.max_abs is not None and found.group(1) in FLOAT_STEPS:
+        steps = v.max_abs / (FLOAT_STEPS[found.group(1)] * scale)
+        if steps <= ROUNDING_STEPS:
+            return (f"the largest difference, {v.max_abs:.3g}, is {steps:.2g} steps of {found.group(1)} at the "
+                    f"output's scale (its largest value, {scale:.3g}): the size of rounding, which another order "
+                    "of a kernel's sums gives, rarely a bug; loosen --atol and --rtol unless you mean it")
+    return None
+
+
 def low_precision_note(v: Verdict) -> str | None:
     """What to say of a mismatch in a bfloat16 or float16 output judged against eager alone:
     there rounding alone differs from eager, which --reference float64 tells from a bug."""

@@ -290,3 +290,25 @@ def test_a_crash_line_cut_at_300_characters_says_it_was_cut():
     long = Verdict("crash", "RuntimeError", "x" * 301 + "\nsecond line")
     assert long.describe() == "CRASH: RuntimeError: " + "x" * 300 + "..."
     assert Verdict("crash", "RuntimeError", "x" * 300).describe().endswith("x" * 300)
+
+
+def test_a_mismatch_of_rounding_size_says_so():
+    """Tolerances set below rounding (--atol 0 --rtol 0) made one float32 step of a conv a
+    confident MISMATCH, reduced to a 1-node "bug" with no word; the note now says the
+    difference is rounding's size. A real error, an integer output, or a bf16 output
+    against eager (whose own note says --reference float64) get no such note."""
+    from oracles.verdict import precision_note
+
+    tight = Tolerance(atol=0.0, rtol=0.0)
+    e = torch.tensor([1.1, -0.5, 0.25])
+    one_step = e.clone()
+    one_step[0] = torch.nextafter(e[0], torch.tensor(2.0))
+    v = compare_outputs([e], [one_step], tight)
+    assert v.kind == "mismatch" and "steps of float32 at the output's scale" in precision_note(v, "eager"), v
+    assert "steps of float32" in precision_note(v, "float64")
+    real = compare_outputs([e], [e + torch.tensor([1e-3, 0.0, 0.0])], tight)
+    assert real.kind == "mismatch" and precision_note(real, "eager") is None
+    ints = torch.tensor([1, 2, 3])
+    assert precision_note(compare_outputs([ints], [ints + 1], tight), "eager") is None
+    bf16 = compare_outputs([e.bfloat16()], [(e + 0.01).bfloat16()], Tolerance())
+    assert precision_note(bf16, "eager").startswith("the mismatch is in a bfloat16 output")
