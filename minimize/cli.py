@@ -357,10 +357,13 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
 def _known_bugs(out: Path, verdict: str) -> list[Any]:
     """The saved repros a reduction looks like, written at the top of report.md under what
     fails (and said on screen by the caller), before the user files a duplicate."""
-    from repros.match import known_bugs
+    from repros.match import compare
     try:
-        found = known_bugs(out)
+        found = compare(out)[0]  # the same bug, then related ones
     except TrtminError:  # no suite to compare with: nothing to say
+        return []
+    except Exception as e:  # noqa: BLE001 - a damaged suite: the reduction's results are written, keep them
+        print(f"note: the saved suite could not be compared with ({type(e).__name__}: {e})", file=sys.stderr)
         return []
     if found:
         _write_known_bugs(out / "report.md", found, verdict)
@@ -375,7 +378,8 @@ def _write_known_bugs(report: Path, found: list[Any], verdict: str) -> None:
         text = report.read_text(encoding="utf-8")
     except OSError:
         return
-    known = "".join(f"**Known bug?** This reduction {match.line()} (the same ops, backend and failure): "
+    known = "".join(f"**Known bug?** This reduction {match.line()}"
+                    f"{'' if match.otherwise else ' (the same ops, backend and failure)'}: "
                     f"`repros/suite/{match.name}`; `trtmin repros run {match.name}` checks it.\n\n"
                     for match in found)
     what_fails = f"**What fails:** {verdict}\n\n"
@@ -477,8 +481,9 @@ def repros_match(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A reduce output folder (repro.py and summary.json).")],
     suite: SuiteOpt = None,
 ) -> None:
-    """Say which saved repros a reduction looks like (the same ops, backend and failure);
-    exit 1 if one does, 0 if none."""
+    """Say which saved repros a reduction looks like (the same ops, backend and failure), and
+    which are related (the same ops and backend, another failure); exit 1 if one is the same
+    bug, 0 if none."""
     from repros.match import compare, fingerprint
     try:
         if fingerprint(out_dir) is None:
@@ -489,12 +494,13 @@ def repros_match(
         _fail(e)
     for match in found:
         print(match.line())
-    if not found:
-        print(f"no saved repro matches {out_dir}")
+    same = [m for m in found if not m.otherwise]
+    if not same:
+        print(f"no saved repro matches {out_dir}" + (" (only related ones, above)" if found else ""))
     if blind:
         print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} without what a comparison "
               f"reads (hand-written: no summary.json of trtmin reduce; or a file gone or damaged): {', '.join(blind)}")
-    raise typer.Exit(1 if found else 0)
+    raise typer.Exit(1 if same else 0)
 
 
 @repros_app.command("run")

@@ -64,32 +64,41 @@ class Match:
     title: str
     upstream: tuple[str, ...]
     fixed_where: tuple[str, ...] = ()  # its manifest's [expected_when] conditions that expect it fixed
+    otherwise: str = ""  # a related repro: the same ops on the same backend, failing so (its kind); "": the same bug
 
     def line(self) -> str:
         links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
         fixed = f"; fixed where {' or '.join(self.fixed_where)}" if self.fixed_where else ""
+        if self.otherwise:
+            return (f"looks related to a known bug: {self.name} (the same ops on the same backend, where it fails "
+                    f"otherwise, as {self.otherwise}: {self.title}{links}{fixed})")
         return f"looks like a known bug: {self.name} ({self.title}{links}{fixed})"
 
 
 def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
     """The saved repros whose fingerprint is the reduction's in `folder`."""
-    return compare(folder, suite)[0]
+    return [m for m in compare(folder, suite)[0] if not m.otherwise]
 
 
 def compare(folder: Path, suite: Path | None = None) -> tuple[list[Match], list[str]]:
-    """(the saved repros whose fingerprint is the reduction's in `folder`, the names of
-    those that have none to compare: hand-written, or their summary.json gone or damaged)."""
+    """(the saved repros whose fingerprint is the reduction's in `folder`, then those of the
+    same ops and backend that fail otherwise (`otherwise` set: a crash and a mismatch of one
+    cause, as XNNPACK's batch-norm fusion gives), the names of those that have none to
+    compare: hand-written, or their summary.json gone or damaged)."""
     mine = fingerprint(Path(folder))
     if mine is None:
         return [], []
-    found, blind = [], []
+    found, related, blind = [], [], []
     for repro in find_repros(suite):
         if repro.path.resolve() == Path(folder).resolve():
             continue
         theirs = fingerprint(repro.path) if repro.manifest is not None else None
         if theirs is None:
             blind.append(repro.name)
-        elif theirs == mine:
-            found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
-                               tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed")))
-    return found, blind
+        elif (theirs.ops, theirs.backend) == (mine.ops, mine.backend):
+            otherwise = "" if theirs == mine else theirs.kind + (" with another error" if theirs.kind == mine.kind
+                                                                 else "")
+            (related if otherwise else found).append(
+                Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
+                      tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"), otherwise))
+    return found + related, blind

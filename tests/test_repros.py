@@ -709,6 +709,18 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
     other_backend = reduction(tmp_path / "be", ["aten.permute.default", "aten.div.Tensor"], "inductor",
                               "CRASH: ValueError: __len__() should return >= 0")
     assert known_bugs(other_op, suite) == known_bugs(other_error, suite) == known_bugs(other_backend, suite) == []
+    # the same ops on the same backend failing otherwise are related (XNNPACK's batch-norm fusion
+    # crashes or miscomputes by sizes): said, but no duplicate for `repros add` to refuse
+    from repros.match import compare
+    mismatch = reduction(tmp_path / "mm", ["aten.permute.default", "aten.div.Tensor"], "torch_tensorrt",
+                         "MISMATCH: output 0 differs from eager by max abs 2")
+    assert known_bugs(mismatch, suite) == []
+    for folder, otherwise in ((mismatch, "crash"), (other_error, "crash with another error")):
+        related = compare(folder, suite)[0]
+        assert [(m.name, m.otherwise) for m in related] == [("saved", otherwise)], related
+        assert related[0].line().startswith(f"looks related to a known bug: saved (the same ops on the same backend, "
+                                            f"where it fails otherwise, as {otherwise}: uint8 permute")
+    assert compare(other_op, suite)[0] == compare(other_backend, suite)[0] == []
 
 
 def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_lines(tmp_path: Path) -> None:
@@ -721,7 +733,7 @@ def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_line
     verdict = "MISMATCH: output 0 differs: eager tensor([[1.]],\n\n        [[2.]])"
     report = tmp_path / "report.md"
     report.write_text(f"# title\n\n**What fails:** {verdict}\n\n```python\nx = 1\n```\n")
-    match = SimpleNamespace(name="saved_bug", line=lambda: "looks like a known bug: saved_bug")
+    match = SimpleNamespace(name="saved_bug", line=lambda: "looks like a known bug: saved_bug", otherwise="")
     _write_known_bugs(report, [match], verdict)
     head, known = report.read_text().split("\n\n**Known bug?** ")
     assert head == f"# title\n\n**What fails:** {verdict}", head
