@@ -290,6 +290,12 @@ def test_an_inputs_file_torch_cannot_read_is_one_line(host_program, tmp_path):
         f = tmp_path / "in.pt"
         f.write_text(text)
         assert_one_line_error(check_here(str(model), "--inputs", str(f)), "cannot be loaded", "torch.save")
+    # numpy arrays: torch's advice to trust the file (with its bold as escape codes) was no fix
+    import numpy as np
+    torch.save((np.zeros((4, 8), dtype=np.float32),), f)
+    r = check_here(str(model), "--inputs", str(f))
+    assert_one_line_error(r, "holds numpy arrays", "convert them with torch.from_numpy")
+    assert "\x1b" not in r.stderr
 
 
 def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, tmp_path):

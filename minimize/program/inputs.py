@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +67,17 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     try:
         loaded = torch.load(str(path), weights_only=True, map_location="cpu")
     except Exception as e:  # noqa: BLE001  (a file that is not torch's raises KeyError, IndexError, ...)
+        unsafe = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
+        if unsafe:  # an object only a full unpickle makes: say which, not torch's advice to trust the file
+            numpy = unsafe.group(1).startswith("numpy")
+            what, fix = (("numpy arrays", "convert them with torch.from_numpy") if numpy else
+                         (f"an object that needs {unsafe.group(1)}", "keep only tensors, numbers and tuples, lists "
+                                                                      "or dicts of them"))
+            raise TrtminError(f"inputs file {path} holds {what}, which torch.load(weights_only=True) does not load; "
+                              f"{fix}, then save the arguments again with torch.save") from None
+        said = re.sub(r"\x1b\[[0-9;]*m", "", first_line(e))  # torch's own bold, as escape codes
         raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({type(e).__name__}: "
-                          f"{first_line(e)}); save a plain tuple of tensors with torch.save") from None
+                          f"{said}); save a plain tuple of tensors with torch.save") from None
     metas = user_input_metas(ep)
     flat = _flatten_like_export(loaded, ep, [n for n, _ in metas])
     if flat is None:
