@@ -69,6 +69,9 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
         r = run_repro(tmp_path)  # compiler's own error, not torch.compile's wrapper around it
         assert r.returncode == 1, r.stdout + r.stderr
         assert r.stdout.startswith("REPRODUCED: RuntimeError: planted converter failure: no converter for aten::sin")
+        r = run_repro(tmp_path, backend="portable")  # not a switch: said, where it ran the backend as if it were
+        assert (r.returncode, r.stdout.strip()) == (2, "SKIPPED: TRTMIN_BACKEND takes eager alone (eager PyTorch for "
+                                                       "the backend)"), r.stdout + r.stderr
         # where torch cannot be imported, it cannot run: exit 2, not a traceback's 1 (read as REPRODUCED)
         bare = subprocess.run([sys.executable, "-S", "repro.py"], cwd=tmp_path, capture_output=True, text=True)
         assert bare.returncode == 2 and bare.stdout.startswith("SKIPPED: torch cannot be imported"), bare.stdout
