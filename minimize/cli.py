@@ -15,6 +15,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from minimize.run import interrupts
 from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
@@ -134,7 +135,7 @@ def _report(e: TrtminError) -> int:
     may be the Ctrl-C's, dressed as another exception by the library it hit)."""
     if interrupts.seen():
         return _say_interrupted("[yellow]interrupted[/]")
-    err.print(f"[red]error:[/] {e}", highlight=False)
+    err.print(f"[red]error:[/] {escape(str(e))}", highlight=False)  # a compiler's [file.h:12: fn] stays
     return 2
 
 
@@ -215,7 +216,7 @@ def reduce(
         check_out_dir(out, resume, force, known)  # before any worker starts or the model loads
         note = jobs_note(opts.jobs, opts.device)
         if note:
-            console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
+            console.print(f"[yellow]note[/]: {escape(note)}", highlight=False, soft_wrap=True)
         with held_by_this_run(out), Workers(opts) as workers:  # a folder in use is said before torch loads
             if resume and journaled_verdicts(out / JOURNAL):
                 check_resumable(out, known())  # other options or inputs: said at once
@@ -322,7 +323,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     known = _known_bugs(out, summary["final_verdict"])  # report.md whole before a line is printed
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s")
-    console.print(f"bug: {summary['final_verdict']}", highlight=False)
+    console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
     minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
     if minimal.get("proven") and not minimal.get("cuts_tried"):
         console.print("1-minimal: yes, a single call node is left")
@@ -337,19 +338,21 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     if alone is not None:
         from minimize.emit.verify import report_line
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
-        console.print(f"[yellow]{line}[/]" if line.startswith("WARNING") else line, highlight=False, markup=True)
+        console.print(f"[yellow]{escape(line)}[/]" if line.startswith("WARNING") else escape(line), highlight=False)
     from minimize.emit.report import emitted_names
     others = [emitted_names(spec)[0] for spec in summary.get("emitted", [])]  # --emit: each backend's script
     ran = summary.get("emitted_alone") or {}
     said = ", ".join(f"{name} {ran[name]['status']}" if name in ran else name for name in others)
     console.print(f"wrote {out}/repro.py, report.md, summary.json"
                   + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),
-                  highlight=False)
+                  highlight=False, markup=False)
     for match in known:
-        console.print(f"[yellow]note[/]: {match.line()}: trtmin repros run {match.name} checks it", highlight=False)
+        console.print(f"[yellow]note[/]: {escape(match.line())}: trtmin repros run {match.name} checks it",
+                      highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
-        console.print(f"[yellow]note[/]: {', '.join(earlier)} in {out} are from an earlier run, not this one "
+        console.print(f"[yellow]note[/]: {escape(', '.join(earlier))} in {escape(str(out))} are from an earlier run, "
+                      "not this one "
                       "(--force replaces trtmin's files, it deletes none); `repros add` leaves them out",
                       highlight=False)
 
@@ -453,7 +456,7 @@ def repros_add(
 def _print_row(result: Any) -> None:
     """One line per repro as it finishes (the table comes at the end)."""
     ok = "" if result.ok else "  (NOT as expected)"
-    err.print(f"{result.status:<10} {result.name}  {result.seconds:.1f} s{ok}", highlight=False)
+    err.print(f"{result.status:<10} {result.name}  {result.seconds:.1f} s{ok}", highlight=False, markup=False)
 
 
 @repros_app.command("list")
@@ -546,7 +549,7 @@ def repros_run(
     env = environment(device_label)
     if results:
         console.print(render_table(results))
-        console.print(summary_line(results), highlight=False)
+        console.print(summary_line(results), highlight=False, markup=False)
     console.print(f"on {env['device_label']}: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()
                                                            if version != NOT_INSTALLED), highlight=False)
     if to_stdout:
@@ -602,7 +605,7 @@ def run(argv: list[str]) -> object:
         else:  # one line, as for every other bad input, not typer's boxed panel
             where = _usage_path(e.ctx, argv)
             message = e.format_message().replace("Value error, ", "").rstrip(".")
-            err.print(f"[red]error:[/] {message}; see {where} --help", highlight=False)
+            err.print(f"[red]error:[/] {escape(message)}; see {where} --help", highlight=False)
         code = 2
     except typer.Abort:  # end of input at a prompt
         code = _say_interrupted("[yellow]interrupted[/]")

@@ -130,4 +130,4 @@ class ProgressView:
 
     def log(self, message: str) -> None:
         self.said = time.monotonic()
-        self.console.print(message, highlight=False)
+        self.console.print(message, highlight=False, markup=False)  # a compiler's words may hold [brackets]

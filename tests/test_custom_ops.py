@@ -65,11 +65,15 @@ def test_a_plugins_own_modules_go_beside_repro_py(host_program, tmp_path):
     (mine / "matchers.py").write_text("import torch\n\n\ndef has_sin(gm):\n    return any(n.target is "
                                       "torch.ops.aten.sin.default for n in gm.graph.nodes)\n")
     (mine / "compiler.py").write_text("import rules\n\n\ndef backend(gm, example_inputs):\n    if rules.refused(gm):\n"
-                                      "        raise RuntimeError('own compiler: sin has no kernel')\n    return gm\n")
+                                      "        raise RuntimeError('[kernels.h:12: pick] own compiler: sin has no kernel')\n"
+                                      "    return gm\n")
     out = tmp_path / "out"
     r = run_reduce(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
                    f"{mine / 'compiler.py'}:backend", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
+    # the compiler's [file: function] is its words, not the screen's markup (rich took it for a tag)
+    said = "RuntimeError: [kernels.h:12: pick] own compiler: sin has no kernel"
+    assert f"bug: CRASH: {said}" in r.stderr and f"printed `REPRODUCED: {said}`" in r.stderr, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["final_nodes"] == 1 and summary["repro_alone"]["status"] == "REPRODUCED", summary
     assert {"plugin.py", "repro_plugin_rules.py", "repro_plugin_matchers.py"} <= set(summary["files"])
