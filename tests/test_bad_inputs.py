@@ -339,7 +339,8 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     finished = journal.read_text()
     lines = finished.splitlines(keepends=True)
     header = json.loads(lines[0])
-    assert header["header"]["verdict_format"] == 2 and "onnxruntime" in header["header"]["compilers"]  # a plugin: all
+    from minimize.emit.run_header import VERDICT_FORMAT
+    assert header["header"]["verdict_format"] == VERDICT_FORMAT and "onnxruntime" in header["header"]["compilers"]  # a plugin: all
     header["header"]["compilers"]["onnxruntime"] = "0.9"  # as if the run had been made before an upgrade
     journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     upgraded = reduce_here(str(model), *args, "--resume")
