@@ -303,8 +303,9 @@ def check(
         raise typer.Exit(1)
     if v.kind == oracle.value:  # it fails as asked, but --match does not take its message
         print(f"does not fail the {oracle.value} oracle {where} as --match {match!r} asks: {v.describe()}")
-    elif v.failed:
-        print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}")
+    elif v.failed:  # as reduce's refusal says it: the oracle that asks about this failure
+        print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}; "
+              f"--oracle {v.kind} asks about that")
     elif v.message:  # built and not run here (TensorRT without a GPU)
         print(f"does not fail the {oracle.value} oracle {where}: {v.message}; the bug does not reproduce here")
     elif v.detail:  # a difference within eager's own error (--reference float64)

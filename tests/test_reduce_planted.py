@@ -89,6 +89,7 @@ def test_check_prints_one_verdict(host_program, tmp_path):
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "nan",
                      "--backend", plugin("crash_on_sin"))
     assert r.returncode == 0 and "does not fail the nan oracle" in r.stdout
+    assert r.stdout.rstrip().endswith("; --oracle crash asks about that"), r.stdout  # the oracle for what it did
     # It crashes, but not with what --match asks: said so (it read as if it did not crash)
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
                      "--backend", plugin("crash_on_sin"))
