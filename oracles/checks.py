@@ -64,8 +64,9 @@ def classify_exception(exc: BaseException) -> Verdict:
         message = f"{message}: {type(cause).__name__}: {str(cause) or repr(cause)}"  # as repro.py joins the chain
         is_oom = is_oom or type(cause).__name__ in OOM_TYPES or says_oom(message)
     located = failing_node(getattr(inner, "failing_node_text", None) or message)  # a backend's own reading first
+    step = getattr(exc, "trtmin_step", None) or getattr(inner, "trtmin_step", None)  # backends/base.py mark_step
     return Verdict("oom" if is_oom else "crash", exc_type=name, message=message[:2000],
-                   extra={"failing_node": located} if located else {})
+                   extra={**({"failing_node": located} if located else {}), **({"step": step} if step else {})})
 
 
 # torch.fx.Interpreter appends to the error of the node it was running (Torch-TensorRT's

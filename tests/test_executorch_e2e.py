@@ -144,3 +144,34 @@ def test_a_sequentials_weight_names_keep_xnnpacks_batch_norm_fusion_crash(tmp_pa
         summary["repro_alone"]
     assert "self.register_buffer('0_weight'" in (out / "repro.py").read_text()
     assert summary["final_nodes"] == 2  # the conv and the batch norm it is fused with
+
+
+def test_a_lowering_failure_ends_the_snippet_at_the_lowering():
+    """XNNPACK's batch-norm fusion fails in to_edge_transform_and_lower, where a Linear's 2
+    features meet a BatchNorm1d's 8 channels. report.md's snippet said its CRASH at the
+    program's execute(), two lines it never reaches: the verdict now keeps the step that
+    failed, and the snippet ends at the lowering. A bug of the run keeps the load and the
+    execute."""
+    from oracles.backends import resolve
+    from oracles.checks import Tolerance
+    from oracles.evaluate import evaluate
+    from oracles.verdict import Verdict
+    from tests.test_backends_trt_family import candidate
+
+    class LinearThenBatchNorm1d(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l, self.bn = nn.Linear(2, 2), nn.BatchNorm1d(8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.bn(self.l(torch.tanh(x)))
+
+    torch.manual_seed(0)
+    backend = resolve("executorch:xnnpack", {})
+    v = evaluate(*candidate(LinearThenBatchNorm1d().eval(), (torch.randn(2, 8, 2),)), backend, Tolerance())
+    assert v.kind == "crash" and "FuseBatchNormPass" in v.message and v.extra.get("step") == "lower", v
+    call = backend.snippet_call(["x"], v)
+    assert call.last.startswith("pte = to_edge_transform_and_lower(torch.export.export(f, (x,)), partitioner=")
+    assert not call.setup and not any("Runtime" in line for line in call.imports), call
+    ran = backend.snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
+    assert ran.last == "" and ran.setup[-1] == "program = Runtime.get().load_program(pte.buffer)", ran

@@ -29,6 +29,18 @@ def use_scratch_root(folder: str | None) -> None:
     _scratch_root = folder
 
 
+LOWER_STEP = "lower"  # the step of a backend's compile that turns the graph into its program
+
+
+def mark_step(e: BaseException, step: str) -> None:
+    """Name the step of its compile that raised `e` (the verdict keeps it as extra["step"]),
+    so that report.md's snippet ends at the statement that fails, not at a later one."""
+    try:
+        e.trtmin_step = step  # type: ignore[attr-defined]
+    except AttributeError:  # an exception type without a __dict__: the snippet marks its last line
+        pass
+
+
 def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory:
     """A temporary folder for one compile's files: removed when dropped, and with the run."""
     return tempfile.TemporaryDirectory(prefix=prefix, dir=_scratch_root)

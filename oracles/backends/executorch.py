@@ -28,7 +28,8 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
+from oracles.backends.base import (LOWER_STEP, Backend, ScriptPart, SnippetCall, args_tuple, mark_step,
+                                   scratch_folder)
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.backend_names import EXECUTORCH_VARIANTS as VARIANTS
 from oracles.errors import MissingPackageError, TrtminError
@@ -180,7 +181,11 @@ class ExecuTorchBackend(Backend):
         options = {k: materialize(v) for k, v in self.options.items()}
         folder = scratch_folder("trtmin-et-")  # removed when `run` is dropped
         lower = lower_with_torch_tensorrt if self.variant == "tensorrt" else lower_to_pte
-        pte = lower(self.variant, module, inputs, folder.name, options)
+        try:
+            pte = lower(self.variant, module, inputs, folder.name, options)
+        except Exception as e:  # the lowering failed, not the program's load or run: the snippet's last line
+            mark_step(e, LOWER_STEP)
+            raise
         run_pte = load_pte(self.variant, pte)
 
         def run(*args: Any) -> list[Any]:
@@ -197,11 +202,12 @@ class ExecuTorchBackend(Backend):
         if self.variant not in ("portable", "xnnpack"):
             return None
         imports, partitioner = self._lowering_words()
-        setup = (f"pte = to_edge_transform_and_lower(torch.export.export(f, {args_tuple(args)}){partitioner})"
-                 ".to_executorch()",
-                 "program = Runtime.get().load_program(pte.buffer)")
+        lowering = (f"pte = to_edge_transform_and_lower(torch.export.export(f, {args_tuple(args)}){partitioner})"
+                    ".to_executorch()")
+        if verdict is not None and verdict.extra.get("step") == LOWER_STEP:  # it fails there: the snippet ends there
+            return SnippetCall(imports=tuple(i for i in imports if "Runtime" not in i), module=True, last=lowering)
         return SnippetCall('program.load_method("forward").execute', imports=tuple(imports), module=True,
-                           setup=setup, takes_list=True)
+                           setup=(lowering, "program = Runtime.get().load_program(pte.buffer)"), takes_list=True)
 
     def _lowering_words(self) -> tuple[list[str], str]:
         """The imports and the partitioner argument of to_edge_transform_and_lower for the
