@@ -4,6 +4,7 @@ user inputs flat were read, and `torch.save((batch,), f)` was refused."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 from torch import nn
 
 from minimize.program.inputs import load_inputs
+from oracles.errors import TrtminError
 from tests.conftest import plugin
 from tests.helpers import run_check, run_cli, run_repro
 from tests.test_bad_inputs import assert_one_line_error
@@ -121,3 +123,37 @@ def test_reduce_reads_the_batch_and_its_repro_reproduces(policy, tmp_path):
     assert "linear" in (out / "repro.py").read_text()
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED"), alone.stdout + alone.stderr
+
+
+class Strided(nn.Module):
+    """A history and its timestamps that share a dynamic length, and an int the export keeps."""
+
+    def forward(self, history: torch.Tensor, stamps: torch.Tensor, stride: int) -> torch.Tensor:
+        return history[:, ::stride] + stamps[::stride]
+
+
+def test_inputs_the_exported_program_cannot_take_are_refused(tmp_path: Path) -> None:
+    """An int argument other than the one exported (a constant in the program), a dynamic
+    size outside its Dim's range, and two sizes of one Dim that differ: ep.module() refuses
+    each (its guards), where trtmin ran the graph without them and reduced a program the
+    user's inputs never reach."""
+    length = torch.export.Dim("length", min=4, max=16)
+    ep = torch.export.export(Strided(), (torch.randn(2, 8), torch.randn(8), 2),
+                             dynamic_shapes=({1: length}, {0: length}, None))
+    path = tmp_path / "inputs.pt"
+    cases = {(torch.randn(2, 8), torch.randn(8), 3): "is 3, and the program was exported with stride=2, which it "
+                                                       "keeps as a constant; pass 2",
+             (torch.randn(2, 20), torch.randn(20), 2): "has size 20 in dim 1, outside the range the program was "
+                                                        "exported for (4 to 16)",
+             (torch.randn(2, 8), torch.randn(6), 2): "has size 6 in dim 0, and 'history' size 8 in dim 1: the "
+                                                      "program was exported with one size for both"}
+    for inputs, words in cases.items():
+        torch.save(inputs, path)
+        with pytest.raises(TrtminError, match=re.escape(words)):
+            load_inputs(path, ep)
+    torch.save((torch.randn(2, 12), torch.randn(12), 2), path)
+    assert [tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in load_inputs(path, ep)] == [(2, 12), (12,), 2]
+    torch.export.save(ep, tmp_path / "model.pt2")
+    torch.save(next(iter(cases)), path)
+    assert_one_line_error(run_cli("check", str(tmp_path / "model.pt2"), "--inputs", str(path), "--oracle", "mismatch",
+                                  "--backend", "inductor"), "'stride'", "pass 2")

@@ -86,8 +86,13 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
             raise TrtminError(f"inputs file {path} holds {'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}; "
                               "save a tuple of the program's inputs")
         raise wrong_inputs_error(path, loaded, [n for n, _ in metas])
+    sizes: dict[Any, tuple[str, int, int]] = {}  # a dynamic dim's symbol -> the first input, dim and size given
     for (name, val), got in zip(metas, flat):
         if not isinstance(val, torch.Tensor):
+            if isinstance(val, (bool, int, float)) and not isinstance(got, torch.Tensor) and got != val:
+                raise TrtminError(f"input {name!r} in {path} is {got!r}, and the program was exported with "
+                                  f"{name}={val!r}, which it keeps as a constant; pass {val!r}, or export again "
+                                  f"with {name}={got!r}")
             continue
         if not isinstance(got, torch.Tensor):
             raise TrtminError(f"input {name!r} in {path} is a {type(got).__name__}, the program expects a tensor")
@@ -96,7 +101,33 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
         static = tuple(d if isinstance(d, int) else None for d in val.shape)
         if got.dim() != len(static) or any(s is not None and s != g for s, g in zip(static, got.shape)):
             raise wrong_shape_error(path, name, tuple(got.shape), static)
+        _check_dynamic_sizes(ep, path, name, val, got, sizes)
     return flat
+
+
+def _check_dynamic_sizes(ep: ExportedProgram, path: Path, name: str, val: torch.Tensor, got: torch.Tensor,
+                         sizes: dict[Any, tuple[str, int, int]]) -> None:
+    """Each dynamic dim's size within the range the program was exported for, and one size
+    for a Dim two inputs share: the exported program's own guards, which it checks when it is
+    called (ep.module()), where trtmin's graph runs without them and reduced a program that
+    cannot take such inputs."""
+    for dim, (want, size) in enumerate(zip(val.shape, got.shape)):
+        if not isinstance(want, torch.SymInt):
+            continue
+        symbol = want.node.expr
+        bounds = ep.range_constraints.get(symbol)
+        if bounds is not None:
+            low, high = int(bounds.lower), bounds.upper
+            high_text = str(int(high)) if high.is_finite else "any"
+            if size < low or (high.is_finite and size > int(high)):
+                raise TrtminError(f"input {name!r} in {path} has size {size} in dim {dim}, outside the range the "
+                                  f"program was exported for ({low} to {high_text}); pass a size in that range, or "
+                                  "export again with a wider torch.export.Dim")
+        first = sizes.setdefault(symbol, (name, dim, size))
+        if first[2] != size:
+            raise TrtminError(f"input {name!r} in {path} has size {size} in dim {dim}, and {first[0]!r} size "
+                              f"{first[2]} in dim {first[1]}: the program was exported with one size for both "
+                              "(the same torch.export.Dim); pass equal sizes")
 
 
 def _flatten_like_export(loaded: Any, ep: ExportedProgram, names: list[str]) -> list[Any] | None:
