@@ -313,3 +313,22 @@ def test_a_mismatch_of_rounding_size_says_so():
     bf16 = compare_outputs([e.bfloat16()], [(e + 0.01).bfloat16()], Tolerance())
     assert precision_note(bf16, "eager").startswith("the mismatch is in a bfloat16 output")
     assert precision_note(bf16, "float64") is None  # judged by its error from the float64 run instead
+
+
+def test_a_c_compiler_inductor_cannot_find_is_the_set_ups_mistake():
+    """--set cpp.cxx naming no compiler (or a machine without g++) made every candidate fail
+    with InvalidCxxCompiler, and the reduction wrote a 1-node "bug" of it. It is refused."""
+    from oracles.backends.inductor import InductorBackend
+    from oracles.evaluate import evaluate
+    from tests.test_backends_trt_family import candidate
+
+    class Sin(torch.nn.Module):
+        def forward(self, x):
+            return torch.sin(x) * 2
+
+    backend = InductorBackend("inductor", {"cpp.cxx": "no_such_cc"})
+    v = evaluate(*candidate(Sin().eval(), (torch.randn(4, 4),)), backend, Tolerance())
+    assert v.kind == "crash" and v.exc_type == "InvalidCxxCompiler", v
+    said = backend.setup_problem(v.message)
+    assert said and said.startswith("Inductor cannot compile here (No working C++ compiler found"), said
+    assert InductorBackend("inductor", {}).setup_problem("CppCompileError: C++ compile error") is None  # a bug

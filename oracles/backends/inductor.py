@@ -18,6 +18,8 @@ from oracles.backends.base import CUDAGRAPH_TREES, Backend, ScriptPart, SnippetC
 from oracles.errors import TrtminError
 
 COMPILE_KEYS = ("mode", "dynamic", "fullgraph")  # torch.compile's own arguments
+# Inductor's words for a tool it needs that this machine lacks (InvalidCxxCompiler; no Triton)
+SETUP_FAILURES = ("No working C++ compiler found", "Cannot find a working triton installation")
 
 
 class InductorBackend(Backend):
@@ -31,6 +33,15 @@ class InductorBackend(Backend):
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         reset_dynamo()  # a fresh compile per candidate: no cache shared between them
         return torch.compile(gm, backend="inductor", **self._options())
+
+    def setup_problem(self, message: str) -> str | None:
+        """Also a C++ compiler or Triton that Inductor cannot find (none on this machine, or
+        --set cpp.cxx naming one that is not there): every candidate fails alike, and the
+        report would name the first op left as the bug."""
+        if any(words in message for words in SETUP_FAILURES):
+            return (f"Inductor cannot compile here ({message.splitlines()[0][:200]}): install what it names (a C++ "
+                    "compiler such as g++, or Triton), or fix the --set that names it; no compiler's bug to reduce")
+        return super().setup_problem(message)
 
     def _options(self) -> dict[str, Any]:
         return {**self.compile_kwargs, **({"options": self.config} if self.config else {})}
