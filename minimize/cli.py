@@ -275,7 +275,9 @@ def check(
                 with Session(opts, workers) as session:
                     from minimize.program.candidate import Candidate
                     from minimize.program.model import random_draws_note
-                    for note in (session.backend.note(), random_draws_note(session.program)):
+                    from minimize.program.inputs import MADE_INPUTS_NOTE
+                    for note in (session.backend.note(), None if opts.inputs else MADE_INPUTS_NOTE,
+                                 random_draws_note(session.program)):
                         if note:
                             view.log(f"note: {note}")
                     view.phase(f"checking: {model.name} on {session.backend.describe()}"

@@ -24,6 +24,7 @@ from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, jour
 from minimize.program.candidate import Candidate, make
 from minimize.search.problem import ReductionProblem, Rules
 from minimize.program.model import Program, Slice, random_draws_note
+from minimize.program.inputs import MADE_INPUTS_NOTE
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
@@ -88,7 +89,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         on_phase(f"checking the original: its first compile on {session.backend.describe()}")
         random_note, backend_note = random_draws_note(session.program), session.backend.note()
-        for note in (backend_note, random_note):
+        made_note = None if opts.inputs else MADE_INPUTS_NOTE
+        for note in (backend_note, made_note, random_note):
             if note:
                 log(f"note: {note}")
         check_out_dir(out, resume, force)  # again: a run without the lock (an older trtmin) may have written there
@@ -119,7 +121,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                 log(f"note: {precision}")
 
         problem = _new_problem(opts, session, journal, match, check, on_change)
-        problem.notes.update({k: v for k, v in (("random_draws", random_note), ("backend", backend_note)) if v})
+        problem.notes.update({k: v for k, v in (("random_draws", random_note), ("backend", backend_note),
+                                                 ("made_inputs", made_note)) if v})
         original_nodes = len(problem.current.nodes)  # each kept node is one call node of its slice
         try:
             run_reduction(problem)
@@ -170,6 +173,9 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
     replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
     values = {**session.program.values, **replaced}  # what the final verdict ran on
     final = session.program.materialize(found.nodes, replaced=replaced, sizes=sizes)
+    reads = {session.program.nodes[i].name for i in found.nodes} | set(final.input_names)
+    if not any(n.name in reads for n in session.program.random_draws):
+        problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw
     final_verdict = problem.verdict(found)
     seconds = time.monotonic() - t0
     summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,

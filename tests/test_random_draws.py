@@ -98,3 +98,18 @@ def test_a_bug_in_attention_is_seen_by_the_value_oracles(tmp_path):
                 "--backend", plugin("mismatch_on_attention"))
     assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]
     assert "draws random numbers" not in r.stderr
+
+
+def test_the_report_speaks_of_draws_only_where_the_reduced_program_has_them(tmp_path):
+    """The planted mul -> exp reads the denoised value, not the draw: the screen notes the
+    original's draw, and report.md's Diagnosis no longer does (it described a randn that the
+    2-node program has not). Without --inputs, both say the inputs were made, not the user's."""
+    model, _ = save_program(Denoiser().eval(), (torch.randn(4, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--oracle", "mismatch", "--backend", plugin("mismatch_mul_exp"),
+                "--out", str(out), "--no-verify")
+    assert r.returncode == 0 and "draws random numbers (aten.randn.default x1)" in r.stderr, r.stderr[-2000:]
+    assert "note: no --inputs: the program ran on inputs made from its example shapes" in r.stderr, r.stderr
+    report = (out / "report.md").read_text()
+    assert "torch.ops.aten.randn" not in (out / "repro.py").read_text() and "Random draws" not in report, report
+    assert "- Inputs: no --inputs: the program ran on inputs made" in report, report

@@ -24,6 +24,11 @@ def user_input_metas(ep: ExportedProgram) -> list[tuple[str, Any]]:
             for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
 
 
+MADE_INPUTS_NOTE = ("no --inputs: the program ran on inputs made from its example shapes and dtypes (seeded "
+                    "random values; ints 0-15), not yours; a bug that needs your values may not show, so pass the "
+                    "arguments you saved with torch.save as --inputs")
+
+
 def make_inputs(ep: ExportedProgram) -> list[Any]:
     """Deterministic inputs from the placeholders' shapes and dtypes (seeded)."""
     gen = torch.Generator().manual_seed(SEED)
