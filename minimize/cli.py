@@ -327,6 +327,9 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s")
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
+    moved = (summary.get("diagnosis") or {}).get("original_symptom")
+    if moved:  # the user's own symptom, where the bug left shows otherwise
+        console.print(f"was: {summary['original_verdict']}", highlight=False, markup=False)
     minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
     if minimal.get("proven") and not minimal.get("cuts_tried"):
         console.print("1-minimal: yes, a single call node is left")

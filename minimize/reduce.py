@@ -177,6 +177,9 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
     if not any(n.name in reads for n in session.program.random_draws):
         problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw
     final_verdict = problem.verdict(found)
+    moved = _symptom_moved(original, final_verdict)
+    if moved:
+        problem.notes["original_symptom"] = moved
     seconds = time.monotonic() - t0
     summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                        session.pool.restarts)
@@ -240,6 +243,22 @@ def _write(out: Path, opts: Options, session: Session, found: Candidate, info: R
     except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
         raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                           "rerun with --resume (it replays the journal, no oracle call)") from None
+
+
+def _symptom_moved(original: Verdict, final: Verdict) -> str | None:
+    """Where the reduced program's mismatch is not the one the user saw (another dtype, or
+    more than 100x larger: the cut kept an upstream cause, whose own output shows it), the
+    original's words, so that the user can tie the result to their symptom."""
+    if original.kind != "mismatch" or final.kind != "mismatch":
+        return None
+    dtype = re.compile(r"dtype (\w+)")
+    before, after = dtype.search(original.detail), dtype.search(final.detail)
+    grew = (original.max_abs or 0) > 0 and (final.max_abs or 0) > 100 * (original.max_abs or 0)
+    if not grew and not (before and after and before.group(1) != after.group(1)):
+        return None
+    return (f"the original program failed as {original.describe()}; the program left, a cause upstream of that "
+            f"output, fails in its own ({after.group(1) if after else 'its dtype'}, max abs "
+            f"{'n/a' if final.max_abs is None else format(final.max_abs, '.4g')})")
 
 
 def _final_backend(opts: Options, session: Session, settings: Mapping[str, Any]) -> Any:

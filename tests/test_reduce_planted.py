@@ -304,3 +304,25 @@ def test_the_report_says_eager_computed_the_inputs_only_where_it_did():
     assert "computed by eager PyTorch" in _fed_words(names, {"x": "torch.randn(2)", "input": "torch.randn(2)"})
     assert _fed_words(names, {"x": "", "input": "", "mask": ""}) == ""
     assert _fed_words([], {}) == ""
+
+
+class ClockFeatures(torch.nn.Module):
+    """Seconds of int64 nanosecond stamps as a float feature: Inductor's vectorized int64
+    `arange * 1e9` (pytorch/pytorch#175966, the shipped example's bug) shows only as a
+    float error in the output the user sees."""
+
+    def forward(self, x: torch.Tensor, start_ns: torch.Tensor) -> torch.Tensor:
+        stamps = start_ns + torch.arange(x.shape[1], dtype=torch.int64) * 1_000_000_000
+        return x * torch.sin(((stamps // 1_000_000_000) % 60).float())
+
+
+def test_a_root_cause_that_shows_otherwise_names_the_users_symptom(tmp_path):
+    """The reduction keeps the int64 cause, whose own output is off by 1.7e10 in int64, where
+    the user saw a float32 error below 1: the screen and report.md name the original too."""
+    model, inputs = save_program(ClockFeatures().eval(), (torch.randn(2, 24),
+                                                          torch.tensor([[1_764_460_800 * 1_000_000_000]] * 2)),
+                                 tmp_path)
+    summary, r = reduce_cli_run(model, inputs, tmp_path / "out", "mismatch", "inductor", "--no-verify")
+    assert "dtype int64" in summary["final_verdict"] and "dtype float32" in summary["original_verdict"], summary
+    assert f"\nwas: {summary['original_verdict']}\n" in r.stderr, r.stderr[-2000:]
+    assert "- Symptom: the original program failed as MISMATCH: " in (tmp_path / "out" / "report.md").read_text()

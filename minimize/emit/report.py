@@ -63,6 +63,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
                      "the made values and smaller sizes).")
     if "backend" in notes:
         lines.append(f"- Backend: {notes['backend']}.")
+    if "original_symptom" in notes:
+        lines.append(f"- Symptom: {notes['original_symptom']}.")
     if "made_inputs" in notes:
         lines.append(f"- Inputs: {notes['made_inputs']}.")
     if "random_draws" in notes:
