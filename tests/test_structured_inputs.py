@@ -106,8 +106,15 @@ def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
     f = tmp_path / "in.pt"
     torch.save((batch,), f)  # the kwargs are missing
     assert_one_line_error(run_check(str(path), "--inputs", str(f)),
-                          "holds a tuple of 1 (a dict of 2 ('observation.state', 'observation.image'))",
-                          "takes 3 inputs", "batch_observation_state", "(args, kwargs)")
+                          "holds a tuple of 1 (a dict of 2 ('observation.state', 'observation.image')), the args "
+                          "alone, and the program also takes keyword arguments (noise)", "(args, kwargs)")
+    for saved, words in ((((batch,), {"noise": noise, "seed": 1}), "kwargs has 'seed', which the program does not "
+                                                                   "take (it takes 'noise')"),
+                         (((dict(batch, **{"observation.imag": batch["observation.image"]}),), {"noise": noise}),
+                          "args[0] has 'observation.imag', which the program does not take (did you mean "
+                          "'observation.image'?)")):
+        torch.save(saved, f)  # the key that differs, by its path in the arguments
+        assert_one_line_error(run_check(str(path), "--inputs", str(f)), words)
     torch.save(((batch,), {"noise": noise.double()}), f)  # the right structure, a wrong dtype: named by input
     assert_one_line_error(run_check(str(path), "--inputs", str(f)), "'noise'", "torch.float64")
 
@@ -153,6 +160,10 @@ def test_inputs_the_exported_program_cannot_take_are_refused(tmp_path: Path) -> 
             load_inputs(path, ep)
     torch.save((torch.randn(2, 12), torch.randn(12), 2), path)
     assert [tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in load_inputs(path, ep)] == [(2, 12), (12,), 2]
+    torch.save(((torch.randn(2, 12), torch.randn(12)), {"stride": 2}), path)  # by keyword, exported by position
+    with pytest.raises(TrtminError, match=re.escape("kwargs has 'stride', which it does not take by keyword: it "
+                                                    "was exported as a positional argument; put it in args")):
+        load_inputs(path, ep)
     torch.export.save(ep, tmp_path / "model.pt2")
     torch.save(next(iter(cases)), path)
     assert_one_line_error(run_cli("check", str(tmp_path / "model.pt2"), "--inputs", str(path), "--oracle", "mismatch",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from pathlib import Path
@@ -90,7 +91,7 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
             kind = type(loaded).__name__
             raise TrtminError(f"inputs file {path} holds {'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}; "
                               "save a tuple of the program's inputs")
-        raise wrong_inputs_error(path, loaded, [n for n, _ in metas])
+        raise wrong_inputs_error(path, loaded, [n for n, _ in metas], _serialized_call_spec(ep))
     sizes: dict[Any, tuple[str, int, int]] = {}  # a dynamic dim's symbol -> the first input, dim and size given
     for (name, val), got in zip(metas, flat):
         if not isinstance(val, torch.Tensor):
@@ -133,6 +134,17 @@ def _check_dynamic_sizes(ep: ExportedProgram, path: Path, name: str, val: torch.
             raise TrtminError(f"input {name!r} in {path} has size {size} in dim {dim}, and {first[0]!r} size "
                               f"{first[2]} in dim {first[1]}: the program was exported with one size for both "
                               "(the same torch.export.Dim); pass equal sizes")
+
+
+def _serialized_call_spec(ep: ExportedProgram) -> dict[str, Any] | None:
+    """The program's call spec as torch.export serializes it (what peek.py reads without torch)."""
+    from torch.utils._pytree import treespec_dumps
+    spec = getattr(ep.call_spec, "in_spec", None)
+    try:
+        version, serialized = json.loads(treespec_dumps(spec)) if spec is not None else (None, None)
+    except Exception:  # noqa: BLE001 - a spec of a type pytree cannot write: the plain error then
+        return None
+    return serialized if version == 1 else None
 
 
 def _flatten_like_export(loaded: Any, ep: ExportedProgram, names: list[str]) -> list[Any] | None:

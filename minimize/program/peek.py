@@ -14,6 +14,7 @@ it is sure.
 
 from __future__ import annotations
 
+import difflib
 import json
 import pickle
 import zipfile
@@ -233,11 +234,72 @@ def describe(x: Any, top: bool = True) -> str:
     return f"a {type(x).__name__} of {len(x)} ({inner})"
 
 
-def wrong_inputs_error(path: Path, loaded: Any, names: list[str]) -> TrtminError:
-    """The error for an inputs file whose structure or count is not the program's inputs."""
+def wrong_inputs_error(path: Path, loaded: Any, names: list[str], spec: dict[str, Any] | None = None) -> TrtminError:
+    """The error for an inputs file whose structure or count is not the program's inputs;
+    with the program's call spec (serialized, as program_call_spec reads it), where the
+    file's arguments first depart from it: a key it does not take, one it lacks, a count."""
+    where = call_difference(spec, loaded) if spec else None
+    if where:
+        return TrtminError(f"inputs file {path}: {where}; save the arguments as given to torch.export.export "
+                           "(a tuple, or (args, kwargs))")
     return TrtminError(f"inputs file {path} holds {describe(loaded)} but the program takes "
                        f"{_count(len(names), 'input')} ({', '.join(names)}); save the arguments as given to "
                        "torch.export.export (a tuple, or (args, kwargs)), or these inputs in this order")
+
+
+def call_difference(spec: dict[str, Any], loaded: Any) -> str | None:
+    """Where saved arguments, (args, kwargs) or args alone, first depart from the program's
+    call spec, in words; None where no such difference is found."""
+    try:
+        args_spec, kwargs_spec = spec["children_spec"]
+        keywords = json.loads(kwargs_spec["context"]) if kwargs_spec.get("context") else []
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(loaded, (tuple, list)):
+        return None
+    if len(loaded) == 2 and isinstance(loaded[0], (tuple, list)) and isinstance(loaded[1], dict):
+        args, kwargs = loaded
+        strays = [k for k in kwargs if k not in keywords]
+        if strays and len(args) < len(args_spec.get("children_spec") or []):
+            return (f"args holds {len(args)} and the program takes {len(args_spec['children_spec'])}, and kwargs "
+                    f"has {strays[0]!r}, which it does not take by keyword: it was exported as a positional argument; put "
+                    "it in args, in its place")
+        return structure_difference(args_spec, args, "args") or structure_difference(kwargs_spec, kwargs, "kwargs")
+    if keywords:
+        return (f"it holds {describe(loaded)}, the args alone, and the program also takes keyword arguments "
+                f"({', '.join(map(str, keywords))})")
+    return structure_difference(args_spec, loaded, "args")
+
+
+def structure_difference(spec: dict[str, Any], tree: Any, where: str) -> str | None:
+    """The first place `tree` departs from a serialized pytree spec (builtin containers) in
+    its keys or its kinds of container, named by its path (args[0]['image']); None where it
+    does not, where a count differs (the caller's words say it), or the spec is unknown."""
+    kind, children = spec.get("type"), spec.get("children_spec") or []
+    if kind in _SEQUENCES:
+        if not isinstance(tree, (tuple, list)):
+            return f"{where} is {describe(tree, top=False)}, and the program takes a {kind.split('.')[-1]}"
+        if len(tree) != len(children):  # a count: wrong_inputs_error's own words name the inputs
+            return None
+        return next((d for i, (c, t) in enumerate(zip(children, tree))
+                     if (d := structure_difference(c, t, f"{where}[{i}]"))), None)
+    if kind in _DICTS:
+        try:
+            keys = json.loads(spec["context"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not isinstance(tree, dict):
+            return f"{where} is {describe(tree, top=False)}, and the program takes a dict of {', '.join(map(repr, keys))}"
+        strays, lacking = [k for k in tree if k not in keys], [k for k in keys if k not in tree]
+        if strays:
+            near = difflib.get_close_matches(str(strays[0]), [str(k) for k in lacking or keys], n=1)
+            return (f"{where} has {strays[0]!r}, which the program does not take "
+                    + (f"(did you mean {near[0]!r}?)" if near else f"(it takes {', '.join(map(repr, keys))})"))
+        if lacking:
+            return f"{where} lacks {lacking[0]!r}, which the program takes"
+        return next((d for k, c in zip(keys, children) if (d := structure_difference(c, tree[k], f"{where}[{k!r}]"))),
+                    None)
+    return None
 
 
 def wrong_dtype_error(path: Path, name: str, got: str, want: str) -> TrtminError:
@@ -273,11 +335,12 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
             return
         if flat is None:
             if spec and named:  # none of the forms fits: the full check says the same
-                raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted])
+                raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted], spec)
             return
     if len(flat) != len(wanted):
         if named:
-            raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted])
+            raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted],
+                                     program_call_spec(graph_module) if isinstance(loaded, (tuple, list)) else None)
         return
     for (name, want), got in zip(wanted, flat):
         if want is None or not isinstance(got, TensorShape):  # a number: the full check reads it
