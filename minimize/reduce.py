@@ -32,7 +32,7 @@ from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
-from oracles.verdict import VALUE_ORACLES, Verdict, answers, precision_note
+from oracles.verdict import VALUE_ORACLES, Verdict, answers, output_dtype, precision_note
 
 
 def digest_in_background(path: Path) -> Future[str]:
@@ -133,9 +133,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             raise
         finally:
             journal.close()
-        info, final, values, summary = _result(opts, session, problem, original_nodes, journal.digest, t0)
+        backend = _final_backend(opts, session, problem.current.settings)  # only the settings the bug needs
+        info, final, values, summary = _result(opts, session, problem, backend, original_nodes, journal.digest, t0)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
-        _write(out, opts, session, problem.current, info, final, values, summary, log, on_phase)
+        _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase)
         return summary
 
 
@@ -162,7 +163,7 @@ def rules_of(opts: Options, backend: Any, match: re.Pattern[str] | None) -> Rule
                  lowering_toggles=tuple(backend.lowering_toggles))
 
 
-def _result(opts: Options, session: Session, problem: ReductionProblem, original_nodes: int,
+def _result(opts: Options, session: Session, problem: ReductionProblem, backend: Any, original_nodes: int,
             journal_digest: str, t0: float) -> tuple[ReproInfo, Slice, dict[str, Any], dict[str, Any]]:
     """What the reduction found, for the outputs: the script's facts, the final slice, the
     values it runs on (made ones included) and summary.json."""
@@ -190,7 +191,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
                             "final_failures": problem.failures(found),
                             "min_failures": problem.min_failures}
     info = ReproInfo(
-        title=f"{_final_backend(opts, session, needed_settings).describe()} "
+        title=f"{backend.describe()} "
               f"{session.backend.failure_words(final_verdict) or f'{final_verdict.kind} on {opts.device}'}: "
               f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
         source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
@@ -214,13 +215,12 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, original
     return info, final, values, summary
 
 
-def _write(out: Path, opts: Options, session: Session, found: Candidate, info: ReproInfo, final: Slice,
+def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: ReproInfo, final: Slice,
            values: dict[str, Any], summary: dict[str, Any], log: Callable[[str], None],
            on_phase: Callable[[str], None]) -> None:
     """repro.py (run alone once, unless --no-verify), report.md, summary.json and the --emit
-    scripts of the candidate found, with only the settings the bug needs."""
+    scripts of the candidate found, with `backend`: only the settings the bug needs."""
     needed_settings, generated = dict(found.settings), dict(found.made)
-    backend = _final_backend(opts, session, needed_settings)
 
     def verify(script: Path) -> dict[str, Any]:
         log("running repro.py alone, in a new process, as a maintainer will")
@@ -251,13 +251,12 @@ def _symptom_moved(original: Verdict, final: Verdict) -> str | None:
     original's words, so that the user can tie the result to their symptom."""
     if original.kind != "mismatch" or final.kind != "mismatch":
         return None
-    dtype = re.compile(r"dtype (\w+)")
-    before, after = dtype.search(original.detail), dtype.search(final.detail)
+    before, after = output_dtype(original), output_dtype(final)
     grew = (original.max_abs or 0) > 0 and (final.max_abs or 0) > 100 * (original.max_abs or 0)
-    if not grew and not (before and after and before.group(1) != after.group(1)):
+    if not grew and not (before and after and before != after):
         return None
     return (f"the original program failed as {original.describe()}; the program left, a cause upstream of that "
-            f"output, fails in its own ({after.group(1) if after else 'its dtype'}, max abs "
+            f"output, fails in its own ({after or 'its dtype'}, max abs "
             f"{'n/a' if final.max_abs is None else format(final.max_abs, '.4g')})")
 
 

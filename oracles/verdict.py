@@ -187,12 +187,11 @@ def precision_note(v: Verdict, reference: str) -> str | None:
     low = low_precision_note(v) if reference == "eager" else None
     if low:
         return low
-    found = re.search(r"dtype (\w+)\b", v.detail) if v.kind == "mismatch" else None
-    scale = v.extra.get("scale") if found else None
-    if found and scale and v.max_abs is not None and found.group(1) in FLOAT_STEPS:
-        steps = v.max_abs / (FLOAT_STEPS[found.group(1)] * scale)
+    dtype, scale = output_dtype(v), v.extra.get("scale")
+    if dtype in FLOAT_STEPS and scale and v.max_abs is not None:
+        steps = v.max_abs / (FLOAT_STEPS[dtype] * scale)
         if steps <= ROUNDING_STEPS:
-            return (f"the largest difference, {v.max_abs:.3g}, is {steps:.2g} steps of {found.group(1)} at the "
+            return (f"the largest difference, {v.max_abs:.3g}, is {steps:.2g} steps of {dtype} at the "
                     f"output's scale (its largest value, {scale:.3g}): the size of rounding, which another order "
                     "of a kernel's sums gives, rarely a bug; loosen --atol and --rtol unless you mean it")
     return None
@@ -201,6 +200,13 @@ def precision_note(v: Verdict, reference: str) -> str | None:
 def low_precision_note(v: Verdict) -> str | None:
     """What to say of a mismatch in a bfloat16 or float16 output judged against eager alone:
     there rounding alone differs from eager, which --reference float64 tells from a bug."""
-    found = re.search(r"dtype (bfloat16|float16)\b", v.detail) if v.kind == "mismatch" else None
-    return (f"the mismatch is in a {found.group(1)} output, where rounding alone differs from eager: "
-            "`--reference float64` counts only errors beyond twice eager's own") if found else None
+    dtype = output_dtype(v)
+    return (f"the mismatch is in a {dtype} output, where rounding alone differs from eager: "
+            "`--reference float64` counts only errors beyond twice eager's own") if dtype in ("bfloat16", "float16") \
+        else None
+
+
+def output_dtype(v: Verdict) -> str | None:
+    """A mismatch's output dtype, as its detail names it (oracles/checks.py: "dtype float32")."""
+    found = re.search(r"\bdtype (\w+)", v.detail) if v.kind == "mismatch" else None
+    return found.group(1) if found else None

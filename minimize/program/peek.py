@@ -324,23 +324,23 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
     loaded = saved_inputs(inputs) if wanted else None
     if not wanted or loaded is None:
         return
-    named = all(name for name, _ in wanted)  # an int input has no name here: the full check words it
+    names = [name for name, _ in wanted]
+    named = all(names)  # an int input has no name here: the full check words it
+    spec = program_call_spec(graph_module) if isinstance(loaded, (tuple, list, dict)) else None
     flat = _plain(loaded)
     if flat is None:  # a nested form (a batch dict, (args, kwargs) with containers): as the call spec flattens it
-        spec = program_call_spec(graph_module) if isinstance(loaded, (tuple, list, dict)) else None
         try:
             flat = flatten_like_export(loaded, len(wanted), spec and (lambda call: _flatten_up_to(spec, call)),
-                                       TensorShape, [name for name, _ in wanted] if named else ())
+                                       TensorShape, names if named else ())
         except _Unknown:
             return
         if flat is None:
             if spec and named:  # none of the forms fits: the full check says the same
-                raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted], spec)
+                raise wrong_inputs_error(inputs, loaded, names, spec)
             return
     if len(flat) != len(wanted):
         if named:
-            raise wrong_inputs_error(inputs, loaded, [name for name, _ in wanted],
-                                     program_call_spec(graph_module) if isinstance(loaded, (tuple, list)) else None)
+            raise wrong_inputs_error(inputs, loaded, names, spec)
         return
     for (name, want), got in zip(wanted, flat):
         if want is None or not isinstance(got, TensorShape):  # a number: the full check reads it
