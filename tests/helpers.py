@@ -117,6 +117,7 @@ if "got" in globals():  # the backend's call ran: say whether it differs from ea
         for a, b in zip(compiled, eager_out))
     print("SNIPPET BACKEND", "SAME" if same else "DIFFERS")
 '''
+COMPARE = "torch.testing.assert_close(got, out, "  # a mismatch snippet's last line: it raises on the bug
 
 
 def report_snippet_text(folder: Path) -> str:
@@ -126,13 +127,29 @@ def report_snippet_text(folder: Path) -> str:
 
 def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
     """Runs the eager snippet at the top of report.md alone (beside repro.py, whose tensors
-    file it may read) and checks it computes what repro.py's Repro does, exactly."""
-    snippet = report_snippet_text(folder)
+    file it may read) and checks it computes what repro.py's Repro does, exactly. A
+    mismatch's last line, its assert, runs after that check: it prints SNIPPET ASSERT
+    RAISES with assert_close's first words where it raises, as it does on the bug."""
+    lines = report_snippet_text(folder).rstrip("\n").splitlines()
+    compare = lines.pop() if lines and lines[-1].startswith(COMPARE) else ""
+    after = (f"try:\n    {compare}\n    print('SNIPPET ASSERT PASSES')\nexcept AssertionError as e:\n"
+             f"    print('SNIPPET ASSERT RAISES', str(e).strip().splitlines()[0])\n") if compare else ""
     check = folder.parent / f"{folder.name}_snippet_check.py"
-    check.write_text(snippet + SNIPPET_CHECK)
+    check.write_text("\n".join(lines) + "\n" + SNIPPET_CHECK + after)
     env = alone_env()
     return subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=300, env=env,
                           cwd=folder)
+
+
+def repro_info(verdict: Any, title: str = "t", device: str = "cpu") -> Any:
+    """A ReproInfo for a bug that shows as `verdict`, cut from 18 nodes to 3 in 3 calls at
+    trtmin's default tolerances, as reduce would hand it to the emitters."""
+    from minimize.emit.script import ReproInfo
+    from oracles.verdict import Signature
+
+    return ReproInfo(title=title, source_model="model.pt2", original_nodes=18, final_nodes=3, oracle_calls=3,
+                     oracle=verdict.kind, verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
+                     rtol=1e-3, device=device, needs_subprocess=False, timeout=300.0)
 
 
 def write_repro(folder: Path, gm: Any, inputs: dict[str, Any], constants: dict[str, Any], verdict: Any,
@@ -141,13 +158,9 @@ def write_repro(folder: Path, gm: Any, inputs: dict[str, Any], constants: dict[s
     `verdict` on `backend`, as trtmin writes it, into `folder` with its tensors file."""
     import torch
 
-    from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
-    from oracles.verdict import Signature
+    from minimize.emit.script import INPUTS_FILE, render_script
 
-    info = ReproInfo(title=f"{verdict.kind} on {backend.describe()}", source_model="model.pt2", original_nodes=18,
-                     final_nodes=3, oracle_calls=3, oracle=verdict.kind, verdict=verdict,
-                     signature=Signature.of(verdict), match=None, atol=1e-3, rtol=1e-3, device=device,
-                     needs_subprocess=False, timeout=300.0)
+    info = repro_info(verdict, f"{verdict.kind} on {backend.describe()}", device)
     script, big = render_script(info, gm, inputs, constants, backend)
     (folder / "repro.py").write_text(script)
     torch.save(big, folder / INPUTS_FILE)

@@ -42,6 +42,8 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert run_repro(tmp_path, backend="eager").returncode == 0
     s = run_report_snippet(tmp_path)  # arange(..., device=device(type='cpu')): the snippet imports device
     assert s.returncode == 0 and "SNIPPET OK" in s.stdout, s.stdout + s.stderr[-2000:]
+    # ... and its last line raises on the bug, in assert_close's words, as a maintainer runs it
+    assert "SNIPPET ASSERT RAISES Tensor-likes are not close!" in s.stdout, s.stdout
     with zipfile.ZipFile(tmp_path / "reduced.pt2") as archive:  # named for itself, not a temporary file
         assert {name.split("/")[0] for name in archive.namelist()} == {"reduced"}
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left

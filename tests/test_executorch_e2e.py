@@ -78,6 +78,7 @@ def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
     # report.md's snippet lowers with XNNPACK and executes: the bug, in a few lines
     s = run_report_snippet(reduced)
     assert "SNIPPET OK" in s.stdout and "SNIPPET BACKEND DIFFERS" in s.stdout, s.stdout + s.stderr[-2000:]
+    assert "SNIPPET ASSERT RAISES Tensor-likes are not close!" in s.stdout, s.stdout
 
 
 def _run(script: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,8 @@ as repro.py writes them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -174,3 +176,28 @@ def test_every_tensorrt_setting_shows_in_its_snippet():
     values = {"flags": "FP16", "strongly_typed": "true", "optimization_level": "1", "workspace": "1024", "opset": "18"}
     for key in SETTINGS:
         assert text({key: values.get(key, "true")}) != plain, f"--set {key}=... leaves the snippet as it was"
+
+
+@pytest.mark.parametrize("off_by", [1.0, 0.0])
+def test_a_mismatch_snippet_raises_on_the_bug_and_passes_once_fixed(off_by: float):
+    """A maintainer runs the snippet and sees the bug: its last line is assert_close at
+    trtmin's tolerances, on whatever device and dtype the backend returns. A backend off
+    by 1 (here a compiled call that adds it) raises; one that matches runs through."""
+    from minimize.emit.report import compare_line
+    from oracles.verdict import Verdict
+    from tests.helpers import repro_info
+
+    info = repro_info(Verdict("mismatch", output=0, max_abs=1.0))
+    compare = compare_line(info)
+    assert compare_line(dataclasses.replace(info, reference="float64")) == ""  # eager's own error judges it there
+    assert "check_device=False" in compare_line(dataclasses.replace(info, device="cuda"))  # ONNX Runtime: host
+    off = SnippetCall(f"(lambda fn: lambda *a: [t.double() + {off_by} for t in fn(*a)])(f)")  # and another dtype
+    tensors = {"x": ("-torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
+    text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", off, ("x",), compare)
+    assert text.splitlines()[-1] == f"{compare}  # output 0 differs"
+    ns: dict = {}
+    if off_by:
+        with pytest.raises(AssertionError, match="Tensor-likes are not close"):
+            exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
+    else:
+        exec(text, ns)  # noqa: S102

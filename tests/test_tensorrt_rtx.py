@@ -239,8 +239,10 @@ def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path,
     reduction on --device cpu (eager's tensors on the CPU) whose output eager leaves
     transposed, not contiguous (the engine writes row-major buffers), and whose input's
     name, context, is one the snippet's own lines take."""
+    from minimize.emit.report import compare_line
     from minimize.emit.snippet import snippet_source
     from oracles.verdict import Verdict
+    from tests.helpers import repro_info
     from tests.test_snippet import FORWARD
 
     name = "context" if transposed else "x"
@@ -250,10 +252,12 @@ def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path,
     if transposed:
         forward = forward.replace("    return (linear,)", "    t = torch.ops.aten.t.default(linear)\n    return (t,)")
         forward = re.sub(r"\bx\b", name, forward)
-    text = snippet_source(forward, tensors, None, device, "differs", call, (name,))
+    verdict = Verdict("mismatch", output=0, max_abs=1.0)
+    compare = compare_line(repro_info(verdict, device=device))  # raises where got is off
+    text = snippet_source(forward, tensors, None, device, "differs", call, (name,), compare)
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
-    exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
+    exec(text, ns)  # noqa: S102 - the snippet as report.md shows it, its assert_close last
     torch.cuda.synchronize()
     assert ns["out"][0].is_contiguous() is not transposed
     torch.testing.assert_close(ns["got"][0].cpu(), ns["out"][0].cpu(), rtol=1e-3, atol=1e-3)

@@ -26,7 +26,20 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     failure = _short_failure(info.verdict)
     return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
                           failure if call else f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "
-                          f"{failure}", call, tuple(inputs))
+                          f"{failure}", call, tuple(inputs), compare_line(info) if call else "")
+
+
+def compare_line(info: ReproInfo) -> str:
+    """For a bug in the values, the assert that raises where the backend's outputs `got`
+    are off from eager's `out` by trtmin's tolerances, on any device or dtype the backend
+    returns them in (ONNX Runtime's on the host, TensorRT's int32 for int64). Empty where
+    the bug is judged against a float64 run (eager's own error is the yardstick there) or is
+    no mismatch."""
+    if info.verdict.kind not in ("mismatch", "nan") or info.reference == "float64":
+        return ""
+    device = "" if info.device == "cpu" else ", check_device=False"
+    return (f"torch.testing.assert_close(got, out, atol={info.atol!r}, rtol={info.rtol!r}, equal_nan=True, "
+            f"check_dtype=False{device})")
 
 
 def dynamic_words(info: ReproInfo) -> str:
@@ -226,7 +239,10 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     where = "above" if snippet else "in `repro.py` below"
     snippet_words = ""
     if snippet:
-        snippet_words = (" It runs as it is, eagerly and through the backend; `repro.py` below judges the result."
+        snippet_words = (" It runs as it is, eagerly and through the backend, and its last line raises while the "
+                         "values differ; `repro.py` below judges them as trtmin did."
+                         if "\ntorch.testing.assert_close(got, out" in snippet else
+                         " It runs as it is, eagerly and through the backend; `repro.py` below judges the result."
                          if "\ngot = " in snippet else
                          " It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
                          "the result.")

@@ -21,14 +21,16 @@ MAX_LINES = 40  # a longer graph is read in repro.py itself
 
 
 def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_file: str | None,
-                   device: str, failure: str, call: SnippetCall | None = None, params: tuple[str, ...] = ()
-                   ) -> str | None:
+                   device: str, failure: str, call: SnippetCall | None = None, params: tuple[str, ...] = (),
+                   compare: str = "") -> str | None:
     """`forward`: Repro.forward's source; `tensors`: each input's and weight's name, in
     that order, with the expression that makes it and whether it is a tensor (moved to
     `device`); `loads_file`: the tensors file the expressions read, if any; `failure`:
     what the compiler does with it; `call`: the backend's compile of the graph `f`, where
     it has one as short as `torch.compile(f, backend="inductor")` (else the failure is a
-    comment), with `params`, the program's inputs, as f's arguments. None where the graph
+    comment), with `params`, the program's inputs, as f's arguments; `compare`: the
+    statement after the call that raises where `got` is off (a mismatch), so that running
+    the snippet shows the bug, with the failure as its comment. None where the graph
     is not straight-line code (a higher-order op's subgraph lives on `self`) or is too
     long to be read here."""
     if not all(name.isidentifier() for name in tensors):  # a weight named `0_weight`, as its nn.Sequential names it
@@ -57,7 +59,8 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
             define = [f"def f({args}):", *(f"    {line}" for line in body), "", ""]
         given = f"[{args}]" if call.takes_list else args
         last = call.last or f"got = {call.compiled}({given})"
-        ending = ["", "", *define, f"out = f({args})  # eager", *call.setup, f"{last}  # {failure}"]
+        shown = [last, f"{compare}  # {failure}"] if compare else [f"{last}  # {failure}"]
+        ending = ["", "", *define, f"out = f({args})  # eager", *call.setup, *shown]
     else:
         body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
         ending = body
