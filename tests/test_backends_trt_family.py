@@ -181,6 +181,11 @@ def test_setting_values_parsed() -> None:
         parse_settings({"min_block_size": "three"})
     with pytest.raises(TrtminError, match="unknown dtype"):
         parse_value("autocast_low_precision_type", "fp17")
+    for level in ("9", "-1"):  # TensorRT would build at level 5 (or its default) without a word
+        with pytest.raises(TrtminError, match=f"optimization_level={level}: TensorRT takes 0 to 5"):
+            parse_settings({"optimization_level": level}, valid=["optimization_level"])
+        with pytest.raises(TrtminError, match=f"optimization_level={level}: TensorRT takes 0 to 5"):
+            parse_trt_settings({"optimization_level": level})
     trt = parse_trt_settings({"fp16": "true", "tf32": "off", "flags": "strict_nans", "optimization_level": "5",
                               "workspace": "0x40000000", "strongly_typed": "no", "opset": "18"})
     assert trt == {"builder_flags": {"FP16": True, "TF32": False, "STRICT_NANS": True}, "optimization_level": 5,

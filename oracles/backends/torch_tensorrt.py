@@ -167,11 +167,21 @@ def _bool(key: str, text: str) -> bool:
     raise TrtminError(f"--set {key}={text}: expected true or false")
 
 
+# TensorRT's builder optimization levels: 9 is taken as 5 without a word, -1 with an error
+# in its log only (TensorRT-RTX 1.4.0.76), so a run would not be the one asked for
+RANGES = {"optimization_level": (0, 5)}
+
+
 def _int(key: str, text: str) -> int:
     try:
-        return int(text.strip().replace("_", ""), 0)
+        n = int(text.strip().replace("_", ""), 0)
     except ValueError:
         raise TrtminError(f"--set {key}={text}: expected an integer") from None
+    low, high = RANGES.get(key, (n, n))
+    if not low <= n <= high:
+        raise TrtminError(f"--set {key}={text}: TensorRT takes {low} to {high} (it would use another level "
+                          "than the one asked for)")
+    return n
 
 
 def _dtype(key: str, text: str) -> torch.dtype:
