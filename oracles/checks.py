@@ -190,8 +190,14 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
                        else f", {ratio:.3g}x eager's own error from float64")
     # a relative error of an integer is noise (1e+12 where eager's value is 0): none is given
     scale = float(e64[e_finite].abs().max()) if rounds and bool(e_finite.any()) else 0.0  # precision_note's
+    lost = ~e_finite & a_finite  # eager's NaN or inf came back finite: Verdict.lost_words says so
+    lost_count = int(lost.sum())
+    lost_what = {} if not lost_count else {"lost": {
+        "count": lost_count, "off": int((diff > limit).sum()),
+        "eager": "NaN" if bool(e64[lost].isnan().all()) else "inf" if not bool(e64[lost].isnan().any()) else "NaN or inf"}}
     return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail,
-                   extra={"first_off": first_off_values(e, a, diff > limit), **({"scale": scale} if scale else {})})
+                   extra={"first_off": first_off_values(e, a, diff > limit), **({"scale": scale} if scale else {}),
+                          **lost_what})
 
 
 def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, n: int = 6) -> dict[str, list[Any]]:

@@ -41,6 +41,18 @@ class Verdict:
     def from_dict(d: dict[str, Any]) -> "Verdict":
         return Verdict(**d)
 
+    def lost_words(self) -> str:
+        """A mismatch where eager's NaN or inf came back finite, in those words: "max abs
+        inf" read as an overflow where the bug is an op that drops NaN (ONNX Runtime's
+        ReduceMax, ExecuTorch's max_pool2d). Empty for any other verdict."""
+        lost = self.extra.get("lost")
+        if self.kind != "mismatch" or not lost:
+            return ""
+        count, word, off = lost["count"], lost["eager"], lost["off"]
+        if count == off:
+            return f"is finite where eager's is {word}"
+        return f"is finite at {count} value{'s' if count > 1 else ''} where eager's is {word}, and off at others"
+
     def describe(self) -> str:
         """One human line, used by `trtmin check` and the report."""
         if self.kind == "pass":
@@ -48,7 +60,9 @@ class Verdict:
         if self.kind == "invalid":
             return f"INVALID: eager PyTorch itself fails: {self.exc_type}: {self.message}"
         if self.kind == "mismatch":
-            rel = f" (max rel {_fmt(self.max_rel)})" if self.max_rel is not None else ""
+            if self.lost_words():
+                return f"MISMATCH: output {self.output} {self.lost_words()}{_sep(self.detail)}"
+            rel = f" (max rel {_fmt(self.max_rel)})" if self.max_rel is not None and math.isfinite(self.max_rel) else ""
             return f"MISMATCH: output {self.output} differs from eager by max abs {_fmt(self.max_abs)}{rel}{_sep(self.detail)}"
         if self.kind == "nan":
             return f"NAN: output {self.output} has non-finite values where eager is finite{_sep(self.detail)}"

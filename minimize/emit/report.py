@@ -50,6 +50,8 @@ def dynamic_words(info: ReproInfo) -> str:
 
 def _short_failure(v: Verdict) -> str:
     """The failure in a few words, as our users comment their snippets ("TRT differs by 1.01")."""
+    if v.kind == "mismatch" and v.lost_words():
+        return f"output {v.output} {v.lost_words()}"
     if v.kind == "mismatch":  # no max abs where the backend's output is another shape or no tensor
         return (f"output {v.output} differs from eager by {v.max_abs:.4g}" if v.max_abs is not None
                 else f"output {v.output} differs from eager" + (f" ({v.detail})" if v.detail else ""))

@@ -37,9 +37,8 @@ def main():
     try:  # the eager half runs everywhere, so a broken script shows
         inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
         inputs = [mark_dynamic(x, DYNAMIC.get(i, {})) for i, x in enumerate(inputs)]  # [dynamic]
-        module = Repro().to(DEVICE)
-        expected = call(module)  # [!failure]
-        call(module)  # [failure] the bug is a failure: eager must run, its values do not matter
+        expected = call(module := Repro().to(DEVICE))  # [!failure]
+        call(module := Repro().to(DEVICE))  # [failure] the bug is a failure: eager must run, its values do not matter
         with Float64():  # [float64] the reference: a difference counts beyond eager's own error
             exact = call(module)  # [float64]
     except Exception as e:  # no GPU, a file beside the script gone, or eager fails here: no news of the bug
