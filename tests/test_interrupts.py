@@ -15,6 +15,7 @@ from oracles.errors import TrtminError
 
 def test_a_swallowed_ctrl_c_is_raised_again_and_an_error_after_it_is_an_interruption(monkeypatch):
     monkeypatch.setattr(interrupts, "_seen", False)
+    monkeypatch.setattr(interrupts, "_repeats", 0)
     interrupts.check()  # nothing came: nothing raised
     try:
         interrupts.on_signal(signal.SIGINT, None)
@@ -25,6 +26,16 @@ def test_a_swallowed_ctrl_c_is_raised_again_and_an_error_after_it_is_an_interrup
     with pytest.raises(typer.Exit) as stopped:
         cli._fail(TrtminError("could not be loaded (RecursionError)"))  # what the Ctrl-C turned into
     assert stopped.value.exit_code == 130
+
+
+def test_a_second_stop_lets_the_first_ones_clean_up_run_and_a_third_stops(monkeypatch):
+    monkeypatch.setattr(interrupts, "_seen", False)
+    monkeypatch.setattr(interrupts, "_repeats", 0)
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.on_signal(signal.SIGINT, None)
+    interrupts.on_signal(signal.SIGINT, None)  # timeout(1)'s second, or a quick second Ctrl-C: let pass
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.on_signal(signal.SIGINT, None)
 
 
 def test_a_background_job_keeps_ignoring_sigint(monkeypatch):
