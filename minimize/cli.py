@@ -444,20 +444,22 @@ def repros_add(
     title: Annotated[Optional[str], typer.Option("--title", metavar="TEXT", help="What the bug is, in one line (default: report.md's title).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
-    from repros.suite import MANIFEST, add_repro, default_root, parse_manifest
-    old = (suite or default_root()) / name
-    existed = old.exists()
-    try:
-        before = parse_manifest(old / MANIFEST).title if (old / MANIFEST).is_file() else old.name
-    except TrtminError:
-        before = old.name
+    from repros.suite import add_repro, default_root, kept_fields, readable_manifest
+    root = suite or default_root()
+    old, new_suite = root / name, not root.exists()
+    existed, previous = old.exists(), readable_manifest(old)
     try:
         if title is not None and (not title.strip() or "\n" in title):
             raise TrtminError("--title: give one non-empty line, e.g. --title 'uint8 input permuted before a cast fails'")
         path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=upstream or (), title=title)
     except TrtminError as e:
         _fail(e)
-    print(f"saved {path}" + (f", in place of the repro there ({before})" if existed and force else ""))
+    said = f"saved {path}"
+    if existed and force:
+        said += f", in place of the repro there ({previous.title if previous else old.name})"
+        kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous else []
+        said += f"; kept from its manifest: {', '.join(kept)}, and its notes" if kept else ""
+    print(said + (f"\n{root} did not exist: it is a new suite, with this repro alone" if new_suite else ""))
 
 
 def _print_row(result: Any) -> None:

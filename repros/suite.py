@@ -26,6 +26,7 @@ import re
 import shutil
 import tomllib
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -273,7 +274,8 @@ def parse_manifest(path: Path) -> Manifest:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         fix = (f"it is a `trtmin reduce` output: save it into the suite with `trtmin repros add "
-               f"{_shown(path.parent)} --name NAME`" if (path.parent / "summary.json").is_file() else
+               f"{_shown(path.parent)} --name NAME{suite_words(path.parent.parent)}`"
+               if (path.parent / "summary.json").is_file() else
                "see docs/reference.md, \"The suite's manifest\", for its fields")
         raise TrtminError(f"{_shown(path)}: not found; every repro folder needs a manifest.toml ({fix})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -458,6 +460,37 @@ def _shown_backend(spec: str) -> str:
     return parse_backend(spec).shown
 
 
+def readable_manifest(folder: Path) -> Manifest | None:
+    """The manifest of a saved repro folder, or None where it has none that reads."""
+    try:
+        return parse_manifest(folder / MANIFEST) if (folder / MANIFEST).is_file() else None
+    except TrtminError:
+        return None
+
+
+def kept_fields(previous: Manifest, folder: Path, title_given: bool, upstream_given: bool) -> list[str]:
+    """What `repros add --force` keeps of the manifest in `folder` it replaces: what people
+    wrote there (the issue links, which releases fix it, when it was added and first seen, a
+    title other than its report.md's), unless given again on the command line. Dropping
+    them lost the suite's record of which release fixed what, without a word."""
+    written_title = previous.title != _title_from(folder, folder.name)
+    fields = [("title", written_title and not title_given),
+              ("upstream", bool(previous.upstream) and not upstream_given),
+              ("expected", previous.expected != "reproduces"), ("expected_when", bool(previous.expected_when)),
+              ("added", True), ("first_seen", bool(previous.first_seen))]
+    return [name for name, kept in fields if kept]
+
+
+def _keep_written(new: Manifest, previous: Manifest, kept: list[str], out_dir: Path) -> Manifest:
+    """`new` with the `kept` fields of `previous`, and previous's notes followed by a line
+    saying what replaced the repro."""
+    changes: dict[str, Any] = {name: getattr(previous, name) for name in kept}
+    reduced = [line for line in new.notes.splitlines() if not line.startswith("Saved from ")]
+    line = f"Replaced on {date.today().isoformat()} from {out_dir.name}/ by `trtmin repros add --force`."
+    changes["notes"] = "\n".join(filter(None, [previous.notes, line, *reduced]))
+    return dataclasses.replace(new, **changes)
+
+
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False, duplicate: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
@@ -513,6 +546,10 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                         backend=_shown_backend(summary["backend"]), oracle=summary["oracle"], device=summary["device"],
                         added=date.today().isoformat(), expected=expected, upstream=tuple(upstream),
                         first_seen=first_seen, notes="\n".join(notes))
+    previous = readable_manifest(root / name) if force else None
+    if previous is not None:  # a newer reduction of the repro: what people wrote into it stays
+        kept = kept_fields(previous, root / name, title is not None, bool(tuple(upstream)))
+        manifest = _keep_written(manifest, previous, kept, out_dir)
     text = manifest_text(manifest)
     parsed, problems = manifest_from_dict(tomllib.loads(text))  # never save what we cannot read back
     if parsed is None:

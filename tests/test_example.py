@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from repros.suite import parse_manifest
 from tests.helpers import ROOT, run_cli, run_cli_here, run_report_snippet, run_repro
 
 EXAMPLE = ROOT / "examples" / "forecaster.pt2"
@@ -70,6 +71,13 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     replaced = run_cli_here("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite),
                             "--duplicate", "--force")
     assert replaced.returncode == 0 and "in place of the repro there (A view above 8 dimensions" in replaced.stdout
+    # what people wrote into the manifest stays: its title, when it was added and first seen, its notes
+    assert "kept from its manifest: title, added, first_seen, and its notes" in replaced.stdout, replaced.stdout
+    before = parse_manifest(ROOT / "repros" / "suite" / "view_above_8_dims" / "manifest.toml")
+    after = parse_manifest(suite / "view_above_8_dims" / "manifest.toml")
+    assert (after.title, after.added, after.first_seen) == (before.title, before.added, before.first_seen)
+    assert after.notes.startswith(before.notes) and "by `trtmin repros add --force`" in after.notes
+    assert after.backend == "inductor"  # the new reduction's own facts
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -7,6 +7,7 @@ docs/design.md#the-script-contract; they import neither torch nor trtmin, so eac
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -321,7 +322,22 @@ def test_add_repro(tmp_path: Path) -> None:
         add_repro(out, "relu_cast", root)
     (out / "report.md").write_text("# A better title\n")
     add_repro(out, "relu_cast", root, force=True)
-    assert parse_manifest(entry / "manifest.toml").title == "A better title"
+    assert parse_manifest(entry / "manifest.toml").title == "A better title"  # report.md's, as before
+    # what people wrote into the manifest stays when a newer reduction replaces the repro
+    written = dataclasses.replace(parse_manifest(entry / "manifest.toml"), title="uint8 relu cast, by hand",
+                                  upstream=("https://example.com/issue/1",), added="2026-01-02",
+                                  expected_when=((Condition.parse("torch >= 9"), "fixed"),), notes="By hand.")
+    (entry / "manifest.toml").write_text(manifest_text(written))
+    add_repro(out, "relu_cast", root, force=True)
+    again = parse_manifest(entry / "manifest.toml")
+    assert (again.title, again.upstream, again.added, again.expected_when) == (
+        written.title, written.upstream, written.added, written.expected_when)
+    assert again.notes.startswith("By hand.\nReplaced on ") and "40 -> 2 call nodes" in again.notes
+    add_repro(out, "relu_cast", root, force=True, upstream=["https://example.com/issue/2"], title="Given")
+    given = parse_manifest(entry / "manifest.toml")  # given again on the command line: those win
+    assert (given.title, given.upstream, given.added) == ("Given", ("https://example.com/issue/2",), "2026-01-02")
+    add_repro(out, "relu_cast", root, force=True)  # a title given before is kept like a hand-written one
+    assert parse_manifest(entry / "manifest.toml").title == "Given"
     assert [p.name for p in root.iterdir()] == ["relu_cast"]  # no temporary folders left behind
     [r] = run_repros(root, timeout=20)
     assert (r.status, r.ok) == (REPRODUCED, True)
@@ -767,3 +783,13 @@ def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Pa
         "backend": "inductor", "oracle": "mismatch", "device": "cpu"}  # a CI job groups rows by them
     assert "good" in r.stderr and not (tmp_path / "-").exists()
     assert "\non cpu: torch " in r.stderr or "\non " in r.stderr and ": torch " in r.stderr  # the versions it ran
+
+
+def test_a_suite_folder_that_did_not_exist_is_said_to_be_new(tmp_path: Path) -> None:
+    """A mistyped --suite on `repros add` made a new suite, silently, and the duplicate check
+    ran against it, empty; the other commands refuse a missing folder."""
+    out = _reduce_out(tmp_path / "trtmin-out")
+    r = run_cli("repros", "add", str(out), "--name", "relu_cast", "--suite", str(tmp_path / "mysuitee"))
+    assert r.returncode == 0 and f"{tmp_path / 'mysuitee'} did not exist: it is a new suite" in r.stdout, r.stdout
+    again = run_cli("repros", "add", str(out), "--name", "relu_cast", "--suite", str(tmp_path / "mysuitee"), "--force")
+    assert again.returncode == 0 and "new suite" not in again.stdout, again.stdout
