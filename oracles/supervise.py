@@ -10,7 +10,10 @@ import sys
 # Runs the command (in a worker, and in repro.py) or the script: it gets a process group of
 # its own, and this launcher waits for it. When the process that started it dies (a worker
 # killed for --timeout, repro.py's child killed for a hang, trtmin killed by kill -9), or
-# this launcher is sent SIGTERM, PR_SET_PDEATHSIG wakes the launcher, which kills the
+# this launcher is sent SIGTERM, SIGINT or SIGHUP (a terminal's Ctrl-C or hang-up reaches
+# the whole foreground group, this launcher too, but not the command, in a group of its own:
+# a KeyboardInterrupt here left the command running under init), PR_SET_PDEATHSIG wakes
+# the launcher, which kills the
 # whole group (a shell script's own children too, which a PDEATHSIG on the command alone
 # left running) and removes the folder of exported files. When the command ends, what it
 # left running in its group is killed too. Its exit status, or the signal that killed it,
@@ -27,22 +30,26 @@ def parent_died(*_):
     if folder:
         shutil.rmtree(folder, True)
     os._exit(137)
-signal.signal(signal.SIGTERM, parent_died)
+stops = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+for sig in stops:
+    signal.signal(sig, parent_died)
 try: ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 except (OSError, AttributeError): pass
 if os.getppid() != parent: parent_died()
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+signal.pthread_sigmask(signal.SIG_BLOCK, stops)
 pid = os.fork()
 if pid == 0:
     os.setpgid(0, 0)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    for sig in stops:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     try: os.execvp(argv[0], argv)
     except OSError as e:
         print(f"{argv[0]}: {e.strerror}", file=sys.stderr)
         os._exit(127)
 try: os.setpgid(pid, pid)
 except OSError: pass
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
 status = os.waitpid(pid, 0)[1]
 try: os.killpg(pid, signal.SIGKILL)  # what it left running in its group ends with it
 except OSError: pass

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -155,6 +157,25 @@ def test_a_hang_repros_command_dies_with_its_child(host_program, tmp_path):
     finally:
         del os.environ["TRTMIN_TEST_STATE"]
     assert r.returncode == 1 and "REPRODUCED" in r.stdout, r.stdout + r.stderr
+    _gone(tmp_path)
+
+
+def test_ctrl_c_in_a_terminal_ends_a_hung_command_too(host_program, tmp_path):
+    """A terminal's Ctrl-C signals the whole foreground group: trtmin, its workers and the
+    launcher of the command (oracles/supervise.py), whose KeyboardInterrupt left the hung
+    command running under init, holding its memory (a GPU's, on a GPU machine)."""
+    model, inputs = host_program
+    proc = subprocess.Popen([sys.executable, "-m", "minimize.cli", "check", str(model), "--inputs", str(inputs),
+                             "--oracle", "hang", "--timeout", "60", "--backend", command("hang_on_sin")],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "TRTMIN_TEST_STATE": str(tmp_path)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (tmp_path / "hung.pid").exists():
+        time.sleep(0.1)
+    assert (tmp_path / "hung.pid").exists(), "the command never started"
+    os.killpg(proc.pid, signal.SIGINT)  # as the terminal sends it
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
     _gone(tmp_path)
 
 
