@@ -139,9 +139,21 @@ def test_localization_is_only_a_guess(host_program, tmp_path):
     plain = reduce_cli(model, inputs, tmp_path / "off", "mismatch", plugin("mismatch_mul_exp"), "--no-localize",
                        "--no-verify")
     assert "exp" in guided["diagnosis"]["first_off_value"] and "first_off_value" not in plain["diagnosis"]
+    assert "first_off_value_cut" not in guided["diagnosis"]  # the exp named is the one left
     assert guided["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
     graph = lambda d: (tmp_path / d / "repro.py").read_text().split("class Repro")[1].split("def main")[0]  # noqa: E731
     assert graph("on") == graph("off")  # the header differs: it counts the oracle calls
+
+
+def test_a_first_value_off_that_the_reduction_cut_is_said_to_be_cut(host_program, tmp_path):
+    """Where the backend gets every value wrong once the graph holds tanh, the localization
+    run's first value off is the first float value, and the result is tanh alone: report.md
+    said both, one contradicting the other."""
+    model, inputs = host_program
+    summary = reduce_cli(model, inputs, tmp_path, "mismatch", plugin("every_output_off_with_tanh"), "--no-verify")
+    assert "tanh" not in summary["diagnosis"]["first_off_value"] and summary["diagnosis"]["first_off_value_cut"]
+    assert "tanh" in (tmp_path / "repro.py").read_text().split("class Repro")[1].split("def make_inputs")[0]
+    assert "The reduction cut it: the bug shows without it." in (tmp_path / "report.md").read_text()
 
 
 class DeepHost(torch.nn.Module):

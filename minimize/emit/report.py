@@ -89,8 +89,9 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "first_off_value" in notes:
         what = (f"first {notes['localized_nodes']:,} of the {notes['localized_prefix_of']:,} nodes are"
                 if "localized_prefix_of" in notes else f"{notes.get('localized_nodes', '?')}-node program is")
+        cut = " The reduction cut it: the bug shows without it." if notes.get("first_off_value_cut") else ""
         lines.append(f"- First value off when the {what} compiled with every value an output: "
-                     f"{notes['first_off_value']}.")
+                     f"{notes['first_off_value']}.{cut}")
     elif "localization" in notes:
         lines.append(f"- Localization: {notes['localization']}.")
     if "failing_engine" in notes:

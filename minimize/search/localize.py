@@ -95,6 +95,7 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
            f"off by max abs {v.max_abs:.4g}" if v.max_abs is not None else f"off ({v.detail})")
     if "first_off_value" not in problem.notes:  # keep the first: the largest program localized
         problem.notes["first_off_value"] = f"`{node.name}` ({node.target}): {how}"
+        problem.notes["_first_off_node"] = pick[0]  # reduce says whether the result kept it
         problem.notes["localized_nodes"] = k
         if k < len(cand):
             problem.notes["localized_prefix_of"] = len(cand)

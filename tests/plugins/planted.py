@@ -92,6 +92,15 @@ def mismatch_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Cal
     return _run(gm, _ExpAfterMul)
 
 
+def every_output_off_with_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """x1.5 on every float output of a graph that holds tanh (a backend that scales its
+    results when it meets tanh): with every value an output, the first value off is no tanh."""
+    run = _run(gm)
+    if not _has(gm, aten.tanh.default):
+        return run
+    return lambda *args: [o * 1.5 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in run(*args)]
+
+
 class _WrongAttention(Interpreter):
     def run_node(self, n: Node) -> Any:
         out = super().run_node(n)
