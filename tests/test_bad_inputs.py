@@ -78,10 +78,22 @@ def test_eager_run_fails(tmp_path):
     assert_one_line_error(r, "eager PyTorch fails")
 
 
+def test_a_plugin_that_crashes_the_process_on_import_is_named_with_its_line(host_program, tmp_path):
+    """A segfault as the plugin is imported ended trtmin with exit 139 and not a word."""
+    model, _ = host_program
+    (tmp_path / "segv_import.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"
+                                             "def be(gm, example_inputs):\n    return gm.forward\n")
+    r = run_cli("check", str(model), "--oracle", "crash", "--backend", f"{tmp_path / 'segv_import.py'}:be")
+    assert r.returncode in (-11, 139), (r.returncode, r.stderr)
+    assert f'File "{tmp_path / "segv_import.py"}", line 2 in <module>' in r.stderr, r.stderr
+
+
 def test_bad_plugin_specs(host_program, tmp_path):
     model, inputs = host_program
     assert_one_line_error(check_here(str(model), "--backend", str(tmp_path / "none.py") + ":f"), "does not exist")
     assert_one_line_error(check_here(str(model), "--backend", plugin("no_such_fn")), "no function 'no_such_fn'")
+    assert_one_line_error(check_here(str(model), "--backend", plugin("crash_on_sinn")),
+                          "no function 'crash_on_sinn'; did you mean ")  # a typo: the name meant
     assert_one_line_error(check_here(str(model), "--backend", plugin("NOT_CALLABLE")), "not callable")
     assert_one_line_error(check_here(str(model), "--backend", "tvm"), "unknown backend")
     assert_one_line_error(check_here(str(model), "--backend", "[bold]tvm"), "unknown backend '[bold]tvm'")  # no markup

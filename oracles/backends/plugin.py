@@ -12,6 +12,8 @@ setting that takes a comma-separated list of op names to run in PyTorch instead.
 
 from __future__ import annotations
 
+import difflib
+import faulthandler
 import functools
 import importlib
 import importlib.util
@@ -63,13 +65,13 @@ def load_plugin_module(spec: str) -> ModuleType:
         if folder not in sys.path:  # its neighbours import as they do for `python plugin.py`
             sys.path.insert(0, folder)
         try:
-            with _own_argv(str(path)):
+            with _own_argv(str(path)), _crash_says_where():
                 spec_obj.loader.exec_module(module)
         except (Exception, SystemExit) as e:
             raise TrtminError(f"plugin file {path} fails on import ({_import_failure(e)}); fix the plugin") from None
     else:
         try:
-            with _own_argv(target):
+            with _own_argv(target), _crash_says_where():
                 module = importlib.import_module(target)
         except ImportError as e:
             raise TrtminError(f"plugin module {target!r} cannot be imported ({e}); check the name and PYTHONPATH") from None
@@ -77,11 +79,32 @@ def load_plugin_module(spec: str) -> ModuleType:
             raise TrtminError(f"plugin module {target!r} fails on import ({_import_failure(e)}); fix the plugin") from None
     fn = getattr(module, fn_name, None)
     if fn is None:
-        raise TrtminError(f"plugin {target} has no function {fn_name!r}; name a function defined in it")
+        defined = [n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__]
+        close = difflib.get_close_matches(fn_name, defined, n=1, cutoff=0.6)
+        hint = f"did you mean {target}:{close[0]}?" if close else "name a function defined in it" + (
+            f" ({', '.join(sorted(defined)[:8])})" if defined else "")
+        raise TrtminError(f"plugin {target} has no function {fn_name!r}; {hint}")
     if not callable(fn):
         raise TrtminError(f"plugin {target}:{fn_name} is a {type(fn).__name__}, not callable; "
                           "name a function fn(gm, example_inputs) -> callable")
     return module
+
+
+@contextmanager
+def _crash_says_where() -> Iterator[None]:
+    """A plugin that crashes the process as it is imported (a native extension's segfault)
+    ended trtmin with exit 139 and not a word: Python's fault handler prints the plugin's
+    line where it died. Only around the import: a worker's crash is trtmin's to report."""
+    was = faulthandler.is_enabled()
+    try:
+        faulthandler.enable(all_threads=False)  # the importing thread's stack: the plugin's line on top
+    except (AttributeError, ValueError, OSError):  # a stderr with no file descriptor (captured in-process)
+        was = True
+    try:
+        yield
+    finally:
+        if not was:
+            faulthandler.disable()
 
 
 @contextmanager
