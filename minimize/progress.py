@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 
 HEARTBEAT_S = 60.0  # without a terminal: a plain line of the state this often
+WAITING_S = 5.0  # a call out this long is said on the line, counting
 
 
 class PipeReaderGone:
@@ -65,7 +66,7 @@ class PipeReaderGone:
 class ProgressView:
     def __init__(self, console: Console):
         self.console = console
-        self.t0 = self.said = time.monotonic()
+        self.t0 = self.said = self.last_verdict = time.monotonic()
         self.problem: "ReductionProblem | None" = None  # read at each refresh: a pass that starts shows at once
         self.doing: str | None = None  # a phase outside the search (start-up, the original, verifying)
         self.live = Live(self, console=console, refresh_per_second=4, transient=True)
@@ -84,12 +85,20 @@ class ProgressView:
     def __rich__(self) -> Text:
         """Rendered at every refresh, so the clock runs while an oracle call (an engine build
         of minutes) is out, not only when a verdict comes in."""
-        elapsed = time.monotonic() - self.t0
-        clock = f" | {int(elapsed // 60)}:{int(elapsed % 60):02d}"
+        now = time.monotonic()
+        clock = f"{int((now - self.t0) // 60)}:{int((now - self.t0) % 60):02d} | "
         line = self._state()
         if self.doing is not None:
-            return Text.assemble((self.doing, "bold"), Text.assemble(" | ", line) if line is not None else "", clock)
-        return Text.assemble(line, clock) if line is not None else Text("")
+            text = Text.assemble(clock, (self.doing, "bold"), Text.assemble(" | ", line) if line is not None else "")
+        elif line is not None:  # a call out for long (an engine build, a hang's timeout) says so
+            out = now - self.last_verdict
+            text = Text.assemble(clock, line, f" | waiting {out:.0f} s for a verdict" if out >= WAITING_S else "")
+        else:
+            return Text("")
+        # the clock first and the end cut, at a width the terminal holds: at 80 columns the
+        # clock (the only thing that moves while a call is out) was cut, last on the line
+        text.no_wrap, text.overflow = True, "ellipsis"
+        return text
 
     def _state(self) -> Text | None:
         """The search's state now: the pass (and whether it is localizing) as it runs, not
@@ -122,7 +131,7 @@ class ProgressView:
         self.live.refresh()
 
     def update(self, p: "ReductionProblem") -> None:
-        self.doing = None
+        self.doing, self.last_verdict = None, time.monotonic()
         if self.start_nodes is None:
             self.start_nodes = len(p.current.nodes)
         self.problem = p
