@@ -62,8 +62,9 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
     verdict = _last_line(stdout)
     err_last = _last_line(stderr)
     said = f": {verdict}" if verdict else (f" (stderr: {err_last})" if err_last else ", no output")
-    if timed_out:
-        return ERROR, f"timed out after {timeout:g} s{said}", verdict
+    if timed_out:  # a release that now hangs fails differently: no broken script (ERROR)
+        return (CHANGED, f"no verdict within {timeout:g} s{said}: it hangs now, or the machine is slower "
+                         "(raise --timeout)", f"CHANGED: no verdict within {timeout:g} s (a hang?)")
     assert returncode is not None
     if returncode < 0:
         try:

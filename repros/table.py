@@ -81,6 +81,8 @@ def cell(result: dict[str, Any] | None) -> str:
         text += f" ({_short(result.get('reason') or 'no reason')})"
     elif status == "CHANGED":  # how it fails now, from its "CHANGED: ..." line
         text += f" ({_short((result.get('verdict') or '').split(':', 1)[-1] or 'no verdict line')})"
+    elif status == "ERROR":  # what broke: the table is read without the run's screen
+        text += f" ({_short(result.get('reason') or 'no reason')})"
     text = _md(text)
     return text if result.get("ok", True) else f"**{text}**"
 
