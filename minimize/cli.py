@@ -532,8 +532,8 @@ def repros_run(
     from rich.console import Console as RichConsole
 
     from oracles.environment import NOT_INSTALLED
-    from repros.runner import (Interrupted, environment, exit_code, json_text, render_table, run_repros, summary_line,
-                               write_json)
+    from repros.runner import (Interrupted, environment, exit_code, json_text, render_table, run_repros, suite_packages,
+                               summary_line, write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
     not_finished: list[str] | None = None
     try:
@@ -555,7 +555,7 @@ def repros_run(
     to_stdout = str(json_file) == "-"  # the JSON is stdout's, for a pipe: the table goes to stderr
     stream = sys.stderr if to_stdout else sys.stdout
     console = RichConsole(file=stream, width=None if stream.isatty() else 160)
-    env = environment(device_label)
+    env = environment(device_label, suite_packages(suite, names or None))
     if results:
         console.print(render_table(results))
         console.print(summary_line(results), highlight=False, markup=False)

@@ -30,6 +30,7 @@ from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
 from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
+from oracles.backend_names import parse_backend
 from oracles.backends import resolve
 from oracles.errors import TrtminError, unjudgeable
 from oracles.verdict import VALUE_ORACLES, Verdict, answers, output_dtype, precision_note
@@ -322,7 +323,7 @@ def _summary(opts: Options, problem: ReductionProblem, original: Verdict, final:
         "invalid_candidates": problem.counters.invalid,
         "passes": {name: {"calls": s.calls, "accepted": s.accepted, "removed": s.removed}
                    for name, s in problem.pass_stats.items()},
-        "environment": {k: v for k, v in environment().items() if k != "os"},
+        "environment": {k: v for k, v in environment(parse_backend(opts.backend).packages(())).items() if k != "os"},
         "timing": {  # everything that may differ between runs and --jobs values
             "seconds": round(seconds, 2),
             "oracle_seconds": round(problem.counters.oracle_seconds, 2),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,10 @@ class BackendSpec:
             return ("torch", "executorch")
         if self.text == "onnxruntime":
             return ("torch", "onnxruntime")
+        if self.plugin_file is not None and self.plugin_file.is_file():  # the compiler is what it imports
+            return ("torch", *(p for p in plugin_packages(self.plugin_file) if p != "torch"))
+        if self.kind == "plugin" and self.plugin_file is None:  # package.module:fn: its package
+            return tuple(dict.fromkeys(("torch", self.target.split(".")[0])))
         return default
 
 
@@ -99,6 +104,35 @@ def plugin_own_modules(plugin_file: Path) -> dict[str, Path]:
                     found[top] = file
                     todo.append(file)
     return dict(sorted(found.items()))
+
+
+def plugin_packages(plugin_file: Path) -> tuple[str, ...]:
+    """The installed packages a plugin file (and its own modules beside it, or their copies
+    `repro_plugin_NAME.py` in a saved repro) imports, by their top-level names, stdlib's
+    left out: the compiler whose release a bug is seen in (`mycompiler`), which first_seen,
+    the journal's header and `repros run` record. Read from the source, as
+    plugin_own_modules reads it."""
+    from oracles.out_folder import PLUGIN_COPY_PREFIX
+
+    folder, found, seen, todo = plugin_file.parent, {}, {plugin_file.resolve()}, [plugin_file]
+    while todo:
+        try:
+            tree = ast.parse(todo.pop().read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for top in (n.split(".")[0] for n in names):
+                own = next((f for f in (folder / f"{top}.py", folder / f"{PLUGIN_COPY_PREFIX}{top}.py")
+                            if f.is_file()), None)
+                if own is not None:
+                    if own.resolve() not in seen:
+                        seen.add(own.resolve())
+                        todo.append(own)
+                elif top not in sys.stdlib_module_names and top != "__future__":
+                    found[top] = None
+    return tuple(found)
 
 
 def parse_backend(spec: str) -> BackendSpec:

@@ -34,6 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from oracles.backend_names import plugin_packages
 from oracles.environment import KEY_PACKAGES, package_version
 from oracles.script_run import (CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, STOPPING, classify, kill_running,
                                 run_script)
@@ -86,14 +87,15 @@ class Facts:
         return self._versions[package]
 
 
-def environment(device_label: str | None = None) -> dict[str, Any]:
-    """The environment block of a run's JSON: no hostname, no user, no paths."""
+def environment(device_label: str | None = None, packages: Sequence[str] = ()) -> dict[str, Any]:
+    """The environment block of a run's JSON: no hostname, no user, no paths. `packages`:
+    more to give the versions of (the compilers plugin repros import: suite_packages)."""
     gpu, cuda = _torch_cuda()
     env: dict[str, Any] = {
         "device_label": device_label or gpu or "cpu",
         "gpu": gpu or "none",
         "cuda": cuda,
-        "versions": {p: package_version(p) for p in KEY_PACKAGES},
+        "versions": {p: package_version(p) for p in dict.fromkeys((*KEY_PACKAGES, *packages))},
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
         "trtmin": package_version("trtmin"),
@@ -268,6 +270,17 @@ def run_repros(root: Path | str | None = None, names: Sequence[str] | None = Non
         raise
     pool.shutdown()
     return [results[i] for i in range(len(repros))]
+
+
+def suite_packages(root: Path | str | None = None, names: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The packages the plugin repros among these import (each one's plugin.py): a plugin's
+    compiler (`mycompiler`) is what a release changes, and a run that did not record its
+    version gave every release's column the same header."""
+    found: dict[str, None] = {}
+    for repro in find_repros(root, names):
+        if (repro.path / "plugin.py").is_file():  # repros add copies a plugin under that name
+            found.update(dict.fromkeys(plugin_packages(repro.path / "plugin.py")))
+    return tuple(p for p in found if p not in KEY_PACKAGES)
 
 
 def exit_code(results: Sequence[Result]) -> int:

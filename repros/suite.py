@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
 from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest
-from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
+from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend, plugin_packages
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 from oracles.verdict import ORACLES
@@ -437,8 +437,12 @@ def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
                           "... --resume`, or pass the folder of a finished run")
 
 
-def packages_of(backend: str) -> tuple[str, ...]:
-    """The packages whose versions say where a backend's bug was seen (first_seen)."""
+def packages_of(backend: str, out_dir: Path | None = None) -> tuple[str, ...]:
+    """The packages whose versions say where a backend's bug was seen (first_seen); for a
+    plugin, what its copy in `out_dir` imports (its first path may be gone)."""
+    copy = out_dir / "plugin.py" if out_dir is not None else None
+    if copy is not None and copy.is_file() and parse_backend(backend).kind == "plugin":
+        return ("torch", *(p for p in plugin_packages(copy) if p != "torch"))
     return parse_backend(backend).packages(KEY_PACKAGES)
 
 
@@ -532,7 +536,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                           f"it does not look written by `trtmin reduce`: rerun the reduction")
     _check_same_run(out_dir, summary)
     env = summary.get("environment") or {}
-    first_seen = {k: str(env[k]) for k in packages_of(summary["backend"]) if env.get(k) and env[k] != NOT_INSTALLED}
+    first_seen = {k: str(env[k]) for k in packages_of(summary["backend"], out_dir) if env.get(k) and env[k] != NOT_INSTALLED}
     notes = [f"Saved from {out_dir.name}/ by `trtmin repros add`."]
     if "original_nodes" in summary:
         notes.append(f"Reduced from {summary.get('model', '?')}: {summary.get('original_nodes')} -> "

@@ -64,7 +64,7 @@ def _short(text: str, limit: int = REASON_MAX) -> str:
 
 def column_header(env: dict[str, Any]) -> str:
     versions = env.get("versions") or {}
-    keys = ", ".join(f"{p} {versions[p]}" for p in KEY_PACKAGES
+    keys = ", ".join(f"{p} {versions[p]}" for p in dict.fromkeys((*KEY_PACKAGES, *versions))  # a plugin's after
                      if versions.get(p) and versions[p] != NOT_INSTALLED)
     head = f"{env.get('device_label') or 'unknown device'}" + (f" / {keys}" if keys else "")
     if env.get("trtmin_backend"):

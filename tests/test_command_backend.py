@@ -281,4 +281,5 @@ def test_a_backend_spec_is_parsed_once_into_what_it_is():
     module = parse_backend("mypkg.backends:compile_it")
     assert module.plugin_file is None and module.shown == "mypkg.backends:compile_it"
     assert parse_backend("executorch:xnnpack").packages(("any",)) == ("torch", "executorch")
-    assert module.packages(("any",)) == ("any",)
+    assert module.packages(("any",)) == ("torch", "mypkg")  # a module plugin's compiler: its package
+    assert plugin.packages(("any",)) == ("any",)  # a plugin file that is not here: anything it may import

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import signal
+import shutil
 import socket
 import subprocess
 import sys
@@ -794,3 +795,30 @@ def test_a_suite_folder_that_did_not_exist_is_said_to_be_new(tmp_path: Path) -> 
     assert r.returncode == 0 and f"{tmp_path / 'mysuitee'} did not exist: it is a new suite" in r.stdout, r.stdout
     again = run_cli("repros", "add", str(out), "--name", "relu_cast", "--suite", str(tmp_path / "mysuitee"), "--force")
     assert again.returncode == 0 and "new suite" not in again.stdout, again.stdout
+
+
+def test_a_plugins_compiler_is_recorded_where_releases_are_told_apart(tmp_path: Path) -> None:
+    """A plugin's own compiler (what it imports: `mycompiler`) was recorded nowhere: not in
+    first_seen, the run's JSON, nor `repros table`'s columns, which then read the same for
+    every release. Here `rich` (installed) stands in for the compiler."""
+    from oracles.backend_names import parse_backend
+    from oracles.environment import package_version
+    from repros.runner import suite_packages
+    from repros.table import column_header
+
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (folder / "helpers.py").write_text("import rich.text\nimport json\n")
+    (folder / "mine.py").write_text("from __future__ import annotations\nimport os, torch\nimport helpers\n"
+                                    "from mycompiler.passes import lower\nfrom . import sibling\n"
+                                    "def be(gm, example_inputs):\n    return gm.forward\n")
+    assert parse_backend(f"{folder / 'mine.py'}:be").packages(("torch", "onnxruntime")) == ("torch", "mycompiler",
+                                                                                           "rich")
+    assert parse_backend("my_pkg.compilers:be").packages(("torch", "onnxruntime")) == ("torch", "my_pkg")
+    entry = make_repro(tmp_path / "suite", "mine", exits(1, "REPRODUCED: x"))
+    shutil.copy(folder / "mine.py", entry / "plugin.py")
+    shutil.copy(folder / "helpers.py", entry / "repro_plugin_helpers.py")  # as repros add copies it
+    assert suite_packages(tmp_path / "suite") == ("mycompiler", "rich")  # its own modules: read as saved
+    env = environment("cpu", ("rich",))
+    assert env["versions"]["rich"] == package_version("rich") != "not installed"
+    assert f"rich {package_version('rich')}" in column_header(env)

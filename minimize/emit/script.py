@@ -11,7 +11,7 @@ import platform
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import torch
 import torch.fx as fx
@@ -35,13 +35,13 @@ def nodes(n: int) -> str:
     return f"{n} call node" + ("" if n == 1 else "s")
 
 
-def environment() -> dict[str, str]:
+def environment(packages: Sequence[str] = ()) -> dict[str, str]:
     """What a run records of where it ran (summary.json): with the versions of the installed
-    compilers, which `repros add` keeps as the manifest's first_seen."""
+    compilers, and of `packages` (a plugin's), which `repros add` keeps as first_seen."""
     from oracles.environment import KEY_PACKAGES, NOT_INSTALLED, package_version
     env = {"trtmin": minimize.__version__, "torch": torch.__version__, "python": platform.python_version(),
            "os": platform.platform(), "cuda": str(torch.version.cuda or "none")}
-    for package in KEY_PACKAGES:
+    for package in dict.fromkeys((*KEY_PACKAGES, *packages)):
         version = env.get(package) or package_version(package)
         if version != NOT_INSTALLED:
             env[package] = version
