@@ -47,10 +47,25 @@ def test_constant_tensors_become_full_and_some_tensors_are_left_alone() -> None:
     assert expression(torch.full((8, 8), 2.5), 0) == "torch.full((8, 8), 2.5, dtype=torch.float32)"
     assert expression(torch.ones(5, 5, dtype=torch.bool), 0) == "torch.full((5, 5), True, dtype=torch.bool)"
     assert expression(torch.randn(4), 0) is None  # small: written inline, as it is
-    with_inf = torch.randn(10, 10)
-    with_inf[3, 3] = float("inf")
-    assert expression(with_inf, 0) is None  # an inf may be what triggers the bug
+    mostly_inf = torch.full((10, 10), float("inf"))
+    assert expression(mostly_inf, 0) is None  # not a spread of finite values with a few others
+    assert expression(torch.full((10, 10), float("nan")).index_fill(0, torch.tensor([0]), 1.0), 0) is None
     assert expression(3.0, 0) is None
+
+
+def test_a_few_nans_and_infs_are_made_too_first_in_memory_order() -> None:
+    """A NaN in the input may be the bug's trigger (an op that drops it): the made tensor
+    keeps as many of each, and the spread of the finite values. Where the bug needs their
+    places, the oracle refuses the made tensor and the values stay in the file."""
+    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0)) * 3 + 1
+    x[0, 1, 5, 7], x[1, 0, 0, 0] = float("nan"), float("-inf")
+    made = make(expression(x, 4))
+    assert made.shape == x.shape and made.dtype == torch.float32
+    assert made.reshape(-1)[0].isnan() and made.reshape(-1)[1] == float("-inf")
+    assert bool(torch.isfinite(made.reshape(-1)[2:]).all()) and 2.8 < float(made.reshape(-1)[2:].std()) < 3.2
+    nine = torch.randn(100)
+    nine[:9] = float("nan")
+    assert expression(nine, 0) is None  # more than MAX_NON_FINITE: kept as it is
 
 
 class _Masked(torch.nn.Module):
@@ -125,6 +140,33 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     assert summary["passes"]["generate_small_values"]["calls"] == 0
     assert summary["timing"]["evaluations"] == 0
     assert (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" in summary["files"]
+
+
+class _PooledCamera(torch.nn.Module):
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        features = torch.relu(image * 2.0 + 1.0)
+        return features.amax(dim=(2, 3)).sum(dim=1) + 1.0
+
+
+def test_an_input_whose_nan_is_the_trigger_is_made_not_carried_in_a_file(tmp_path: Path) -> None:
+    """A maintainer's review: a one-op bug that drops a NaN (ONNX Runtime's ReduceMax) kept
+    the whole 6144-value camera image in repro_inputs.pt. The image is now made, its NaN
+    first, and shrunk: no file, and the script reproduces alone."""
+    from tests.conftest import save_program
+
+    image = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    image[0, 1, 5, 7] = float("nan")
+    model, inputs = save_program(_PooledCamera().eval(), (image,), tmp_path)
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+                plugin("amax_drops_nan"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    script = (tmp_path / "out" / "repro.py").read_text()
+    [(name, made)] = summary["generated_values"].items()  # amax's input: the image, or what was cut before it
+    assert "amax" in script and ".put_(torch.arange(1), torch.tensor([float('nan')]" in made, made
+    assert summary["shrunk_shapes"][name][1] == [2, 2, 2, 2], summary["shrunk_shapes"]
+    assert not (tmp_path / "out" / "repro_inputs.pt").exists(), summary["files"]
+    assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])

@@ -92,6 +92,18 @@ def mismatch_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Cal
     return _run(gm, _ExpAfterMul)
 
 
+class _AmaxDropsNan(Interpreter):
+    def run_node(self, n: Node) -> Any:
+        if n.target is aten.amax.default:  # as ONNX Runtime's ReduceMax: a NaN is skipped, not propagated
+            x, *rest = self.fetch_args_kwargs_from_env(n)[0]
+            return aten.amax.default(torch.where(x.isnan(), float("-inf"), x), *rest)
+        return super().run_node(n)
+
+
+def amax_drops_nan(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _run(gm, _AmaxDropsNan)
+
+
 def every_output_off_with_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     """x1.5 on every float output of a graph that holds tanh (a backend that scales its
     results when it meets tanh): with every value an output, the first value off is no tanh."""

@@ -26,6 +26,7 @@ from minimize.search.problem import ReductionProblem
 from minimize.search.searches import EXPECTED_P
 
 ONE_AT_A_TIME = 3  # where all at once loses the bug: the largest tensors, each alone
+MAX_NON_FINITE = 8  # a tensor with at most these NaN or inf (and most values finite) is made too
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _COMPLEX = (torch.complex64, torch.complex128)
 
@@ -64,8 +65,19 @@ def _mean_digits(mean: complex, std: float) -> int:
 
 def _float_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str) -> str | None:
     v64 = v.double()
-    if not bool(torch.isfinite(v64).all()):
-        return None  # an inf or a NaN in the input may be the bug's trigger
+    odd = v64[~torch.isfinite(v64)]  # a NaN or an inf in the input may be the bug's trigger
+    if odd.numel():
+        if odd.numel() > MAX_NON_FINITE or 2 * odd.numel() > v.numel():
+            return None
+        finite = torch.where(torch.isfinite(v64), v64, v64[torch.isfinite(v64)].mean())
+        made = _float_expression(finite, shape, "torch.float64", gen)  # the spread of the finite ones
+        if made is None:
+            return None
+        # the same count of each, first in memory order: an op that drops a NaN drops it
+        # anywhere; where the bug needs its place, the oracle says so and the values stay
+        words = ", ".join(f"float({str(float(x))!r})" for x in odd.tolist())
+        made = f"{made}.put_(torch.arange({odd.numel()}), torch.tensor([{words}], dtype=torch.float64))"
+        return made if v.dtype == torch.float64 else f"{made}.to({dtype})"
     mean, std = float(v64.mean()), float(v64.std()) if v.numel() > 1 else 0.0
     if not all(math.isfinite(float(_number(x))) for x in (mean, std)):
         return None  # float64 beyond 1e154 overflows the variance, near 1.8e308 the rounding: "inf"
