@@ -284,6 +284,7 @@ def check(
                                + (f", {repeat} runs" if repeat > 1 else ""))
                     whole = session.program.normalize(session.program.all_kept())
                     runs = session.evaluate([Candidate(whole, tuple(sorted(opts.settings.items())))])[0]
+                    runs = [v.named(session.program.output_names) for v in runs]  # output 1 ['action']
                     crashes = dict.fromkeys(v.message for v in runs if v.kind == "crash")  # --repeat: each once
                     mistake = next(filter(None, map(session.backend.setup_problem, crashes)), None)
                     if mistake:  # the set-up's, not the compiler's: as reduce refuses it (minimize/reduce.py)

@@ -168,8 +168,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
             journal_digest: str, t0: float) -> tuple[ReproInfo, Slice, dict[str, Any], dict[str, Any]]:
     """What the reduction found, for the outputs: the script's facts, the final slice, the
     values it runs on (made ones included) and summary.json."""
-    original = problem.first_verdict
-    assert original is not None
+    assert problem.first_verdict is not None
+    original = problem.first_verdict.named(session.program.output_names)  # as the user's model names it
     found = problem.current
     needed_settings, generated, sizes = found.settings, dict(found.made), dict(found.sizes or ())
     replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}

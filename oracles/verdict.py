@@ -41,6 +41,13 @@ class Verdict:
     def from_dict(d: dict[str, Any]) -> "Verdict":
         return Verdict(**d)
 
+    def named(self, names: list[str]) -> "Verdict":
+        """This verdict with its output's place in what the model returns (Program.output_names:
+        `['action']`), for what is said of the user's own program; the same where none."""
+        if self.output is None or not 0 <= self.output < len(names):
+            return self
+        return Verdict(**{**self.to_dict(), "extra": {**self.extra, "output_name": names[self.output]}})
+
     def lost_words(self) -> str:
         """A mismatch where eager's NaN or inf came back finite, in those words: "max abs
         inf" read as an overflow where the bug is an op that drops NaN (ONNX Runtime's
@@ -59,13 +66,14 @@ class Verdict:
             return f"PASS: {self.message}" if self.message else "PASS: the backend matches eager PyTorch"
         if self.kind == "invalid":
             return f"INVALID: eager PyTorch itself fails: {self.exc_type}: {self.message}"
+        output = f"output {self.output}" + (f" {self.extra['output_name']}" if self.extra.get("output_name") else "")
         if self.kind == "mismatch":
             if self.lost_words():
-                return f"MISMATCH: output {self.output} {self.lost_words()}{_sep(self.detail)}"
+                return f"MISMATCH: {output} {self.lost_words()}{_sep(self.detail)}"
             rel = f" (max rel {_fmt(self.max_rel)})" if self.max_rel is not None and math.isfinite(self.max_rel) else ""
-            return f"MISMATCH: output {self.output} differs from eager by max abs {_fmt(self.max_abs)}{rel}{_sep(self.detail)}"
+            return f"MISMATCH: {output} differs from eager by max abs {_fmt(self.max_abs)}{rel}{_sep(self.detail)}"
         if self.kind == "nan":
-            return f"NAN: output {self.output} has non-finite values where eager is finite{_sep(self.detail)}"
+            return f"NAN: {output} has non-finite values where eager is finite{_sep(self.detail)}"
         if self.kind == "hang":
             return f"HANG: {self.message}"
         first = next((ln.strip() for ln in self.message.splitlines() if ln.strip()), "")

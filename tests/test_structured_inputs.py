@@ -168,3 +168,26 @@ def test_inputs_the_exported_program_cannot_take_are_refused(tmp_path: Path) -> 
     torch.save(next(iter(cases)), path)
     assert_one_line_error(run_cli("check", str(tmp_path / "model.pt2"), "--inputs", str(path), "--oracle", "mismatch",
                                   "--backend", "inductor"), "'stride'", "pass 2")
+
+
+class _DictPolicy(nn.Module):
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = torch.relu(x) * 2
+        return {"action": torch.tanh(h), "value": h.sum(-1)}
+
+
+def test_an_output_is_named_by_its_key_in_what_the_model_returns(tmp_path):
+    """A policy returns {"action": ..., "value": ...}: "output 1" alone made the user count
+    the dict's keys. check and reduce's account of the original name it; a tuple's index
+    is its name already."""
+    from minimize.program.model import output_paths
+    from tests.conftest import save_program
+
+    x = torch.randn(4, 8)
+    model, inputs = save_program(_DictPolicy().eval(), (x,), tmp_path)
+    r = run_check(str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+                  plugin("every_output_off_with_tanh"))
+    assert r.returncode == 1 and "MISMATCH: output 1 ['value'] differs from eager" in r.stdout, r.stdout + r.stderr
+    tuple_ep = torch.export.export(nn.Sequential(nn.ReLU()), (x,))
+    assert output_paths(tuple_ep, 1) == []
+    assert output_paths(torch.export.export(_DictPolicy(), (x,)), 2) == ["['action']", "['value']"]

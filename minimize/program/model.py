@@ -13,12 +13,14 @@ import hashlib
 import keyword
 import logging
 import operator
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 import torch.fx as fx
+import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
@@ -160,6 +162,19 @@ def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None
     return found
 
 
+def output_paths(ep: ExportedProgram, count: int) -> list[str]:
+    """Each output's place in what the model returns (`['action']`, `.logits`) where it
+    returns a dict or a dataclass: "output 1" alone says little about a policy's
+    {"action": ..., "log_prob": ...}. [] where it returns a tensor or a tuple (the index
+    is the name), or where outputs repeat (one value returned twice is one output here)."""
+    spec = getattr(ep.call_spec, "out_spec", None)
+    if spec is None or spec.num_leaves != count:
+        return []
+    tree = pytree.tree_unflatten(list(range(count)), spec)
+    paths = [pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(tree)[0]]
+    return paths if any(not re.fullmatch(r"(\[\d+\])*", p) for p in paths) else []
+
+
 class Program:
     """An exported program, functionalized, with every node's eager value captured."""
 
@@ -179,6 +194,7 @@ class Program:
                     weight_attributes(ep, constants))
         self.values = self._capture(ep, user_inputs)
         self.dynamic = dynamic_bounds(ep.graph_module.graph)
+        self.output_names = output_paths(ep, len(user_outputs))
 
     def digest(self) -> str | None:
         """sha256 of what a reduction reads of the model: the graph's code, every input's
@@ -213,6 +229,7 @@ class Program:
         program._setup(graph, user_outputs, constants, device, fixed_random, attributes or {})
         program.values = values
         program.dynamic = dynamic or {}
+        program.output_names = []  # the main process names outputs in what it says
         return program
 
     def _setup(self, graph: fx.Graph, user_outputs: list[str], constants: set[str], device: str,
