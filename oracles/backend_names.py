@@ -126,6 +126,8 @@ def plugin_packages(plugin_file: Path) -> tuple[str, ...]:
             for top in (n.split(".")[0] for n in names):
                 own = next((f for f in (folder / f"{top}.py", folder / f"{PLUGIN_COPY_PREFIX}{top}.py")
                             if f.is_file()), None)
+                if own is None and (folder / top / "__init__.py").is_file():
+                    continue  # a package folder of its own beside it: the plugin's, no compiler
                 if own is not None:
                     if own.resolve() not in seen:
                         seen.add(own.resolve())

@@ -50,8 +50,13 @@ def first_installed_version(names: tuple[str, ...]) -> str:
 
 def package_version(package: str) -> str:
     """The installed version of the module ``package``, or "not installed": from its
-    distribution's metadata, else (a module copied without it) its own `__version__`."""
+    distribution's metadata, else, for trtmin's own compilers (a module copied without
+    it), its `__version__`. Any other module (what a plugin imports) is never imported for
+    it: one that crashes on import ended `repros run` after its last repro, its record lost."""
     version = first_installed_version(MODULE_DISTRIBUTIONS.get(package, (package,)))
+    if version == NOT_INSTALLED and package not in KEY_PACKAGES:  # metadata under another name (cv2's)
+        dists = md.packages_distributions().get(package, [])
+        return first_installed_version(tuple(dists)) if dists else NOT_INSTALLED
     if version != NOT_INSTALLED or package == "tensorrt" or importlib.util.find_spec(package) is None:
         return version  # a tensorrt without metadata is TensorRT-RTX's alias (Torch-TensorRT-RTX makes one)
     try:
