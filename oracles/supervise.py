@@ -10,7 +10,7 @@ import sys
 # Runs the command (in a worker, and in repro.py) or the script: it gets a process group of
 # its own, and this launcher waits for it. When the process that started it dies (a worker
 # killed for --timeout, repro.py's child killed for a hang, trtmin killed by kill -9), or
-# this launcher is sent SIGTERM, SIGINT or SIGHUP (a terminal's Ctrl-C or hang-up reaches
+# this launcher is sent SIGTERM, SIGINT or SIGHUP (unless ignored; a terminal's Ctrl-C or hang-up reaches
 # the whole foreground group, this launcher too, but not the command, in a group of its own:
 # a KeyboardInterrupt here left the command running under init), PR_SET_PDEATHSIG wakes
 # the launcher, which kills the
@@ -30,8 +30,8 @@ def parent_died(*_):
     if folder:
         shutil.rmtree(folder, True)
     os._exit(137)
-stops = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
-for sig in stops:
+stops = {signal.SIGTERM} | {s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN}
+for sig in stops:  # one the caller ignores (nohup, a background job) stays ignored, here and in the command
     signal.signal(sig, parent_died)
 try: ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 except (OSError, AttributeError): pass

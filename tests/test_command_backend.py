@@ -283,3 +283,16 @@ def test_a_backend_spec_is_parsed_once_into_what_it_is():
     assert parse_backend("executorch:xnnpack").packages(("any",)) == ("torch", "executorch")
     assert module.packages(("any",)) == ("torch", "mypkg")  # a module plugin's compiler: its package
     assert plugin.packages(("any",)) == ("any",)  # a plugin file that is not here: anything it may import
+
+
+def test_a_stop_signal_the_caller_ignores_stays_ignored_by_the_launcher():
+    """nohup or a background job ignores SIGINT and SIGHUP: the command's launcher must not
+    stop on them then (an oracle call would end as if killed); it does where they are not."""
+    from oracles.supervise import supervised
+
+    for ignored in (True, False):
+        proc = subprocess.Popen(supervised("") + ["sleep", "2"],
+                                preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == (0 if ignored else 137)
