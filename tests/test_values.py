@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from minimize.program.candidate import Candidate, make
-from minimize.search.passes.values import expression
+from minimize.search.passes.values import expression, reshaped
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Program
 from oracles.verdict import Verdict
@@ -66,6 +66,14 @@ def test_a_few_nans_and_infs_are_made_too_first_in_memory_order() -> None:
     nine = torch.randn(100)
     nine[:9] = float("nan")
     assert expression(nine, 0) is None  # more than MAX_NON_FINITE: kept as it is
+    three = nine.clone()
+    three[3:9] = 0.5
+    shrunk = make(reshaped(expression(three, 0), (100,), (2,)))  # put_ past the new size raised in the worker
+    assert shrunk.shape == (2,) and bool(shrunk.isnan().all())
+    assert make(reshaped(expression(three, 0), (100,), (0,))).shape == (0,)
+    wide = (torch.rand(1000, generator=torch.Generator().manual_seed(1)) * 120000 - 60000).half()
+    wide[5] = float("nan")  # float16's clamp (its randn tails past 65504) holds with a NaN too
+    assert int(make(expression(wide, 0)).isinf().sum()) == 0
 
 
 class _Masked(torch.nn.Module):

@@ -63,14 +63,16 @@ def _mean_digits(mean: complex, std: float) -> int:
     return min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
 
 
-def _float_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str) -> str | None:
+def _float_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str,
+                      top: float | None = None) -> str | None:
+    """`top`: the largest value the tensor's own dtype holds (randn's tails clamp there)."""
     v64 = v.double()
     odd = v64[~torch.isfinite(v64)]  # a NaN or an inf in the input may be the bug's trigger
     if odd.numel():
         if odd.numel() > MAX_NON_FINITE or 2 * odd.numel() > v.numel():
             return None
         finite = torch.where(torch.isfinite(v64), v64, v64[torch.isfinite(v64)].mean())
-        made = _float_expression(finite, shape, "torch.float64", gen)  # the spread of the finite ones
+        made = _float_expression(finite, shape, "torch.float64", gen, torch.finfo(v.dtype).max)  # the finite's spread
         if made is None:
             return None
         # the same count of each, first in memory order: an op that drops a NaN drops it
@@ -84,7 +86,7 @@ def _float_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: 
     if std == 0.0:  # its one value, exactly (a scale of 1/sqrt(128) is not 0.08839)
         return f"torch.full({shape!r}, {float(v64.reshape(-1)[0])!r}, dtype={dtype})"
     scaled = f".mul({_number(std)}).add({_number(mean, _mean_digits(mean, std))})"
-    top = torch.finfo(v.dtype).max
+    top = torch.finfo(v.dtype).max if top is None else top
     if abs(mean) + 10 * std > top:  # randn's tails past the dtype's range: an inf the original has not
         scaled += f".clamp({-top!r}, {top!r})"
     # Made in float64, then cast: float32's randn differs by CPU (x86's AVX2 kernel against
@@ -131,13 +133,23 @@ def _integer_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen
     return f"torch.randint({low}, {high + 1}, {shape!r}, {gen}, dtype={dtype})"
 
 
+_PUT = re.compile(r"\.put_\(torch\.arange\((\d+)\), torch\.tensor\(\[([^\]]*)\], dtype=torch\.float64\)\)")
+
+
 def reshaped(expr: str, old: tuple[int, ...], new: tuple[int, ...]) -> str:
     """An expression of `expression` that makes a tensor of shape `new` in place of `old`
     (minimize/search/passes/shapes.py): each form holds its shape once, as the first tuple that
-    repr writes (randint's bounds before it are two numbers, not a tuple)."""
+    repr writes (randint's bounds before it are two numbers, not a tuple). Its NaN and inf
+    (`.put_`) stay as many as the new size holds: past it, put_ raised in the worker."""
     if repr(old) not in expr:
         raise ValueError(f"no shape {old!r} in {expr!r}")
-    return expr.replace(repr(old), repr(new), 1)
+    made = expr.replace(repr(old), repr(new), 1)
+    put, size = _PUT.search(made), math.prod(new)
+    if put and int(put[1]) > size:
+        words = put[2].split(", ")[:size]
+        made = made.replace(put[0], f".put_(torch.arange({size}), torch.tensor([{', '.join(words)}], "
+                                    "dtype=torch.float64))" if words else "", 1)
+    return made
 
 
 _INDICES = re.compile(r"torch\.randint\((\d+), (\d+), (.*), dtype=torch\.(int64|int32)\)")
