@@ -191,6 +191,11 @@ def test_a_mismatch_snippet_raises_on_the_bug_and_passes_once_fixed(off_by: floa
     compare = compare_line(info)
     assert compare_line(dataclasses.replace(info, reference="float64")) == ""  # eager's own error judges it there
     assert "check_device=False" in compare    # ONNX Runtime's on the host, TensorRT's on the GPU for --device cpu
+    # as trtmin judges: integers with no relative tolerance; a number or a complex value (a
+    # compiler's real view of it) is trtmin's to judge, and an assert would raise on its form
+    assert "rtol=0.0," in compare_line(info, [torch.zeros(2, dtype=torch.int64)])
+    assert "rtol=0.001," in compare_line(info, [torch.zeros(2, dtype=torch.int64), torch.zeros(2)])
+    assert compare_line(info, [torch.zeros(2), 3]) == compare_line(info, [torch.zeros(2, dtype=torch.cfloat)]) == ""
     off = SnippetCall(f"(lambda fn: lambda *a: [t.double() + {off_by} for t in fn(*a)])(f)")  # and another dtype
     tensors = {"x": ("-torch.ones(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
     text = snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", off, ("x",), compare)

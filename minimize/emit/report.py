@@ -26,20 +26,31 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     failure = _short_failure(info.verdict)
     return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
                           failure if call else f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "
-                          f"{failure}", call, tuple(inputs), compare_line(info) if call else "")
+                          f"{failure}", call, tuple(inputs), compare_line(info, _output_values(gm)) if call else "")
 
 
-def compare_line(info: ReproInfo) -> str:
+def _output_values(gm: fx.GraphModule) -> list[Any]:
+    """What the graph returns, as its nodes' example values (fake tensors) or constants."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    returned = out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
+    return [a.meta.get("val") if isinstance(a, fx.Node) else a for a in returned]
+
+
+def compare_line(info: ReproInfo, outputs: Sequence[Any] | None = None) -> str:
     """For a bug in the values, the assert that raises where the backend's outputs `got`
     are off from eager's `out` by trtmin's tolerances, on any device or dtype the backend
     returns them in (ONNX Runtime's on the host, TensorRT's int32 for int64). Empty where
     the bug is judged against a float64 run (eager's own error is the yardstick there) or is
-    no mismatch. On any device: TensorRT's engine writes GPU buffers for a --device cpu run
-    (measured on the H200, 2026-12-05)."""
+    no mismatch, or where an output (`outputs`: the graph's example values) is no real
+    tensor. On any device: TensorRT's engine writes GPU buffers for a --device cpu run
+    (measured on the H200, 2026-12-05); rtol 0 where every output is an integer."""
     if info.verdict.kind not in ("mismatch", "nan") or info.reference == "float64":
         return ""
-    return (f"torch.testing.assert_close(got, out, atol={info.atol!r}, rtol={info.rtol!r}, equal_nan=True, "
-            "check_device=False, check_dtype=False)")  # TensorRT's on the GPU where --device is cpu
+    if outputs is not None and not all(isinstance(v, torch.Tensor) and not v.is_complex() for v in outputs):
+        return ""  # a number, or a complex value a compiler returns as its real view: trtmin judges those itself
+    integers = outputs is not None and not any(v.is_floating_point() for v in outputs)
+    return (f"torch.testing.assert_close(got, out, atol={info.atol!r}, rtol={0.0 if integers else info.rtol!r}, "
+            "equal_nan=True, check_device=False, check_dtype=False)")  # integers do not round, as for trtmin
 
 
 def dynamic_words(info: ReproInfo) -> str:
