@@ -449,6 +449,7 @@ def repros_add(
     root = suite or default_root()
     old, new_suite = root / name, not root.exists()
     existed, previous = old.exists(), readable_manifest(old)
+    kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous and force else []  # before it goes
     try:
         if title is not None and (not title.strip() or "\n" in title):
             raise TrtminError("--title: give one non-empty line, e.g. --title 'uint8 input permuted before a cast fails'")
@@ -458,7 +459,6 @@ def repros_add(
     said = f"saved {path}"
     if existed and force:
         said += f", in place of the repro there ({previous.title if previous else old.name})"
-        kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous else []
         said += f"; kept from its manifest: {', '.join(kept)}, and its notes" if kept else ""
     print(said + (f"\n{root} did not exist: it is a new suite, with this repro alone" if new_suite else ""))
 

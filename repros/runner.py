@@ -223,10 +223,24 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
                       note=note, expected_because=because, returncode=2, **where)
     rc, out, err, timed_out, seconds = run_script(repro.script, timeout)
     status, reason, verdict = classify(rc, out, err, timed_out, timeout)
+    own = _own_hang_timeout(repro.script)
+    if timed_out and own is not None and own >= timeout:  # a hang's repro waits out its own timeout first
+        status, verdict = ERROR, ""
+        reason = (f"no verdict within {timeout:g} s, and the script waits {own:g} s for its hang before it "
+                  f"says: run it with --timeout above {own:g}")
     ok, note = judge(status, expected, reason, strict_skips)
     tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
     return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
                   note=note, expected_because=because, returncode=rc, stderr_tail=tail, **where)
+
+
+def _own_hang_timeout(script: Path) -> float | None:
+    """CHILD_TIMEOUT_S of a script that runs its bug in a child (a hang's, a signal's), or None."""
+    try:
+        m = re.search(r"^CHILD_TIMEOUT_S = ([\d.]+)", script.read_text(encoding="utf-8", errors="replace"), re.M)
+    except OSError:
+        return None
+    return float(m[1]) if m else None
 
 
 class Interrupted(KeyboardInterrupt):

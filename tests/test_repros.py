@@ -822,3 +822,12 @@ def test_a_plugins_compiler_is_recorded_where_releases_are_told_apart(tmp_path: 
     env = environment("cpu", ("rich",))
     assert env["versions"]["rich"] == package_version("rich") != "not installed"
     assert f"rich {package_version('rich')}" in column_header(env)
+
+
+def test_a_hang_repro_whose_own_timeout_is_past_the_runs_is_no_new_hang(tmp_path: Path) -> None:
+    """A hang's repro waits CHILD_TIMEOUT_S for its child before it says REPRODUCED: with
+    `repros run --timeout` below that, no verdict came, which is the run's setting, not a
+    release that hangs now (CHANGED)."""
+    make_repro(tmp_path, "hang_bug", "import time\nCHILD_TIMEOUT_S = 30.0\ntime.sleep(30)\n")
+    [r] = run_repros(tmp_path, timeout=0.5)
+    assert (r.status, r.ok) == (ERROR, False) and "run it with --timeout above 30" in r.reason, r.reason
