@@ -354,11 +354,15 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     from minimize.emit.run_header import VERDICT_FORMAT
     # a plugin's compilers: the packages it imports, torch apart (planted.py imports torch alone)
     assert header["header"]["verdict_format"] == VERDICT_FORMAT and header["header"]["compilers"] == {}
-    header["header"]["compilers"]["onnxruntime"] = "0.9"  # as if the run had been made with another compiler
+    header["header"]["compilers"]["onnxruntime"] = "0.9"  # as a plugin's run journaled before 8f26320 recorded
     journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     upgraded = reduce_here(str(model), *args, "--resume")
-    assert_one_line_error(upgraded, "with onnxruntime 0.9 (this is ", "that compiler's; start over with --force")
+    assert_one_line_error(upgraded, "by a trtmin that recorded other compilers for this backend (onnxruntime there, "
+                                    "none now)", "start over with --force")
     assert "loaded" not in upgraded.stderr
+    from minimize.emit.run_header import _difference  # a compiler of another version: named, with both
+    said = _difference({"compilers": {"mycompiler": "1.0"}}, {"compilers": {"mycompiler": "2.0"}})[0]
+    assert said == "with mycompiler 1.0 (this is 2.0): its verdicts are that compiler's", said
     del header["header"]["verdict_format"]  # a journal from before the format was recorded: verdicts worded otherwise
     journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     assert_one_line_error(reduce_here(str(model), *args, "--resume"), "by another trtmin, which words verdicts otherwise")

@@ -36,6 +36,10 @@ def test_a_second_stop_lets_the_first_ones_clean_up_run_and_a_third_stops(monkey
     interrupts.on_signal(signal.SIGINT, None)  # timeout(1)'s second, or a quick second Ctrl-C: let pass
     with pytest.raises(KeyboardInterrupt):
         interrupts.on_signal(signal.SIGINT, None)
+    monkeypatch.setattr(interrupts, "_repeats", 0)
+    monkeypatch.setattr(interrupts, "_first_at", interrupts.time.monotonic() - 5)  # a library swallowed the first
+    with pytest.raises(KeyboardInterrupt):  # the user's second, seconds later, stops it
+        interrupts.on_signal(signal.SIGINT, None)
 
 
 def test_a_background_job_keeps_ignoring_sigint(monkeypatch):

@@ -170,6 +170,9 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
     if then.get("torch") != now.get("torch"):
         return f"with torch {then.get('torch')} (this is {now.get('torch')})", START_OVER
     old_compilers, new_compilers = then.get("compilers", {}), now.get("compilers", {})
+    if set(old_compilers) != set(new_compilers):  # a plugin's were all of trtmin's before 8f26320: what it imports now
+        return (f"by a trtmin that recorded other compilers for this backend ({', '.join(sorted(old_compilers)) or 'none'}"
+                f" there, {', '.join(sorted(new_compilers)) or 'none'} now)", START_OVER)
     for name in sorted(set(old_compilers) | set(new_compilers)):
         if old_compilers.get(name) != new_compilers.get(name):
             return (f"with {name} {old_compilers.get(name, 'not recorded')} (this is "

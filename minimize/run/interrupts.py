@@ -10,11 +10,14 @@ oracle calls, raises it again.
 from __future__ import annotations
 
 import signal
+import time
 from types import FrameType
 
 _seen = False
 _signal = signal.SIGINT  # the last stop signal that came: the exit code says which
-_repeats = 0  # stop signals after the first: the second is let pass, the third stops at once
+_first_at = 0.0  # when the first stop signal came (time.monotonic)
+_repeats = 0  # stop signals soon after the first: the second is let pass, the third stops at once
+REPEAT_WINDOW_S = 1.0  # a second stop this soon after the first is the same stop, sent twice
 
 
 def install() -> None:
@@ -28,12 +31,16 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
     A second stop while the first one's clean-up runs is let pass: `timeout -s INT` signals
     the process and then its group, and an impatient second Ctrl-C came 2 ms after the first;
     raised inside the clean-up, it lost `repros run`'s finished results (5 of 6 tries). A
-    third stops as the first did."""
-    global _seen, _signal, _repeats
-    if _seen:
+    third stops as the first did, and so does a second that comes later (the first may have
+    been swallowed by a library: the user presses again)."""
+    global _seen, _signal, _repeats, _first_at
+    now = time.monotonic()
+    if _seen and now - _first_at < REPEAT_WINDOW_S:
         _repeats += 1
         if _repeats == 1:
             return
+    elif not _seen:
+        _first_at = now
     _seen, _signal = True, signal.Signals(signum)
     raise KeyboardInterrupt
 
