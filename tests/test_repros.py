@@ -146,7 +146,7 @@ def test_names_select_and_unknown_name_is_an_error(suite: Path) -> None:
         find_repros(suite, ["z_*"])
 
 
-def test_timeout_is_an_error_and_kills_the_process_group(tmp_path: Path) -> None:
+def test_a_timeout_is_changed_and_kills_the_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "grandchild_alive"
     make_repro(tmp_path, "hangs", f"""
         import subprocess, time
