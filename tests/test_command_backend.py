@@ -204,6 +204,21 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         assert not (tmp_path / "out" / "journal.jsonl").exists()
 
 
+def test_a_command_that_fails_on_any_program_is_no_bug_to_reduce(host_program, tmp_path):
+    """A runner that fails on its own (its arguments unpacked wrongly, a device it cannot
+    open) reduced to a confident one-node "bug". It fails the same way on a one-op program,
+    so check and reduce refuse it; a runner whose failure needs the model's sin does not."""
+    model, inputs = host_program
+    for cmd in ("check", "reduce"):
+        r = run_cli(cmd, str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                    command("always_fails"), *(["--out", str(tmp_path / "out")] if cmd == "reduce" else []))
+        said = " ".join(r.stderr.split())
+        assert r.returncode == 2 and "the command fails the same way on a one-op program (x + 1): exit 1: " \
+            "RuntimeError: cannot open /dev/npu0" in said and "no compiler's bug" in said, r.stderr
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", command("crash_on_sin"))
+    assert r.returncode == 1 and "sin is not supported" in r.stdout, r.stdout + r.stderr
+
+
 def test_a_command_that_writes_no_outputs_is_no_bug_to_reduce(host_program, tmp_path):
     """Exit 0 without {outputs} failed every call: under --oracle crash the reduction took
     the runner's mistake for the bug."""

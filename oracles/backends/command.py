@@ -40,6 +40,14 @@ from oracles.backend_names import COMMAND_PREFIX as PREFIX  # noqa: E402
 RUNNER_MISTAKE = "exit 0"  # how run_command's errors about {outputs} start
 
 
+ONE_OP_TIMEOUT_S = 120.0  # the one-op control's run (setup_problem): a command that takes longer says nothing
+
+
+class _OneOp(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+
 class CommandFailed(RuntimeError):
     """The command exited non-zero: its exit and last line, then the tail of what it said."""
 
@@ -50,7 +58,6 @@ def run_command(command, module, inputs, folder, launcher=()):
     where it has no {outputs}). Raises CommandFailed where it exits non-zero. Shared, by
     source, with repro.py."""
     import pathlib
-    import signal
     import subprocess
 
     folder = pathlib.Path(folder)
@@ -68,12 +75,7 @@ def run_command(command, module, inputs, folder, launcher=()):
     done = subprocess.run(list(launcher) + args, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           errors="replace")
     if done.returncode != 0:
-        said = [ln for ln in done.stderr.splitlines() if ln.strip()] or \
-               [ln for ln in done.stdout.splitlines() if ln.strip()]
-        how = f"exit {done.returncode}" if done.returncode > 0 else \
-            f"killed by {signal.Signals(-done.returncode).name}"
-        tail = "\n".join(said[-30:])
-        raise CommandFailed(f"{how}: {said[-1].strip() if said else '(it printed nothing)'}\n{tail}")
+        raise CommandFailed(command_failure(done.returncode, done.stdout, done.stderr))
     if not any("{outputs}" in a for a in command):
         return None
     if not os.path.exists(paths["outputs"]):
@@ -90,6 +92,16 @@ def run_command(command, module, inputs, folder, launcher=()):
     if not isinstance(outputs, (tuple, list)):
         raise CommandFailed(f"exit 0, but {{outputs}} holds a {type(outputs).__name__}, not the outputs in order; {save}")
     return list(outputs)
+
+
+def command_failure(returncode, stdout, stderr):
+    """A failed command's words: its exit (or the signal that killed it) and last line
+    (stderr's, else stdout's), then the tail of what it said. Shared, by source, with repro.py."""
+    import signal
+
+    said = [ln for ln in stderr.splitlines() if ln.strip()] or [ln for ln in stdout.splitlines() if ln.strip()]
+    how = f"exit {returncode}" if returncode > 0 else f"killed by {signal.Signals(-returncode).name}"
+    return f"{how}: {said[-1].strip() if said else '(it printed nothing)'}\n" + "\n".join(said[-30:])
 
 
 def parse_command(spec: str) -> list[str]:
@@ -143,10 +155,42 @@ class CommandBackend(Backend):
 
     def setup_problem(self, message: str) -> str | None:
         # "exit 0 ...": the command ran to its end, and its {outputs} are missing or not outputs
-        if not message.startswith(RUNNER_MISTAKE):
-            return super().setup_problem(message)
-        said = message.splitlines()[0].removeprefix(RUNNER_MISTAKE).removeprefix(", but").strip()
-        return f"the command exits 0 (it ran), but {said}: that is the command's mistake, no compiler's bug; fix it"
+        if message.startswith(RUNNER_MISTAKE):
+            said = message.splitlines()[0].removeprefix(RUNNER_MISTAKE).removeprefix(", but").strip()
+            return f"the command exits 0 (it ran), but {said}: that is the command's mistake, no compiler's bug; fix it"
+        return super().setup_problem(message) or self._fails_on_any_program(message)
+
+    def _fails_on_any_program(self, message: str) -> str | None:
+        """Whether the command fails the same way on a one-op program (x + 1): then its
+        failure is its own or its set-up's (a runner that unpacks its arguments wrongly, a
+        compiler that is not installed), whatever the model, and a reduction would end at
+        one node and call it a bug. One run of the command; a run past ONE_OP_TIMEOUT_S
+        says nothing, and is ended as a worker's is (SIGTERM to the launcher)."""
+        import subprocess
+
+        from oracles.verdict import normalize_message
+
+        with scratch_folder("trtmin-cmd-") as folder:
+            x = torch.ones(2, 2)
+            torch.export.save(torch.export.export(_OneOp(), (x,)), os.path.join(folder, "model.pt2"))
+            torch.save((x,), os.path.join(folder, "inputs.pt"))
+            args = [a.replace("{model}", os.path.join(folder, "model.pt2")).replace(
+                "{inputs}", os.path.join(folder, "inputs.pt")).replace("{outputs}", os.path.join(folder, "outputs.pt"))
+                for a in self.command]
+            proc = subprocess.Popen(supervised(folder) + args, cwd=folder, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+            try:
+                out, err = proc.communicate(timeout=ONE_OP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.terminate()  # the launcher ends the command's group
+                proc.communicate()
+                return None
+        said = command_failure(proc.returncode, out, err) if proc.returncode else ""
+        if not said or normalize_message(said) != normalize_message(message):
+            return None
+        return (f"the command fails the same way on a one-op program (x + 1): {said.splitlines()[0][:200]}; "
+                "its failure does not depend on your model (the command's own, or its set-up's): fix it, "
+                "no compiler's bug to reduce")
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         folder = scratch_folder("trtmin-cmd-")  # removed when `run` is dropped
@@ -193,7 +237,7 @@ class CommandBackend(Backend):
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             return command""")
         supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
-        return ScriptPart(imports=[script_source(CommandFailed, export_dynamic_shapes, run_command), supervise],
+        return ScriptPart(imports=[script_source(CommandFailed, export_dynamic_shapes, command_failure, run_command), supervise],
                           compile_body=_indent_body(body), load_body=_indent_body(load),
                           files=copied)
 

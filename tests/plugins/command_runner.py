@@ -11,6 +11,7 @@ not torch's import, so the tests' hang timeouts stay short):
   off_on_sin     runs, with sin's values doubled (written to {outputs})
   no_outputs     runs, and writes no {outputs} (a runner's mistake, no compiler's bug)
   elsewhere      exits 1 unless it runs from the folder of {model}, as repro.py runs it
+  always_fails   exits 1 on any program (a runner's own failure, no compiler's bug)
   hang_on_sin    writes its pid to $TRTMIN_TEST_STATE/hung.pid (and {model}'s path to hung.model) and sleeps
 """
 
@@ -25,6 +26,8 @@ if mode == "elsewhere" and os.getcwd() != os.path.dirname(os.path.abspath(model)
 with zipfile.ZipFile(model) as archive:  # the graph as torch.export.save wrote it: no torch to import yet
     graph = "".join(archive.read(n).decode() for n in archive.namelist() if n.endswith("models/model.json"))
 has_sin = '"torch.ops.aten.sin.default"' in graph
+if mode == "always_fails":
+    raise RuntimeError("cannot open /dev/npu0")
 if has_sin and mode == "crash_on_sin":
     raise RuntimeError("sin is not supported by this runtime")
 if has_sin and mode == "crash_on_sin_odd_text":
