@@ -311,3 +311,18 @@ def test_a_stop_signal_the_caller_ignores_stays_ignored_by_the_launcher():
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == (0 if ignored else 137)
+
+
+def test_the_one_op_control_of_a_command_that_hangs_says_nothing_and_ends_it(monkeypatch):
+    """The control runs the command once more; one that does not end in ONE_OP_TIMEOUT_S
+    tells nothing about the failure, and is ended with its group (no sleep left behind)."""
+    from oracles.backends import command as command_module
+
+    monkeypatch.setattr(command_module, "ONE_OP_TIMEOUT_S", 0.5)
+    backend = command_module.CommandBackend("cmd:sleep 37.5 {model}")
+    start = time.monotonic()
+    assert backend._fails_on_any_program("exit 1: RuntimeError: no device") is None
+    assert time.monotonic() - start < 15
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", "sleep 37.5"], capture_output=True, text=True).stdout.split()
+    assert not left, left

@@ -183,7 +183,10 @@ class CommandBackend(Backend):
                 out, err = proc.communicate(timeout=ONE_OP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 proc.terminate()  # the launcher ends the command's group
-                proc.communicate()
+                try:
+                    proc.communicate(timeout=10)
+                except subprocess.TimeoutExpired:  # a grandchild in a session of its own holds the pipes
+                    proc.kill()
                 return None
         said = command_failure(proc.returncode, out, err) if proc.returncode else ""
         if not said or normalize_message(said) != normalize_message(message):
