@@ -173,12 +173,13 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
     # rtol is for rounding; integers do not round (an int64 timestamp off by 8.6e9 ns
     # is a bug however large the timestamp), so they get atol alone.
     rtol = tol.rtol if (e.is_floating_point() or e.is_complex()) else 0.0
-    limit = tol.atol + rtol * e64.abs().nan_to_num(0.0, 0.0, 0.0)
-    if not bool((diff > limit).any()):
+    off = diff > tol.atol + rtol * e64.abs().nan_to_num(0.0, 0.0, 0.0)  # the values off
+    off_count = int(off.sum())
+    if not off_count:
         return Verdict("pass")
     max_abs = float(diff.max())
     rel = diff / e64.abs().clamp_min(1e-12)
-    detail = f"{int((diff > limit).sum())} of {e.numel()} values off, dtype {str(e.dtype).removeprefix('torch.')}"
+    detail = f"{off_count} of {e.numel()} values off, dtype {str(e.dtype).removeprefix('torch.')}"
     rounds = e.is_floating_point() or e.is_complex()  # an integer has no error to be judged by
     if tol.reference == "float64" and rounds and isinstance(r, torch.Tensor) and r.shape == e.shape:
         ratio = error_ratio(e64, a64, r.detach().to("cpu", e64.dtype))
@@ -193,10 +194,10 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
     lost = ~e_finite & a_finite  # eager's NaN or inf came back finite: Verdict.lost_words says so
     lost_count = int(lost.sum())
     lost_what = {} if not lost_count else {"lost": {
-        "count": lost_count, "off": int((diff > limit).sum()),
+        "count": lost_count, "off": off_count,
         "eager": "NaN" if bool(e64[lost].isnan().all()) else "inf" if not bool(e64[lost].isnan().any()) else "NaN or inf"}}
     return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail,
-                   extra={"first_off": first_off_values(e, a, diff > limit), **({"scale": scale} if scale else {}),
+                   extra={"first_off": first_off_values(e, a, off), **({"scale": scale} if scale else {}),
                           **lost_what})
 
 
