@@ -8,7 +8,8 @@ import torch
 import torch.fx as fx
 
 import minimize
-from minimize.emit.script import INPUTS_FILE, ReproInfo, forward_source, nodes, reference_words, tensor_expressions
+from minimize.emit.script import (INPUTS_FILE, ReproInfo, forward_source, nodes, output_values, reference_words,
+                                  tensor_expressions)
 from minimize.emit.snippet import snippet_source
 from oracles.backends.base import Backend
 from oracles.out_folder import PLUGIN_COPY_PREFIX
@@ -26,14 +27,7 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     failure = _short_failure(info.verdict)
     return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
                           failure if call else f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "
-                          f"{failure}", call, tuple(inputs), compare_line(info, _output_values(gm)) if call else "")
-
-
-def _output_values(gm: fx.GraphModule) -> list[Any]:
-    """What the graph returns, as its nodes' example values (fake tensors) or constants."""
-    out = next(n for n in gm.graph.nodes if n.op == "output")
-    returned = out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
-    return [a.meta.get("val") if isinstance(a, fx.Node) else a for a in returned]
+                          f"{failure}", call, tuple(inputs), compare_line(info, output_values(gm)) if call else "")
 
 
 def compare_line(info: ReproInfo, outputs: Sequence[Any] | None = None) -> str:

@@ -211,15 +211,20 @@ def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> 
     return {name for name, on in wanted.items() if on}
 
 
+def output_values(gm: fx.GraphModule) -> list[Any]:
+    """What the graph returns, flattened: each output node's recorded example value (a fake
+    tensor; None where the graph records none) or the constant it returns."""
+    return [out.meta.get("val") if isinstance(out, fx.Node) else out
+            for node in gm.graph.find_nodes(op="output") for out in torch.utils._pytree.tree_leaves(node.args[0])]
+
+
 def io_dtypes(gm: fx.GraphModule, inputs: Iterable[Any]) -> frozenset[Any]:
     """The dtypes of the program's tensor inputs and outputs; None for an output whose
     value the graph does not record (a script form that cannot hold some dtype then takes
     the general form)."""
     dtypes: set[Any] = {value.dtype for value in inputs if isinstance(value, torch.Tensor)}
-    for node in gm.graph.find_nodes(op="output"):
-        for out in torch.utils._pytree.tree_leaves(node.args[0]):
-            value = out.meta.get("val") if isinstance(out, fx.Node) else out
-            dtypes.add(value.dtype if isinstance(value, torch.Tensor) else None if value is None else type(value))
+    dtypes.update(value.dtype if isinstance(value, torch.Tensor) else None if value is None else type(value)
+                  for value in output_values(gm))
     return frozenset(dtypes)
 
 
