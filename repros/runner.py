@@ -163,9 +163,9 @@ REQUIRED = {"torch_tensorrt": ("torch_tensorrt",), "tensorrt": ("tensorrt|tensor
             "executorch": ("executorch",), "onnxruntime": ("onnxruntime",)}
 
 
-def script_requires(script: Path) -> list[str] | None:
-    """The packages `script` checks for before it calls its backend: its module-level
-    `REQUIRES = [...]`, as trtmin writes it (minimize/emit/script.py); None where it has none."""
+def script_constant(script: Path, name: str) -> Any:
+    """The literal value of `script`'s module-level `NAME = ...`, as trtmin writes it
+    (minimize/emit/script.py); None where it has none, or no literal."""
     import ast
 
     try:
@@ -173,13 +173,18 @@ def script_requires(script: Path) -> list[str] | None:
     except (OSError, SyntaxError, ValueError):  # the run will say what is wrong with it
         return None
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "REQUIRES" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             try:
-                value = ast.literal_eval(node.value)
+                return ast.literal_eval(node.value)
             except ValueError:
                 return None
-            return [str(v) for v in value] if isinstance(value, (list, tuple)) else None
     return None
+
+
+def script_requires(script: Path) -> list[str] | None:
+    """The packages `script` checks for before it calls its backend: its `REQUIRES = [...]`."""
+    value = script_constant(script, "REQUIRES")
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else None
 
 
 def cannot_run_here(backend: str, device: str, facts: Facts, script: Path | None = None) -> str | None:
@@ -223,8 +228,8 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
                       note=note, expected_because=because, returncode=2, **where)
     rc, out, err, timed_out, seconds = run_script(repro.script, timeout)
     status, reason, verdict = classify(rc, out, err, timed_out, timeout)
-    own = _own_hang_timeout(repro.script)
-    if timed_out and own is not None and own >= timeout:  # a hang's repro waits out its own timeout first
+    own = script_constant(repro.script, "CHILD_TIMEOUT_S") if timed_out else None  # a hang's repro: its own wait
+    if isinstance(own, (int, float)) and own >= timeout:  # it waits out its own timeout before its verdict
         status, verdict = ERROR, ""
         reason = (f"no verdict within {timeout:g} s, and the script waits {own:g} s for its hang before it "
                   f"says: run it with --timeout above {own:g}")
@@ -232,15 +237,6 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
     tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
     return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
                   note=note, expected_because=because, returncode=rc, stderr_tail=tail, **where)
-
-
-def _own_hang_timeout(script: Path) -> float | None:
-    """CHILD_TIMEOUT_S of a script that runs its bug in a child (a hang's, a signal's), or None."""
-    try:
-        m = re.search(r"^CHILD_TIMEOUT_S = ([\d.]+)", script.read_text(encoding="utf-8", errors="replace"), re.M)
-    except OSError:
-        return None
-    return float(m[1]) if m else None
 
 
 class Interrupted(KeyboardInterrupt):
