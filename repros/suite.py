@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
 from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest
-from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend, plugin_packages
+from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 from oracles.verdict import ORACLES
@@ -440,10 +440,10 @@ def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
 def packages_of(backend: str, out_dir: Path | None = None) -> tuple[str, ...]:
     """The packages whose versions say where a backend's bug was seen (first_seen); for a
     plugin, what its copy in `out_dir` imports (its first path may be gone)."""
-    copy = out_dir / "plugin.py" if out_dir is not None else None
-    if copy is not None and copy.is_file() and parse_backend(backend).kind == "plugin":
-        return ("torch", *(p for p in plugin_packages(copy) if p != "torch"))
-    return parse_backend(backend).packages(KEY_PACKAGES)
+    spec, copy = parse_backend(backend), out_dir / "plugin.py" if out_dir is not None else None
+    if copy is not None and copy.is_file() and spec.kind == "plugin":
+        spec = dataclasses.replace(spec, target=str(copy))
+    return spec.packages(KEY_PACKAGES)
 
 
 def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
