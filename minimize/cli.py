@@ -274,12 +274,8 @@ def check(
                 from minimize.run.session import Session
                 with Session(opts, workers) as session:
                     from minimize.program.candidate import Candidate
-                    from minimize.program.model import random_draws_note
-                    from minimize.program.inputs import MADE_INPUTS_NOTE
-                    for note in (session.backend.note(), None if opts.inputs else MADE_INPUTS_NOTE,
-                                 random_draws_note(session.program)):
-                        if note:
-                            view.log(f"note: {note}")
+                    for note in session.notes().values():
+                        view.log(f"note: {note}")
                     view.phase(f"checking: {model.name} on {session.backend.describe()}"
                                + (f", {repeat} runs" if repeat > 1 else ""))
                     whole = session.program.normalize(session.program.all_kept())

@@ -23,8 +23,7 @@ from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts
 from minimize.program.candidate import Candidate, make
 from minimize.search.problem import ReductionProblem, Rules
-from minimize.program.model import Program, Slice, random_draws_note
-from minimize.program.inputs import MADE_INPUTS_NOTE
+from minimize.program.model import Program, Slice
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
@@ -89,11 +88,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         on_phase(f"checking the original: its first compile on {session.backend.describe()}")
-        random_note, backend_note = random_draws_note(session.program), session.backend.note()
-        made_note = None if opts.inputs else MADE_INPUTS_NOTE
-        for note in (backend_note, made_note, random_note):
-            if note:
-                log(f"note: {note}")
+        notes = session.notes()
+        for note in notes.values():
+            log(f"note: {note}")
         check_out_dir(out, resume, force)  # again: a run without the lock (an older trtmin) may have written there
         journal = Journal(out, header, resume)
         if resume:
@@ -122,8 +119,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                 log(f"note: {precision}")
 
         problem = _new_problem(opts, session, journal, match, check, on_change)
-        problem.notes.update({k: v for k, v in (("random_draws", random_note), ("backend", backend_note),
-                                                 ("made_inputs", made_note)) if v})
+        problem.notes.update(notes)
         original_nodes = len(problem.current.nodes)  # each kept node is one call node of its slice
         try:
             run_reduction(problem)

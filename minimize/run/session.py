@@ -9,11 +9,11 @@ from typing import Any
 
 from minimize.run import interrupts
 from minimize.run.heap import collect_parked, gc_paused
-from minimize.program.inputs import load_inputs, make_inputs, prepare, to_device
+from minimize.program.inputs import MADE_INPUTS_NOTE, load_inputs, make_inputs, prepare, to_device
 from minimize.program.libraries import import_libraries
 from minimize.program.candidate import Candidate
 from minimize.options import Options
-from minimize.program.model import Program, load_exported
+from minimize.program.model import Program, load_exported, random_draws_note
 from minimize.run.steps import StepClock
 from minimize.run.worker_side import save_state
 from minimize.run.workers import Workers
@@ -70,6 +70,14 @@ class Session:
         clock.step("eager_values")
         save_state(self.program, self.workers.state_dir, opts.imports)
         clock.step("save_state")
+
+    def notes(self) -> dict[str, str]:
+        """What check and reduce say before the first verdict, by report.md's keys: how the
+        backend judges here, that the inputs were made (no --inputs), that the program draws
+        random values."""
+        found = {"backend": self.backend.note(), "made_inputs": None if self.opts.inputs else MADE_INPUTS_NOTE,
+                 "random_draws": random_draws_note(self.program)}
+        return {key: note for key, note in found.items() if note}
 
     def evaluate(self, cands: list[Candidate]) -> list[list[Verdict]]:
         """Each candidate's runs (--repeat of them), each in a fresh compile."""
