@@ -52,6 +52,17 @@ class CommandFailed(RuntimeError):
     """The command exited non-zero: its exit and last line, then the tail of what it said."""
 
 
+def command_files(command, folder):
+    """The paths of {model}, {inputs} and {outputs} in `folder`, and `command` with them
+    filled in. Shared, by source, with repro.py."""
+    paths = {name: os.path.join(folder, file) for name, file in
+             (("model", "model.pt2"), ("inputs", "inputs.pt"), ("outputs", "outputs.pt"))}
+    args = list(command)
+    for name, path in paths.items():
+        args = [a.replace("{" + name + "}", path) for a in args]
+    return args, paths
+
+
 def run_command(command, module, inputs, folder, launcher=()):
     """Export `module` with `inputs` into `folder`, run `command` (its {model}, {inputs} and
     {outputs} replaced by the files' paths) and return what it wrote to {outputs} (None
@@ -61,16 +72,12 @@ def run_command(command, module, inputs, folder, launcher=()):
     import subprocess
 
     folder = pathlib.Path(folder)
-    paths = {name: str(folder / file) for name, file in
-             (("model", "model.pt2"), ("inputs", "inputs.pt"), ("outputs", "outputs.pt"))}
+    args, paths = command_files(command, folder)
     ep = torch.export.export(module, tuple(inputs), strict=False, dynamic_shapes=export_dynamic_shapes(inputs))
     torch.export.save(ep, paths["model"])
     torch.save(tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in inputs), paths["inputs"])  # no marks
     if os.path.exists(paths["outputs"]):
         os.remove(paths["outputs"])  # a file from an earlier call is not this one's answer
-    args = list(command)
-    for name, path in paths.items():
-        args = [a.replace("{" + name + "}", path) for a in args]
     # From the files' folder, in the workers and in repro.py alike (which start elsewhere)
     done = subprocess.run(list(launcher) + args, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           errors="replace")
@@ -172,11 +179,9 @@ class CommandBackend(Backend):
 
         with scratch_folder("trtmin-cmd-") as folder:
             x = torch.ones(2, 2)
-            torch.export.save(torch.export.export(_OneOp(), (x,)), os.path.join(folder, "model.pt2"))
-            torch.save((x,), os.path.join(folder, "inputs.pt"))
-            args = [a.replace("{model}", os.path.join(folder, "model.pt2")).replace(
-                "{inputs}", os.path.join(folder, "inputs.pt")).replace("{outputs}", os.path.join(folder, "outputs.pt"))
-                for a in self.command]
+            args, paths = command_files(self.command, folder)
+            torch.export.save(torch.export.export(_OneOp(), (x,)), paths["model"])
+            torch.save((x,), paths["inputs"])
             proc = subprocess.Popen(supervised(folder) + args, cwd=folder, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
             try:
@@ -240,7 +245,7 @@ class CommandBackend(Backend):
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             return command""")
         supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
-        return ScriptPart(imports=[script_source(CommandFailed, export_dynamic_shapes, command_failure, run_command), supervise],
+        return ScriptPart(imports=[script_source(CommandFailed, export_dynamic_shapes, command_files, command_failure, run_command), supervise],
                           compile_body=_indent_body(body), load_body=_indent_body(load),
                           files=copied)
 
