@@ -113,7 +113,13 @@ def error_pattern(sig: Signature, match: str | None) -> str:
         return oom_pattern()  # what trtmin's checks count as an OOM (oracles/checks.py)
     if sig.kind != "crash" or not sig.message:
         return ""
-    text = re.escape(sig.message)
+    return message_pattern(sig.message)
+
+
+def message_pattern(message: str) -> str:
+    """A normalized message (oracles/verdict.py normalize_message) as a regex: its
+    placeholders stand for what they replaced, and any run of spaces for any other."""
+    text = re.escape(message)
     text = text.replace("<_n>", r"(?:_\d+)?").replace("<n>", r"\d+").replace("<addr>", r"0x[0-9a-fA-F]+")
     text = text.replace("<path>/", r"\S*/")
     return text.replace(r"\ ", r"\s+")

@@ -369,20 +369,39 @@ def test_the_short_script_of_a_value_bug_skips_without_a_gpu(tmp_path: Path, kin
 @pytest.mark.parametrize("settings", [{}, {"optimization_level": "2"}, {"flags": "TF32"}])
 def test_a_build_failure_script_says_fixed_where_the_build_passes(tmp_path: Path, settings: dict[str, str]) -> None:
     """The short form of a parser or builder bug builds and stops there: on a program
-    TensorRT builds, FIXED names the TensorRT that built it, with or without a GPU. Its
-    build_plan holds the lines of the settings it has, no others (a builder flag's name
-    the TensorRT that lacks it: tensorrt_name comes with them, and only with them)."""
+    TensorRT builds, FIXED names the TensorRT that built it, with or without a GPU. It
+    writes build_plan's steps out (no helper of trtmin's), with the lines of the settings
+    it has, no others."""
     from oracles.verdict import Verdict
 
     script = write_script(tmp_path, Verdict("crash", "TensorRTError", "building the engine failed: Error Code 10"),
                           "cuda" if HAS_GPU else "cpu", settings)
-    assert "def build_plan" in script and "def run_engine_torch" not in script, script
-    assert ("config.builder_optimization_level = " in script) is ("optimization_level" in settings)
-    assert ("BuilderFlag" in script) is ("def tensorrt_name" in script) is ("flags" in settings)
+    assert "def build_plan" not in script and "def run_engine_torch" not in script, script
+    assert ("config.builder_optimization_level = 2" in script) is ("optimization_level" in settings)
+    assert ("config.set_flag(trt.BuilderFlag.TF32)" in script) is ("flags" in settings)
     if importlib.util.find_spec("pyflakes"):
         from tests.test_script_lint import lint
         assert not lint(script, "repro.py")
     r = run_repro(tmp_path)
-    name = tensorrt_name(import_tensorrt())
-    assert (r.returncode, r.stdout.strip()) == (0, f"FIXED: {name} parsed and built the engine without the error"), \
+    trt = import_tensorrt()
+    assert (r.returncode, r.stdout.strip()) == (
+        0, f"FIXED: {trt.__name__} {trt.__version__} parsed and built the engine without the error"), \
         r.stdout + r.stderr[-3000:]
+
+
+def test_a_build_failure_script_matches_what_trtmin_kept_of_all_tensorrt_said() -> None:
+    """The short build-failure script quotes every error TensorRT logged; trtmin's words keep
+    some of them (tensorrt_said drops catchCudaError's line, which every build without a GPU
+    logs, and the parser's node dumps). Its ERROR_PATTERN finds the kept lines, in order,
+    among all of them, and another error code is another bug."""
+    from oracles.backends.tensorrt import said_pattern, tensorrt_said
+
+    cuda = "[checkMacros.cpp::catchCudaError::212] Error Code 1: Cuda Runtime (no CUDA-capable device)"
+    myelin = "IBuilder::buildSerializedNetwork: Error Code 10: Internal Error (Could not find any implementation)"
+    kept = "building the engine failed: " + tensorrt_said([], [cuda, "Network validation failed.", myelin])
+    pattern = said_pattern(kept)
+    assert re.search(pattern, "TensorRTError: building the engine failed: " + " | ".join(
+        [cuda, "Network validation failed.", "node dump\nof two lines", myelin]))
+    assert not re.search(pattern, "TensorRTError: building the engine failed: " + " | ".join(
+        [cuda, "Network validation failed.", myelin.replace("Error Code 10", "Error Code 2")]))
+    assert not re.search(pattern, "TensorRTError: the ONNX parser failed: Network validation failed. | " + myelin)

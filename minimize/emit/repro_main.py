@@ -59,11 +59,13 @@ def main():
         call(module if backend is None else compile_backend(module, inputs, backend))  # [plugin,failure]
         torch.cuda.synchronize()  # [cuda] a kernel's error shows here
     except Exception as e:  # the compiler failed: is it the same failure?
-        chain, x = [], e  # [pattern]
-        while x is not None and len(chain) < 8:  # [pattern] torch.compile wraps the backend's error: match them all
-            chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern]
-        if re.search(ERROR_PATTERN, ": ".join(f"{type(x).__name__}: {str(x) or repr(x)}" for x in chain)):  # [pattern]
-            return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern] the backend's own error
+        chain, x = [], e  # [pattern,!direct]
+        while x is not None and len(chain) < 8:  # [pattern,!direct] torch.compile wraps the backend's error: match them all
+            chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern,!direct]
+        if re.search(ERROR_PATTERN, ": ".join(f"{type(x).__name__}: {str(x) or repr(x)}" for x in chain)):  # [pattern,!direct]
+            return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern,!direct] the backend's own error
+        if re.search(ERROR_PATTERN, f"{type(e).__name__}: {e}"):  # [pattern,direct] compile_backend raised it
+            return "REPRODUCED", e  # [pattern,direct]
         missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # [requires] raised or wrapped
         return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e  # [requires]
         return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e  # [!requires]

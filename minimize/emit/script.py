@@ -202,12 +202,14 @@ def limit_memory():
 
 def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> set[str]:
     """The tagged parts of minimize/emit/repro_main.py and oracles/script_checks.py this bug needs."""
-    wanted = {"cuda": info.device.startswith("cuda") and not part.outputs_on_host, "requires": bool(part.requires),
+    wanted = {"cuda": info.device.startswith("cuda") and not (part.outputs_on_host or part.exits_when_fixed),
+              "requires": bool(part.requires),
               "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
               "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb),
               "failure": info.signature.kind not in OUTCOMES,  # a crash, OOM or hang: no values to judge
-              "wrapped": info.verdict.kind == "crash" and info.verdict.exc_type == "Exception"}  # a pass manager's
+              "wrapped": info.verdict.kind == "crash" and info.verdict.exc_type == "Exception",  # a pass manager's
+              "direct": part.raises_own_error}  # the error to match is the one compile_backend raises
     return {name for name, on in wanted.items() if on}
 
 
@@ -242,7 +244,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
         match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
-    pattern = error_pattern(info.signature, match)
+    pattern = part.error_pattern if part.error_pattern and not match else error_pattern(info.signature, match)
     on = script_features(info, part, pattern, bool(dynamic))
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""

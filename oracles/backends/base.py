@@ -83,6 +83,10 @@ class ScriptPart:
     load_body: str = "return None"
     files: dict[str, Path] = field(default_factory=dict)  # name in out dir -> source file
     outputs_on_host: bool = False  # the call returns host arrays (onnxruntime): no GPU work to wait for
+    # ERROR_PATTERN where the script words the failure otherwise than trtmin's worker did
+    error_pattern: str | None = None
+    raises_own_error: bool = False  # compile_backend raises the error itself: no wrapped errors to search
+    exits_when_fixed: bool = False  # compile_backend ends the script with FIXED where it does not raise
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from oracles.backends.onnx_export import (OnnxExportError, export_error, export_
                                           named_node_text, script_source)
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, NotRunHere, TrtminError
+from oracles.script_checks import message_pattern
 from oracles.verdict import Verdict, normalize_message
 
 ONNX_NAME = "model.onnx"
@@ -125,6 +126,16 @@ def tensorrt_said(parser_errors, logged):
     noise = ("catchCudaError", "ModelImporter.cpp")  # the parser's node dumps say where, the others said what
     shown = [row for row in lines if not any(n in row for n in noise)] or lines
     return " | ".join(shown) or "no message"
+
+
+def said_pattern(message: str) -> str:
+    """ERROR_PATTERN of repro.py's short form of a parser or builder failure, which quotes
+    all TensorRT said (the parser's errors, then every logged error) where trtmin's words
+    keep some lines of it (tensorrt_said): the same prefix, then the lines trtmin kept, in
+    their order, with anything between."""
+    prefix, _, said = normalize_message(message).partition(": ")
+    gap = r"[\s\S]*?"
+    return message_pattern(prefix + ":") + gap + gap.join(message_pattern(row) for row in said.split(" | "))
 
 
 def build_plan(trt, onnx_path, settings):
@@ -434,8 +445,9 @@ class TensorRTBackend(Backend):
 
     def _short_script_part(self, verdict: Verdict) -> ScriptPart | None:
         """repro.py's compile for a static program, in a few lines, where its bug allows:
-        * a parser or builder failure: export, then build_plan (its words are the ones
-          ERROR_PATTERN matches); a build that passes is the bug gone, with or without a GPU;
+        * a parser or builder failure: export, then build_plan's steps written out, raising
+          with all TensorRT logged (said_pattern finds trtmin's words in it); a build that
+          passes is the bug gone, with or without a GPU;
         * a mismatch or NaN: export, parse, build and run the engine on CUDA tensors by
           tensor name, as the snippet does, without the general runner's shape tensors and
           data-dependent shapes (a static ONNX graph has neither); SKIPPED at once without
@@ -445,25 +457,37 @@ class TensorRTBackend(Backend):
 
         export = export_statement(self.options.get("opset"))
         folder = "with tempfile.TemporaryDirectory() as folder:  # TensorRT reads the file (and its weights) now"
-        if build_failure(verdict):
-            settings = {k for k, v in self.build_settings.items() if v is not None}
-            named = [tensorrt_name] if settings & {"strongly_typed", "builder_flags"} else []  # their errors name it
+        if build_failure(verdict):  # build_plan's steps, written out: all TensorRT says goes in the error
+            config, *settings = self._config_lines()
             body = "\n".join([
-                "import tempfile",
-                *IMPORT_TENSORRT_LINES,
-                'name = tensorrt_name(trt)' if named else
-                'name = ("TensorRT-RTX " if trt.__name__.startswith("tensorrt_rtx") else "TensorRT ") + trt.__version__',
+                "try:",
+                "    import tempfile, tensorrt as trt",
+                *IMPORT_TENSORRT_LINES[2:],
                 'if not torch.cuda.is_available() and not trt.__name__.startswith("tensorrt_rtx"):  '
                 '# only TensorRT-RTX builds without one',
-                '    sys.exit(print(f"SKIPPED: {name} needs a CUDA GPU, and none is visible here") or 2)',
+                '    sys.exit(print(f"SKIPPED: {trt.__name__} {trt.__version__} needs a CUDA GPU, and none is visible here") or 2)',
+                "",
+                "class Log(trt.ILogger):  # TensorRT's error messages, for the verdict",
+                "    errors = []",
+                "",
+                "    def log(self, severity, msg):",
+                "        self.errors += [msg] if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR) else []",
+                'TensorRTError = type("TensorRTError", (RuntimeError,), {})  # TensorRT refused the model',
+                "builder = trt.Builder(log := Log())",
+                f"parser = trt.OnnxParser(network := builder.create_network({self._network_flags()}), log)",
                 folder, "    " + export,
-                f'    build_plan(trt, folder + "/model.onnx", {self.build_settings!r})  # parse and build: no GPU needed',
-                'sys.exit(print(f"FIXED: {name} parsed and built the engine without the error") or 0)'])
-            from oracles.script_checks import tagged_source
-
-            shared = script_source(TensorRTError, *named, tensorrt_said) + "\n\n" + tagged_source(build_plan, settings)
-            return ScriptPart(imports=[shared], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
-                              compile_body=_indent_body(body))
+                '    if not parser.parse_from_file(folder + "/model.onnx"):  # the parser\'s own errors, then the log',
+                '        raise TensorRTError("the ONNX parser failed: " + " | ".join('
+                '[str(parser.get_error(i)) for i in range(parser.num_errors)] + log.errors))',
+                *([config, *settings] if settings else []),
+                "if builder.build_serialized_network(network, {}) is None:  # no GPU needed".format(
+                    "config" if settings else config.partition(" = ")[2]),
+                '    raise TensorRTError("building the engine failed: " + (" | ".join(log.errors) or "no message"))',
+                'sys.exit(print(f"FIXED: {trt.__name__} {trt.__version__} parsed and built the engine without the error") '
+                'or 0)'])
+            return ScriptPart(requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
+                              compile_body=_indent_body(body), error_pattern=said_pattern(verdict.message),
+                              raises_own_error=True, exits_when_fixed=True)
         if verdict is None or verdict.kind not in ("mismatch", "nan"):
             return None
         body = "\n".join([
