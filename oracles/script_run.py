@@ -9,9 +9,10 @@ Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a
   backend fails, but not as the reduced bug did (another error, a hang or a kill),
 - death by SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL -> CHANGED: a script that runs its bug
   in-process now dies of the compiler,
+- the timeout (the whole process group is killed) -> CHANGED (it hangs now), but where the
+  script had printed its verdict line, that verdict (it hung at exit, after deciding),
 - anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), a
-  kill from outside (SIGKILL, SIGTERM), the timeout
-  (the whole process group is killed), exit 2 without a ``SKIPPED:`` line (Python itself
+  kill from outside (SIGKILL, SIGTERM), exit 2 without a ``SKIPPED:`` line (Python itself
   exits 2 when it cannot open the script), a verdict line that contradicts the exit code
   (exit 1 but "FIXED: ..."), or exit 1 with a Python traceback on stderr and no
   "REPRODUCED" line (an uncaught exception also exits 1: a broken script, not the bug).
@@ -62,6 +63,9 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
     verdict = _last_line(stdout)
     err_last = _last_line(stderr)
     said = f": {verdict}" if verdict else (f" (stderr: {err_last})" if err_last else ", no output")
+    if timed_out and _prefix(verdict) in STATUS_BY_EXIT.values():  # main returned; the hang came after
+        return (_prefix(verdict), f"it printed its verdict, then did not exit within {timeout:g} s and was killed "
+                                  "(a hang at exit: a thread or a library's teardown)", verdict)
     if timed_out:  # a release that now hangs fails differently: no broken script (ERROR)
         return (CHANGED, f"no verdict within {timeout:g} s{said}: it hangs now, or the machine is slower "
                          "(raise --timeout)", f"CHANGED: no verdict within {timeout:g} s (a hang?)")

@@ -166,6 +166,20 @@ def test_a_timeout_is_changed_and_kills_the_process_group(tmp_path: Path) -> Non
     assert not marker.exists()
 
 
+def test_a_script_that_hangs_after_its_verdict_keeps_that_verdict(tmp_path: Path) -> None:
+    """A verdict printed, then no exit (a thread that never ends, a library's teardown that
+    hangs): the script decided, so its verdict stands, said with the hang; it is not CHANGED."""
+    make_repro(tmp_path, "hangs_at_exit", """
+        import threading, time
+        print("REPRODUCED: RuntimeError: the bug", flush=True)
+        threading.Thread(target=time.sleep, args=(60,)).start()  # not a daemon: the exit waits for it
+        sys.exit(1)
+    """)
+    [r] = run_repros(tmp_path, timeout=1)
+    assert (r.status, r.verdict) == (REPRODUCED, "REPRODUCED: RuntimeError: the bug"), r
+    assert "then did not exit within 1 s" in r.reason, r.reason
+
+
 def test_skip_rules_and_expected_when(tmp_path: Path) -> None:
     make_repro(tmp_path, "odd_skip", exits(2, "SKIPPED: flaky today"))
     make_repro(tmp_path, "pkg_skip", exits(2, "SKIPPED: torch_tensorrt is not installed"))
