@@ -132,6 +132,12 @@ def normalize_message(message: str) -> str:
     return cut
 
 
+def signal_of(message: str) -> str:
+    """The signal's name in a worker's death verdict (oracles/worker.py death_verdict),
+    without the site the fault handler told: "SIGSEGV"."""
+    return message.partition(" in ")[0]
+
+
 def mismatch_decade(max_abs: float | None) -> int:
     if not max_abs or not math.isfinite(max_abs):
         return 99

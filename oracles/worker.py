@@ -11,6 +11,7 @@ replaced; its death becomes a verdict, never the end of the tool.
 from __future__ import annotations
 
 import multiprocessing as mp
+import re
 import signal
 import tempfile
 import time
@@ -89,12 +90,14 @@ class _Worker:
                 return f"killed by signal {-code}"
         return f"exited with code {code}"
 
-    def log_tail(self, lines: int = 12) -> str:
+    def log_text(self) -> str:
         try:
-            text = Path(self.log_path).read_text(errors="replace")
+            return Path(self.log_path).read_text(errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def log_tail(self, lines: int = 12) -> str:
+        return "\n".join(self.log_text().strip().splitlines()[-lines:])
 
     def alive(self) -> bool:
         return self.proc.is_alive()
@@ -124,11 +127,29 @@ class _Worker:
         self.finish_stop(grace_s)
 
 
-def death_verdict(description: str, log_tail: str) -> dict[str, Any]:
-    """A worker that died mid-job: a crash verdict named after its signal."""
+# A frame of the fault handler's stack (oracles/worker_process.py enables it in each worker)
+FAULT_FRAME = re.compile(r'^\s*File "[^"]*", line \d+ in (\S+)\s*$')
+FAULT_HEADER = "Fatal Python error:"
+
+
+def death_site(log: str) -> str:
+    """Where a worker died, from the fault handler's stack in its log: the innermost Python
+    function and its caller, "string_at (called from segfault_on_tanh)". Two crashes by the
+    same signal at other sites are two bugs, and a reduction must not slip from one to the
+    other. "" where the log holds no stack (a SIGKILL, a native thread with no Python frame)."""
+    if FAULT_HEADER not in log:
+        return ""
+    names = [m.group(1) for m in map(FAULT_FRAME.match, log.rpartition(FAULT_HEADER)[2].splitlines()) if m]
+    return f"{names[0]} (called from {names[1]})" if len(names) > 1 else "".join(names)
+
+
+def death_verdict(description: str, log_tail: str, site: str = "") -> dict[str, Any]:
+    """A worker that died mid-job: a crash verdict named after its signal and, where the
+    fault handler told, the site: "SIGSEGV in string_at (called from segfault_on_tanh)"."""
     sig = description.removeprefix("killed by ") if description.startswith("killed by") else ""
     exc_type = "Signal" if sig else "ProcessExit"
-    return {"kind": "crash", "exc_type": exc_type, "message": sig or description,
+    message = f"{sig} in {site}" if sig and site else sig or description
+    return {"kind": "crash", "exc_type": exc_type, "message": message,
             "detail": "the worker process died", "extra": {"log_tail": log_tail}}
 
 
@@ -258,7 +279,7 @@ class WorkerPool:
             if tries[j] <= self.retries:
                 pending.append(j)  # next in line
             else:
-                results[j] = death_verdict(w.exit_description(), w.log_tail())
+                results[j] = death_verdict(w.exit_description(), w.log_tail(), death_site(w.log_text()))
 
         # While jobs wait, every slot has a worker (missing ones start together and import
         # torch in parallel). A job goes to whichever worker is ready first (their starts

@@ -5,6 +5,7 @@ pool (oracles/worker.py) and the zygote (oracles/zygote.py) can both start it.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import os
 import signal
@@ -93,6 +94,7 @@ def limit_address_space(limit_bytes: int) -> None:
 
 def worker_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
     log_to(log_path)
+    faulthandler.enable(all_threads=False)  # a fatal signal's Python stack to the log: the site of a death
     os.environ.update(cfg.env)
     bytecode.enable()  # the parent's bytecode cache, if it keeps one (before the runner imports torch)
     die_with_parent()

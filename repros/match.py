@@ -3,7 +3,8 @@
 Before a user files a duplicate, a reduction is compared with every saved repro: the same
 multiset of ops in the reduced graph (ATen op names, as repro.py's `Repro.forward` calls
 them), the same backend family and the same kind of failure, and for a crash the same
-normalized error. Hand-written repros, whose graphs are plain PyTorch, match by backend,
+normalized error (for a death by a signal, the signal: not the site, which another release
+may move). Hand-written repros, whose graphs are plain PyTorch, match by backend,
 kind and error only where they name their ops the same way: most do not, and are left out.
 """
 
@@ -15,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracles.verdict import normalize_message
+from oracles.verdict import normalize_message, signal_of
 from repros.suite import SCRIPT, find_repros
 
 _OP_CALL = re.compile(r"torch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
@@ -54,6 +55,8 @@ def fingerprint(folder: Path) -> Fingerprint | None:
     if not ops or not kind:
         return None
     error = normalize_message(verdict.split(":", 1)[1]) if kind == "crash" and ":" in verdict else ""
+    if error.startswith("Signal: "):  # a death's site (its Python caller) may move between releases: the signal
+        error = "Signal: " + signal_of(error.removeprefix("Signal: "))
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error)
 
 

@@ -34,6 +34,22 @@ def test_dying_plugin_is_reduced(host_program, tmp_path, fn, signal):
     assert run_repro(tmp_path, backend="eager").returncode == 0
 
 
+def test_a_segfault_at_another_site_is_another_bug(host_program, tmp_path):
+    """The plugin segfaults on tanh in one function and on sin in another: two bugs. The
+    host's is tanh's (its check comes first); a candidate without tanh dies of SIGSEGV too,
+    on sin, and taking it would reduce to the other bug (before, the reduction ended at
+    sin). The fault handler's stack names the site, and the reduction keeps it."""
+    model, inputs = host_program
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("segfault_at_two_sites"), "--out", str(tmp_path), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["signature"].endswith("SIGSEGV in string_at (called from _lower_tanh)"), summary["signature"]
+    script = (tmp_path / "repro.py").read_text()
+    assert summary["final_nodes"] == 1 and "aten.tanh" in script and "aten.sin" not in script
+    assert "DEATH_PATTERN = ERROR_PATTERN" in script and "ERROR_PATTERN = 'SIGSEGV'" in script  # the signal alone
+
+
 @pytest.fixture(scope="module")
 def hang_repro(host_program, tmp_path_factory) -> Path:
     model, inputs = host_program

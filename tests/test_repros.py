@@ -762,6 +762,13 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
         assert related[0].line().startswith(f"looks related to a known bug: saved (the same ops on the same backend, "
                                             f"where it fails otherwise, as {otherwise}: uint8 permute")
     assert compare(other_op, suite)[0] == compare(other_backend, suite)[0] == []
+    # a death by a signal: the signal, not the site (its Python caller, which a release may move)
+    reduction(suite / "segv", ["aten.mul.Tensor"], "tensorrt", "CRASH: Signal: SIGSEGV")
+    (suite / "segv" / "manifest.toml").write_text(manifest("builder segfault"))
+    sited = reduction(tmp_path / "sited", ["aten.mul.Tensor"], "tensorrt",
+                      "CRASH: Signal: SIGSEGV in build_serialized_network (called from _build)")
+    aborts = reduction(tmp_path / "aborts", ["aten.mul.Tensor"], "tensorrt", "CRASH: Signal: SIGABRT in abort (called from run)")
+    assert [m.name for m in known_bugs(sited, suite)] == ["segv"] and known_bugs(aborts, suite) == []
 
 
 def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_lines(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from oracles.checks import shortest
 from oracles.reference import ERROR_RATIO
 from oracles.script_checks import OUTCOMES, check_source, error_pattern, tagged_source
 from oracles.script_child import CHILD_SOURCE
-from oracles.verdict import Signature, Verdict
+from oracles.verdict import Signature, Verdict, signal_of
 
 
 INPUTS_FILE = "repro_inputs.pt"
@@ -243,7 +243,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     forward_src = inline_attribute_reads(forward_source(gm))
     match = info.match
     if info.needs_subprocess and info.verdict.kind == "crash" and not match:
-        match = re.escape(info.verdict.message)  # the signal's name, e.g. SIGSEGV
+        match = re.escape(signal_of(info.verdict.message))  # the signal's name, e.g. SIGSEGV, not its site
     pattern = part.error_pattern if part.error_pattern and not match else error_pattern(info.signature, match)
     on = script_features(info, part, pattern, bool(dynamic))
     program = forward_src + init_src + inputs_src

@@ -9,6 +9,8 @@ under cut-to-input is known exactly:
 - mismatch_on_attention: attention's output -> x1.5                  core: {attention}
 - nan_on_rsqrt:        aten.rsqrt -> NaN                              core: {rsqrt}
 - segfault_on_tanh:    aten.tanh -> a null-pointer read (SIGSEGV)     core: {tanh}
+- segfault_at_two_sites: aten.tanh -> SIGSEGV in _lower_tanh, aten.sin -> in _lower_sin:
+                       two bugs; the host's is tanh's                core: {tanh}
 - abort_on_tanh:       aten.tanh -> os.abort() (SIGABRT)              core: {tanh}
 - hang_on_tanh:        aten.tanh -> sleeps forever                    core: {tanh}
 - float32_inside:      bf16/fp16 kept in float32, rounded at the outputs: off eager's
@@ -172,6 +174,22 @@ def nan_on_rsqrt(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callabl
 def segfault_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     if _has(gm, aten.tanh.default):
         ctypes.string_at(0)  # reads address 0: SIGSEGV
+    return _run(gm)
+
+
+def _lower_tanh() -> None:
+    ctypes.string_at(0)  # SIGSEGV, here
+
+
+def _lower_sin() -> None:
+    ctypes.string_at(0)  # SIGSEGV too, at another site: another bug
+
+
+def segfault_at_two_sites(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    if _has(gm, aten.tanh.default):
+        _lower_tanh()
+    if _has(gm, aten.sin.default):
+        _lower_sin()
     return _run(gm)
 
 
