@@ -188,7 +188,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
                             "final_failures": problem.failures(found),
                             "min_failures": problem.min_failures}
     info = ReproInfo(
-        title=f"{backend.describe()} "
+        title=f"{backend.describe_shared()} "
               f"{session.backend.failure_words(final_verdict) or f'{final_verdict.kind} on {opts.device}'}: "
               f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
         source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,

@@ -46,6 +46,10 @@ def test_a_failing_command_is_reduced_and_its_repro_runs_the_copy_of_its_file(ho
     assert ops_in(tmp_path / "out" / "repro.py") == ["sin.default"]
     assert summary["signature"] == "crash: CommandFailed: exit <n>: RuntimeError: sin is not supported by this runtime"
     assert summary["repro_alone"]["status"] == "REPRODUCED"
+    # titles show the runner by its file's name, as a plugin's: no user's folder in an upstream issue
+    title = (tmp_path / "out" / "report.md").read_text().splitlines()[0]
+    docstring = (tmp_path / "out" / "repro.py").read_text().split('"""')[1]
+    assert "'my runner.py' crash_on_sin {model} {inputs}" in title and str(tmp_path) not in title + docstring, title
     r = run_repro(tmp_path / "out")  # the script runs the same command, from its own folder
     assert r.returncode == 1 and "REPRODUCED: CommandFailed: exit 1: RuntimeError: sin is not" in r.stdout, r.stdout
     r = run_repro(tmp_path / "out", backend="eager")

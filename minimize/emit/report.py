@@ -26,7 +26,7 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     call = None if dynamic else backend.snippet_call(list(inputs), info.verdict)
     failure = _short_failure(info.verdict)
     return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
-                          failure if call else f"compiled with {backend.describe()}{', ' + dynamic if dynamic else ''}: "
+                          failure if call else f"compiled with {backend.describe_shared()}{', ' + dynamic if dynamic else ''}: "
                           f"{failure}", call, tuple(inputs), compare_line(info, output_values(gm)) if call else "")
 
 
@@ -258,7 +258,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 

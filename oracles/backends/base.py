@@ -185,3 +185,7 @@ class Backend:
 
     def describe(self) -> str:
         return self.spec
+
+    def describe_shared(self) -> str:
+        """As titles and report.md show it, for an upstream issue: without the user's folders."""
+        return self.describe()

@@ -267,3 +267,10 @@ class CommandBackend(Backend):
 
     def describe(self) -> str:
         return PREFIX + " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a) for a in self.command)
+
+    def describe_shared(self) -> str:
+        """The command with each absolute path by its file's name ("/home/me/run.py" as
+        "run.py", as a plugin's file is shown): a user's home folder in an issue says nothing."""
+        return PREFIX + " ".join(
+            shlex.quote(name) if not re.fullmatch(r"[\w@%+=:,./{}-]+", name) else name
+            for name in (os.path.basename(a) if os.path.isabs(a) else a for a in self.command))
