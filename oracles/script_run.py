@@ -44,6 +44,9 @@ VERDICT_MAX = 500
 DEATHS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
 
 
+# The line a script's main prints as it returns, word for word ("Fixed seed 0" is no verdict)
+VERDICT_LINE = re.compile(r"(FIXED|REPRODUCED|SKIPPED|CHANGED):")
+
 # A script Python cannot compile exits 1 with no traceback header, only this last line
 SYNTAX_ERROR = re.compile(r"(SyntaxError|IndentationError|TabError)\b")
 
@@ -63,8 +66,9 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
     verdict = _last_line(stdout)
     err_last = _last_line(stderr)
     said = f": {verdict}" if verdict else (f" (stderr: {err_last})" if err_last else ", no output")
-    if timed_out and _prefix(verdict) in STATUS_BY_EXIT.values():  # main returned; the hang came after
-        return (_prefix(verdict), f"it printed its verdict, then did not exit within {timeout:g} s and was killed "
+    printed = VERDICT_LINE.match(verdict)
+    if timed_out and printed:  # main returned; the hang came after
+        return (printed.group(1), f"it printed its verdict, then did not exit within {timeout:g} s and was killed "
                                   "(a hang at exit: a thread or a library's teardown)", verdict)
     if timed_out:  # a release that now hangs fails differently: no broken script (ERROR)
         return (CHANGED, f"no verdict within {timeout:g} s{said}: it hangs now, or the machine is slower "

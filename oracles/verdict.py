@@ -138,6 +138,20 @@ def signal_of(message: str) -> str:
     return message.partition(" in ")[0]
 
 
+def crash_words(v: "Verdict") -> str:
+    """A crash's message as its signature keeps it: normalized (numbers, paths), but a
+    death's site as it is: "_lower_conv2d" and "_lower_conv3d" are two places."""
+    return v.message if v.exc_type == "Signal" else normalize_message(v.message)
+
+
+def same_death(original: str, other: str) -> bool:
+    """Two deaths by a signal are one bug where the signal is the same and so is the site,
+    if both have one: a crash in a thread with no Python frame (a compiler's thread pool)
+    has none, and which thread faults may vary from run to run."""
+    (sig, _, site), (other_sig, _, other_site) = original.partition(" in "), other.partition(" in ")
+    return sig == other_sig and (not site or not other_site or site == other_site)
+
+
 def mismatch_decade(max_abs: float | None) -> int:
     if not max_abs or not math.isfinite(max_abs):
         return 99
@@ -153,7 +167,10 @@ def answers(v: Verdict, oracle: str, match: re.Pattern[str] | str | None = None,
         return v.failed
     if v.kind != oracle:
         return False
-    return match is None or v.kind not in ("crash", "oom") or re.search(match, f"{v.exc_type}: {v.message}") is not None
+    if match is None or v.kind not in ("crash", "oom"):
+        return True
+    said = [f"{v.exc_type}: {v.message}"] + ([f"Signal: {signal_of(v.message)}"] if v.exc_type == "Signal" else [])
+    return any(re.search(match, text) is not None for text in said)  # a death: with its site, or the signal alone
 
 
 @dataclass(frozen=True)
@@ -168,7 +185,7 @@ class Signature:
     @staticmethod
     def of(v: Verdict) -> "Signature":
         if v.kind == "crash":
-            return Signature("crash", v.exc_type, normalize_message(v.message))
+            return Signature("crash", v.exc_type, crash_words(v))
         if v.kind == "mismatch":
             return Signature("mismatch", decade=mismatch_decade(v.max_abs))
         return Signature(v.kind)
@@ -182,8 +199,10 @@ class Signature:
             return False
         if any_failure:
             return True
+        if self.kind == "crash" and self.exc_type == v.exc_type == "Signal":
+            return same_death(self.message, v.message)
         if self.kind == "crash":
-            return (v.exc_type, normalize_message(v.message)) == (self.exc_type, self.message)
+            return (v.exc_type, crash_words(v)) == (self.exc_type, self.message)
         if self.kind == "mismatch" and self.decade is not None:
             return mismatch_decade(v.max_abs) >= self.decade - self.MISMATCH_DECADES
         return True

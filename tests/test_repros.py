@@ -178,6 +178,8 @@ def test_a_script_that_hangs_after_its_verdict_keeps_that_verdict(tmp_path: Path
     [r] = run_repros(tmp_path, timeout=1)
     assert (r.status, r.verdict) == (REPRODUCED, "REPRODUCED: RuntimeError: the bug"), r
     assert "then did not exit within 1 s" in r.reason, r.reason
+    for log_line in ("fixed seed 0; compiling", "Skipped 3 passes:", "REPRODUCED the export"):  # no verdict lines
+        assert classify(None, f"{log_line}\n", "", timed_out=True, timeout=5)[0] == CHANGED, log_line
 
 
 def test_skip_rules_and_expected_when(tmp_path: Path) -> None:

@@ -210,8 +210,8 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     made_all = set(summary["generated_values"]) >= {a.arg for a in forward.args.args[1:]}
     assert ("computed by eager PyTorch" in report) != made_all, (summary["generated_values"], report[:2000])
 
-    alone = run_repro(out)
-    assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: TensorRTError: "), \
+    alone = run_repro(out)  # its line shows TensorRT's words to the cause (all it said, in one line)
+    assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: TensorRTError: ") and words in alone.stdout, \
         alone.stdout + alone.stderr[-2000:]
     assert run_repro(out, backend="eager").returncode == 0
     script = run_trt_script(out)

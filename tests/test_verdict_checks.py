@@ -4,7 +4,7 @@ import torch
 
 from oracles.checks import Tolerance, classify_exception, compare_outputs
 from oracles.script_checks import check_source, error_pattern
-from oracles.verdict import Signature, Verdict, normalize_message
+from oracles.verdict import Signature, Verdict, answers, normalize_message
 
 
 def test_normalize_makes_numbers_and_addresses_generic():
@@ -20,6 +20,21 @@ def test_crash_signature_requires_same_type_and_message():
     assert not sig.matches(Verdict("crash", "ValueError", "no converter for aten::sin (node 3)"))
     assert not sig.matches(Verdict("mismatch", max_abs=1.0))
     assert sig.matches(Verdict("mismatch", max_abs=1.0), any_failure=True)
+
+
+def test_a_deaths_site_is_kept_as_said_and_judged_where_both_deaths_have_one():
+    """A worker's death (oracles/worker.py): the signal and, where the fault handler told, the
+    innermost Python function and its caller. Two sites are two bugs, though their names
+    differ by a digit alone; a death in a thread with no Python frame has no site, and
+    matches either way (which thread faults may vary); --match may name the signal alone."""
+    conv2d = Verdict("crash", "Signal", "SIGSEGV in _lower_conv2d (called from convert)")
+    sig = Signature.of(conv2d)
+    assert sig.matches(conv2d) and sig.message == conv2d.message
+    assert not sig.matches(Verdict("crash", "Signal", "SIGSEGV in _lower_conv3d (called from convert)"))
+    assert not sig.matches(Verdict("crash", "Signal", "SIGABRT in _lower_conv2d (called from convert)"))
+    assert sig.matches(Verdict("crash", "Signal", "SIGSEGV"))  # a pool thread's: no Python frame
+    assert Signature.of(Verdict("crash", "Signal", "SIGSEGV")).matches(conv2d)
+    assert answers(conv2d, "crash", "Signal: SIGSEGV$") and answers(conv2d, "crash", "_lower_conv2d")
 
 
 def test_tensorrts_own_words_after_its_long_prefix_are_the_signature():

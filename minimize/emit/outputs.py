@@ -22,7 +22,7 @@ from torch.utils._pytree import tree_leaves
 
 from minimize.program.model import Slice
 from minimize.emit.report import emitted_names, render_report, report_snippet
-from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script
+from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script, script_pattern
 from oracles.backends.base import Backend
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from oracles.errors import TrtminError
@@ -223,7 +223,6 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     """
     from oracles.backends import BUILTIN
     from oracles.checks import flatten_outputs
-    from oracles.script_checks import error_pattern
 
     check_emit([spec])
     settings = settings_for(spec, settings)
@@ -242,7 +241,7 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
         onnx = export_onnx(piece.gm, inputs, out / "model.onnx", opset=backend.options.get("opset"))
         return write_tensorrt_script(out, onnx.path, inputs, expected, info.oracle, info.atol, info.rtol,
                                      header=f"{info.title}\n\n{info.verdict.describe()}\n{note}",
-                                     error_pattern=error_pattern(info.signature, info.match),
+                                     error_pattern=script_pattern(info),
                                      timeout=info.timeout, settings=backend.build_settings, exact=exact,
                                      build_time=build_failure(info.verdict),
                                      child=info.needs_subprocess)

@@ -64,11 +64,11 @@ def main():
             chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern,!direct]
         if re.search(ERROR_PATTERN, ": ".join(f"{type(x).__name__}: {str(x) or repr(x)}" for x in chain)):  # [pattern,!direct]
             return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern,!direct] the backend's own error
-        if re.search(ERROR_PATTERN, f"{type(e).__name__}: {e}"):  # [pattern,direct] compile_backend raised it
-            return "REPRODUCED", e  # [pattern,direct]
-        missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # [requires] raised or wrapped
-        return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e  # [requires]
-        return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e  # [!requires]
+        same = re.search(ERROR_PATTERN, f"{type(e).__name__}: {e}")  # [pattern,direct] compile_backend raised it
+        return ("REPRODUCED" if same else "SKIPPED" if isinstance(e, ImportError) else "CHANGED: fails differently now"), e  # [pattern,direct]
+        missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # [requires,!direct] raised or wrapped
+        return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e  # [requires,!direct]
+        return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e  # [!requires,!direct]
     return "FIXED", "compiled and ran without error"  # [failure]
     return outcome(expected, actual)  # [!failure,!float64]
     return outcome(expected, actual, exact)  # [float64]

@@ -230,6 +230,20 @@ def io_dtypes(gm: fx.GraphModule, inputs: Iterable[Any]) -> frozenset[Any]:
     return frozenset(dtypes)
 
 
+def script_pattern(info: ReproInfo, backends_own: str | None = None) -> str:
+    """A script's ERROR_PATTERN. A death by a signal: the signal's name ("SIGSEGV"), for the
+    script's child sees how the process ended, not the Python site the worker's fault handler
+    told, which a user's --match may name. Else the user's --match; a death by an exit code:
+    its words; else the pattern the backend's script form needs (`backends_own`,
+    ScriptPart.error_pattern), or the signature's."""
+    if info.needs_subprocess and info.verdict.kind == "crash":
+        if info.verdict.exc_type == "Signal":
+            return re.escape(signal_of(info.verdict.message))
+        if not info.match:
+            return re.escape(info.verdict.message)
+    return backends_own if backends_own and not info.match else error_pattern(info.signature, info.match)
+
+
 def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                   backend: Backend, generated: dict[str, str] | None = None) -> tuple[str, dict[str, torch.Tensor]]:
     """repro.py's text and the tensors for the file beside it. The program and the backend
@@ -241,10 +255,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     part = backend.script_part_for(info.verdict, dynamic=bool(dynamic), io_dtypes=io_dtypes(gm, inputs.values()))
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
     forward_src = inline_attribute_reads(forward_source(gm))
-    match = info.match
-    if info.needs_subprocess and info.verdict.kind == "crash" and not match:
-        match = re.escape(signal_of(info.verdict.message))  # the signal's name, e.g. SIGSEGV, not its site
-    pattern = part.error_pattern if part.error_pattern and not match else error_pattern(info.signature, match)
+    pattern = script_pattern(info, part.error_pattern)
     on = script_features(info, part, pattern, bool(dynamic))
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""

@@ -269,8 +269,11 @@ class CommandBackend(Backend):
         return PREFIX + " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a) for a in self.command)
 
     def describe_shared(self) -> str:
-        """The command with each absolute path by its file's name ("/home/me/run.py" as
-        "run.py", as a plugin's file is shown): a user's home folder in an issue says nothing."""
-        return PREFIX + " ".join(
-            shlex.quote(name) if not re.fullmatch(r"[\w@%+=:,./{}-]+", name) else name
-            for name in (os.path.basename(a) if os.path.isabs(a) else a for a in self.command))
+        """The command with each absolute path by its last name ("/home/me/run.py" as "run.py",
+        "--out=/home/me/o/" as "--out=o", as a plugin's file is shown): a user's home folder
+        in an issue's title says nothing."""
+        def shared(arg: str) -> str:
+            key, eq, value = arg.rpartition("=") if "=" in arg and not os.path.isabs(arg) else ("", "", arg)
+            return key + eq + (os.path.basename(value.rstrip("/")) or "/" if os.path.isabs(value) else value)
+        return PREFIX + " ".join(a if re.fullmatch(r"[\w@%+=:,./{}-]+", a) else shlex.quote(a)
+                                 for a in map(shared, self.command))

@@ -134,8 +134,11 @@ def said_pattern(message: str) -> str:
     keep some lines of it (tensorrt_said): the same prefix, then the lines trtmin kept, in
     their order, with anything between."""
     prefix, _, said = normalize_message(message).partition(": ")
-    gap = r"[\s\S]*?"
-    return message_pattern(prefix + ":") + gap + gap.join(message_pattern(row) for row in said.split(" | "))
+    rows = [message_pattern(row) for row in said.split(" | ")]
+    # each row's earliest match after the one before, held: a lookahead, then its text by
+    # backreference (an atomic group in any Python), so that a changed error fails at once, not
+    # after backtracking through every way a row's counters could match a long log
+    return message_pattern(prefix + ":") + "".join(rf"(?=([\s\S]*?{row}))\{i}" for i, row in enumerate(rows, 1))
 
 
 def build_plan(trt, onnx_path, settings):
@@ -472,17 +475,19 @@ class TensorRTBackend(Backend):
                 "",
                 "    def log(self, severity, msg):",
                 "        self.errors += [msg] if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR) else []",
-                'TensorRTError = type("TensorRTError", (RuntimeError,), {})  # TensorRT refused the model',
+                "",
+                "def fail(failed, first=()):  # raise all TensorRT said, in one line: the parser's errors, then the log's",
+                '    raise type("TensorRTError", (RuntimeError,), {})(f"{failed}: " + (" | ".join([*map(str, first), '
+                '*log.errors]) or "no message").replace("\\n", " | "))',
                 "builder = trt.Builder(log := Log())",
                 f"parser = trt.OnnxParser(network := builder.create_network({self._network_flags()}), log)",
                 folder, "    " + export,
-                '    if not parser.parse_from_file(folder + "/model.onnx"):  # the parser\'s own errors, then the log',
-                '        raise TensorRTError("the ONNX parser failed: " + " | ".join('
-                '[str(parser.get_error(i)) for i in range(parser.num_errors)] + log.errors))',
+                '    if not parser.parse_from_file(folder + "/model.onnx"):',
+                '        fail("the ONNX parser failed", map(parser.get_error, range(parser.num_errors)))',
                 *([config, *settings] if settings else []),
                 "if builder.build_serialized_network(network, {}) is None:  # no GPU needed".format(
                     "config" if settings else config.partition(" = ")[2]),
-                '    raise TensorRTError("building the engine failed: " + (" | ".join(log.errors) or "no message"))',
+                '    fail("building the engine failed")',
                 'sys.exit(print(f"FIXED: {trt.__name__} {trt.__version__} parsed and built the engine without the error") '
                 'or 0)'])
             return ScriptPart(requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
