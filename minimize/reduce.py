@@ -103,7 +103,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         def check(v: Verdict) -> None:
             nonlocal nothing_to_reduce
             try:
-                mistake = session.backend.setup_problem(v.message) if v.kind == "crash" else None
+                mistake = session.setup_problem(v) if v.kind == "crash" else None
                 if mistake:
                     raise TrtminError(f"{mistake} (the original program, on {session.backend.describe()})")
                 _require_failure(opts, v, match)

@@ -425,3 +425,18 @@ def lifted_args(ep: ExportedProgram, user_inputs: Sequence[Any]) -> list[Any]:
             raise TrtminError(f"input {spec.arg.name} is a {spec.kind.name}, which trtmin cannot feed yet; "
                               "export the model without custom objects or tokens")
     return args
+
+
+class _OneOp(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+
+def one_op_candidate(device: str) -> tuple[fx.GraphModule, list[Any]]:
+    """The smallest program, x + 1 on a 2x2 tensor, as a backend gets a candidate: the
+    control that tells a plugin's or a command's own mistake (it fails on any program)
+    from a compiler's bug (Session.setup_problem)."""
+    x = torch.ones(2, 2, device=device)
+    program = Program(torch.export.export(_OneOp(), (x,)).run_decompositions({}), [x], device=device)
+    piece = program.materialize(program.all_kept())
+    return piece.gm, program.inputs_for(piece)

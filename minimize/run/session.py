@@ -20,7 +20,7 @@ from minimize.run.workers import Workers
 from oracles.backends import resolve
 from oracles.backends.plugin import PluginBackend
 from oracles.errors import TrtminError
-from oracles.verdict import ORACLES, VALUE_ORACLES, Verdict
+from oracles.verdict import ORACLES, VALUE_ORACLES, Signature, Verdict
 
 __all__ = ["Options", "Session"]
 
@@ -41,6 +41,7 @@ class Session:
         if opts.oracle not in ORACLES:
             raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
         self.opts = opts
+        self._one_op: Verdict | None = None  # the one-op control's verdict (setup_problem), once asked
         self.backend = resolve(opts.backend, opts.settings)
         kind = opts.device.split(":")[0]
         if kind not in self.backend.devices:
@@ -87,6 +88,28 @@ class Session:
         results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
+
+    def setup_problem(self, v: Verdict) -> str | None:
+        """Why the original's crash is the set-up's mistake, not a compiler's bug (what to
+        fix), or None. The backend's own checks first (a module not installed, a plugin that
+        returns no callable, a --set TensorRT refuses); then, where the backend runs the
+        user's own code (a plugin, a command), one run of a one-op program (x + 1) in a
+        worker: failing the same way there, the failure does not depend on the model, and a
+        reduction would end at one node and call it a bug."""
+        problem = self.backend.setup_problem(v.message)
+        whose = self.backend.own_code()
+        if problem or not whose:
+            return problem
+        if self._one_op is None:  # once a session, whatever --repeat shows
+            interrupts.check()
+            result = self.pool.run([{"one_op": True}])[0]
+            self._one_op = Verdict.from_dict({k: x for k, x in result.items() if k != "restart"})
+        control = self._one_op
+        if not Signature.of(v).matches(control):
+            return None
+        said = control.message.splitlines()[0][:200] if control.message.strip() else control.exc_type
+        return (f"{whose} fails the same way on a one-op program (x + 1): {said}; its failure does not depend on "
+                "your model (it is its own, or its set-up's): fix it, no compiler's bug to reduce")
 
     def partitions(self, cand: Candidate) -> list[list[str]]:
         """The backend's compiled partitions (engines) of a candidate, as node names; []

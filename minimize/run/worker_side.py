@@ -18,7 +18,7 @@ from minimize.program import graph_io
 from minimize.run.heap import freeze_heap, gc_paused
 from minimize.program.libraries import import_libraries
 from minimize.program.candidate import make
-from minimize.program.model import Program
+from minimize.program.model import Program, one_op_candidate
 from minimize.run.steps import StepClock
 from oracles.backends import resolve
 from oracles.backends.base import reset_dynamo, use_scratch_root
@@ -197,6 +197,8 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         return {name: generated[(name, expr)] for name, expr in exprs.items()}
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
+        if job.get("one_op"):  # the set-up's control (Session.setup_problem)
+            return evaluate(*one_op_candidate(device), backend_for(settings), tol, device).to_dict()
         replaced = made(job.get("generated", {}))
         sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)

@@ -40,12 +40,6 @@ from oracles.backend_names import COMMAND_PREFIX as PREFIX  # noqa: E402
 RUNNER_MISTAKE = "exit 0"  # how run_command's errors about {outputs} start
 
 
-ONE_OP_TIMEOUT_S = 120.0  # the one-op control's run (setup_problem): a command that takes longer says nothing
-
-
-class _OneOp(torch.nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + 1
 
 
 class CommandFailed(RuntimeError):
@@ -153,6 +147,9 @@ class CommandBackend(Backend):
         self.command = parse_command(spec)
         self.writes_outputs = any("{outputs}" in a for a in self.command)
 
+    def own_code(self) -> str | None:
+        return "the command"
+
     def oracle_problem(self, oracle: str) -> str | None:
         if oracle in ("mismatch", "nan") and not self.writes_outputs:
             return (f"--oracle {oracle} compares the program's outputs, and the command has no {{outputs}} to "
@@ -165,40 +162,7 @@ class CommandBackend(Backend):
         if message.startswith(RUNNER_MISTAKE):
             said = message.splitlines()[0].removeprefix(RUNNER_MISTAKE).removeprefix(", but").strip()
             return f"the command exits 0 (it ran), but {said}: that is the command's mistake, no compiler's bug; fix it"
-        return super().setup_problem(message) or self._fails_on_any_program(message)
-
-    def _fails_on_any_program(self, message: str) -> str | None:
-        """Whether the command fails the same way on a one-op program (x + 1): then its
-        failure is its own or its set-up's (a runner that unpacks its arguments wrongly, a
-        compiler that is not installed), whatever the model, and a reduction would end at
-        one node and call it a bug. One run of the command; a run past ONE_OP_TIMEOUT_S
-        says nothing, and is ended as a worker's is (SIGTERM to the launcher)."""
-        import subprocess
-
-        from oracles.verdict import normalize_message
-
-        with scratch_folder("trtmin-cmd-") as folder:
-            x = torch.ones(2, 2)
-            args, paths = command_files(self.command, folder)
-            torch.export.save(torch.export.export(_OneOp(), (x,)), paths["model"])
-            torch.save((x,), paths["inputs"])
-            proc = subprocess.Popen(supervised(folder) + args, cwd=folder, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-            try:
-                out, err = proc.communicate(timeout=ONE_OP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.terminate()  # the launcher ends the command's group
-                try:
-                    proc.communicate(timeout=10)
-                except subprocess.TimeoutExpired:  # a grandchild in a session of its own holds the pipes
-                    proc.kill()
-                return None
-        said = command_failure(proc.returncode, out, err) if proc.returncode else ""
-        if not said or normalize_message(said) != normalize_message(message):
-            return None
-        return (f"the command fails the same way on a one-op program (x + 1): {said.splitlines()[0][:200]}; "
-                "its failure does not depend on your model (the command's own, or its set-up's): fix it, "
-                "no compiler's bug to reduce")
+        return super().setup_problem(message)
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         folder = scratch_folder("trtmin-cmd-")  # removed when `run` is dropped

@@ -175,6 +175,9 @@ class PluginBackend(Backend):
             raise TrtminError(f"--set {unknown[0]}=...: plugin {self.target}:{self.fn_name} has no keyword argument "
                               f"{unknown[0]!r} ({takes}); drop the --set, or add {unknown[0]}=... to the function")
 
+    def own_code(self) -> str | None:
+        return f"plugin {self.parsed.shown}"
+
     def setup_problem(self, message: str) -> str | None:
         # torch.compile's words for a backend function that returned no callable
         if "did not return callable" in message:

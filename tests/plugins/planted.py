@@ -5,6 +5,7 @@ crashes) only when its trigger pattern is in the graph, so its minimal failing c
 under cut-to-input is known exactly:
 
 - crash_on_sin:        any aten.sin -> RuntimeError                  core: {sin}
+- fails_on_any_program: RuntimeError on every graph: the plugin's mistake, no bug
 - mismatch_mul_exp:    aten.exp reading an aten.mul output -> x1.5   core: {mul, exp}
 - mismatch_on_attention: attention's output -> x1.5                  core: {attention}
 - nan_on_rsqrt:        aten.rsqrt -> NaN                              core: {rsqrt}
@@ -229,6 +230,10 @@ def cuda_bad_index_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) 
         table = torch.zeros(4, device="cuda")
         table[torch.tensor([1 << 30], device="cuda")].sum().item()
     return _run(gm)
+
+
+def fails_on_any_program(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    raise RuntimeError("cannot open /dev/npu0")  # its own set-up's mistake, whatever the model
 
 
 def crash_on_custom_op(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
