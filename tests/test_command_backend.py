@@ -11,6 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import plugin
 from tests.helpers import ROOT, run_cli, run_cli_here, run_repro
 
 RUNNER = ROOT / "tests" / "plugins" / "command_runner.py"
@@ -208,19 +211,25 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         assert not (tmp_path / "out" / "journal.jsonl").exists()
 
 
-def test_a_command_that_fails_on_any_program_is_no_bug_to_reduce(host_program, tmp_path):
-    """A runner that fails on its own (its arguments unpacked wrongly, a device it cannot
-    open) reduced to a confident one-node "bug". It fails the same way on a one-op program,
-    so check and reduce refuse it; a runner whose failure needs the model's sin does not."""
+@pytest.mark.parametrize("kind", ["command", "plugin"])
+def test_a_command_or_plugin_that_fails_on_any_program_is_no_bug_to_reduce(host_program, tmp_path, kind):
+    """A runner or plugin that fails on its own (its arguments unpacked wrongly, a device it
+    cannot open) reduced to a confident one-node "bug". It fails the same way on a one-op
+    program (x + 1), run once in a worker, so check and reduce refuse it; one whose failure
+    needs the model's sin does not."""
     model, inputs = host_program
+    backend, whose, trigger = ((command("always_fails"), "the command", command("crash_on_sin")) if kind == "command"
+                               else (plugin("fails_on_any_program"), "plugin planted.py:fails_on_any_program",
+                                     plugin("crash_on_sin")))
     for cmd in ("check", "reduce"):
-        r = run_cli(cmd, str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
-                    command("always_fails"), *(["--out", str(tmp_path / "out")] if cmd == "reduce" else []))
+        r = run_cli(cmd, str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
+                    *(["--out", str(tmp_path / "out")] if cmd == "reduce" else []))
         said = " ".join(r.stderr.split())
-        assert r.returncode == 2 and "the command fails the same way on a one-op program (x + 1): exit 1: " \
-            "RuntimeError: cannot open /dev/npu0" in said and "no compiler's bug" in said, r.stderr
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", command("crash_on_sin"))
-    assert r.returncode == 1 and "sin is not supported" in r.stdout, r.stdout + r.stderr
+        assert r.returncode == 2 and f"{whose} fails the same way on a one-op program (x + 1): " in said, r.stderr
+        assert "cannot open /dev/npu0" in said and "no compiler's bug" in said and "Traceback" not in said, r.stderr
+    assert not (tmp_path / "out" / "repro.py").exists()
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", trigger)
+    assert r.returncode == 1 and "FAILS (crash)" in r.stdout and "sin" in r.stdout, r.stdout + r.stderr
 
 
 def test_a_command_that_writes_no_outputs_is_no_bug_to_reduce(host_program, tmp_path):

@@ -53,24 +53,6 @@ def test_a_segfault_at_another_site_is_another_bug(host_program, tmp_path):
     assert "ERROR_PATTERN = 'SIGSEGV'" in (tmp_path / "repro_tensorrt.py").read_text()
 
 
-def test_a_plugin_that_fails_on_any_program_is_no_bug_to_reduce(host_program, tmp_path):
-    """A plugin that fails on its own (a device it cannot open, its compiler's options
-    wrong) was reduced to a confident one-node "bug". It fails the same way on a one-op
-    program (x + 1), run once in a worker, so check and reduce refuse it, as they refuse
-    such a command; one whose failure needs the model's sin is reduced."""
-    model, inputs = host_program
-    for cmd in ("check", "reduce"):
-        r = run_cli(cmd, str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
-                    plugin("fails_on_any_program"), *(["--out", str(tmp_path / "out")] if cmd == "reduce" else []))
-        said = " ".join(r.stderr.split())
-        assert r.returncode == 2 and "plugin planted.py:fails_on_any_program fails the same way on a one-op program " \
-            "(x + 1): cannot open /dev/npu0" in said and "no compiler's bug" in said, r.stderr
-        assert "Traceback" not in r.stderr
-    assert not (tmp_path / "out" / "repro.py").exists()
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"))
-    assert r.returncode == 1 and "FAILS (crash)" in r.stdout, r.stdout + r.stderr
-
-
 @pytest.fixture(scope="module")
 def hang_repro(host_program, tmp_path_factory) -> Path:
     model, inputs = host_program
