@@ -103,8 +103,12 @@ def test_a_bug_in_attention_is_seen_by_the_value_oracles(tmp_path):
 def test_the_report_speaks_of_draws_only_where_the_reduced_program_has_them(tmp_path):
     """The planted mul -> exp reads the denoised value, not the draw: the screen notes the
     original's draw, and report.md's Diagnosis no longer does (it described a randn that the
-    2-node program has not). Without --inputs, both say the inputs were made, not the user's."""
-    model, _ = save_program(Denoiser().eval(), (torch.randn(4, 8),), tmp_path)
+    2-node program has not). Without --inputs, and with no example inputs in the model file,
+    both say the inputs were made, not the user's."""
+    ep = torch.export.export(Denoiser().eval(), (torch.randn(4, 8),))
+    ep.example_inputs = None  # an export saved without them: trtmin makes inputs
+    model = tmp_path / "model.pt2"
+    torch.export.save(ep, str(model))
     out = tmp_path / "out"
     r = run_cli("reduce", str(model), "--oracle", "mismatch", "--backend", plugin("mismatch_mul_exp"),
                 "--out", str(out), "--no-verify")

@@ -66,6 +66,26 @@ def test_the_exported_call_is_read_in_the_programs_order(policy, tmp_path):
         assert len(got) == 3 and all(g is not None and torch.equal(g, w) for g, w in zip(got, want)), form
 
 
+def test_without_inputs_the_arguments_export_was_given_are_used(policy, tmp_path):
+    """No --inputs: the .pt2 keeps the arguments torch.export.export was given
+    (ep.example_inputs), and the program runs on those, as the user's model did, not on
+    seeded values made from their shapes (a bug that needs the real values showed there
+    and not here); the screen says so. A file without them gets made inputs, and says that."""
+    from minimize.program.inputs import saved_example_inputs
+
+    path, batch, noise = policy
+    want = [batch["observation.state"], batch["observation.image"], noise]
+    got = saved_example_inputs(torch.export.load(str(path)))
+    assert got is not None and len(got) == 3 and all(torch.equal(g, w) for g, w in zip(got, want))
+    r = run_cli("check", str(path), "--oracle", "crash", "--backend", plugin("crash_on_sin"))
+    assert r.returncode == 0 and "note: no --inputs: the program ran on the example inputs saved in the model " \
+        "file" in " ".join(r.stderr.split()), r.stderr
+    ep = torch.export.load(str(path))
+    ep.example_inputs = None
+    torch.export.save(ep, str(tmp_path / "bare.pt2"))
+    assert saved_example_inputs(torch.export.load(str(tmp_path / "bare.pt2"))) is None
+
+
 def test_a_dict_batch_alone_or_as_the_one_argument(tmp_path):
     batch, _ = _batch()
 

@@ -26,8 +26,31 @@ def user_input_metas(ep: ExportedProgram) -> list[tuple[str, Any]]:
 
 
 MADE_INPUTS_NOTE = ("no --inputs: the program ran on inputs made from its example shapes and dtypes (seeded "
-                    "random values; ints 0-15), not yours; a bug that needs your values may not show, so pass the "
-                    "arguments you saved with torch.save as --inputs")
+                    "random values; ints 0-15, uint8 0-255), not yours; a bug that needs your values may not show, "
+                    "so pass the arguments you saved with torch.save as --inputs")
+SAVED_INPUTS_NOTE = ("no --inputs: the program ran on the example inputs saved in the model file (the arguments "
+                     "torch.export.export was given); pass --inputs to run it on others")
+
+
+def saved_example_inputs(ep: ExportedProgram) -> list[Any] | None:
+    """The arguments torch.export.export was given, which the .pt2 keeps (ep.example_inputs),
+    as the program's user inputs; None where the file holds none, or none that fit the
+    program's inputs (then inputs are made: make_inputs)."""
+    example = getattr(ep, "example_inputs", None)
+    if example is None:
+        return None
+    metas = user_input_metas(ep)
+    try:
+        flat = _flatten_like_export(example, ep, [n for n, _ in metas])
+    except Exception:  # noqa: BLE001 - a saved form this torch reads otherwise: make inputs instead
+        return None
+    if flat is None or len(flat) != len(metas):
+        return None
+    for (_, val), got in zip(metas, flat):
+        if isinstance(val, torch.Tensor) and not (isinstance(got, torch.Tensor) and got.dtype == val.dtype
+                                                  and got.dim() == val.dim()):
+            return None
+    return list(flat)
 
 
 def make_inputs(ep: ExportedProgram) -> list[Any]:

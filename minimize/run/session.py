@@ -9,7 +9,8 @@ from typing import Any
 
 from minimize.run import interrupts
 from minimize.run.heap import collect_parked, gc_paused
-from minimize.program.inputs import MADE_INPUTS_NOTE, load_inputs, make_inputs, prepare, to_device
+from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, load_inputs, make_inputs, prepare,
+                                     saved_example_inputs, to_device)
 from minimize.program.libraries import import_libraries
 from minimize.program.candidate import Candidate
 from minimize.options import Options
@@ -61,7 +62,9 @@ class Session:
         import_libraries(opts.imports)
         with gc_paused(collect=False):
             ep = load_exported(opts.model)
-        user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else make_inputs(ep)
+        saved = None if opts.inputs else saved_example_inputs(ep)  # the arguments export was given, if kept
+        user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else saved if saved is not None else make_inputs(ep)
+        self.inputs_note = None if opts.inputs else SAVED_INPUTS_NOTE if saved is not None else MADE_INPUTS_NOTE
         clock.step("load_model")
         self.ep = prepare(ep, opts.device)
         clock.step("prepare")
@@ -76,7 +79,7 @@ class Session:
         """What check and reduce say before the first verdict, by report.md's keys: how the
         backend judges here, that the inputs were made (no --inputs), that the program draws
         random values."""
-        found = {"backend": self.backend.note(), "made_inputs": None if self.opts.inputs else MADE_INPUTS_NOTE,
+        found = {"backend": self.backend.note(), "made_inputs": self.inputs_note,
                  "random_draws": random_draws_note(self.program)}
         return {key: note for key, note in found.items() if note}
 
