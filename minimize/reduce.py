@@ -133,6 +133,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         backend = _final_backend(opts, session, problem.current.settings)  # only the settings the bug needs
         info, final, values, summary = _result(opts, session, problem, backend, original_nodes, journal.digest, t0)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
+        # --resume: the verdicts replayed from the journal, not asked again (evaluations counts this run's)
+        summary["timing"]["replayed_verdicts"] = len(journal.cache) if resume else 0
         _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase)
         return summary
 

@@ -344,6 +344,8 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path),
             "--no-verify"]  # what is tested is the journal's options, not the script
     assert run_reduce(str(model), *args).returncode == 0
+    results = (tmp_path / "summary.json").read_text()
+    (tmp_path / "summary.json").unlink()  # as if stopped before its end: a finished run has nothing to resume
     changed = reduce_here(str(model), *args, "--resume", "--timeout", "60")
     assert_one_line_error(changed, "--timeout 300.0 there, --timeout 60.0 now", "--force")
     assert "loaded" not in changed.stderr  # said before the model loads, not after
@@ -367,6 +369,8 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     assert_one_line_error(reduce_here(str(model), *args, "--resume"), "by another trtmin, which words verdicts otherwise")
     journal.write_text(finished)
+    (tmp_path / "summary.json").write_text(results)
+    assert_one_line_error(reduce_here(str(model), *args, "--resume"), "holds a finished run", "nothing to resume")
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
     assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds a finished run", "--force")
     r = run_reduce(str(model), *args, "--timeout", "60", "--force")
@@ -577,6 +581,8 @@ def test_journal_damage(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps({"journal_header_sha256": header_digest(path.read_text().splitlines()[0])}))
     with pytest.raises(TrtminError, match="holds a finished run .*--force to run again over it"):
         check_out_dir(tmp_path, resume=False, force=False)
+    with pytest.raises(TrtminError, match="holds a finished run .*nothing to resume"):  # it replayed, 0 calls
+        check_out_dir(tmp_path, resume=True, force=False)
     (tmp_path / "summary.json").unlink()
     # ... but not beside files of trtmin's names: an empty journal.jsonl may be the user's
     path.write_text("")
