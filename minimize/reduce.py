@@ -177,6 +177,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     if not any(n.name in reads for n in session.program.random_draws):
         problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw
     final_verdict = problem.verdict(found)
+    dynamic = _needed_dynamic(session, problem, found, _kept_dynamic(session, final.input_names, values))
     moved = _symptom_moved(original, final_verdict)
     if moved:
         problem.notes["original_symptom"] = moved
@@ -198,7 +199,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
         verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
         reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
         imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
-        dynamic=_kept_dynamic(session, final.input_names, values),
+        dynamic=dynamic,
         needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type in ("Signal", "ProcessExit"))
     summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
     summary["generated_values"] = final.by_attribute(generated)  # as repro.py names them
@@ -276,6 +277,26 @@ def _kept_dynamic(session: Session, names: list[str], values: dict[str, Any]) ->
                 if isinstance(values[n], torch.Tensor) and d < values[n].dim() and values[n].shape[d] > 1}
             for n in names}
     return {n: dims for n, dims in kept.items() if dims}
+
+
+def _needed_dynamic(session: Session, problem: ReductionProblem, found: Candidate,
+                    kept: dict[str, dict[int, Any]]) -> dict[str, dict[int, Any]]:
+    """The dynamic dims repro.py must keep: none where the final program, compiled with
+    static sizes, fails the same way (one more oracle call, --repeat runs), which spares
+    the script its dynamic marks (some 40 lines) and tells the maintainer the sizes being
+    dynamic is not the bug; else those the compile kept. Said in report.md's Diagnosis."""
+    if not kept:
+        return kept
+    runs = session.evaluate_static(found)
+    problem.counters.oracle_calls += 1
+    problem.counters.evaluations += len(runs)
+    if sum(map(problem.same_bug, runs)) >= problem.min_failures:
+        problem.notes["static"] = ("the program was exported with dynamic sizes, and the bug shows with them "
+                                   "static too (one call): repro.py compiles it with static sizes")
+        return {}
+    problem.notes["static"] = ("the bug needs the dynamic sizes the program was exported with: compiled with "
+                               "static sizes it does not show (one call)")
+    return kept
 
 
 def _forget_run(out: Path) -> None:

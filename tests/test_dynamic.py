@@ -106,7 +106,24 @@ def test_a_bug_that_needs_a_dynamic_size_is_seen_reduced_and_reproduced_alone(tm
     (placeholder,) = [n for n in reduced.graph.nodes if n.op == "placeholder"]
     assert isinstance(placeholder.meta["val"].shape[0], torch.SymInt)
     assert [int(r.upper) for r in reduced.range_constraints.values()] == [64]
-    assert "dim 0 dynamic" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "dim 0 dynamic" in report and "compiled with static sizes it does not show" in report, report
+
+
+def test_a_bug_that_shows_with_static_sizes_too_gets_a_static_repro(tmp_path):
+    """The same dynamic export, a bug that does not need its dynamic size (the planted
+    linear crash): one more call, compiled with static sizes, shows it, so repro.py takes
+    the short static form (no DYNAMIC table, no marks) and report.md says why."""
+    model, inputs = _save(tmp_path, dynamic=True)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("crash_on_linear"), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["dynamic"] == {} and summary["repro_alone"]["status"] == "REPRODUCED", summary
+    script = (out / "repro.py").read_text()
+    assert "DYNAMIC" not in script and "mark_dynamic" not in script and "linear" in script
+    assert "the bug shows with them static too" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize("spec", ["onnxruntime", "executorch:xnnpack"])

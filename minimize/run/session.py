@@ -92,6 +92,13 @@ class Session:
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
 
+    def evaluate_static(self, cand: Candidate) -> list[Verdict]:
+        """A candidate's runs (--repeat of them) compiled with static sizes: the program's
+        dynamic dims (torch.export.Dim) not marked. Not cached: the candidate's own runs keep them."""
+        interrupts.check()
+        results = self.pool.run([{**cand.job(), "static": True}] * self.opts.repeat, while_waiting=collect_parked)
+        return [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
+
     def setup_problem(self, v: Verdict) -> str | None:
         """Why the original's crash is the set-up's mistake, not a compiler's bug (what to
         fix), or None. The backend's own checks first (a module not installed, a plugin that

@@ -203,9 +203,11 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)
         be = backend_for(job.get("settings", settings))
-        dynamic = program.dynamic if be.keeps_dynamic else {}  # the export's dynamic sizes stay so
+        dynamic = program.dynamic if be.keeps_dynamic and not job.get("static") else {}  # the export's stay so
         inputs = [mark_dynamic(v, dynamic.get(name, {})) for name, v in
                   zip(piece.input_names, program.inputs_for(piece, replaced))]
+        if job.get("static"):  # the marks of earlier jobs stay on the program's tensors: new tensor objects
+            inputs = [v.detach() if isinstance(v, torch.Tensor) else v for v in inputs]
         if job.get("partitions"):
             try:
                 return {"partitions": be.partitions(piece.gm, inputs) or []}
