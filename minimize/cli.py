@@ -325,6 +325,9 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s")
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
+    precision = (summary.get("diagnosis") or {}).get("precision")
+    if precision:  # said at the start too, but a rounding-sized result must not read as a bug at the end
+        console.print(f"[yellow]but[/]: {escape(precision)}", highlight=False)
     moved = (summary.get("diagnosis") or {}).get("original_symptom")
     if moved:  # the user's own symptom, where the bug left shows otherwise
         console.print(f"was: {summary['original_verdict']}", highlight=False, markup=False)

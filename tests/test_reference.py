@@ -120,6 +120,9 @@ def test_a_bf16_reduction_keeps_the_bug_not_the_rounding(bf16_host, tmp_path):
     r = run_cli(*base, "--out", str(tmp_path / "eager"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "note: the mismatch is in a bfloat16 output" in r.stderr + r.stdout
+    # and again at the end, under the bug line, which else reads as a bug (a new user's trial)
+    end = (r.stderr + r.stdout)[(r.stderr + r.stdout).index("\nbug: ") + 1:]
+    assert end.splitlines()[1].startswith("but: the mismatch is in a bfloat16 output"), end
     assert "Precision:" in (tmp_path / "eager" / "report.md").read_text()
     r = run_cli(*base, "--out", str(tmp_path / "f64"), "--reference", "float64", "--emit", "tensorrt")
     assert r.returncode == 0, r.stdout + r.stderr
