@@ -328,6 +328,9 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     precision = (summary.get("diagnosis") or {}).get("precision")
     if precision:  # said at the start too, but a rounding-sized result must not read as a bug at the end
         console.print(f"[yellow]but[/]: {escape(precision)}", highlight=False)
+    delegation = (summary.get("diagnosis") or {}).get("delegation")
+    if delegation:  # a bug in what the delegate left is the portable kernels', not the delegate's
+        console.print(f"note: {delegation.replace('`', '')}", highlight=False, markup=False)
     moved = (summary.get("diagnosis") or {}).get("original_symptom")
     if moved:  # the user's own symptom, where the bug left shows otherwise
         console.print(f"was: {summary['original_verdict']}", highlight=False, markup=False)

@@ -178,6 +178,9 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
         problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw
     final_verdict = problem.verdict(found)
     dynamic = _needed_dynamic(session, problem, found, _kept_dynamic(session, final.input_names, values))
+    delegation = _delegation_note(session, found)
+    if delegation:
+        problem.notes["delegation"] = delegation
     moved = _symptom_moved(original, final_verdict)
     if moved:
         problem.notes["original_symptom"] = moved
@@ -297,6 +300,19 @@ def _needed_dynamic(session: Session, problem: ReductionProblem, found: Candidat
     problem.notes["static"] = ("the bug needs the dynamic sizes the program was exported with: compiled with "
                                "static sizes it does not show (one call)")
     return kept
+
+
+def _delegation_note(session: Session, found: Candidate) -> str | None:
+    """What the delegate did not take of the reduced program (ExecuTorch's XNNPACK): a bug in
+    an op it left runs in ExecuTorch's portable kernels, and is theirs. One lowering, no run."""
+    said = session.delegation(found)
+    if not said or not said["not_delegated"]:
+        return None
+    ops = ", ".join(f"`{op}`" for op in said["not_delegated"])
+    if said["delegated"]:
+        return f"{ops} not delegated: ExecuTorch ran them on its portable kernels, the rest in the delegate"
+    return (f"the delegate took none of the program's ops: ExecuTorch ran {ops} on its portable kernels, so the "
+            "bug is likely theirs, not the delegate's (`--emit executorch:portable` tells)")
 
 
 def _forget_run(out: Path) -> None:

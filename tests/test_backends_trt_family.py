@@ -396,6 +396,20 @@ def test_executorch_small_graph_matches_eager(small) -> None:
 
 
 @needs_et
+def test_xnnpack_delegation_names_the_ops_it_left_to_the_portable_kernels() -> None:
+    """A bf16 conv2d XNNPACK does not take runs on ExecuTorch's portable kernels: a bug there
+    is theirs (a new user's bf16 conv was filed as XNNPACK's). The float32 one is delegated."""
+    from oracles.backends.executorch import ExecuTorchBackend
+    be = ExecuTorchBackend("executorch:xnnpack")
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3).eval()
+    assert be.delegation(*candidate(conv, (torch.randn(1, 3, 8, 8),))) == {"delegated": True, "not_delegated": []}
+    assert ExecuTorchBackend("executorch:portable").delegation(*candidate(conv, (torch.randn(1, 3, 8, 8),))) is None
+    bf16 = be.delegation(*candidate(conv.to(torch.bfloat16), (torch.randn(1, 3, 8, 8, dtype=torch.bfloat16),)))
+    assert bf16 == {"delegated": False, "not_delegated": ["aten.convolution.default"]}, bf16
+
+
+@needs_et
 def test_executorch_xnnpack_linear_bn3d_bug(linear_bn) -> None:
     gm, inputs = linear_bn
     xnnpack = evaluate(gm, inputs, resolve("executorch:xnnpack"), Tolerance())

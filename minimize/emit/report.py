@@ -89,6 +89,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- Inputs: {notes['made_inputs']}.")
     if "random_draws" in notes:
         lines.append(f"- Random draws: {notes['random_draws']}.")
+    if "delegation" in notes:
+        lines.append(f"- Delegation: {notes['delegation']}.")
     if "static" in notes:
         lines.append(f"- Dynamic sizes: {notes['static']}.")
     if "precision" in notes:

@@ -19,6 +19,7 @@ from minimize.run.steps import StepClock
 from minimize.run.worker_side import save_state
 from minimize.run.workers import Workers
 from oracles.backends import resolve
+from oracles.backends.base import Backend
 from oracles.backends.plugin import PluginBackend
 from oracles.errors import TrtminError
 from oracles.verdict import ORACLES, VALUE_ORACLES, Signature, Verdict
@@ -91,6 +92,15 @@ class Session:
         results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
+
+    def delegation(self, cand: Candidate) -> dict[str, Any] | None:
+        """Which of a candidate's ops the backend's delegate takes (Backend.delegation), from
+        a lowering in a worker, no run; None where the backend delegates nothing or cannot say."""
+        if type(self.backend).delegation is Backend.delegation:
+            return None
+        interrupts.check()
+        result = self.pool.run([{**cand.but(mark_all=False).job(), "delegation": True}])[0]
+        return result.get("delegation") if isinstance(result, dict) else None
 
     def evaluate_static(self, cand: Candidate) -> list[Verdict]:
         """A candidate's runs (--repeat of them) compiled with static sizes: the program's

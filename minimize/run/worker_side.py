@@ -208,6 +208,11 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
                   zip(piece.input_names, program.inputs_for(piece, replaced))]
         if job.get("static"):  # the marks of earlier jobs stay on the program's tensors: new tensor objects
             inputs = [v.detach() if isinstance(v, torch.Tensor) else v for v in inputs]
+        if job.get("delegation"):  # the report's: which ops the delegate took (Backend.delegation)
+            try:
+                return {"delegation": be.delegation(piece.gm, inputs)}
+            except Exception as e:  # a backend that cannot say: no word of it in the report
+                return {"delegation": None, "error": f"{type(e).__name__}: {e}"}
         if job.get("partitions"):
             try:
                 return {"partitions": be.partitions(piece.gm, inputs) or []}

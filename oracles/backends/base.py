@@ -163,6 +163,12 @@ class Backend:
         """Node names of each engine the backend would build for gm, in order."""
         return []
 
+    def delegation(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, Any] | None:
+        """For a backend that hands ops to a delegate and runs the rest itself (ExecuTorch's
+        XNNPACK): {"delegated": whether any op went to the delegate, "not_delegated": the
+        ops that did not}, for the report of the reduced program; None for the others."""
+        return None
+
     def script_part(self) -> ScriptPart:
         raise NotImplementedError
 

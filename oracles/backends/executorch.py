@@ -22,6 +22,7 @@ Nothing imports executorch at module import time.
 from __future__ import annotations
 
 import importlib.util
+import operator
 import textwrap
 from typing import Any, Callable, Sequence
 
@@ -194,6 +195,25 @@ class ExecuTorchBackend(Backend):
             return run_pte([a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in runtime])
 
         return run
+
+    def delegation(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, Any] | None:
+        """XNNPACK's share of gm, as lower_to_pte lowers it (no run): a bf16 conv XNNPACK does
+        not take runs on ExecuTorch's portable kernels, and its bug is theirs, not XNNPACK's."""
+        if self.variant != "xnnpack":
+            return None
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+        from executorch.exir import to_edge_transform_and_lower
+
+        from oracles.backends.torch_tensorrt import materialize
+        plain = [detached(v) for v in example_inputs]
+        ep = torch.export.export(gm, tuple(plain), dynamic_shapes=export_dynamic_shapes(plain))
+        options = {k: materialize(v) for k, v in self.options.items()}
+        lowered = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner(**options)]).exported_program()
+        calls = [n for n in lowered.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
+        delegated = [n for n in calls if "executorch_call_delegate" in str(n.target)]
+        return {"delegated": bool(delegated),
+                "not_delegated": sorted({getattr(n.target, "__name__", str(n.target)) for n in calls
+                                         if n not in delegated})}  # "aten.convolution.default"
 
     def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
         """Export, lower (XNNPACK's partitioner, or none for portable kernels), load the
