@@ -181,7 +181,8 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
     rel = diff / e64.abs().clamp_min(1e-12)
     detail = f"{off_count} of {e.numel()} values off, dtype {str(e.dtype).removeprefix('torch.')}"
     rounds = e.is_floating_point() or e.is_complex()  # an integer has no error to be judged by
-    if tol.reference == "float64" and rounds and isinstance(r, torch.Tensor) and r.shape == e.shape:
+    exact = r if tol.reference == "float64" and rounds and isinstance(r, torch.Tensor) and r.shape == e.shape else None
+    if exact is not None:
         ratio = error_ratio(e64, a64, r.detach().to("cpu", e64.dtype))
         if ratio is not None and ratio <= ERROR_RATIO:
             return Verdict("pass", detail=f"output {i} is off eager by max abs {max_abs:.4g}, but its error from the "
@@ -197,13 +198,16 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
         "count": lost_count, "off": off_count,
         "eager": "NaN" if bool(e64[lost].isnan().all()) else "inf" if not bool(e64[lost].isnan().any()) else "NaN or inf"}}
     return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail,
-                   extra={"first_off": first_off_values(e, a, off), **({"scale": scale} if scale else {}),
+                   extra={"first_off": first_off_values(e, a, off, exact), **({"scale": scale} if scale else {}),
                           **lost_what})
 
 
-def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, n: int = 6) -> dict[str, list[Any]]:
+def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, exact: torch.Tensor | None = None,
+                     n: int = 6) -> dict[str, list[Any]]:
     """The first `n` values that are off, eager's beside the backend's, with their indices:
-    what a maintainer reads first (3000000000 against -1294967296 is an int32 overflow)."""
+    what a maintainer reads first (3000000000 against -1294967296 is an int32 overflow).
+    `exact`: the float64 run's output (--reference float64), whose values go beside them:
+    which of the two is nearer is what makes a bf16 difference a bug or rounding."""
     flat = bad.flatten().nonzero().flatten()[:n].tolist()
     shape = tuple(e.shape)
 
@@ -218,7 +222,8 @@ def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, n: int
         v = t.detach().reshape(-1)[k].cpu().item()
         return str(v) if isinstance(v, complex) else shortest(v, t.dtype) if isinstance(v, float) else v
     return {"index": [index(k) for k in flat], "eager": [value(e, k) for k in flat],
-            "backend": [value(a, k) for k in flat]}
+            "backend": [value(a, k) for k in flat],
+            **({"float64": [value(exact, k) for k in flat]} if exact is not None else {})}
 
 
 def shortest(v: float, dtype: torch.dtype) -> float:

@@ -136,7 +136,10 @@ def test_a_bf16_reduction_keeps_the_bug_not_the_rounding(bf16_host, tmp_path):
     assert "precision" not in summary["diagnosis"]
     script = (tmp_path / "f64" / "repro.py").read_text()
     assert "class Float64" in script and "with Float64():" in script and "off only beyond 2x eager's own" in script
-    assert "only beyond 2x eager's own error from a float64 run" in (tmp_path / "f64" / "report.md").read_text()
+    report = (tmp_path / "f64" / "report.md").read_text()
+    assert "only beyond 2x eager's own error from a float64 run" in report
+    assert "| index | eager | backend | float64 run |" in report, report  # which of the two is nearer
+    assert "float64 run |" not in (tmp_path / "eager" / "report.md").read_text()
     rep = run_repro(tmp_path / "f64")
     assert rep.returncode == 1 and "eager's own error from float64" in rep.stdout, rep.stdout + rep.stderr
     control = run_repro(tmp_path / "f64", backend="eager")

@@ -135,9 +135,11 @@ def _values_section(verdict: Verdict) -> str:
     off = verdict.extra.get("first_off") if verdict.kind == "mismatch" else None
     if not off or not off.get("index"):
         return ""
-    rows = "\n".join(f"| {tuple(i) if len(i) != 1 else i[0]} | {e} | {b} |"
-                      for i, e, b in zip(off["index"], off["eager"], off["backend"]))
-    return (f"The first values off in output {verdict.output}:\n\n| index | eager | backend |\n|---|---|---|\n"
+    exact = off.get("float64")  # --reference float64: the run each is judged against
+    rows = "\n".join(f"| {tuple(i) if len(i) != 1 else i[0]} | {e} | {b} |" + (f" {x if isinstance(x, str) else format(x, '.6g')} |" if exact else "")
+                      for i, e, b, x in zip(off["index"], off["eager"], off["backend"], exact or off["eager"]))
+    head = "| index | eager | backend |" + (" float64 run |" if exact else "")
+    return (f"The first values off in output {verdict.output}:\n\n{head}\n|---|---|---|{'---|' if exact else ''}\n"
             f"{rows}\n\n")
 
 
