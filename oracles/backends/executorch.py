@@ -100,51 +100,47 @@ def lower_with_torch_tensorrt(variant, gm, inputs, folder, options):
 
 def lower_to_pte(variant, gm, inputs, folder, options):
     """Export and lower to ExecuTorch; write model.pte (and any .ptd) into folder.
-    Returns the .pte path. Shared, by source, with repro.py."""
+    Returns the .pte path. A script holds the lines of its variant alone (their tags)."""
     import pathlib
 
     folder = pathlib.Path(folder)
-    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.exir import to_edge_transform_and_lower
 
     ep = torch.export.export(gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
-    config = None
-    if variant == "xnnpack":
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-
-        partitioners = [XnnpackPartitioner(**options)]
-    elif variant == "cuda":
-        from executorch.backends.cuda.cuda_backend import CudaBackend
-        from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
-
-        partitioners = [CudaPartitioner([CudaBackend.generate_method_name_compile_spec("forward")])]
-        config = EdgeCompileConfig(_check_ir_validity=False)
-    else:
-        partitioners = []
+    partitioners, config = [], None  # the portable kernels, where no partitioner follows
+    if variant == "xnnpack":  # [xnnpack]
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner  # [xnnpack]
+        partitioners = [XnnpackPartitioner(**options)]  # [xnnpack]
+    if variant == "cuda":  # [cuda]
+        from executorch.backends.cuda.cuda_backend import CudaBackend  # [cuda]
+        from executorch.backends.cuda.cuda_partitioner import CudaPartitioner  # [cuda]
+        from executorch.exir import EdgeCompileConfig  # [cuda]
+        partitioners = [CudaPartitioner([CudaBackend.generate_method_name_compile_spec("forward")])]  # [cuda]
+        config = EdgeCompileConfig(_check_ir_validity=False)  # [cuda]
     edge = to_edge_transform_and_lower(ep, partitioner=partitioners, compile_config=config)
     program = edge.to_executorch()
     with open(folder / "model.pte", "wb") as f:
         program.write_to_file(f)
-    if getattr(program, "_tensor_data", None):  # external weights / kernels (.ptd), e.g. CUDA
-        program.write_tensor_data_to_file(str(folder))
+    if getattr(program, "_tensor_data", None):  # [cuda] external weights / kernels (.ptd)
+        program.write_tensor_data_to_file(str(folder))  # [cuda]
     return folder / "model.pte"
 
 
 def load_pte(variant, pte):
-    """Load a written .pte back; returns run(list of CPU tensors) -> list of outputs."""
+    """Load a written .pte back; returns run(list of CPU tensors) -> list of outputs. A
+    script holds the lines of its variant alone (their tags)."""
     import pathlib
 
     pte = pathlib.Path(pte)
-    if variant == "tensorrt":
-        import torch_tensorrt
-
-        program = torch_tensorrt.load(str(pte), format="executorch")
-        return lambda args: list(program.forward(*args))
-    data = sorted(pte.parent.glob("*.ptd"))
-    if data:  # weights (and for cuda the kernels) live in a .ptd beside the .pte
-        from executorch.extension.pybindings.portable_lib import _load_for_executorch
-
-        module = _load_for_executorch(str(pte), data_path=str(data[0]))
-        return lambda args: list(module.forward(tuple(args)))
+    if variant == "tensorrt":  # [tensorrt]
+        import torch_tensorrt  # [tensorrt]
+        program = torch_tensorrt.load(str(pte), format="executorch")  # [tensorrt]
+        return lambda args: list(program.forward(*args))  # [tensorrt]
+    data = sorted(pte.parent.glob("*.ptd"))  # [cuda]
+    if data:  # [cuda] weights (and for cuda the kernels) live in a .ptd beside the .pte
+        from executorch.extension.pybindings.portable_lib import _load_for_executorch  # [cuda]
+        module = _load_for_executorch(str(pte), data_path=str(data[0]))  # [cuda]
+        return lambda args: list(module.forward(tuple(args)))  # [cuda]
     from executorch.runtime import Runtime
 
     program = Runtime.get().load_program(pte.read_bytes())  # holds the bytes: keep it alive
@@ -276,13 +272,15 @@ class ExecuTorchBackend(Backend):
             return lambda *args: run_pte([args[i].cpu() if isinstance(args[i], torch.Tensor) else args[i] for i in positions])""")
         requires = ["executorch"] + (["torch_tensorrt", "torch_tensorrt_executorch_runtime"]
                                      if self.variant == "tensorrt" else [])
+        from oracles.script_checks import tagged_source
+
         if self.variant == "tensorrt":  # its own lowering, under the name the body calls
             lower = script_source(tensorrt_inputs, lower_with_torch_tensorrt).replace(
                 "def lower_with_torch_tensorrt(", "def lower_to_pte(")
         else:
-            lower = script_source(lower_to_pte)
+            lower = tagged_source(lower_to_pte, [self.variant], docstring=False)
         return ScriptPart(imports=[script_source(export_dynamic_shapes) + "\n\n" + lower + "\n\n" +
-                                   script_source(load_pte)], requires=requires,
+                                   tagged_source(load_pte, [self.variant], docstring=False)], requires=requires,
                           compile_body=_indent_body(body))
 
     def describe(self) -> str:
