@@ -259,7 +259,7 @@ def check(
     repeat: CheckRepeatOpt = 1,
     memory_limit: MemoryLimitOpt = None,
 ) -> None:
-    """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not."""
+    """Run MODEL once on the backend and print one verdict. Exit 1 if it fails the oracle, 0 if not, 3 if it fails otherwise."""
     from minimize.run.workers import Workers
     try:
         oracle, backend = the_question(oracle, backend, "check")
@@ -314,6 +314,8 @@ def check(
         tolerance = f" (atol {atol:g}, rtol {rtol:g})" if oracle is Oracle.mismatch else ""
         print(f"does not fail the {oracle.value} oracle {where}: the backend matches eager PyTorch"
               f"{tolerance}; the bug does not reproduce here")
+    if v.failed:  # a compiler that crashes where the mismatch was asked about is no pass (`check || alert`)
+        raise typer.Exit(3)
     raise typer.Exit(0)
 
 
@@ -420,7 +422,7 @@ def _print_flakiness(runs: list, oracle: Oracle, match: Optional[str]) -> None:
     but = f", but {len(failed)} fail otherwise: {failed[0].describe()}" if failed else ""
     print(f"does not fail the {oracle.value} oracle{'' if match is None else f' as --match {match!r} asks'} "
           f"in any of {len(runs)} runs{but}")
-    raise typer.Exit(0)
+    raise typer.Exit(3 if failed else 0)
 
 
 @app.command()

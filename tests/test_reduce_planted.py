@@ -88,19 +88,20 @@ def test_check_prints_one_verdict(host_program, tmp_path):
     assert r.returncode == 1 and r.stdout.count("\n") == 1 and "aten::sin" in r.stdout
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "nan",
                      "--backend", plugin("crash_on_sin"))
-    assert r.returncode == 0 and "does not fail the nan oracle" in r.stdout
+    # it fails otherwise: exit 3, not 0, so that `check || alert` in CI is not passed by a compiler that crashes
+    assert r.returncode == 3 and "does not fail the nan oracle" in r.stdout
     assert r.stdout.rstrip().endswith("; --oracle crash asks about that"), r.stdout  # the oracle for what it did
     # It crashes, but not with what --match asks: said so (it read as if it did not crash)
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
                      "--backend", plugin("crash_on_sin"))
-    assert r.returncode == 0 and "as --match 'nope' asks: CRASH: RuntimeError" in r.stdout, r.stdout
+    assert r.returncode == 3 and "as --match 'nope' asks: CRASH: RuntimeError" in r.stdout, r.stdout
     r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--match", "nope",
                      "--backend", plugin("crash_on_sin"), "--out", str(tmp_path / "out"))  # and reduce, not "does not fail"
     assert r.returncode == 2 and "the original program fails otherwise than --match 'nope' asks on " in r.stderr, \
         r.stderr
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "nan", "--repeat", "2",
                      "--backend", plugin("crash_on_sin"))  # --repeat keeps the detail a single run gives
-    assert r.returncode == 0 and "in any of 2 runs, but 2 fail otherwise: CRASH" in r.stdout, r.stdout
+    assert r.returncode == 3 and "in any of 2 runs, but 2 fail otherwise: CRASH" in r.stdout, r.stdout
 
 
 def test_same_result_for_any_jobs(host_program, tmp_path):
