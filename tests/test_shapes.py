@@ -120,6 +120,27 @@ def test_a_size_the_bug_needs_stays_and_the_others_shrink_one_at_a_time() -> Non
     assert _reduce(_Attention(), _attention_inputs(), needs={10}, jobs=4)[0].current == problem.current
 
 
+class _Conv(torch.nn.Module):
+    """A 96x96 frame under a 5x5 kernel: 96 to 2 alone leaves the kernel larger than the
+    frame, and fits only with 5 to 2 as well."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.conv(x))
+
+
+def test_sizes_that_fit_only_together_shrink_together() -> None:
+    """A new user's frame stayed (2, 2, 96, 96): each size was tried alone on fake tensors
+    first, and 96 alone does not fit under the 5x5 kernel, so it never joined the try of all
+    at once, where it fits."""
+    problem, _ = _reduce(_Conv().eval(), (torch.randn(1, 3, 96, 96),), needs=set())
+    assert _shapes(problem)["x"] == (1, 2, 2, 2), _shapes(problem)
+    assert _size_calls(problem) == 1
+
+
 def test_a_size_in_the_graphs_size_arguments_shrinks_with_the_tensors() -> None:
     problem, _ = _reduce(_Normed(), (torch.randn(6, 32),), needs=set())
     assert _shapes(problem) == {"x": (2, 2)} and _sizes(problem) == {32: 2}

@@ -145,7 +145,11 @@ class _SizePlan:
         sizes = sorted({d for d in in_tensors | self.in_graph if d > SHRUNK_TO and d not in self.held}, reverse=True)
         # A size the graph fixes (x * arange(120) of a made (120,)) fails alone on fake tensors:
         # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
-        self.sizes = [d for d in sizes if self._fitting({d: SHRUNK_TO}) is not None]
+        # Some fit only with others (a 96x96 image to 2x2 under a 5x5 kernel, which must shrink
+        # too): where every size shrunk at once fits, they stay, for that one try.
+        alone = [d for d in sizes if self._fitting({d: SHRUNK_TO}) is not None]
+        together = len(alone) < len(sizes) and self._fitting({d: SHRUNK_TO for d in sizes}) is not None
+        self.sizes = sizes if together else alone
 
     def _shapes_for(self, mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
         return {n: tuple(mapped.get(d, d) for d in self.problem.program.values[n].shape) for n in self.generated}
