@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from minimize.program.candidate import Candidate  # noqa: E402
-from minimize.program.inputs import load_inputs, make_inputs, prepare  # noqa: E402
+from minimize.program.inputs import load_inputs, make_inputs, prepare, saved_example_inputs  # noqa: E402
 from minimize.program.model import Program, load_exported  # noqa: E402
 from minimize.search import scheduler  # noqa: E402
 from minimize.options import Options  # noqa: E402
@@ -72,7 +72,8 @@ def main() -> None:
     a = ap.parse_args()
     options, calls, verdicts = read_journal(a.journal, a.model)
     ep = load_exported(a.model)
-    inputs = load_inputs(a.inputs, ep) if a.inputs else make_inputs(ep)
+    saved = None if a.inputs else saved_example_inputs(ep)  # as a reduction without --inputs runs (Session)
+    inputs = load_inputs(a.inputs, ep) if a.inputs else saved if saved is not None else make_inputs(ep)
     program = Program(prepare(ep, "cpu"), inputs, device="cpu", fixed_random=options.oracle in VALUE_ORACLES)
     if calls[0].nodes != program.normalize(program.all_kept()):
         sys.exit("the journal's first call is not this model's whole program: another model")

@@ -81,7 +81,8 @@ BackendOpt = Annotated[Optional[str], typer.Option("--backend", rich_help_panel=
 InputsOpt = Annotated[Optional[Path], typer.Option("--inputs", metavar="FILE", rich_help_panel="The question", help="A torch.save'd file of the arguments as given to "
                                                    "torch.export.export: a tuple (args) or (args, kwargs), with dicts "
                                                    "and lists inside as the model takes them (loaded with "
-                                                   "weights_only=True). Default: seeded inputs made from the "
+                                                   "weights_only=True). Default: the example inputs the .pt2 "
+                                                   "keeps (those export was given), else seeded ones made from the "
                                                    "program's shapes.")]
 MatchOpt = Annotated[Optional[str], typer.Option("--match", metavar="REGEX", rich_help_panel="The question", help="Regex on 'ExceptionType: message' that the failure must match.")]
 AtolOpt = Annotated[float, typer.Option("--atol", metavar="ABS", rich_help_panel="Tolerance", help="Absolute tolerance of the mismatch oracle.")]

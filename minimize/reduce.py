@@ -23,7 +23,7 @@ from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts
 from minimize.program.candidate import Candidate, make
 from minimize.search.problem import ReductionProblem, Rules
-from minimize.program.model import Program, Slice
+from minimize.program.model import Slice
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
@@ -51,13 +51,13 @@ def digest_in_background(path: Path) -> Future[str]:
     return done
 
 
-def _header(known: dict[str, Any], program: Program, model_sha256: Future[str]) -> dict[str, Any]:
+def _header(known: dict[str, Any], session: Session, model_sha256: Future[str]) -> dict[str, Any]:
     """The whole header: `known` (header_before_loading), the model by its file's contents
     and by its program (Program.digest: where both journals have that, a re-export of the
-    same code resumes), torch by its version. The model file's hash comes from a thread that
-    ran while the program loaded."""
-    return {"model_sha256": model_sha256.result(), "program_sha256": program.digest(), **known,
-            "torch": torch.__version__}
+    same code resumes), the example inputs it ran on without --inputs, torch by its version.
+    The model file's hash comes from a thread that ran while the program loaded."""
+    return {"model_sha256": model_sha256.result(), "program_sha256": session.program.digest(), **known,
+            "example_inputs_sha256": session.example_inputs_sha256, "torch": torch.__version__}
 
 
 def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
@@ -84,7 +84,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         on_phase(f"loading {opts.model.name}: the program and eager's values")
         model_sha256 = digest_in_background(opts.model)
         session = held.enter_context(Session(opts, workers))  # it says what is wrong with a missing or damaged model
-        header = _header(known_header, session.program, model_sha256)
+        header = _header(known_header, session, model_sha256)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")
         on_phase(f"checking the original: its first compile on {session.backend.describe()}")
@@ -178,7 +178,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
         problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw
     final_verdict = problem.verdict(found)
     dynamic = _needed_dynamic(session, problem, found, _kept_dynamic(session, final.input_names, values))
-    delegation = _delegation_note(session, found)
+    delegation = _delegation_note(session, found, static=not dynamic)
     if delegation:
         problem.notes["delegation"] = delegation
     moved = _symptom_moved(original, final_verdict)
@@ -302,10 +302,11 @@ def _needed_dynamic(session: Session, problem: ReductionProblem, found: Candidat
     return kept
 
 
-def _delegation_note(session: Session, found: Candidate) -> str | None:
+def _delegation_note(session: Session, found: Candidate, static: bool) -> str | None:
     """What the delegate did not take of the reduced program (ExecuTorch's XNNPACK): a bug in
-    an op it left runs in ExecuTorch's portable kernels, and is theirs. One lowering, no run."""
-    said = session.delegation(found)
+    an op it left runs in ExecuTorch's portable kernels, and is theirs. One lowering, no run,
+    with static sizes where repro.py has them."""
+    said = session.delegation(found, static)
     if not said or not said["not_delegated"]:
         return None
     ops = ", ".join(f"`{op}`" for op in said["not_delegated"])

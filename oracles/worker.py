@@ -57,6 +57,7 @@ class _Worker:
         # started early waits for the main process's load, which is not its own start.
         self.waited_since: float | None = None
         self.job_started = 0.0
+        self.job_timeout = cfg.timeout_s  # the running job's: a job may ask for less ("timeout_s")
         self.ready = False
         self.start_phases: dict[str, float] | None = None
 
@@ -299,6 +300,8 @@ class WorkerPool:
                     died(j, w)
                     continue
                 w.job_started = time.monotonic()
+                asked = jobs[j].get("timeout_s") if isinstance(jobs[j], dict) else None
+                w.job_timeout = min(self.cfg.timeout_s, asked) if asked else self.cfg.timeout_s
                 busy[slot] = j
             if busy and while_waiting is not None:
                 while_waiting()
@@ -308,7 +311,7 @@ class WorkerPool:
             if not busy and not starting:
                 continue
             now = time.monotonic()
-            deadline = min([self.workers[s].job_started + self.cfg.timeout_s for s in busy]  # type: ignore[union-attr]
+            deadline = min([self.workers[s].job_started + self.workers[s].job_timeout for s in busy]  # type: ignore[union-attr]
                            + [w.start_deadline() for w in starting])
             ready = wait([self.workers[s].conn for s in busy] + [w.conn for w in starting],  # type: ignore[union-attr]
                          timeout=max(0.0, deadline - now))
@@ -331,9 +334,9 @@ class WorkerPool:
                         w.stop()  # it asked for a fresh process (e.g. a broken CUDA context)
                         self.workers[slot] = None
                         self.restarts += 1
-                elif time.monotonic() - w.job_started >= self.cfg.timeout_s:
+                elif time.monotonic() - w.job_started >= w.job_timeout:
                     w.kill()
-                    results[j] = hang_verdict(self.cfg.timeout_s)
+                    results[j] = hang_verdict(w.job_timeout)
                     del busy[slot]
         return results
 

@@ -159,7 +159,20 @@ def test_workers_that_cannot_start_leave_no_state_behind(monkeypatch):
 
 
 def sleepy_runner() -> Callable[[Any], Any]:
-    return lambda job: time.sleep(job) or time.monotonic()
+    return lambda job: time.sleep(job["sleep"] if isinstance(job, dict) else job) or time.monotonic()
+
+
+def test_a_job_may_ask_for_less_time_than_the_pools():
+    """A job's "timeout_s" (the one-op controls' ONE_OP_TIMEOUT_S) ends it sooner than the
+    pool's 60 s: a hang verdict of its own time; the next job has the pool's again."""
+    pool = _pool(1, [{}], setup="sleepy_runner")
+    try:
+        start = time.monotonic()
+        hung, after = pool.run([{"sleep": 30, "timeout_s": 1.0}, {"sleep": 1.5}])
+    finally:
+        pool.close()
+    assert hung["kind"] == "hang" and "the 1 s timeout" in hung["message"], hung
+    assert isinstance(after, float) and time.monotonic() - start < 25
 
 
 def test_while_waiting_runs_once_while_the_first_jobs_are_out():

@@ -139,6 +139,10 @@ def test_sizes_that_fit_only_together_shrink_together() -> None:
     problem, _ = _reduce(_Conv().eval(), (torch.randn(1, 3, 96, 96),), needs=set())
     assert _shapes(problem)["x"] == (1, 2, 2, 2), _shapes(problem)
     assert _size_calls(problem) == 1
+    # where the bug needs a size (the kernel's 5), the turns one at a time go to those that fit
+    # alone (5, the 3 channels in), none to the 96 that cannot
+    problem, _ = _reduce(_Conv().eval(), (torch.randn(1, 3, 96, 96),), needs={5})
+    assert _shapes(problem)["x"] == (1, 2, 96, 96) and _size_calls(problem) == 3, (_shapes(problem), _size_calls(problem))
 
 
 def test_a_size_in_the_graphs_size_arguments_shrinks_with_the_tensors() -> None:

@@ -86,6 +86,34 @@ def test_without_inputs_the_arguments_export_was_given_are_used(policy, tmp_path
     assert saved_example_inputs(torch.export.load(str(tmp_path / "bare.pt2"))) is None
 
 
+def test_a_resume_without_inputs_refuses_other_example_inputs(tmp_path):
+    """Without --inputs the verdicts ran on the example inputs in the .pt2: a re-export of the
+    same code with other example values (the same program, as Program.digest sees it) must
+    not replay them. The journal records their digest, and the resume is refused in one line."""
+    torch.manual_seed(0)
+    model = tmp_path / "head.pt2"
+    torch.export.save(torch.export.export(_Head().eval(), (torch.randn(4, 8),)), str(model))
+    out = tmp_path / "out"
+    args = [str(model), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(out), "--no-verify"]
+    assert run_cli("reduce", *args).returncode == 0
+    (out / "summary.json").unlink()  # as if stopped before its end
+    torch.export.save(torch.export.export(_Head().eval(), (torch.randn(4, 8) * 3,)), str(model))
+    r = run_cli("reduce", *args, "--resume")
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "Traceback" not in said, r.stderr
+    assert "was made with other inputs (without --inputs: other example inputs saved in the model file there" in said, said
+
+
+class _Head(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(1)  # the same weights in each export: the same program
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(self.lin(x)) + 1
+
+
 def test_a_dict_batch_alone_or_as_the_one_argument(tmp_path):
     batch, _ = _batch()
 

@@ -57,9 +57,6 @@ def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], di
         raise TrtminError(f"--out {out} holds {_names(ours)}, named as trtmin names its files, but no trtmin "
                           f"run wrote them (there is no {JOURNAL} of one); choose another folder")
     if resume:
-        if has_run and finished_run(out):
-            raise TrtminError(f"--out {out} holds a finished run (its results: report.md, repro.py): nothing to "
-                              "resume; choose another folder, or pass --force to run again over it")
         if not has_run and existing:
             raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume and "
                               "choose another folder, or pass --force to write trtmin's files beside these")

@@ -128,6 +128,8 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
     is now off its default (what that journal's run had: --reference float64 does not
     replay verdicts judged against eager alone)."""
     then_opts, now_opts = then.get("options", {}), now.get("options", {})
+    if "example_inputs_sha256" in now and "example_inputs_sha256" not in then:
+        then = {**then, "example_inputs_sha256": None}  # before it was recorded, a run without --inputs made them
     both = {k for k in then if k in now and k != "options"}
     opts = {k for k in then_opts if k in now_opts}
     defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
@@ -160,6 +162,11 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
     if then.get("inputs_sha256") != now.get("inputs_sha256"):
         return ("with other inputs (the --inputs file's contents differ)",
                 "rerun with the inputs it was made with, or start over with --force")
+    if then.get("example_inputs_sha256") != now.get("example_inputs_sha256"):
+        said = {None: "inputs made from the program's shapes"}
+        return (f"with other inputs (without --inputs: {said.get(then.get('example_inputs_sha256'), 'other example inputs saved in the model file')} there, "
+                f"{said.get(now.get('example_inputs_sha256'), 'the example inputs saved in the model file')} now)",
+                START_OVER)
     if then.get("plugin_sha256") != now.get("plugin_sha256"):
         return ("with another version of the plugin file (its contents, or those of the modules of its folder "
                 "that it imports, differ)", "rerun with the plugin files it was made with, or start over with --force")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -30,6 +31,20 @@ MADE_INPUTS_NOTE = ("no --inputs: the program ran on inputs made from its exampl
                     "so pass the arguments you saved with torch.save as --inputs")
 SAVED_INPUTS_NOTE = ("no --inputs: the program ran on the example inputs saved in the model file (the arguments "
                      "torch.export.export was given); pass --inputs to run it on others")
+
+
+def values_digest(values: list[Any]) -> str:
+    """sha256 of input values (tensors by dtype, shape and bytes; the rest by repr): what a
+    journal's verdicts ran on, where no --inputs file names it."""
+    h = hashlib.sha256()
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().cpu().contiguous()
+            h.update(f"\n{t.dtype} {tuple(t.shape)}\n".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b"")
+        else:
+            h.update(f"\n{v!r}".encode())
+    return h.hexdigest()
 
 
 def saved_example_inputs(ep: ExportedProgram) -> list[Any] | None:

@@ -427,16 +427,24 @@ def lifted_args(ep: ExportedProgram, user_inputs: Sequence[Any]) -> list[Any]:
     return args
 
 
-class _OneOp(torch.nn.Module):
+class _Add(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + 1
 
 
-def one_op_candidate(device: str) -> tuple[fx.GraphModule, list[Any]]:
-    """The smallest program, x + 1 on a 2x2 tensor, as a backend gets a candidate: the
-    control that tells a plugin's or a command's own mistake (it fails on any program)
-    from a compiler's bug (Session.setup_problem)."""
+class _Mul(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+ONE_OP_PROGRAMS = {"x + 1": _Add, "x * 2": _Mul}  # two: a bug of add's own fails on x + 1 alone
+
+
+def one_op_candidate(device: str, which: str = "x + 1") -> tuple[fx.GraphModule, list[Any]]:
+    """One of the smallest programs (ONE_OP_PROGRAMS) on a 2x2 tensor, as a backend gets a
+    candidate: the controls that tell a plugin's or a command's own mistake (it fails on any
+    program) from a compiler's bug (Session.setup_problem)."""
     x = torch.ones(2, 2, device=device)
-    program = Program(torch.export.export(_OneOp(), (x,)).run_decompositions({}), [x], device=device)
+    program = Program(torch.export.export(ONE_OP_PROGRAMS[which](), (x,)).run_decompositions({}), [x], device=device)
     piece = program.materialize(program.all_kept())
     return piece.gm, program.inputs_for(piece)

@@ -10,11 +10,11 @@ from typing import Any
 from minimize.run import interrupts
 from minimize.run.heap import collect_parked, gc_paused
 from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, load_inputs, make_inputs, prepare,
-                                     saved_example_inputs, to_device)
+                                     saved_example_inputs, to_device, values_digest)
 from minimize.program.libraries import import_libraries
 from minimize.program.candidate import Candidate
 from minimize.options import Options
-from minimize.program.model import Program, load_exported, random_draws_note
+from minimize.program.model import ONE_OP_PROGRAMS, Program, load_exported, random_draws_note
 from minimize.run.steps import StepClock
 from minimize.run.worker_side import save_state
 from minimize.run.workers import Workers
@@ -25,6 +25,8 @@ from oracles.errors import TrtminError
 from oracles.verdict import ORACLES, VALUE_ORACLES, Signature, Verdict
 
 __all__ = ["Options", "Session"]
+
+ONE_OP_TIMEOUT_S = 120.0  # a one-op control that takes longer tells nothing (--timeout, if lower, rules)
 
 
 class Session:
@@ -43,7 +45,7 @@ class Session:
         if opts.oracle not in ORACLES:
             raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
         self.opts = opts
-        self._one_op: Verdict | None = None  # the one-op control's verdict (setup_problem), once asked
+        self._one_op: list[Verdict] | None = None  # the one-op controls' verdicts (setup_problem), once asked
         self.backend = resolve(opts.backend, opts.settings)
         kind = opts.device.split(":")[0]
         if kind not in self.backend.devices:
@@ -66,6 +68,8 @@ class Session:
         saved = None if opts.inputs else saved_example_inputs(ep)  # the arguments export was given, if kept
         user_inputs = load_inputs(opts.inputs, ep) if opts.inputs else saved if saved is not None else make_inputs(ep)
         self.inputs_note = None if opts.inputs else SAVED_INPUTS_NOTE if saved is not None else MADE_INPUTS_NOTE
+        # the journal's record of inputs no --inputs file names: the example ones saved in the .pt2
+        self.example_inputs_sha256 = values_digest(saved) if saved is not None else None
         clock.step("load_model")
         self.ep = prepare(ep, opts.device)
         clock.step("prepare")
@@ -93,13 +97,14 @@ class Session:
         verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
 
-    def delegation(self, cand: Candidate) -> dict[str, Any] | None:
+    def delegation(self, cand: Candidate, static: bool = False) -> dict[str, Any] | None:
         """Which of a candidate's ops the backend's delegate takes (Backend.delegation), from
-        a lowering in a worker, no run; None where the backend delegates nothing or cannot say."""
+        a lowering in a worker, no run, with static sizes where repro.py has them; None where
+        the backend delegates nothing or cannot say."""
         if type(self.backend).delegation is Backend.delegation:
             return None
         interrupts.check()
-        result = self.pool.run([{**cand.but(mark_all=False).job(), "delegation": True}])[0]
+        result = self.pool.run([{**cand.but(mark_all=False).job(), "delegation": True, "static": static}])[0]
         return result.get("delegation") if isinstance(result, dict) else None
 
     def evaluate_static(self, cand: Candidate) -> list[Verdict]:
@@ -113,23 +118,25 @@ class Session:
         """Why the original's crash is the set-up's mistake, not a compiler's bug (what to
         fix), or None. The backend's own checks first (a module not installed, a plugin that
         returns no callable, a --set TensorRT refuses); then, where the backend runs the
-        user's own code (a plugin, a command), one run of a one-op program (x + 1) in a
-        worker: failing the same way there, the failure does not depend on the model, and a
-        reduction would end at one node and call it a bug."""
+        user's own code (a plugin, a command), two one-op programs (x + 1, x * 2) in workers,
+        once a session: failing the same way on both, the failure does not depend on the
+        model, and a reduction would end at one node and call it a bug (a converter bug of
+        add's own fails on x + 1 alone). Each control gets at most ONE_OP_TIMEOUT_S."""
         problem = self.backend.setup_problem(v.message)
         whose = self.backend.own_code()
         if problem or not whose:
             return problem
-        if self._one_op is None:  # once a session, whatever --repeat shows
+        if self._one_op is None:
             interrupts.check()
-            result = self.pool.run([{"one_op": True}])[0]
-            self._one_op = Verdict.from_dict({k: x for k, x in result.items() if k != "restart"})
-        control = self._one_op
-        if not Signature.of(v).matches(control):
+            jobs = [{"one_op": which, "timeout_s": ONE_OP_TIMEOUT_S} for which in ONE_OP_PROGRAMS]
+            self._one_op = [Verdict.from_dict({k: x for k, x in r.items() if k != "restart"})
+                            for r in self.pool.run(jobs)]
+        if not all(Signature.of(v).matches(control) for control in self._one_op):
             return None
+        control = self._one_op[0]
         said = control.message.splitlines()[0][:200] if control.message.strip() else control.exc_type
-        return (f"{whose} fails the same way on a one-op program (x + 1): {said}; its failure does not depend on "
-                "your model (it is its own, or its set-up's): fix it, no compiler's bug to reduce")
+        return (f"{whose} fails the same way on one-op programs ({', '.join(ONE_OP_PROGRAMS)}): {said}; its failure "
+                "does not depend on your model (it is its own, or its set-up's): fix it, no compiler's bug to reduce")
 
     def partitions(self, cand: Candidate) -> list[list[str]]:
         """The backend's compiled partitions (engines) of a candidate, as node names; []

@@ -198,7 +198,7 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
 
     def run(job: dict[str, Any]) -> dict[str, Any]:
         if job.get("one_op"):  # the set-up's control (Session.setup_problem)
-            return evaluate(*one_op_candidate(device), backend_for(settings), tol, device).to_dict()
+            return evaluate(*one_op_candidate(device, job["one_op"]), backend_for(settings), tol, device).to_dict()
         replaced = made(job.get("generated", {}))
         sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)

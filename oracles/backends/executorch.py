@@ -207,9 +207,9 @@ class ExecuTorchBackend(Backend):
         lowered = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner(**options)]).exported_program()
         calls = [n for n in lowered.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
         delegated = [n for n in calls if "executorch_call_delegate" in str(n.target)]
-        return {"delegated": bool(delegated),
-                "not_delegated": sorted({getattr(n.target, "__name__", str(n.target)) for n in calls
-                                         if n not in delegated})}  # "aten.convolution.default"
+        names = {getattr(n.target, "__name__", str(n.target)) for n in calls if n not in delegated}
+        return {"delegated": bool(delegated),  # ops, by ATen name: not a size read or a layout copy of ExecuTorch's
+                "not_delegated": sorted(n for n in names if n.startswith("aten.") and not n.startswith("aten.sym_"))}
 
     def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
         """Export, lower (XNNPACK's partitioner, or none for portable kernels), load the

@@ -32,6 +32,10 @@ if has_sin and mode == "crash_on_sin":
     raise RuntimeError("sin is not supported by this runtime")
 if has_sin and mode == "crash_on_sin_odd_text":
     raise RuntimeError(r'sin is not supported: """sin""" at C:\xla\new\N')
+if mode == "crash_on_sin_hang_otherwise":  # a one-op control hangs: it tells nothing, and is ended
+    if has_sin:
+        raise RuntimeError("sin is not supported by this runtime")
+    time.sleep(37.5)
 if has_sin and mode == "hang_on_sin":
     with open(os.path.join(os.environ["TRTMIN_TEST_STATE"], "hung.pid"), "w") as f:
         f.write(str(os.getpid()))

@@ -6,6 +6,7 @@ under cut-to-input is known exactly:
 
 - crash_on_sin:        any aten.sin -> RuntimeError                  core: {sin}
 - fails_on_any_program: RuntimeError on every graph: the plugin's mistake, no bug
+- crash_on_add:        aten.add.Tensor -> RuntimeError: a bug, though x + 1 shows it too
 - mismatch_mul_exp:    aten.exp reading an aten.mul output -> x1.5   core: {mul, exp}
 - mismatch_on_attention: attention's output -> x1.5                  core: {attention}
 - nan_on_rsqrt:        aten.rsqrt -> NaN                              core: {rsqrt}
@@ -229,6 +230,12 @@ def cuda_bad_index_on_tanh(gm: GraphModule, example_inputs: list[torch.Tensor]) 
     if _has(gm, aten.tanh.default):
         table = torch.zeros(4, device="cuda")
         table[torch.tensor([1 << 30], device="cuda")].sum().item()
+    return _run(gm)
+
+
+def crash_on_add(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    if _has(gm, aten.add.Tensor):
+        raise RuntimeError("no converter for aten.add.Tensor")  # a compiler's bug, in the one-op control x + 1 too
     return _run(gm)
 
 

@@ -147,9 +147,9 @@ class _SizePlan:
         # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
         # Some fit only with others (a 96x96 image to 2x2 under a 5x5 kernel, which must shrink
         # too): where every size shrunk at once fits, they stay, for that one try.
-        alone = [d for d in sizes if self._fitting({d: SHRUNK_TO}) is not None]
-        together = len(alone) < len(sizes) and self._fitting({d: SHRUNK_TO for d in sizes}) is not None
-        self.sizes = sizes if together else alone
+        self.alone = [d for d in sizes if self._fitting({d: SHRUNK_TO}) is not None]  # the one-at-a-time turns
+        together = len(self.alone) < len(sizes) and self._fitting({d: SHRUNK_TO for d in sizes}) is not None
+        self.sizes = sizes if together else self.alone  # the try of all at once
 
     def _shapes_for(self, mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
         return {n: tuple(mapped.get(d, d) for d in self.problem.program.values[n].shape) for n in self.generated}
@@ -214,5 +214,5 @@ def shrink_shapes(problem: ReductionProblem) -> None:
     sizes = plan.sizes
     if not sizes or keeps_failing({d: SHRUNK_TO for d in sizes}, EXPECTED_P) or len(sizes) == 1:
         return
-    for d in sizes[:ONE_AT_A_TIME]:
+    for d in plan.alone[:ONE_AT_A_TIME]:  # not those that fit only with others: no turn spent on them
         keeps_failing({d: SHRUNK_TO})
