@@ -92,4 +92,5 @@ def test_check_shows_what_it_does_while_its_one_call_is_out(host_program, monkey
                      "--oracle", "crash", "--timeout", "3")
     beats = [ln for ln in r.stderr.splitlines() if re.match(rf"\d+:\d\d \| checking: {re.escape(model.name)} on ", ln)]
     assert beats, r.stderr  # elapsed first, not a deadline
-    assert r.returncode == 0 and "HANG: no result within the 3 s timeout" in r.stdout.strip().splitlines()[-1], r.stdout
+    # it hangs where a crash was asked about: it fails otherwise (exit 3)
+    assert r.returncode == 3 and "HANG: no result within the 3 s timeout" in r.stdout.strip().splitlines()[-1], r.stdout
