@@ -127,11 +127,14 @@ class Session:
         if problem or not whose:
             return problem
         if self._one_op is None:
-            interrupts.check()
-            jobs = [{"one_op": which, "timeout_s": ONE_OP_TIMEOUT_S} for which in ONE_OP_PROGRAMS]
-            self._one_op = [Verdict.from_dict({k: x for k, x in r.items() if k != "restart"})
-                            for r in self.pool.run(jobs)]
-        if not all(Signature.of(v).matches(control) for control in self._one_op):
+            self._one_op = []
+            for which in ONE_OP_PROGRAMS:  # one after the other: most bugs pass the first, and end it
+                interrupts.check()
+                result = self.pool.run([{"one_op": which, "timeout_s": ONE_OP_TIMEOUT_S}])[0]
+                self._one_op.append(Verdict.from_dict({k: x for k, x in result.items() if k != "restart"}))
+                if not Signature.of(v).matches(self._one_op[-1]):
+                    break
+        if len(self._one_op) < len(ONE_OP_PROGRAMS) or not all(map(Signature.of(v).matches, self._one_op)):
             return None
         control = self._one_op[0]
         said = control.message.splitlines()[0][:200] if control.message.strip() else control.exc_type
