@@ -33,15 +33,27 @@ SAVED_INPUTS_NOTE = ("no --inputs: the program ran on the example inputs saved i
                      "torch.export.export was given); pass --inputs to run it on others")
 
 
+def tensor_bytes(t: torch.Tensor) -> memoryview | None:
+    """A tensor's elements as bytes, for a digest, not copied where they are on the CPU and
+    contiguous (a model's gigabytes of weights); None where it has no plain bytes (quantized:
+    its scales are elsewhere; sparse, meta or a subclass)."""
+    if t.is_quantized or t.layout != torch.strided:
+        return None
+    try:
+        return memoryview(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    except (RuntimeError, TypeError):
+        return None
+
+
 def values_digest(values: list[Any]) -> str:
-    """sha256 of input values (tensors by dtype, shape and bytes; the rest by repr): what a
-    journal's verdicts ran on, where no --inputs file names it."""
+    """sha256 of input values (tensors by dtype, shape and bytes; the rest, and a tensor with
+    no plain bytes, by repr): what a journal's verdicts ran on, where no --inputs file names it."""
     h = hashlib.sha256()
     for v in values:
         if isinstance(v, torch.Tensor):
-            t = v.detach().cpu().contiguous()
-            h.update(f"\n{t.dtype} {tuple(t.shape)}\n".encode())
-            h.update(t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b"")
+            h.update(f"\n{v.dtype} {tuple(v.shape)}\n".encode())
+            data = tensor_bytes(v)
+            h.update(data if data is not None else repr(v).encode())
         else:
             h.update(f"\n{v!r}".encode())
     return h.hexdigest()

@@ -26,6 +26,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from minimize.program.fast_load import fast_schema_decoding
+from minimize.program.inputs import tensor_bytes
 from minimize.program.libraries import unresolved_op
 from minimize.program.peek import check_model_file
 from oracles.checks import flatten_outputs
@@ -208,15 +209,13 @@ class Program:
         for n in self.placeholders:
             val = n.meta.get("val")
             h.update(f"\n{n.name} {getattr(val, 'dtype', '')} {tuple(getattr(val, 'shape', ()))}".encode())
-        try:
-            for name in sorted(self.constants):
-                value = self.values[name]
-                if not isinstance(value, torch.Tensor) or value.is_quantized or value.layout != torch.strided:
-                    return None
-                h.update(f"\n{name}\n".encode())
-                h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
-        except (RuntimeError, TypeError):  # a tensor type without plain bytes (meta, a subclass)
-            return None
+        for name in sorted(self.constants):
+            value = self.values[name]
+            data = tensor_bytes(value) if isinstance(value, torch.Tensor) else None
+            if data is None:
+                return None
+            h.update(f"\n{name}\n".encode())
+            h.update(data)
         return h.hexdigest()
 
     @classmethod
