@@ -328,16 +328,14 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s")
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
-    precision = (summary.get("diagnosis") or {}).get("precision")
-    if precision:  # said at the start too, but a rounding-sized result must not read as a bug at the end
-        console.print(f"[yellow]but[/]: {escape(precision)}", highlight=False)
-    delegation = (summary.get("diagnosis") or {}).get("delegation")
-    if delegation:  # a bug in what the delegate left is the portable kernels', not the delegate's
-        console.print(f"note: {delegation.replace('`', '')}", highlight=False, markup=False)
-    moved = (summary.get("diagnosis") or {}).get("original_symptom")
-    if moved:  # the user's own symptom, where the bug left shows otherwise
+    notes = summary.get("diagnosis") or {}
+    if notes.get("precision"):  # said at the start too, but a rounding-sized result must not read as a bug at the end
+        console.print(f"[yellow]but[/]: {escape(notes['precision'])}", highlight=False)
+    if notes.get("delegation"):  # a bug in what the delegate left is the portable kernels', not the delegate's
+        console.print(f"note: {notes['delegation'].replace('`', '')}", highlight=False, markup=False)
+    if notes.get("original_symptom"):  # the user's own symptom, where the bug left shows otherwise
         console.print(f"was: {summary['original_verdict']}", highlight=False, markup=False)
-    minimal = (summary.get("diagnosis") or {}).get("one_minimal") or {}
+    minimal = notes.get("one_minimal") or {}
     if minimal.get("proven") and not minimal.get("cuts_tried"):
         console.print("1-minimal: yes, a single call node is left")
     else:

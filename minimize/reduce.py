@@ -290,7 +290,7 @@ def _needed_dynamic(session: Session, problem: ReductionProblem, found: Candidat
     dynamic is not the bug; else those the compile kept. Said in report.md's Diagnosis."""
     if not kept:
         return kept
-    runs = session.evaluate_static(found)
+    runs = session.evaluate([found], static=True)[0]
     problem.counters.oracle_calls += 1
     problem.counters.evaluations += len(runs)
     if sum(map(problem.same_bug, runs)) >= problem.min_failures:

@@ -136,10 +136,14 @@ def _values_section(verdict: Verdict) -> str:
     if not off or not off.get("index"):
         return ""
     exact = off.get("float64")  # --reference float64: the run each is judged against
-    rows = "\n".join(f"| {tuple(i) if len(i) != 1 else i[0]} | {e} | {b} |" + (f" {x if isinstance(x, str) else format(x, '.6g')} |" if exact else "")
-                      for i, e, b, x in zip(off["index"], off["eager"], off["backend"], exact or off["eager"]))
-    head = "| index | eager | backend |" + (" float64 run |" if exact else "")
-    return (f"The first values off in output {verdict.output}:\n\n{head}\n|---|---|---|{'---|' if exact else ''}\n"
+    columns = [off["index"], off["eager"], off["backend"]] + ([exact] if exact else [])
+
+    def cell(k: int, v: Any) -> str:
+        return (str(tuple(v) if len(v) != 1 else v[0]) if k == 0 else
+                format(v, ".6g") if k == 3 and not isinstance(v, str) else str(v))
+    rows = "\n".join("| " + " | ".join(cell(k, v) for k, v in enumerate(row)) + " |" for row in zip(*columns))
+    head = ["index", "eager", "backend"] + (["float64 run"] if exact else [])
+    return (f"The first values off in output {verdict.output}:\n\n| {' | '.join(head)} |\n|{'---|' * len(head)}\n"
             f"{rows}\n\n")
 
 

@@ -163,9 +163,11 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
         return ("with other inputs (the --inputs file's contents differ)",
                 "rerun with the inputs it was made with, or start over with --force")
     if then.get("example_inputs_sha256") != now.get("example_inputs_sha256"):
-        said = {None: "inputs made from the program's shapes"}
-        return (f"with other inputs (without --inputs: {said.get(then.get('example_inputs_sha256'), 'other example inputs saved in the model file')} there, "
-                f"{said.get(now.get('example_inputs_sha256'), 'the example inputs saved in the model file')} now)",
+        def ran_on(digest: str | None, saved: str) -> str:
+            return "inputs made from the program's shapes" if digest is None else saved
+        return (f"with other inputs (without --inputs: "
+                f"{ran_on(then.get('example_inputs_sha256'), 'other example inputs saved in the model file')} there, "
+                f"{ran_on(now.get('example_inputs_sha256'), 'the example inputs saved in the model file')} now)",
                 START_OVER)
     if then.get("plugin_sha256") != now.get("plugin_sha256"):
         return ("with another version of the plugin file (its contents, or those of the modules of its folder "

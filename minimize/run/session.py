@@ -29,6 +29,11 @@ __all__ = ["Options", "Session"]
 ONE_OP_TIMEOUT_S = 120.0  # a one-op control that takes longer tells nothing (--timeout, if lower, rules)
 
 
+def _verdict(result: dict[str, Any]) -> Verdict:
+    """A worker's answer to an oracle job as a Verdict, less its request for a fresh process."""
+    return Verdict.from_dict({k: v for k, v in result.items() if k != "restart"})
+
+
 class Session:
     def __init__(self, opts: Options, workers: Workers | None = None):
         """`workers`: already started for these options (the CLI starts them before it
@@ -88,13 +93,15 @@ class Session:
                  "random_draws": random_draws_note(self.program)}
         return {key: note for key, note in found.items() if note}
 
-    def evaluate(self, cands: list[Candidate]) -> list[list[Verdict]]:
-        """Each candidate's runs (--repeat of them), each in a fresh compile."""
+    def evaluate(self, cands: list[Candidate], static: bool = False) -> list[list[Verdict]]:
+        """Each candidate's runs (--repeat of them), each in a fresh compile. `static`: with
+        static sizes, the program's dynamic dims (torch.export.Dim) not marked (not cached:
+        the candidate's own runs keep them)."""
         interrupts.check()
         n = self.opts.repeat
-        jobs = [job for cand in cands for job in [cand.job()] * n]
+        jobs = [job for cand in cands for job in [{**cand.job(), "static": True} if static else cand.job()] * n]
         results = self.pool.run(jobs, while_waiting=collect_parked)
-        verdicts = [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
+        verdicts = list(map(_verdict, results))
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
 
     def delegation(self, cand: Candidate, static: bool = False) -> dict[str, Any] | None:
@@ -106,13 +113,6 @@ class Session:
         interrupts.check()
         result = self.pool.run([{**cand.but(mark_all=False).job(), "delegation": True, "static": static}])[0]
         return result.get("delegation") if isinstance(result, dict) else None
-
-    def evaluate_static(self, cand: Candidate) -> list[Verdict]:
-        """A candidate's runs (--repeat of them) compiled with static sizes: the program's
-        dynamic dims (torch.export.Dim) not marked. Not cached: the candidate's own runs keep them."""
-        interrupts.check()
-        results = self.pool.run([{**cand.job(), "static": True}] * self.opts.repeat, while_waiting=collect_parked)
-        return [Verdict.from_dict({k: v for k, v in r.items() if k != "restart"}) for r in results]
 
     def setup_problem(self, v: Verdict) -> str | None:
         """Why the original's crash is the set-up's mistake, not a compiler's bug (what to
@@ -131,7 +131,7 @@ class Session:
             for which in ONE_OP_PROGRAMS:  # one after the other: most bugs pass the first, and end it
                 interrupts.check()
                 result = self.pool.run([{"one_op": which, "timeout_s": ONE_OP_TIMEOUT_S}])[0]
-                self._one_op.append(Verdict.from_dict({k: x for k, x in result.items() if k != "restart"}))
+                self._one_op.append(_verdict(result))
                 if not Signature.of(v).matches(self._one_op[-1]):
                     break
         if len(self._one_op) < len(ONE_OP_PROGRAMS) or not all(map(Signature.of(v).matches, self._one_op)):
