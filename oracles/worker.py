@@ -11,6 +11,7 @@ replaced; its death becomes a verdict, never the end of the tool.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import re
 import signal
 import tempfile
@@ -103,6 +104,30 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.is_alive()
 
+    def stuck_site(self, wait_s: float = 1.0) -> str:
+        """Where a worker that ran out of time is stuck, before it is killed: SIGUSR1 makes
+        its fault handler write the main thread's Python stack to the log
+        (oracles/worker_process.py), read as death_site reads a death's. "" where no stack
+        comes within wait_s (a platform without SIGUSR1, a process that cannot take it)."""
+        pid = getattr(self.proc, "pid", None)
+        if not pid or not hasattr(signal, "SIGUSR1"):
+            return ""
+        try:
+            start = os.path.getsize(self.log_path)
+            os.kill(pid, signal.SIGUSR1)
+        except OSError:
+            return ""
+        deadline, seen, said = time.monotonic() + wait_s, -1, ""
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            with open(self.log_path, "rb") as f:
+                f.seek(start)
+                said = f.read().decode(errors="replace")
+            if STACK_HEADER in said and said.endswith("\n") and len(said) == seen:  # written, and no more comes
+                return stack_site(said.rpartition(STACK_HEADER)[2])
+            seen = len(said)
+        return stack_site(said.rpartition(STACK_HEADER)[2]) if STACK_HEADER in said else ""
+
     def kill(self) -> None:
         if self.proc.is_alive():
             self.proc.kill()
@@ -131,6 +156,14 @@ class _Worker:
 # A frame of the fault handler's stack (oracles/worker_process.py enables it in each worker)
 FAULT_FRAME = re.compile(r'^\s*File "[^"]*", line \d+ in (\S+)\s*$')
 FAULT_HEADER = "Fatal Python error:"
+STACK_HEADER = "(most recent call first):"  # the fault handler's words before a thread's frames
+
+
+def stack_site(frames: str) -> str:
+    """The innermost function of the fault handler's `frames` and its caller:
+    "string_at (called from segfault_on_tanh)"; "" where there are none."""
+    names = [m.group(1) for m in map(FAULT_FRAME.match, frames.splitlines()) if m]
+    return f"{names[0]} (called from {names[1]})" if len(names) > 1 else "".join(names)
 
 
 def death_site(log: str) -> str:
@@ -138,10 +171,7 @@ def death_site(log: str) -> str:
     function and its caller, "string_at (called from segfault_on_tanh)". Two crashes by the
     same signal at other sites are two bugs, and a reduction must not slip from one to the
     other. "" where the log holds no stack (a SIGKILL, a native thread with no Python frame)."""
-    if FAULT_HEADER not in log:
-        return ""
-    names = [m.group(1) for m in map(FAULT_FRAME.match, log.rpartition(FAULT_HEADER)[2].splitlines()) if m]
-    return f"{names[0]} (called from {names[1]})" if len(names) > 1 else "".join(names)
+    return stack_site(log.rpartition(FAULT_HEADER)[2]) if FAULT_HEADER in log else ""
 
 
 def death_verdict(description: str, log_tail: str, site: str = "") -> dict[str, Any]:
@@ -154,8 +184,12 @@ def death_verdict(description: str, log_tail: str, site: str = "") -> dict[str, 
             "detail": "the worker process died", "extra": {"log_tail": log_tail}}
 
 
-def hang_verdict(timeout_s: float) -> dict[str, Any]:
-    return {"kind": "hang", "message": f"no result within the {timeout_s:g} s timeout; the worker was killed"}
+def hang_verdict(timeout_s: float, site: str = "") -> dict[str, Any]:
+    """A job that overran its timeout; `site`: where the worker was stuck (stuck_site). A
+    hang's signature is its kind alone, so the site is for the reader, not the match."""
+    where = f" in {site}" if site else ""
+    return {"kind": "hang", "message": f"no result within the {timeout_s:g} s timeout; the worker, stuck{where}, "
+                                       "was killed"}
 
 
 class WorkerPool:
@@ -335,8 +369,9 @@ class WorkerPool:
                         self.workers[slot] = None
                         self.restarts += 1
                 elif time.monotonic() - w.job_started >= w.job_timeout:
+                    site = w.stuck_site()
                     w.kill()
-                    results[j] = hang_verdict(w.job_timeout)
+                    results[j] = hang_verdict(w.job_timeout, site)
                     del busy[slot]
         return results
 

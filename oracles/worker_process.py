@@ -95,6 +95,8 @@ def limit_address_space(limit_bytes: int) -> None:
 def worker_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
     log_to(log_path)
     faulthandler.enable(all_threads=False)  # a fatal signal's Python stack to the log: the site of a death
+    if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR1"):  # and on the pool's SIGUSR1: a hang's
+        faulthandler.register(signal.SIGUSR1, all_threads=False)
     os.environ.update(cfg.env)
     bytecode.enable()  # the parent's bytecode cache, if it keeps one (before the runner imports torch)
     die_with_parent()

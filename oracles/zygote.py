@@ -142,6 +142,11 @@ class ForkedProcess:
         self.zygote.read()
         return self.zygote.exits.get(self.token)
 
+    @property
+    def pid(self) -> int | None:
+        self.zygote.read()
+        return self.zygote.pids.get(self.token)
+
     def is_alive(self) -> bool:
         return not self.zygote.ended(self.token)
 

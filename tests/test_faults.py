@@ -65,8 +65,14 @@ def hang_repro(host_program, tmp_path_factory) -> Path:
 
 
 def test_hanging_plugin_is_reduced(hang_repro):
+    """Reduced to tanh, and the report says where the compiler was stuck when its worker was
+    killed: the fault handler's stack on the pool's SIGUSR1 (the Python frames, innermost
+    first: time.sleep is C, so the plugin's own function)."""
     summary = json.loads((hang_repro / "summary.json").read_text())
     assert summary["final_nodes"] == 1 and summary["signature"] == "hang"
+    what_fails = (hang_repro / "report.md").read_text().split("**What fails:** ")[1].splitlines()[0]
+    assert what_fails.startswith("HANG: no result within the 4 s timeout; the worker, stuck in hang_on_tanh (called "
+                                 "from "), what_fails
     assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]  # verified alone, in a child
     assert "tanh" in (hang_repro / "repro.py").read_text()
 
