@@ -273,7 +273,7 @@ def check(
             with ProgressView(err) as view:
                 view.phase(f"starting: workers, torch, and {model.name}")
                 from minimize.run.session import Session
-                with Session(opts, workers) as session:
+                with Session(opts, workers, view.phase) as session:
                     from minimize.program.candidate import Candidate
                     for note in session.notes().values():
                         view.log(f"note: {note}")

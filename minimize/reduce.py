@@ -81,9 +81,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     known_header = known() if known is not None else header_before_loading(opts)
     with ExitStack() as held:
         held.enter_context(held_by_this_run(out))  # one run at a time in a folder (the CLI holds it already)
-        on_phase(f"loading {opts.model.name}: the program and eager's values")
         model_sha256 = digest_in_background(opts.model)
-        session = held.enter_context(Session(opts, workers))  # it says what is wrong with a missing or damaged model
+        session = held.enter_context(Session(opts, workers, on_phase))  # it says what is wrong with a missing or damaged model
         header = _header(known_header, session, model_sha256)
         load_seconds = time.monotonic() - t0
         log(f"loaded {opts.model}: {len(session.program.nodes)} call nodes; checking the original")

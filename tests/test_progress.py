@@ -94,3 +94,20 @@ def test_check_shows_what_it_does_while_its_one_call_is_out(host_program, monkey
     assert beats, r.stderr  # elapsed first, not a deadline
     # it hangs where a crash was asked about: it fails otherwise (exit 3)
     assert r.returncode == 3 and "HANG: no result within the 3 s timeout" in r.stdout.strip().splitlines()[-1], r.stdout
+
+
+def test_a_plugin_slow_to_import_is_shown_importing(host_program, monkeypatch, tmp_path):
+    """The plugin's module runs its top-level code in trtmin's own process first (a missing
+    function is a one-line error): a slow or stuck import shows as that, not as the model's
+    load (it said "loading MODEL" for as long as the import hung)."""
+    from tests.helpers import run_cli_here
+
+    slow = tmp_path / "slow_to_import.py"
+    slow.write_text("import time\ntime.sleep(2)\n\n\ndef backend(gm, example_inputs):\n    return gm\n")
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.5)
+    model, inputs = host_program
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--backend", f"{slow}:backend",
+                     "--oracle", "crash")
+    beats = [ln for ln in r.stderr.splitlines()
+             if re.match(rf"\d+:\d\d \| importing the plugin {re.escape(slow.name)}:backend \(its module's", ln)]
+    assert len(beats) >= 2 and r.returncode == 0, r.stderr

@@ -5,7 +5,7 @@ Shared by `trtmin check` and `trtmin reduce`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from minimize.run import interrupts
 from minimize.run.heap import collect_parked, gc_paused
@@ -35,18 +35,20 @@ def _verdict(result: dict[str, Any]) -> Verdict:
 
 
 class Session:
-    def __init__(self, opts: Options, workers: Workers | None = None):
+    def __init__(self, opts: Options, workers: Workers | None = None,
+                 on_phase: Callable[[str], None] = lambda phase: None):
         """`workers`: already started for these options (the CLI starts them before it
-        imports torch); the session stops them when it ends, or fails to start."""
+        imports torch); the session stops them when it ends, or fails to start. `on_phase`:
+        the live screen's line for each step that may take long."""
         self.workers = workers
         try:
-            self._prepare(opts)
+            self._prepare(opts, on_phase)
         except BaseException:
             if self.workers is not None:
                 self.workers.close()
             raise
 
-    def _prepare(self, opts: Options) -> None:
+    def _prepare(self, opts: Options, on_phase: Callable[[str], None]) -> None:
         if opts.oracle not in ORACLES:
             raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
         self.opts = opts
@@ -59,8 +61,10 @@ class Session:
         problem = self.backend.oracle_problem(opts.oracle)
         if problem:
             raise TrtminError(problem)
-        if isinstance(self.backend, PluginBackend):
+        if isinstance(self.backend, PluginBackend):  # its module's own code runs here: it may take long, or hang
+            on_phase(f"importing the plugin {self.backend.parsed.shown} (its module's top-level code)")
             self.backend.validate()  # a missing file or function is a one-line error, here
+        on_phase(f"loading {opts.model.name}: the program and eager's values")
         self.workers = self.workers or Workers(opts)  # their start overlaps loading the model (they wait for the state)
         self.pool = self.workers.pool
         clock = StepClock()
