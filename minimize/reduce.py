@@ -93,7 +93,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         check_out_dir(out, resume, force)  # again: a run without the lock (an older trtmin) may have written there
         journal = Journal(out, header, resume)
         if resume:
-            log(f"resuming: replaying {len(journal.cache)} journaled verdicts")
+            log(f"resuming: replaying {len(journal.cache)} journaled verdicts (the oracle calls count only those "
+                "the search asks for: a --jobs run journals its speculative runs too)")
             if journal.damaged:
                 lines = ", ".join(map(str, journal.damaged[:5])) + (" ..." if len(journal.damaged) > 5 else "")
                 log(f"note: {len(journal.damaged)} line{'s' if len(journal.damaged) > 1 else ''} of {JOURNAL} "
