@@ -277,6 +277,17 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: output 0 differs"), \
         alone.stdout + alone.stderr[-2000:]
     assert run_repro(out, backend="eager").returncode == 0
+    # model.onnx, for ONNX Runtime's maintainers: onnxruntime alone on it differs from eager
+    import onnxruntime
+
+    assert "Without torch, for the compiler's maintainers: `model.onnx`, the ONNX model the backend ran (opset" in said
+    from oracles.backends.tensorrt_script import load_npz
+
+    feeds, expected, _ = load_npz(out / "model_io.npz")
+    session = onnxruntime.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    got = session.run(None, feeds)
+    assert len(got) == len(expected) and (got[0] != expected[0]).any(), (got, expected)
+    assert {"model.onnx", "model_io.npz"} <= set(json.loads((out / "summary.json").read_text())["files"])
 
 
 def test_onnxruntime_short_form_only_where_numpy_holds_every_value() -> None:

@@ -165,6 +165,11 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         written["reduced"] = write_reduced(out, gm, input_values, info.dynamic)
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
         summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    try:
+        summary["upstream_files"] = backend.upstream_files(out, gm, input_values)
+    except Exception as e:  # an export that fails here is likely the bug itself, which repro.py shows
+        summary["upstream_files_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    written.update({f"upstream {name}": out / name for name in summary.get("upstream_files", {})})
     # What this run writes (the --emit scripts come next): `repros add` saves these and no
     # other, as an earlier run's files may be beside them (--force replaces, never deletes)
     summary["files"] = sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"}

@@ -220,6 +220,13 @@ def _alone_line(summary: dict[str, Any]) -> str:
     return f"\n{report_line(summary['repro_alone'], (summary.get('flakiness') or {}).get('repeat', 1))}\n"
 
 
+def _upstream_line(summary: dict[str, Any]) -> str:
+    """The files for the compiler's maintainers (Backend.upstream_files), said where they are."""
+    files = summary.get("upstream_files") or {}
+    said = "; ".join(f"`{name}`, {what}" for name, what in files.items())
+    return f"Without torch, for the compiler's maintainers: {said}.\n" if files else ""
+
+
 def _snippet_section(snippet: str | None) -> str:
     if snippet is None:
         return ""
@@ -278,7 +285,7 @@ Save as `repro.py`{_beside(script, backend)} and run `python repro.py`.
 It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run,
 3 where it fails differently.
 `TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).
-{_alone_line(summary)}{_emitted_line(summary)}
+{_upstream_line(summary)}{_alone_line(summary)}{_emitted_line(summary)}
 <details><summary><code>repro.py</code></summary>
 
 ```python

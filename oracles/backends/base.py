@@ -169,6 +169,12 @@ class Backend:
         ops that did not}, for the report of the reduced program; None for the others."""
         return None
 
+    def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
+        """Files for the compiler's own maintainers, who may not take torch (an ONNX runtime's
+        model.onnx), written into `folder` beside repro.py: {file name: what it is, for
+        report.md}. None for most backends."""
+        return {}
+
     def script_part(self) -> ScriptPart:
         raise NotImplementedError
 

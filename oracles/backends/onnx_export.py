@@ -154,6 +154,38 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
     return OnnxExport(path, input_names, input_positions, output_names, placeholders)
 
 
+def upstream_onnx(folder: Path, gm: fx.GraphModule, inputs: Sequence[Any], opset: int | None) -> dict[str, str]:
+    """model.onnx in `folder`, as export_onnx makes it for the backend, and model_io.npz
+    (its inputs by ONNX input name and eager's outputs, numpy only): what an ONNX runtime's
+    maintainers take, without torch. Written under temporary names first (a kill leaves no
+    half file); weights over 2 GB go to model.onnx.data. {file name: what it is}."""
+    import os
+    import tempfile
+
+    import onnx
+
+    from oracles.backends.tensorrt_script import save_npz
+    from oracles.checks import flatten_outputs
+
+    with tempfile.TemporaryDirectory(prefix=".onnx-", dir=folder) as tmp:
+        export = export_onnx(gm, inputs, Path(tmp) / "model.onnx", opset=opset)
+        with torch.no_grad():
+            expected = flatten_outputs(gm(*inputs))
+        save_npz(Path(tmp) / "model_io.npz", {name: inputs[i] for name, i in zip(export.input_names,
+                                                                               export.input_positions)}, expected)
+        model = onnx.load(str(export.path), load_external_data=False)
+        written = sorted(p.name for p in Path(tmp).iterdir())
+        for name in written:
+            os.replace(Path(tmp) / name, folder / name)
+    version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    ops = sorted({node.op_type for node in model.graph.node})
+    count = len(model.graph.node)
+    said = {"model.onnx": f"the ONNX model the backend ran (opset {version}; {count} node{'s' if count != 1 else ''}: "
+                          f"{', '.join(ops) or 'none'})",
+            "model_io.npz": "its inputs by ONNX input name and eager PyTorch's outputs (numpy only)"}
+    return said | {name: "its weights" for name in written if name not in said}
+
+
 def read_onnx_io(path: Path) -> tuple[list[str], list[str], dict[str, Any]]:
     """(input names, output names, trtmin metadata) of a saved model, without its weights."""
     import onnx

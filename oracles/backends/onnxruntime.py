@@ -23,7 +23,7 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
 from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
-                                          script_source)
+                                          script_source, upstream_onnx)
 from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
 
@@ -146,6 +146,9 @@ class OnnxRuntimeBackend(Backend):
             raise MissingPackageError(f"backend {spec} needs the onnxruntime package, which is not installed here; "
                                       "install it with pip install onnxruntime")
         check_onnx_export(spec)
+
+    def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
+        return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"))
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         with scratch_folder("trtmin-onnx-") as tmp:

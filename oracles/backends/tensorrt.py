@@ -40,7 +40,7 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
 from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
-                                          named_node_text, script_source)
+                                          named_node_text, script_source, upstream_onnx)
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, NotRunHere, TrtminError
 from oracles.script_checks import message_pattern
@@ -373,6 +373,9 @@ class TensorRTBackend(Backend):
             return None
         return (f"no GPU here: {installed_tensorrt_name()} parses and builds each candidate and does not "
                 "run it; only parser and builder failures are judged")
+
+    def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
+        return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"))
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         trt = import_tensorrt()
