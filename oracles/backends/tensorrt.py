@@ -498,38 +498,34 @@ class TensorRTBackend(Backend):
                               raises_own_error=True, exits_when_fixed=True)
         if verdict is None or verdict.kind not in ("mismatch", "nan"):
             return None
+        config, *settings = self._config_lines()
         body = "\n".join([
             "if not torch.cuda.is_available():  # the engine runs on a CUDA GPU (DEVICE may be the CPU's)",
             '    sys.exit(print("SKIPPED: running the TensorRT engine needs a CUDA GPU, and none is visible here") or 2)',
             "import inspect, tempfile",
             *IMPORT_TENSORRT_LINES,
-            "logger = trt.Logger(trt.Logger.ERROR)",
-            "builder = trt.Builder(logger)",
-            f"network = builder.create_network({self._network_flags()})",
-            "parser = trt.OnnxParser(network, logger)",
+            "builder = trt.Builder(logger := trt.Logger(trt.Logger.ERROR))",
+            f"parser = trt.OnnxParser(network := builder.create_network({self._network_flags()}), logger)",
             folder, "    onnx_program = " + export,
             '    assert parser.parse_from_file(folder + "/model.onnx"), parser.get_error(0)',
-            *self._config_lines(),
-            "plan = builder.build_serialized_network(network, config)",
+            *([config, *settings] if settings else []),
+            "plan = builder.build_serialized_network(network, {})".format(
+                "config" if settings else config.partition(" = ")[2]),
             'assert plan, "building the engine failed"',
             "engine = trt.Runtime(logger).deserialize_cuda_engine(plan)",
-            "context = engine.create_execution_context()",
-            "params = list(inspect.signature(module.forward).parameters)  # the ONNX inputs bear their names",
-            "names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]",
+            "context, params = engine.create_execution_context(), list(inspect.signature(module.forward).parameters)",
+            f"dtypes = {{n: getattr(torch, {script_dtype_names()}.get(t := engine.get_tensor_dtype(n).name, t.lower()))",
+            "          for n in map(engine.get_tensor_name, range(engine.num_io_tensors))}  # the ONNX inputs bear their names",
             "",
             "def run(*args):  # inputs on the GPU in the engine's dtypes; outputs into buffers of its shapes",
-            "    buffers = {n: args[params.index(n)].to(\"cuda\", dtype).contiguous()",
-            "               if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT",
-            '               else torch.empty(tuple(engine.get_tensor_shape(n)), dtype=dtype, device="cuda")',
-            "               for n in names for dtype in [TRT_TO_TORCH[engine.get_tensor_dtype(n).name]]}",
+            '    buffers = {n: args[params.index(n)].to("cuda", dtype).contiguous() if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT',
+            '               else torch.empty(tuple(engine.get_tensor_shape(n)), dtype=dtype, device="cuda") for n, dtype in dtypes.items()}',
             '    held = [t if t.numel() else torch.empty(1, device="cuda") for t in buffers.values()]  # an address each',
-            "    for n, t in zip(buffers, held):",
-            "        context.set_tensor_address(n, t.data_ptr())",
+            '    assert all(context.set_tensor_address(n, t.data_ptr()) for n, t in zip(buffers, held)), "set_tensor_address failed"',
             '    assert context.execute_async_v3(torch.cuda.current_stream().cuda_stream), "execute_async_v3 failed"',
             "    return [buffers[v.name] for v in onnx_program.model.graph.outputs]",
             "return run"])
-        return ScriptPart(imports=[trt_to_torch_source()], requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"],
-                          compile_body=_indent_body(body))
+        return ScriptPart(requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"], compile_body=_indent_body(body))
 
     def script_part_for(self, verdict: Verdict | None, dynamic: bool = True,
                         io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
@@ -593,6 +589,13 @@ class TensorRTBackend(Backend):
 def trt_to_torch_source() -> str:
     """TRT_TO_TORCH as a script's line."""
     return f"TRT_TO_TORCH = {{{', '.join(f'{k!r}: {v}' for k, v in TRT_TO_TORCH.items())}}}\n"
+
+
+def script_dtype_names() -> str:
+    """TRT_TO_TORCH's entries whose names are not torch's in lower case (INT32 is torch.int32,
+    HALF torch.half), as a short script's dict literal of names."""
+    return repr({k: str(v).removeprefix("torch.") for k, v in TRT_TO_TORCH.items()
+                 if getattr(torch, k.lower(), None) != v})
 
 
 def installed_tensorrt_name() -> str:
