@@ -370,6 +370,15 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path):
     assert_one_line_error(reduce_here(str(model), *args, "--resume"), "by another trtmin, which words verdicts otherwise")
     journal.write_text(finished)
     (tmp_path / "summary.json").write_text(results)
+    # --resume of a finished run replays it and writes its results again: not over the user's edit
+    script = tmp_path / "repro.py"
+    script.write_text(script.read_text() + "# my note\n")
+    assert_one_line_error(reduce_here(str(model), *args, "--resume"), "finished run whose repro.py changed since it "
+                          "wrote it", "copy your changes elsewhere, or pass --force with --resume")
+    assert script.read_text().endswith("# my note\n")
+    replayed = reduce_here(str(model), *args, "--resume", "--force")
+    assert replayed.returncode == 0 and not script.read_text().endswith("# my note\n"), replayed.stderr[-2000:]
+    assert "replaying" in replayed.stderr and json.loads((tmp_path / "summary.json").read_text())["oracle_calls"]
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
     assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds a finished run", "--force")
     r = run_reduce(str(model), *args, "--timeout", "60", "--force")

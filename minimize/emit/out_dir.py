@@ -8,6 +8,7 @@ the CLI checks this before it starts workers or loads the model.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -60,6 +61,12 @@ def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], di
         if not has_run and existing:
             raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume and "
                               "choose another folder, or pass --force to write trtmin's files beside these")
+        edited = edited_since_written(out) if has_run and not force and finished_run(out) else []
+        if edited:  # a finished run's replay writes its results again: not over the user's changes
+            raise TrtminError(f"--out {out} holds a finished run whose {_names(edited)} changed since it wrote "
+                              f"{'them' if len(edited) > 1 else 'it'}, and --resume would write "
+                              f"{'them' if len(edited) > 1 else 'it'} again; copy your changes elsewhere, or "
+                              "pass --force with --resume to replace them")
         return  # the journal checks that it is the same model and options; an empty folder starts afresh
     if force or not existing:
         return  # --force: replaces trtmin's files only; the user's own files stay as they are
@@ -117,6 +124,32 @@ def finished_run(out: Path) -> bool:
         return isinstance(summary, dict) and summary.get("journal_header_sha256") == header_digest(line)
     except (OSError, ValueError):
         return False
+
+
+# The outputs a user may edit by hand (a comment in repro.py, a line in report.md): summary.json
+# keeps their digests as written, so a replay (--resume of a finished run) does not write over edits.
+EDITABLE_SUFFIXES = (".py", ".md")
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def written_digests(out: Path, names: list[str]) -> dict[str, str]:
+    """{name: sha256} of the editable files among `names` in `out`, as this run wrote them."""
+    return {name: file_digest(out / name) for name in sorted(names)
+            if name.endswith(EDITABLE_SUFFIXES) and (out / name).is_file()}
+
+
+def edited_since_written(out: Path) -> list[str]:
+    """The files of the finished run in `out` that differ from what it wrote (summary.json's
+    written_sha256); a file deleted since is not an edit to keep."""
+    try:
+        recorded = json.loads((out / "summary.json").read_bytes()).get("written_sha256") or {}
+        return sorted(name for name, digest in recorded.items()
+                      if (out / name).is_file() and file_digest(out / name) != digest)
+    except (OSError, ValueError, AttributeError):
+        return []
 
 
 def never_started(path: Path) -> bool:

@@ -21,6 +21,7 @@ from torch.fx.traceback import NodeSource
 from torch.utils._pytree import tree_leaves
 
 from minimize.program.model import Slice
+from minimize.emit.out_dir import written_digests
 from minimize.emit.report import emitted_names, render_report, report_snippet
 from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script, script_pattern
 from oracles.backends.base import Backend
@@ -82,6 +83,19 @@ def _number_graph_ids(ep: torch.export.ExportedProgram) -> None:
             # to_dict is what the file holds, _from_dict how torch.export.load reads it back
             node.meta["from_node"] = [NodeSource._from_dict(renumber(s.to_dict()))
                                       for s in sources if isinstance(s, NodeSource)]
+
+
+def record_rewritten(out: Path, name: str) -> None:
+    """After a finished run's `name` is written again (report.md's known-bug note, written
+    once the suite is compared with), its digest in summary.json, so a replay does not take
+    trtmin's own change for the user's edit."""
+    try:
+        summary = json.loads((out / "summary.json").read_bytes())
+    except (OSError, ValueError):
+        return
+    if isinstance(summary, dict) and name in summary.get("written_sha256", {}):
+        summary["written_sha256"].update(written_digests(out, [name]))
+        atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
 def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
@@ -179,6 +193,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     def report_and_summary() -> None:
         atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet,
                                                        input_names=list(inputs), inputs=inputs))
+        summary["written_sha256"] = written_digests(out, summary["files"])  # a replay keeps off later edits
         atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
     report_and_summary()  # whole before the --emit scripts: one that fails or is stopped loses none of it
@@ -189,7 +204,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
             summary.setdefault("timing", {})[f"{name}_alone_seconds"] = alone.pop("seconds")
         if ran:
             summary["emitted_alone"] = ran
-            report_and_summary()  # again, with what each printed
+        report_and_summary()  # again, with what each printed, and the scripts' digests
     return written
 
 
