@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import signal
+import os
 import sys
 import time
 import warnings
@@ -374,7 +375,10 @@ def _known_bugs(out: Path, verdict: str) -> list[Any]:
     from repros.match import compare
     try:
         found = compare(out)[0]  # the same bug, then related ones
-    except TrtminError:  # no suite to compare with: nothing to say
+    except TrtminError as e:  # no suite to compare with: nothing to say, unless the user named one
+        from repros.suite import SUITE_VARIABLE
+        if os.environ.get(SUITE_VARIABLE, "").strip():
+            print(f"note: no known-bug check: ${SUITE_VARIABLE} names no suite here ({e})", file=sys.stderr)
         return []
     except Exception as e:  # noqa: BLE001 - a damaged suite: the reduction's results are written, keep them
         print(f"note: the saved suite could not be compared with ({type(e).__name__}: {e})", file=sys.stderr)
@@ -387,18 +391,22 @@ def _known_bugs(out: Path, verdict: str) -> list[Any]:
 def _write_known_bugs(report: Path, found: list[Any], verdict: str) -> None:
     """The matches as a paragraph under report.md's "What fails" line (found by its exact
     text, the final verdict: it may hold blank lines), else at the end; atomically."""
-    from minimize.emit.outputs import atomic_write
+    from minimize.emit.outputs import atomic_write, record_rewritten
     try:
         text = report.read_text(encoding="utf-8")
     except OSError:
         return
+    from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
     known = "".join(f"**Known bug?** This reduction {match.line()}"
                     f"{'' if match.otherwise else ' (the same ops, backend and failure)'}: "
-                    f"`repros/suite/{match.name}`; `trtmin repros run {match.name}` checks it.\n\n"
+                    + (f"`repros/suite/{match.name}`" if match.path.parent.resolve() == SHIPPED_SUITE.resolve()
+                       else f"`{match.name}` in the suite ${SUITE_VARIABLE} names")  # a team's: its own folder
+                    + f"; `trtmin repros run {match.name}` checks it.\n\n"
                     for match in found)
     what_fails = f"**What fails:** {verdict}\n\n"
     atomic_write(report, text.replace(what_fails, what_fails + known, 1) if what_fails in text
                  else text.rstrip("\n") + "\n\n" + known)
+    record_rewritten(report.parent, report.name)
 
 
 def the_question(oracle: Optional[Oracle], backend: Optional[str], command: str) -> tuple[Oracle, str]:
@@ -434,7 +442,7 @@ def env() -> None:
 repros_app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True,
                          help="The saved-repro suite: which bugs still reproduce here, on this release.")
 app.add_typer(repros_app, name="repros")
-SuiteOpt = Annotated[Optional[Path], typer.Option("--suite", metavar="DIR", help="The suite folder (default: the repros/suite shipped with trtmin).")]
+SuiteOpt = Annotated[Optional[Path], typer.Option("--suite", metavar="DIR", help="The suite folder (default: $TRTMIN_SUITE where it is set, else the repros/suite shipped with trtmin).")]
 
 
 @repros_app.command("add")
@@ -500,11 +508,17 @@ def repros_match(
     """Say which saved repros a reduction looks like (the same ops, backend and failure), and
     which are related (the same ops and backend, another failure); exit 1 if one is the same
     bug, 0 if none."""
+    import json
+
     from repros.match import compare, fingerprint
+    from repros.suite import check_same_run
     try:
+        if not out_dir.is_dir():
+            raise TrtminError(f"{out_dir} is not a folder; pass the --out folder of a reduce")
         if fingerprint(out_dir) is None:
             raise TrtminError(f"{out_dir} holds no reduction to compare (repro.py and summary.json of trtmin reduce, "
                               "with ATen ops in its graph); pass the --out folder of a reduce")
+        check_same_run(out_dir, json.loads((out_dir / "summary.json").read_text()))  # not an earlier run's results
         found, blind = compare(out_dir, suite)
     except TrtminError as e:
         _fail(e)
@@ -542,8 +556,12 @@ def repros_run(
     not_finished: list[str] | None = None
     try:
         check_timeout(timeout, example=600)
-        if json_file is not None and json_file.is_dir():
-            raise TrtminError(f"--json {json_file} is a folder; name a file, e.g. --json {json_file / 'run.json'}")
+        if json_file is not None and str(json_file) != "-":
+            check_json_file(json_file)  # before the run, not after minutes of it
+        control = os.environ.get("TRTMIN_BACKEND", "")
+        if control not in ("", "eager"):
+            raise TrtminError(f"TRTMIN_BACKEND={control!r}: the control run takes eager alone (TRTMIN_BACKEND=eager); "
+                              "unset it to run the backends")
         if jobs < 1:
             raise TrtminError(f"--jobs {jobs}: give a number of repros to run at a time, 1 or more")
         try:
@@ -562,19 +580,38 @@ def repros_run(
     env = environment(device_label, suite_packages(suite, names or None))
     if results:
         console.print(render_table(results))
-        console.print(summary_line(results), highlight=False, markup=False)
+        console.print(summary_line(results, not_finished), highlight=False, markup=False)
     console.print(f"on {env['device_label']}: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()
                                                            if version != NOT_INSTALLED), highlight=False)
     if to_stdout:
         sys.stdout.write(json_text(results, env, not_finished))
     elif json_file:
-        write_json(json_file, results, env, not_finished)
+        try:
+            write_json(json_file, results, env, not_finished)
+        except OSError as e:  # its folder went or turned read-only while the repros ran
+            _fail(TrtminError(f"--json {json_file} could not be written ({e.strerror or e}); the table above holds "
+                              "the results"))
     if not_finished is not None:
         wrote = f"; {json_file} holds the {len(results)} finished" if json_file and not to_stdout else ""
         many = "s" if len(not_finished) != 1 else ""
         raise typer.Exit(_say_interrupted(f"[yellow]interrupted[/]: {len(not_finished)} repro{many} not finished "
                                           f"({', '.join(not_finished)}){wrote}"))
     raise typer.Exit(exit_code(results))
+
+
+def check_json_file(path: Path) -> None:
+    """Refuse, in one line, a --json file that cannot be written: a folder, a missing or
+    read-only folder above it (tried by writing there, as root may be refused too)."""
+    import tempfile
+    if path.is_dir():
+        raise TrtminError(f"--json {path} is a folder; name a file, e.g. --json {path / 'run.json'}")
+    if not path.parent.is_dir():
+        raise TrtminError(f"--json {path}: {path.parent} is not a folder; name a file in an existing folder")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".check"):
+            pass
+    except OSError as e:
+        raise TrtminError(f"--json {path} cannot be written ({e.strerror or e}); name a file in another folder") from None
 
 
 @repros_app.command("table")

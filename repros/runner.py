@@ -234,6 +234,8 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
         reason = (f"no verdict within {timeout:g} s, and the script waits {own:g} s for its hang before it "
                   f"says: run it with --timeout above {own:g}")
     ok, note = judge(status, expected, reason, strict_skips)
+    if timed_out and status == CHANGED:  # no verdict in time: a hang now, or too short a --timeout; no error changed
+        note = reason
     tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
     return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
                   note=note, expected_because=because, returncode=rc, stderr_tail=tail, **where)
@@ -362,10 +364,13 @@ def render_table(results: Sequence[Result]):
     return table
 
 
-def summary_line(results: Sequence[Result]) -> str:
-    """One line for the end of a run, e.g. '10 repros: 2 reproduced, ...; all as expected'."""
+def summary_line(results: Sequence[Result], not_finished: Sequence[str] | None = None) -> str:
+    """One line for the end of a run, e.g. '10 repros: 2 reproduced, ...; all as expected'.
+    An interrupted run's (`not_finished`) never says all is as expected: stdout may be all
+    a CI log keeps."""
     c = counts(results)
     head = (f"{c['total']} repro{'s' if c['total'] != 1 else ''}: {c['reproduced']} reproduced, {c['fixed']} fixed, "
             f"{c['skipped']} skipped, {c['changed']} changed, {c['error']} error{'s' if c['error'] != 1 else ''}")
     bad = [r.name for r in results if not r.ok]
-    return head + (f"; NOT as expected: {', '.join(bad)}" if bad else "; all as expected")
+    tail = f"; NOT as expected: {', '.join(bad)}" if bad else "" if not_finished else "; all as expected"
+    return head + tail + (f"; INTERRUPTED: {len(not_finished)} not run" if not_finished else "")

@@ -52,6 +52,7 @@ NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 SUITE_VARIABLE = "TRTMIN_SUITE"
+SHIPPED_SUITE = Path(__file__).resolve().parent / "suite"  # the one shipped with trtmin
 
 
 def default_root() -> Path:
@@ -59,7 +60,7 @@ def default_root() -> Path:
     own suite, which reduce's known-bug note reads too), else the one shipped with trtmin,
     the ``suite/`` folder beside this module."""
     chosen = os.environ.get(SUITE_VARIABLE, "").strip()
-    return Path(chosen).expanduser() if chosen else Path(__file__).resolve().parent / "suite"
+    return Path(chosen).expanduser() if chosen else SHIPPED_SUITE
 
 
 def suite_words(root: Path) -> str:
@@ -422,7 +423,7 @@ def _title_from(out_dir: Path, fallback: str) -> str:
     return fallback
 
 
-def _check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
+def check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
     """The outputs must be the journal's run: a run started over an earlier one (--force)
     and stopped before it wrote its own leaves the earlier run's repro beside its journal."""
     journal = out_dir / JOURNAL
@@ -534,7 +535,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if not isinstance(summary, dict) or lacking:
         raise TrtminError(f"{_shown(out_dir / 'summary.json')} lacks {', '.join(lacking) or 'its fields'}; "
                           f"it does not look written by `trtmin reduce`: rerun the reduction")
-    _check_same_run(out_dir, summary)
+    check_same_run(out_dir, summary)
     env = summary.get("environment") or {}
     first_seen = {k: str(env[k]) for k in packages_of(summary["backend"], out_dir) if env.get(k) and env[k] != NOT_INSTALLED}
     notes = [f"Saved from {out_dir.name}/ by `trtmin repros add`."]

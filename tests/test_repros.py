@@ -162,6 +162,7 @@ def test_a_timeout_is_changed_and_kills_the_process_group(tmp_path: Path) -> Non
     assert (r.status, r.ok) == (CHANGED, False)  # a release that hangs now fails differently; no broken script
     assert r.reason.startswith("no verdict within 0.5 s: working: it hangs now") and "raise --timeout" in r.reason
     assert r.verdict == "CHANGED: no verdict within 0.5 s (a hang?)"
+    assert r.note == r.reason  # not "its error changed ... update the repro": maybe a --timeout too short
     time.sleep(2)
     assert not marker.exists()
 
@@ -783,11 +784,19 @@ def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_line
     verdict = "MISMATCH: output 0 differs: eager tensor([[1.]],\n\n        [[2.]])"
     report = tmp_path / "report.md"
     report.write_text(f"# title\n\n**What fails:** {verdict}\n\n```python\nx = 1\n```\n")
-    match = SimpleNamespace(name="saved_bug", line=lambda: "looks like a known bug: saved_bug", otherwise="")
+    from repros.suite import SHIPPED_SUITE
+    match = SimpleNamespace(name="saved_bug", line=lambda: "looks like a known bug: saved_bug", otherwise="",
+                            path=SHIPPED_SUITE / "saved_bug")
     _write_known_bugs(report, [match], verdict)
     head, known = report.read_text().split("\n\n**Known bug?** ")
     assert head == f"# title\n\n**What fails:** {verdict}", head
-    assert known.startswith("This reduction looks like a known bug: saved_bug") and "```python" in known, known
+    assert known.startswith("This reduction looks like a known bug: saved_bug (the same ops, backend and failure): "
+                            "`repros/suite/saved_bug`; `trtmin repros run saved_bug` checks it.") and "```python" in known
+    # one of a team's suite ($TRTMIN_SUITE) is not said to be in the shipped one
+    report.write_text(f"# title\n\n**What fails:** {verdict}\n")
+    _write_known_bugs(report, [SimpleNamespace(**{**match.__dict__, "path": tmp_path / "team" / "saved_bug"})], verdict)
+    assert ": `saved_bug` in the suite $TRTMIN_SUITE names; `trtmin repros run saved_bug` checks it." in \
+        report.read_text(), report.read_text()
     report.write_text("# another shape\n")  # no such line: at the end
     _write_known_bugs(report, [match], verdict)
     assert report.read_text().startswith("# another shape\n\n**Known bug?** This reduction looks like")
@@ -808,6 +817,62 @@ def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Pa
         "backend": "inductor", "oracle": "mismatch", "device": "cpu"}  # a CI job groups rows by them
     assert "good" in r.stderr and not (tmp_path / "-").exists()
     assert "\non cpu: torch " in r.stderr or "\non " in r.stderr and ": torch " in r.stderr  # the versions it ran
+
+
+def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path: Path, monkeypatch) -> None:
+    """A --json file in a folder that is missing (or a file) was found out after the whole
+    suite ran, as a traceback; a mistyped TRTMIN_BACKEND (EAGER) ran the backends and passed
+    for a green control run. Both are refused at once, in one line, with no repro run."""
+    from tests.helpers import run_cli_here
+    marker = tmp_path / "ran"
+    make_repro(tmp_path / "ours", "good", f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n" + exits(1, "REPRODUCED: x"))
+    (tmp_path / "afile").write_text("not a folder")
+    for path in (tmp_path / "missing" / "run.json", tmp_path / "afile" / "run.json"):
+        r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(path))
+        assert r.returncode == 2 and "is not a folder; name a file in an existing folder" in r.stderr, r.stderr
+    monkeypatch.setenv("TRTMIN_BACKEND", "EAGER")
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"))
+    assert r.returncode == 2 and "TRTMIN_BACKEND='EAGER': the control run takes eager alone" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not marker.exists()
+
+
+def test_a_suite_named_by_trtmin_suite_that_is_missing_is_said(tmp_path: Path, monkeypatch, capsys) -> None:
+    """reduce's known-bug check read a mistyped $TRTMIN_SUITE as no suite at all, silently."""
+    from minimize.cli import _known_bugs
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "repro.py").write_text("class Repro:\n    def forward(self, x):\n        x = torch.ops.aten.sin.default(x)\n"
+                                   "        return (x,)\n")
+    (mine / "summary.json").write_text(json.dumps({"backend": "inductor", "final_verdict": "CRASH: E: x"}))
+    monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "nosuchsuite"))
+    assert _known_bugs(mine, "CRASH: E: x") == []
+    said = capsys.readouterr().err
+    assert said.startswith("note: no known-bug check: $TRTMIN_SUITE names no suite here (") and "nosuchsuite" in said
+
+
+def test_match_refuses_an_earlier_runs_results_as_add_does(tmp_path: Path) -> None:
+    """A --force run over a finished one, stopped before it wrote its own results, leaves the
+    earlier run's repro.py beside its journal: `repros add` refused it, `repros match`
+    compared it as if it were the new run's."""
+    from tests.helpers import run_cli_here
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "repro.py").write_text("class Repro:\n    def forward(self, x):\n        x = torch.ops.aten.sin.default(x)\n"
+                                  "        return (x,)\n")
+    (out / "summary.json").write_text(json.dumps({"backend": "inductor", "final_verdict": "CRASH: E: x",
+                                                  "journal_header_sha256": "0" * 64}))
+    (out / "journal.jsonl").write_text(json.dumps({"header": {"model_sha256": "1" * 64}}) + "\n")
+    r = run_cli_here("repros", "match", str(out), "--suite", str(tmp_path / "suite"))
+    assert r.returncode == 2 and "repro.py and summary.json are an earlier run's than journal.jsonl" in r.stderr, r.stderr
+    r = run_cli_here("repros", "match", str(tmp_path / "nonexist"))
+    assert r.returncode == 2 and "is not a folder; pass the --out folder of a reduce" in r.stderr, r.stderr
+
+
+def test_an_interrupted_runs_line_never_says_all_is_as_expected() -> None:
+    """stdout may be all a CI log keeps: a run stopped by Ctrl-C said 'all as expected'."""
+    done = [Result("a", "t", [], FIXED, "fixed", True, 1.0, "FIXED: x")]
+    assert summary_line(done).endswith("; all as expected")
+    assert summary_line(done, ["b", "c"]).endswith("0 errors; INTERRUPTED: 2 not run"), summary_line(done, ["b", "c"])
 
 
 def test_a_suite_folder_that_did_not_exist_is_said_to_be_new(tmp_path: Path) -> None:
