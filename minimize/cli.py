@@ -452,17 +452,18 @@ def repros_add(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A `trtmin reduce` output folder.")],
     name: Annotated[str, typer.Option("--name", metavar="NAME", help="The repro's folder name in the suite.")],
     suite: SuiteOpt = None,
-    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace the repro of that name (its folder goes).")] = False,
+    force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace the repro of that name (trtmin's files in its folder; your own files there stay).")] = False,
     duplicate: Annotated[bool, typer.Option("--duplicate", rich_help_panel="Output", help="Save it even where it looks like a saved repro (the same bug).")] = False,
     upstream: Annotated[Optional[list[str]], typer.Option("--upstream", metavar="URL", help="An upstream issue or PR URL (repeatable).")] = None,
     title: Annotated[Optional[str], typer.Option("--title", metavar="TEXT", help="What the bug is, in one line (default: report.md's title).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
-    from repros.suite import add_repro, default_root, kept_fields, readable_manifest
+    from repros.suite import add_repro, default_root, kept_fields, readable_manifest, users_files
     root = suite or default_root()
     old, new_suite = root / name, not root.exists()
     existed, previous = old.exists(), readable_manifest(old)
     kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous and force else []  # before it goes
+    mine = [p.name for p in users_files(old)] if existed and force and old.is_dir() else []
     try:
         if title is not None and (not title.strip() or "\n" in title):
             raise TrtminError("--title: give one non-empty line, e.g. --title 'uint8 input permuted before a cast fails'")
@@ -473,6 +474,7 @@ def repros_add(
     if existed and force:
         said += f", in place of the repro there ({previous.title if previous else old.name})"
         said += f"; kept from its manifest: {', '.join(kept)}, and its notes" if kept else ""
+        said += f"; kept your files there: {', '.join(mine)}" if mine else ""
     print(said + (f"\n{root} did not exist: it is a new suite, with this repro alone" if new_suite else ""))
 
 

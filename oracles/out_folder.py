@@ -12,7 +12,7 @@ import re
 
 JOURNAL = "journal.jsonl"  # minimize/emit/journal.py writes it first, so every run's folder has one
 OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
-             "model.onnx", "repro_tensorrt.npz"}
+             "model.onnx", "model.onnx.data", "model_io.npz", "repro_tensorrt.npz"}  # the ONNX backends' upstream files
 # --emit's scripts (repro_tensorrt.py, repro_torch_tensorrt.py) and the copies of the files a
 # cmd: backend's command names (repro_cmd_run.py, repro_cmd_run.sh)
 OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py|repro_cmd_[\w.-]+")

@@ -32,7 +32,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest
+from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest, is_ours
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -423,6 +423,13 @@ def _title_from(out_dir: Path, fallback: str) -> str:
     return fallback
 
 
+def users_files(entry: Path, new: Path | None = None) -> list[Path]:
+    """What a user put in a saved repro's folder (notes, data): neither named as trtmin names
+    its files nor among the new entry's (`new`), so `repros add --force` carries it over."""
+    return sorted(p for p in entry.iterdir() if not p.name.startswith(".") and p.name != MANIFEST
+                  and not is_ours(p.name) and not (new is not None and (new / p.name).exists()))
+
+
 def check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
     """The outputs must be the journal's run: a run started over an earlier one (--force)
     and stopped before it wrote its own leaves the earlier run's repro beside its journal."""
@@ -580,12 +587,14 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                 shutil.copy2(out_dir / f, tmp / f)
         (tmp / MANIFEST).write_text(text, encoding="utf-8")
         if target.exists():
+            for own in users_files(target, tmp):  # the user's own files in the entry stay with it
+                (shutil.copytree if own.is_dir() else shutil.copy2)(own, tmp / own.name)
             old = root / f".old-{name}-{uuid.uuid4().hex[:8]}"
             os.replace(target, old)
             try:
                 os.replace(tmp, target)
-            except OSError:
-                os.replace(old, target)  # put the previous entry back
+            except BaseException:  # a failure or a Ctrl-C between the two: the previous entry back
+                os.replace(old, target)
                 raise
             shutil.rmtree(old, ignore_errors=True)
         else:

@@ -68,9 +68,12 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert run_cli_here(*add, "--force").returncode == 2 and not (suite / "arange_again").exists()
     saved = run_cli_here(*add, "--duplicate", "--force")  # a new name: nothing is replaced, and none is said
     assert saved.returncode == 0 and (suite / "arange_again" / "repro.py").exists() and "in place" not in saved.stdout
+    (suite / "view_above_8_dims" / "NOTES.txt").write_text("what we tried")  # the user's own: it stays
     replaced = run_cli_here("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite),
                             "--duplicate", "--force")
     assert replaced.returncode == 0 and "in place of the repro there (A view above 8 dimensions" in replaced.stdout
+    assert (suite / "view_above_8_dims" / "NOTES.txt").read_text() == "what we tried"
+    assert replaced.stdout.rstrip().endswith("; kept your files there: NOTES.txt"), replaced.stdout
     # what people wrote into the manifest stays: its title, when it was added and first seen, its notes
     assert "kept from its manifest: title, added, first_seen, and its notes" in replaced.stdout, replaced.stdout
     before = parse_manifest(ROOT / "repros" / "suite" / "view_above_8_dims" / "manifest.toml")
