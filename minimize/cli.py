@@ -509,9 +509,7 @@ def repros_match(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A reduce output folder (repro.py and summary.json).")],
     suite: SuiteOpt = None,
 ) -> None:
-    """Say which saved repros a reduction looks like (the same ops, backend and failure), and
-    which are related (the same ops and backend, another failure); exit 1 if one is the same
-    bug, 0 if none."""
+    """Say which saved repros a reduction looks like (the same ops, backend and failure), and which are related (the same ops and backend, another failure); exit 1 if one is the same bug, 0 if none."""
     import json
 
     from repros.match import compare, fingerprint
@@ -532,8 +530,9 @@ def repros_match(
     if not same:
         print(f"no saved repro matches {out_dir}" + (" (only related ones, above)" if found else ""))
     if blind:
+        names = ", ".join(blind[:3]) + (f" and {len(blind) - 3} more" if len(blind) > 3 else "")
         print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} without what a comparison "
-              f"reads (hand-written: no summary.json of trtmin reduce; or a file gone or damaged): {', '.join(blind)}")
+              f"reads (hand-written: no summary.json of trtmin reduce; or a file gone or damaged): {names}")
     raise typer.Exit(1 if same else 0)
 
 
