@@ -180,7 +180,8 @@ def collect_environment() -> dict[str, str]:
     env = {label: first_installed_version(names) for label, names in DISTRIBUTIONS.items()}
     env["Torch-TensorRT Version"] = torch_tensorrt_line()
     env["TensorRT Version"] = tensorrt_line()
-    env["ONNX Runtime Version"] = package_version("onnxruntime")
+    ort = package_version("onnxruntime")  # the provider is part of an ONNX Runtime bug: the backend runs the CPU's
+    env["ONNX Runtime Version"] = ort if ort == NOT_INSTALLED else f"{ort} (CPUExecutionProvider, as trtmin runs it)"
     env["ONNX export"] = f"onnx {package_version('onnx')}, onnxscript {package_version('onnxscript')}"
     gpus, cuda = _gpus()
     env.update({

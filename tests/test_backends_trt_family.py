@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -281,6 +282,7 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
     import onnxruntime
 
     assert "Without torch, for the compiler's maintainers: `model.onnx`, the ONNX model the backend ran (opset" in said
+    assert re.search(r"ONNX Runtime Version: [\w.]+ \(CPUExecutionProvider, as trtmin runs it\)", said), said
     from oracles.backends.tensorrt_script import load_npz
 
     feeds, expected, _ = load_npz(out / "model_io.npz")
