@@ -677,8 +677,9 @@ def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_p
     must not be refused as 'holds another run' (its journal held one verdict, a pass)."""
     model, inputs = host_program
     args = ("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"))
-    out = tmp_path / "o"
+    out = tmp_path / "o" / "deeper" / "out"  # a typo's path: none of the folders it made stays
     assert_one_line_error(run_cli_here(*args, "--oracle", "mismatch", "--out", str(out)), "try --oracle crash")
+    assert not (tmp_path / "o").exists()
     slow = ("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("hang_on_tanh"), "--timeout", "3")
     assert_one_line_error(run_cli_here(*slow, "--oracle", "crash", "--out", str(tmp_path / "slow")),
                           "no result within --timeout 3 s", "raise --timeout", "try --oracle hang")

@@ -187,14 +187,14 @@ _HELD: set[str] = set()  # the folders this process holds: the CLI takes the loc
 def held_by_this_run(out: Path) -> Iterator[None]:
     """One run at a time in a folder: a second run (--force or --resume beside a live one)
     would interleave its verdicts with the first's in one journal. A lock on the folder
-    itself (flock), so no file is added and a killed run holds nothing. A folder it made is
-    removed at the end if nothing was written into it (a model that failed to load). Held
+    itself (flock), so no file is added and a killed run holds nothing. The folders it made
+    are removed at the end if nothing was written into them (a model that failed to load). Held
     again by the process that holds it, it is a no-op (flock would refuse a second open)."""
     key = os.path.realpath(out)
     if key in _HELD:
         yield
         return
-    made = not out.exists()
+    made = [p for p in [out, *out.parents] if not p.exists()]  # this folder and those above it, deepest first
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:  # what access(2) could not foresee (a read-only /proc, a quota)
@@ -212,8 +212,8 @@ def held_by_this_run(out: Path) -> Iterator[None]:
     finally:
         _HELD.discard(key)
         os.close(fd)
-        if made:
+        for folder in made:  # only where nothing is in it: a typo's path leaves no empty folders behind
             try:
-                out.rmdir()  # only where nothing is in it
+                folder.rmdir()
             except OSError:
-                pass
+                break
