@@ -424,10 +424,17 @@ def _title_from(out_dir: Path, fallback: str) -> str:
 
 
 def users_files(entry: Path, new: Path | None = None) -> list[Path]:
-    """What a user put in a saved repro's folder (notes, data): neither named as trtmin names
-    its files nor among the new entry's (`new`), so `repros add --force` carries it over."""
-    return sorted(p for p in entry.iterdir() if not p.name.startswith(".") and p.name != MANIFEST
-                  and not is_ours(p.name) and not (new is not None and (new / p.name).exists()))
+    """What a user put in a saved repro's folder (notes, data, a hand-made repro_fp16.py):
+    neither what `repros add` saved there (its summary.json's files; a hand-written entry:
+    repro.py) nor among the new entry's (`new`), so `repros add --force` carries it over."""
+    try:
+        saved = json.loads((entry / "summary.json").read_text()).get("files")
+    except (OSError, ValueError, AttributeError):
+        saved = []  # hand-written: repro.py is the entry, the rest the user's
+    listed = isinstance(saved, list)  # else saved before the list was kept: trtmin's names are its files
+    ours = {MANIFEST, SCRIPT, "summary.json", *(n for n in saved if isinstance(n, str))} if listed else {MANIFEST}
+    return sorted(p for p in entry.iterdir() if not p.name.startswith(".") and p.name not in ours
+                  and (listed or not is_ours(p.name)) and not (new is not None and os.path.lexists(new / p.name)))
 
 
 def check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
@@ -459,8 +466,10 @@ def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
     --force leaves in place, stay out of the suite); for a summary from before that list,
     trtmin's names found there. Never the journal, nor reduced.pt2 (the suite keeps scripts)."""
     listed = summary.get("files")
-    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
-        return [n for n in listed if n in REDUCE_FILES or OUR_PATTERN.fullmatch(n) or n in EMITTED_DATA]
+    emitted_tensorrt = "tensorrt" in (summary.get("emitted") or [])  # its script reads model.onnx; else it is the
+    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):  # upstream files' (no script reads it)
+        return [n for n in listed if n in REDUCE_FILES or OUR_PATTERN.fullmatch(n)
+                or (n in EMITTED_DATA and emitted_tensorrt)]
     emitted = sorted(p.name for p in out_dir.iterdir() if OUR_PATTERN.fullmatch(p.name) or p.name in EMITTED_DATA)
     return list(dict.fromkeys((*REDUCE_FILES, *emitted)))  # the --emit scripts too, for the maintainer
 
@@ -587,8 +596,11 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                 shutil.copy2(out_dir / f, tmp / f)
         (tmp / MANIFEST).write_text(text, encoding="utf-8")
         if target.exists():
-            for own in users_files(target, tmp):  # the user's own files in the entry stay with it
-                (shutil.copytree if own.is_dir() else shutil.copy2)(own, tmp / own.name)
+            for own in users_files(target, tmp):  # the user's own files in the entry stay with it, links as links
+                if own.is_dir() and not own.is_symlink():
+                    shutil.copytree(own, tmp / own.name, symlinks=True)
+                else:
+                    shutil.copy2(own, tmp / own.name, follow_symlinks=False)
             old = root / f".old-{name}-{uuid.uuid4().hex[:8]}"
             os.replace(target, old)
             try:

@@ -85,6 +85,14 @@ def _number_graph_ids(ep: torch.export.ExportedProgram) -> None:
                                       for s in sources if isinstance(s, NodeSource)]
 
 
+def export_passed(verdict: Any) -> bool:
+    """Whether the workers' export of the reduced program passed, so trtmin may export it
+    again in its own process (Backend.upstream_files): a mismatch, NaN or a crash after the
+    export; not an export error, a death (its site may be the exporter's), a hang or OOM."""
+    return verdict.kind in ("mismatch", "nan") or (
+        verdict.kind == "crash" and verdict.exc_type not in ("OnnxExportError", "Signal", "ProcessExit"))
+
+
 def record_rewritten(out: Path, name: str) -> None:
     """After a finished run's `name` is written again (report.md's known-bug note, written
     once the suite is compared with), its digest in summary.json, so a replay does not take
@@ -179,32 +187,43 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         written["reduced"] = write_reduced(out, gm, input_values, info.dynamic)
     except Exception as e:  # the script is the deliverable; say why the .pt2 is missing
         summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-    try:
-        summary["upstream_files"] = backend.upstream_files(out, gm, input_values)
-    except Exception as e:  # an export that fails here is likely the bug itself, which repro.py shows
-        summary["upstream_files_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-    written.update({f"upstream {name}": out / name for name in summary.get("upstream_files", {})})
     # What this run writes (the --emit scripts come next): `repros add` saves these and no
     # other, as an earlier run's files may be beside them (--force replaces, never deletes)
-    summary["files"] = sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"}
-                              | {n for spec in summary.get("emitted", []) for n in emitted_names(spec)})
+    emitted = {n for spec in summary.get("emitted", []) for n in emitted_names(spec)}
+
+    def files() -> list[str]:
+        return sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"} | emitted)
+
+    summary["files"] = files()
     snippet = report_snippet(info, gm, inputs, constants, backend, generated)
 
-    def report_and_summary() -> None:
+    def report_and_summary(scripts_written: bool = False) -> None:
         atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet,
                                                        input_names=list(inputs), inputs=inputs))
-        summary["written_sha256"] = written_digests(out, summary["files"])  # a replay keeps off later edits
+        mine = [n for n in summary["files"] if scripts_written or n not in emitted]  # not an earlier run's scripts
+        summary["written_sha256"] = written_digests(out, mine)  # a replay keeps off later edits
         atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
-    report_and_summary()  # whole before the --emit scripts: one that fails or is stopped loses none of it
+    report_and_summary()  # whole before anything that may fail or be stopped: none of it is lost
     written["report"], written["summary"] = out / "report.md", out / "summary.json"
+    if export_passed(info.verdict):  # in this process: not where the export itself may be the bug
+        try:
+            upstream = backend.upstream_files(out, gm, input_values)
+        except Exception as e:  # noqa: BLE001 - the results are written; say why these files are missing
+            upstream, summary["upstream_files_error"] = {}, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        if upstream:
+            summary["upstream_files"] = upstream
+            written.update({f"upstream {name}": out / name for name in upstream})
+            summary["files"] = files()
+        if upstream or "upstream_files_error" in summary:
+            report_and_summary()
     if others is not None:
         ran = others()
         for name, alone in ran.items():
             summary.setdefault("timing", {})[f"{name}_alone_seconds"] = alone.pop("seconds")
         if ran:
             summary["emitted_alone"] = ran
-        report_and_summary()  # again, with what each printed, and the scripts' digests
+        report_and_summary(scripts_written=True)  # again, with what each printed, and the scripts' digests
     return written
 
 

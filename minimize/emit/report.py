@@ -224,6 +224,8 @@ def _upstream_line(summary: dict[str, Any]) -> str:
     """The files for the compiler's maintainers (Backend.upstream_files), said where they are."""
     files = summary.get("upstream_files") or {}
     said = "; ".join(f"`{name}`, {what}" for name, what in files.items())
+    if summary.get("upstream_files_error"):
+        return f"No `model.onnx` for the compiler's maintainers: exporting it again failed ({summary['upstream_files_error']}).\n"
     return f"Without torch, for the compiler's maintainers: {said}.\n" if files else ""
 
 

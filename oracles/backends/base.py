@@ -172,7 +172,7 @@ class Backend:
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
         """Files for the compiler's own maintainers, who may not take torch (an ONNX runtime's
         model.onnx), written into `folder` beside repro.py: {file name: what it is, for
-        report.md}. None for most backends."""
+        report.md}; none for most backends."""
         return {}
 
     def script_part(self) -> ScriptPart:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 import torch.fx as fx
 
@@ -154,36 +155,58 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
     return OnnxExport(path, input_names, input_positions, output_names, placeholders)
 
 
-def upstream_onnx(folder: Path, gm: fx.GraphModule, inputs: Sequence[Any], opset: int | None) -> dict[str, str]:
-    """model.onnx in `folder`, as export_onnx makes it for the backend, and model_io.npz
-    (its inputs by ONNX input name and eager's outputs, numpy only): what an ONNX runtime's
-    maintainers take, without torch. Written under temporary names first (a kill leaves no
-    half file); weights over 2 GB go to model.onnx.data. {file name: what it is}."""
+def upstream_onnx(folder: Path, gm: fx.GraphModule, inputs: Sequence[Any], opset: int | None,
+                  settings: dict[str, Any] | None = None) -> dict[str, str]:
+    """model.onnx in `folder`, as export_onnx makes it for the backend, and model_io.npz:
+    what an ONNX runtime's maintainers take, without torch. The .npz holds each input under
+    its ONNX input name, so `session.run(None, dict(np.load(...)))` minus the outputs feeds
+    it, and eager's outputs as eager_output_0, ... (bf16 as its uint16 bits). Written in a
+    hidden folder first and moved in (weights over 2 GB go to model.onnx.data); one a kill
+    left behind is removed. `settings`: the backend's own (--set), said with the model.
+    {file name: what it is}."""
     import os
+    import shutil
     import tempfile
 
     import onnx
 
-    from oracles.backends.tensorrt_script import save_npz
     from oracles.checks import flatten_outputs
 
+    for stale in folder.glob(".onnx-*"):  # a run killed mid-export (this run holds the folder)
+        shutil.rmtree(stale, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=".onnx-", dir=folder) as tmp:
         export = export_onnx(gm, inputs, Path(tmp) / "model.onnx", opset=opset)
         with torch.no_grad():
             expected = flatten_outputs(gm(*inputs))
-        save_npz(Path(tmp) / "model_io.npz", {name: inputs[i] for name, i in zip(export.input_names,
-                                                                               export.input_positions)}, expected)
+        feeds = {name: inputs[i] for name, i in zip(export.input_names, export.input_positions)}
+        arrays = {**feeds, **{f"eager_output_{k}": v for k, v in enumerate(expected)}}
+        bf16 = any(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in arrays.values())
+        with open(Path(tmp) / "model_io.npz", "wb") as f:
+            np.savez(f, **{k: numpy_of(v) for k, v in arrays.items()})
         model = onnx.load(str(export.path), load_external_data=False)
         written = sorted(p.name for p in Path(tmp).iterdir())
         for name in written:
             os.replace(Path(tmp) / name, folder / name)
     version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-    ops = sorted({node.op_type for node in model.graph.node})
-    count = len(model.graph.node)
+    ops, count = sorted({node.op_type for node in model.graph.node}), len(model.graph.node)
+    ran_with = "".join(f", {k}={v}" for k, v in sorted((settings or {}).items()))
     said = {"model.onnx": f"the ONNX model the backend ran (opset {version}; {count} node{'s' if count != 1 else ''}: "
-                          f"{', '.join(ops) or 'none'})",
-            "model_io.npz": "its inputs by ONNX input name and eager PyTorch's outputs (numpy only)"}
+                          f"{', '.join(ops) or 'none'}{'; run with ' + ran_with[2:] if ran_with else ''})",
+            "model_io.npz": "each input under its ONNX input name, and eager PyTorch's outputs as eager_output_0 onward"
+                            + (" (bf16 as its uint16 bits)" if bf16 else "")}
     return said | {name: "its weights" for name in written if name not in said}
+
+
+def numpy_of(value: Any) -> Any:
+    """A tensor as numpy holds it (bf16 as its uint16 bits, float8 as uint8), a number as it is."""
+    if not isinstance(value, torch.Tensor):
+        return np.asarray(value)
+    t = value.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return t.view(torch.uint8).numpy()
+    return t.numpy()
 
 
 def read_onnx_io(path: Path) -> tuple[list[str], list[str], dict[str, Any]]:

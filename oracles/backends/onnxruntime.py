@@ -148,7 +148,8 @@ class OnnxRuntimeBackend(Backend):
         check_onnx_export(spec)
 
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
-        return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"))
+        return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"),
+                             {k: v for k, v in self.settings.items() if k != "opset"})
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         with scratch_folder("trtmin-onnx-") as tmp:

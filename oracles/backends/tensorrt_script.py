@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from oracles.backends.onnx_export import external_data_files, read_onnx_io, script_source
+from oracles.backends.onnx_export import external_data_files, numpy_of, read_onnx_io, script_source
 from oracles.backends.onnxruntime import ort_session, run_onnxruntime
 from oracles.backends.tensorrt import (ONNX_NAME, TensorRTError, build_plan, engine_io, import_tensorrt, load_plan,
                                        tensorrt_name, tensorrt_said)
@@ -44,25 +44,16 @@ def save_npz(path: Path, inputs: Mapping[str, torch.Tensor], expected: Sequence[
         arrays[f"exact_{i}"] = t.detach().cpu().to(torch.complex128 if t.is_complex() else torch.float64).numpy()
     for k, (name, value) in enumerate(inputs.items()):
         t = value if isinstance(value, torch.Tensor) else torch.tensor(value)
-        arrays[f"input_{k}"] = _np(t)
+        arrays[f"input_{k}"] = numpy_of(t)
         meta["inputs"].append({"name": name, "dtype": str(t.dtype).removeprefix("torch.")})
     for i, value in enumerate(expected):
         t = value if isinstance(value, torch.Tensor) else torch.tensor(value)
-        arrays[f"expected_{i}"] = _np(t)
+        arrays[f"expected_{i}"] = numpy_of(t)
         meta["expected"].append({"dtype": str(t.dtype).removeprefix("torch.")})
     arrays["meta"] = np.array(json.dumps(meta))
     tmp = path.with_name(f".{path.name}.tmp.npz")
     np.savez(tmp, **arrays)
     tmp.replace(path)
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    t = t.detach().cpu().contiguous()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(np.uint16)
-    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-        return t.view(torch.uint8).numpy()
-    return t.numpy()
 
 
 def load_npz(path):
