@@ -14,6 +14,7 @@ import multiprocessing as mp
 import os
 import re
 import signal
+import sysconfig
 import tempfile
 import time
 from multiprocessing.connection import Connection, wait
@@ -120,13 +121,16 @@ class _Worker:
         deadline, seen, said = time.monotonic() + wait_s, -1, ""
         while time.monotonic() < deadline:
             time.sleep(0.05)
-            with open(self.log_path, "rb") as f:
-                f.seek(start)
-                said = f.read().decode(errors="replace")
+            try:
+                with open(self.log_path, "rb") as f:
+                    f.seek(start)
+                    said = f.read().decode(errors="replace")
+            except OSError:  # the log is gone: no site, the hang is a verdict all the same
+                return ""
             if STACK_HEADER in said and said.endswith("\n") and len(said) == seen:  # written, and no more comes
-                return stack_site(said.rpartition(STACK_HEADER)[2])
+                break
             seen = len(said)
-        return stack_site(said.rpartition(STACK_HEADER)[2]) if STACK_HEADER in said else ""
+        return stack_site(said.rpartition(STACK_HEADER)[2], past_stdlib=True) if STACK_HEADER in said else ""
 
     def kill(self) -> None:
         if self.proc.is_alive():
@@ -154,16 +158,26 @@ class _Worker:
 
 
 # A frame of the fault handler's stack (oracles/worker_process.py enables it in each worker)
-FAULT_FRAME = re.compile(r'^\s*File "[^"]*", line \d+ in (\S+)\s*$')
+FAULT_FRAME = re.compile(r'^\s*File "([^"]*)", line \d+ in (\S+)\s*$')
+STDLIB = sysconfig.get_paths()["stdlib"]
 FAULT_HEADER = "Fatal Python error:"
 STACK_HEADER = "(most recent call first):"  # the fault handler's words before a thread's frames
 
 
-def stack_site(frames: str) -> str:
+def stack_site(frames: str, past_stdlib: bool = False) -> str:
     """The innermost function of the fault handler's `frames` and its caller:
-    "string_at (called from segfault_on_tanh)"; "" where there are none."""
-    names = [m.group(1) for m in map(FAULT_FRAME.match, frames.splitlines()) if m]
+    "string_at (called from segfault_on_tanh)"; "" where there are none. `past_stdlib`: from
+    the innermost frame outside Python's own library (a hang waits in threading's join or
+    subprocess's select, which names no compiler)."""
+    found = [m.groups() for m in map(FAULT_FRAME.match, frames.splitlines()) if m]
+    if past_stdlib:
+        found = [(path, name) for path, name in found if not _in_stdlib(path)] or found
+    names = [name for _, name in found]
     return f"{names[0]} (called from {names[1]})" if len(names) > 1 else "".join(names)
+
+
+def _in_stdlib(path: str) -> bool:
+    return path.startswith("<frozen") or (path.startswith(STDLIB) and "-packages" not in path)
 
 
 def death_site(log: str) -> str:

@@ -185,3 +185,21 @@ def test_while_waiting_runs_once_while_the_first_jobs_are_out():
         pool.close()
     assert len(calls) == 1
     assert calls[0] < min(finished) - 1  # it ran while the jobs slept, not after them
+
+
+def test_a_hangs_site_is_the_innermost_frame_outside_pythons_own_library() -> None:
+    """A compiler waiting on its thread or its child process hangs in threading's join or
+    subprocess's select: the site names the compiler's frame that waits, not the library's.
+    A death keeps its innermost frame (a segfault in ctypes' string_at is at string_at)."""
+    from oracles.worker import STDLIB, stack_site
+
+    frames = "\n".join([
+        f'  File "{STDLIB}/threading.py", line 1112 in _wait_for_tstate_lock',
+        f'  File "{STDLIB}/threading.py", line 1095 in join',
+        '  File "/home/me/compiler.py", line 5 in compile_in_thread',
+        '  File "/home/me/plugin.py", line 9 in backend',
+        f'  File "{STDLIB}/site-packages/x.py", line 9 in run'])
+    assert stack_site(frames, past_stdlib=True) == "compile_in_thread (called from backend)"
+    assert stack_site(frames) == "_wait_for_tstate_lock (called from join)"
+    only_stdlib = f'  File "{STDLIB}/selectors.py", line 415 in select\n'
+    assert stack_site(only_stdlib, past_stdlib=True) == "select"  # nothing else: what there is
