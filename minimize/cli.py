@@ -327,7 +327,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     from minimize.emit.script import nodes  # torch is loaded by now
     known = _known_bugs(out, summary["final_verdict"])  # report.md whole before a line is printed
     alone = summary.get("timing", {}).get("repro_alone_seconds")
-    parts = f" ({summary['seconds']:.0f} s reducing" + (f", {alone:.0f} s running repro.py alone" if alone else "") + ")"
+    parts = f" ({summary['seconds']:.0f} s loading and reducing" + (f", {alone:.0f} s running repro.py alone" if alone else "") + ")"
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s{parts}")
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)

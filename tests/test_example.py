@@ -55,6 +55,11 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     report = (tmp_path / "report.md").read_text()  # at the top, under what fails
     assert report.split("\n\n")[2].startswith("**Known bug?** This reduction looks like a known bug: "
                                                "inductor_int64_arange_vectorized"), report[:1500]
+    # report.md, written again with the note, is still the run's own: its replay is not refused as edited
+    again = run_cli_here("reduce", str(EXAMPLE), "--inputs", str(INPUTS), "--oracle", "mismatch", "--backend",
+                         "inductor", "--out", str(tmp_path), "--no-verify", "--resume")
+    assert again.returncode == 0 and "replaying" in again.stderr, again.stderr[-2000:]
+    assert (tmp_path / "report.md").read_text() == report
     m = run_cli("repros", "match", str(tmp_path))
     assert m.returncode == 1 and m.stdout.startswith("looks like a known bug: inductor_int64_arange_vectorized")
     assert re.search(r"\nnot compared: \d+ saved repros without .*: \w+, \w+, \w+ and \d+ more\n", m.stdout), m.stdout
@@ -69,12 +74,14 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert run_cli_here(*add, "--force").returncode == 2 and not (suite / "arange_again").exists()
     saved = run_cli_here(*add, "--duplicate", "--force")  # a new name: nothing is replaced, and none is said
     assert saved.returncode == 0 and (suite / "arange_again" / "repro.py").exists() and "in place" not in saved.stdout
-    (suite / "view_above_8_dims" / "NOTES.txt").write_text("what we tried")  # the user's own: it stays
+    (suite / "view_above_8_dims" / "NOTES.txt").write_text("what we tried")  # the user's own: they stay,
+    (suite / "view_above_8_dims" / "repro_fp16.py").write_text("# a variant")  # trtmin-like names too
     replaced = run_cli_here("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite),
                             "--duplicate", "--force")
     assert replaced.returncode == 0 and "in place of the repro there (A view above 8 dimensions" in replaced.stdout
     assert (suite / "view_above_8_dims" / "NOTES.txt").read_text() == "what we tried"
-    assert replaced.stdout.rstrip().endswith("; kept your files there: NOTES.txt"), replaced.stdout
+    assert (suite / "view_above_8_dims" / "repro_fp16.py").read_text() == "# a variant"
+    assert replaced.stdout.rstrip().endswith("; kept your files there: NOTES.txt, repro_fp16.py"), replaced.stdout
     # what people wrote into the manifest stays: its title, when it was added and first seen, its notes
     assert "kept from its manifest: title, added, first_seen, and its notes" in replaced.stdout, replaced.stdout
     before = parse_manifest(ROOT / "repros" / "suite" / "view_above_8_dims" / "manifest.toml")
