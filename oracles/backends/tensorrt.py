@@ -508,7 +508,8 @@ class TensorRTBackend(Backend):
             "builder = trt.Builder(logger := trt.Logger(trt.Logger.ERROR))",
             f"parser = trt.OnnxParser(network := builder.create_network({self._network_flags()}), logger)",
             folder, "    onnx_program = " + export,
-            '    assert parser.parse_from_file(folder + "/model.onnx"), parser.get_error(0)',
+            '    if not parser.parse_from_file(folder + "/model.onnx"):  # not an assert: python -O drops those',
+            "        raise RuntimeError(parser.get_error(0))",
             *([config, *settings] if settings else []),
             "plan = builder.build_serialized_network(network, {})".format(
                 "config" if settings else config.partition(" = ")[2]),
@@ -522,8 +523,10 @@ class TensorRTBackend(Backend):
             '    buffers = {n: args[params.index(n)].to("cuda", dtype).contiguous() if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT',
             '               else torch.empty(tuple(engine.get_tensor_shape(n)), dtype=dtype, device="cuda") for n, dtype in dtypes.items()}',
             '    held = [t if t.numel() else torch.empty(1, device="cuda") for t in buffers.values()]  # an address each',
-            '    assert all(context.set_tensor_address(n, t.data_ptr()) for n, t in zip(buffers, held)), "set_tensor_address failed"',
-            '    assert context.execute_async_v3(torch.cuda.current_stream().cuda_stream), "execute_async_v3 failed"',
+            "    for n, t in zip(buffers, held):",
+            "        context.set_tensor_address(n, t.data_ptr())",
+            "    if not context.execute_async_v3(torch.cuda.current_stream().cuda_stream):",
+            '        raise RuntimeError("execute_async_v3 failed")',
             "    return [buffers[v.name] for v in onnx_program.model.graph.outputs]",
             "return run"])
         return ScriptPart(requires=["tensorrt|tensorrt_rtx", "onnxscript", "onnx"], compile_body=_indent_body(body))
