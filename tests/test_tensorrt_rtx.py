@@ -199,6 +199,8 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     assert summary["environment"][trt.__name__] == trt.__version__
     report = (out / "report.md").read_text()
     assert tensorrt_name(trt) in report.splitlines()[0]
+    # for TensorRT's maintainers the model its parser read (repro_tensorrt.py below runs it with numpy alone)
+    assert "Without torch, for the compiler's maintainers: `model.onnx`, the ONNX model the backend ran" in report
     # named for where TensorRT failed, not "crash on cpu": its parser or builder ran on no device
     stage = "parser failure" if "parser failed" in summary["final_verdict"] else "build failure"
     assert f") {stage}: " in report.splitlines()[0] and " on cpu" not in report.splitlines()[0], report.splitlines()[0]
