@@ -228,7 +228,7 @@ def reduce(
                 view.phase(f"starting: workers, torch, and {model.name}")
                 from minimize.reduce import reduce as run_reduce
                 summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
-                                     workers=workers, on_phase=view.phase, known=known)
+                                     workers=workers, on_phase=view.phase, known=known, known_bugs=_known_bugs)
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -325,7 +325,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     """The end of a reduction on screen: sizes, the bug, 1-minimal, the passes that ran, what
     repro.py printed alone, the files, a known bug it looks like. `seconds`: the command's wall time."""
     from minimize.emit.script import nodes  # torch is loaded by now
-    known = _known_bugs(out, summary["final_verdict"])  # report.md whole before a line is printed
+    known = summary.get("known_bugs") or []  # found as the outputs were written, into report.md
     alone = summary.get("timing", {}).get("repro_alone_seconds")
     parts = f" ({summary['seconds']:.0f} s loading and reducing" + (f", {alone:.0f} s running repro.py alone" if alone else "") + ")"
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
@@ -361,7 +361,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                   + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),
                   highlight=False, markup=False)
     for match in known:
-        console.print(f"[yellow]note[/]: {escape(match.line())}: trtmin repros run {match.name} checks it",
+        console.print(f"[yellow]note[/]: {escape(match['line'])}: trtmin repros run {match['name']} checks it",
                       highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
@@ -371,44 +371,26 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                       highlight=False)
 
 
-def _known_bugs(out: Path, verdict: str) -> list[Any]:
-    """The saved repros a reduction looks like, written at the top of report.md under what
-    fails (and said on screen by the caller), before the user files a duplicate."""
+def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The saved repros a reduction looks like (the same bug first, then related ones), for
+    report.md, under what fails, and the screen, before the user files a duplicate. Asked
+    while the outputs are written (reduce's `known_bugs`), so report.md and summary.json
+    are written whole, once: {name, line, same, where}."""
     from repros.match import compare
+    from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
     try:
-        found = compare(out)[0]  # the same bug, then related ones
+        found = compare(out, summary=summary)[0]
     except TrtminError as e:  # no suite to compare with: nothing to say, unless the user named one
-        from repros.suite import SUITE_VARIABLE
         if os.environ.get(SUITE_VARIABLE, "").strip():
             print(f"note: no known-bug check: ${SUITE_VARIABLE} names no suite here ({e})", file=sys.stderr)
         return []
     except Exception as e:  # noqa: BLE001 - a damaged suite: the reduction's results are written, keep them
         print(f"note: the saved suite could not be compared with ({type(e).__name__}: {e})", file=sys.stderr)
         return []
-    if found:
-        _write_known_bugs(out / "report.md", found, verdict)
-    return found
-
-
-def _write_known_bugs(report: Path, found: list[Any], verdict: str) -> None:
-    """The matches as a paragraph under report.md's "What fails" line (found by its exact
-    text, the final verdict: it may hold blank lines), else at the end; atomically."""
-    from minimize.emit.outputs import atomic_write, record_rewritten
-    try:
-        text = report.read_text(encoding="utf-8")
-    except OSError:
-        return
-    from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
-    known = "".join(f"**Known bug?** This reduction {match.line()}"
-                    f"{'' if match.otherwise else ' (the same ops, backend and failure)'}: "
-                    + (f"`repros/suite/{match.name}`" if match.path.parent.resolve() == SHIPPED_SUITE.resolve()
-                       else f"`{match.name}` in the suite ${SUITE_VARIABLE} names")  # a team's: its own folder
-                    + f"; `trtmin repros run {match.name}` checks it.\n\n"
-                    for match in found)
-    what_fails = f"**What fails:** {verdict}\n\n"
-    atomic_write(report, text.replace(what_fails, what_fails + known, 1) if what_fails in text
-                 else text.rstrip("\n") + "\n\n" + known)
-    record_rewritten(report.parent, report.name)
+    return [{"name": m.name, "line": m.line(), "same": not m.otherwise,
+             "where": (f"`repros/suite/{m.name}`" if m.path.parent.resolve() == SHIPPED_SUITE.resolve()
+                       else f"`{m.name}` in the suite ${SUITE_VARIABLE} names")}  # a team's: its own folder
+            for m in found]
 
 
 def the_question(oracle: Optional[Oracle], backend: Optional[str], command: str) -> tuple[Oracle, str]:

@@ -64,11 +64,13 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
            on_change: Callable[[ReductionProblem], None] | None = None,
            log: Callable[[str], None] = lambda s: None, workers: Workers | None = None,
            on_phase: Callable[[str], None] = lambda s: None,
-           known: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+           known: Callable[[], dict[str, Any]] | None = None,
+           known_bugs: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """`workers`: started already for `opts` (the CLI starts them before importing torch);
     the session stops them. The caller stops them if this fails before the session.
     `known`: header_before_loading(opts), where the caller has it already (it hashes the
-    inputs file: a policy's gigabytes once, not again here)."""
+    inputs file: a policy's gigabytes once, not again here). `known_bugs`: the saved repros
+    the result looks like, asked as the outputs are written (the CLI reads the suite)."""
     check_out_dir(out, resume, force)
     check_emit(opts.emit)
     t0 = time.monotonic()
@@ -135,7 +137,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
         # --resume: the verdicts replayed from the journal, not asked again (evaluations counts this run's)
         summary["timing"]["replayed_verdicts"] = len(journal.cache) if resume else 0
-        _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase)
+        _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase, known_bugs)
         return summary
 
 
@@ -222,9 +224,11 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
 
 def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: ReproInfo, final: Slice,
            values: dict[str, Any], summary: dict[str, Any], log: Callable[[str], None],
-           on_phase: Callable[[str], None]) -> None:
+           on_phase: Callable[[str], None],
+           known_bugs: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None) -> None:
     """repro.py (run alone once, unless --no-verify), report.md, summary.json and the --emit
-    scripts of the candidate found, with `backend`: only the settings the bug needs."""
+    scripts of the candidate found, with `backend`: only the settings the bug needs;
+    `known_bugs`: the saved repros it looks like (the CLI's: it reads the suite)."""
     needed_settings, generated = dict(found.settings), dict(found.made)
 
     def verify(script: Path) -> dict[str, Any]:
@@ -244,7 +248,8 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
         return ran
 
     try:
-        write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated, others)
+        write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated, others,
+                      known_bugs)
     except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
         raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                           "rerun with --resume (it replays the journal, no oracle call)") from None

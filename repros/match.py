@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from oracles.verdict import normalize_message, signal_of
 from repros.suite import SCRIPT, find_repros
@@ -39,14 +40,15 @@ def _family(backend: str) -> str:
     return backend.split(":")[0] if not backend.endswith(".py") and ".py:" not in backend else "plugin"
 
 
-def fingerprint(folder: Path) -> Fingerprint | None:
+def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerprint | None:
     """A reduce output folder's (or a saved repro's) fingerprint, from its repro.py and
-    summary.json; None where either is missing or the graph names no ATen op."""
-    script, summary = folder / SCRIPT, folder / "summary.json"
-    if not script.exists() or not summary.exists():
+    summary.json (`summary`: the one a reduction is about to write); None where either is
+    missing or the graph names no ATen op."""
+    script, summary_file = folder / SCRIPT, folder / "summary.json"
+    if not script.exists() or (summary is None and not summary_file.exists()):
         return None
     try:
-        data = json.loads(summary.read_text())
+        data = summary if summary is not None else json.loads(summary_file.read_text())
     except ValueError:
         return None
     ops = ops_of(script.read_text())
@@ -83,12 +85,14 @@ def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
     return [m for m in compare(folder, suite)[0] if not m.otherwise]
 
 
-def compare(folder: Path, suite: Path | None = None) -> tuple[list[Match], list[str]]:
-    """(the saved repros whose fingerprint is the reduction's in `folder`, then those of the
-    same ops and backend that fail otherwise (`otherwise` set: a crash and a mismatch of one
-    cause, as XNNPACK's batch-norm fusion gives), the names of those that have none to
-    compare: hand-written, or their summary.json gone or damaged)."""
-    mine = fingerprint(Path(folder))
+def compare(folder: Path, suite: Path | None = None,
+            summary: dict[str, Any] | None = None) -> tuple[list[Match], list[str]]:
+    """(the saved repros whose fingerprint is the reduction's in `folder` (`summary`: its
+    summary.json, where it is still to be written), then those of the same ops and backend
+    that fail otherwise (`otherwise` set: a crash and a mismatch of one cause, as XNNPACK's
+    batch-norm fusion gives), the names of those that have none to compare: hand-written,
+    or their summary.json gone or damaged)."""
+    mine = fingerprint(Path(folder), summary)
     if mine is None:
         return [], []
     found, related, blind = [], [], []

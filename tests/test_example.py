@@ -55,6 +55,10 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     report = (tmp_path / "report.md").read_text()  # at the top, under what fails
     assert report.split("\n\n")[2].startswith("**Known bug?** This reduction looks like a known bug: "
                                                "inductor_int64_arange_vectorized"), report[:1500]
+    assert "`repros/suite/inductor_int64_arange_vectorized`; `trtmin repros run inductor_int64_arange_vectorized` " \
+           "checks it." in report.split("\n\n")[2]
+    assert json.loads((tmp_path / "summary.json").read_text())["known_bugs"][0]["name"] == \
+        "inductor_int64_arange_vectorized"
     # report.md, written again with the note, is still the run's own: its replay is not refused as edited
     again = run_cli_here("reduce", str(EXAMPLE), "--inputs", str(INPUTS), "--oracle", "mismatch", "--backend",
                          "inductor", "--out", str(tmp_path), "--no-verify", "--resume")

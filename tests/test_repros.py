@@ -774,32 +774,32 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
     assert [m.name for m in known_bugs(sited, suite)] == ["segv"] and known_bugs(aborts, suite) == []
 
 
-def test_a_known_bug_goes_under_what_fails_even_where_the_verdict_has_blank_lines(tmp_path: Path) -> None:
-    """The match is placed by the exact "What fails" line (a mismatch's detail may print
-    tensors, blank lines and all), and at the end where that line is not found."""
-    from types import SimpleNamespace
+def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(tmp_path: Path, monkeypatch) -> None:
+    """The saved repros a reduction looks like are found from its repro.py and the summary
+    it is about to write (a kill after report.md no longer leaves it without them); one of a
+    team's suite ($TRTMIN_SUITE) is not said to be in the shipped one."""
+    from minimize.cli import _known_bugs
+    from minimize.emit.report import _known_section
 
-    from minimize.cli import _write_known_bugs
-
-    verdict = "MISMATCH: output 0 differs: eager tensor([[1.]],\n\n        [[2.]])"
-    report = tmp_path / "report.md"
-    report.write_text(f"# title\n\n**What fails:** {verdict}\n\n```python\nx = 1\n```\n")
-    from repros.suite import SHIPPED_SUITE
-    match = SimpleNamespace(name="saved_bug", line=lambda: "looks like a known bug: saved_bug", otherwise="",
-                            path=SHIPPED_SUITE / "saved_bug")
-    _write_known_bugs(report, [match], verdict)
-    head, known = report.read_text().split("\n\n**Known bug?** ")
-    assert head == f"# title\n\n**What fails:** {verdict}", head
-    assert known.startswith("This reduction looks like a known bug: saved_bug (the same ops, backend and failure): "
-                            "`repros/suite/saved_bug`; `trtmin repros run saved_bug` checks it.") and "```python" in known
-    # one of a team's suite ($TRTMIN_SUITE) is not said to be in the shipped one
-    report.write_text(f"# title\n\n**What fails:** {verdict}\n")
-    _write_known_bugs(report, [SimpleNamespace(**{**match.__dict__, "path": tmp_path / "team" / "saved_bug"})], verdict)
-    assert ": `saved_bug` in the suite $TRTMIN_SUITE names; `trtmin repros run saved_bug` checks it." in \
-        report.read_text(), report.read_text()
-    report.write_text("# another shape\n")  # no such line: at the end
-    _write_known_bugs(report, [match], verdict)
-    assert report.read_text().startswith("# another shape\n\n**Known bug?** This reduction looks like")
+    team = tmp_path / "team"
+    script = "class Repro:\n    def forward(self, x):\n        x = torch.ops.aten.sin.default(x)\n        return (x,)\n"
+    summary = {"backend": "inductor", "final_verdict": "CRASH: E: x"}
+    for folder in (team / "saved_bug", tmp_path / "out"):
+        folder.mkdir(parents=True)
+        (folder / "repro.py").write_text(script)
+    (team / "saved_bug" / "summary.json").write_text(json.dumps(summary))
+    (team / "saved_bug" / "manifest.toml").write_text(manifest("sin crashes"))
+    monkeypatch.setenv("TRTMIN_SUITE", str(team))
+    found = _known_bugs(tmp_path / "out", summary)  # no summary.json there yet
+    assert [(k["name"], k["same"]) for k in found] == [("saved_bug", True)], found
+    assert _known_section({"known_bugs": found}) == (
+        "**Known bug?** This reduction looks like a known bug: saved_bug (sin crashes, upstream "
+        "https://github.com/pytorch/TensorRT/pull/4964) (the same ops, backend and "
+        "failure): `saved_bug` in the suite $TRTMIN_SUITE names; `trtmin repros run saved_bug` checks it.\n\n")
+    related = _known_bugs(tmp_path / "out", {**summary, "final_verdict": "CRASH: E: another"})  # another error
+    assert [(k["name"], k["same"]) for k in related] == [("saved_bug", False)]
+    assert "looks related to a known bug" in _known_section({"known_bugs": related}) and \
+        "(the same ops, backend and failure)" not in _known_section({"known_bugs": related})
 
 
 def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Path, monkeypatch) -> None:
@@ -845,7 +845,7 @@ def test_a_suite_named_by_trtmin_suite_that_is_missing_is_said(tmp_path: Path, m
                                    "        return (x,)\n")
     (mine / "summary.json").write_text(json.dumps({"backend": "inductor", "final_verdict": "CRASH: E: x"}))
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "nosuchsuite"))
-    assert _known_bugs(mine, "CRASH: E: x") == []
+    assert _known_bugs(mine, {"backend": "inductor", "final_verdict": "CRASH: E: x"}) == []
     said = capsys.readouterr().err
     assert said.startswith("note: no known-bug check: $TRTMIN_SUITE names no suite here (") and "nosuchsuite" in said
 

@@ -93,19 +93,6 @@ def export_passed(verdict: Any) -> bool:
         verdict.kind == "crash" and verdict.exc_type not in ("OnnxExportError", "Signal", "ProcessExit"))
 
 
-def record_rewritten(out: Path, name: str) -> None:
-    """After a finished run's `name` is written again (report.md's known-bug note, written
-    once the suite is compared with), its digest in summary.json, so a replay does not take
-    trtmin's own change for the user's edit."""
-    try:
-        summary = json.loads((out / "summary.json").read_bytes())
-    except (OSError, ValueError):
-        return
-    if isinstance(summary, dict) and name in summary.get("written_sha256", {}):
-        summary["written_sha256"].update(written_digests(out, [name]))
-        atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
-
-
 def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
                   dynamic: dict[str, dict[int, tuple[int, int | None]]] | None = None) -> Path:
     """reduced.pt2: the reduced program, exported and saved with torch.export.save, with the
@@ -155,7 +142,8 @@ def check_room_for(ep: torch.export.ExportedProgram, path: Path) -> None:
 def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], backend: Backend,
                   summary: dict[str, Any], verify: Callable[[Path], dict[str, Any]] | None = None,
                   generated: dict[str, str] | None = None,
-                  others: Callable[[], dict[str, dict[str, Any]]] | None = None) -> dict[str, Path]:
+                  others: Callable[[], dict[str, dict[str, Any]]] | None = None,
+                  known_bugs: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Path]:
     """The outputs; `verify` runs the written repro.py (minimize/emit/verify.py) before the
     report and the summary, which say what it did. `values` holds the generated tensors
     in place of the originals, and `generated` the expressions the script makes them with.
@@ -204,6 +192,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         summary["written_sha256"] = written_digests(out, mine)  # a replay keeps off later edits
         atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
+    if known_bugs is not None:  # the saved repros it looks like (the CLI's: minimize/ reads no suite), read from
+        summary["known_bugs"] = known_bugs(out, summary)  # repro.py and this summary: in report.md from the start
     report_and_summary()  # whole before anything that may fail or be stopped: none of it is lost
     written["report"], written["summary"] = out / "report.md", out / "summary.json"
     if export_passed(info.verdict):  # in this process: not where the export itself may be the bug

@@ -229,6 +229,14 @@ def _upstream_line(summary: dict[str, Any]) -> str:
     return f"Without torch, for the compiler's maintainers: {said}.\n" if files else ""
 
 
+def _known_section(summary: dict[str, Any]) -> str:
+    """The saved repros the reduction looks like (summary.json's known_bugs), each a
+    paragraph under what fails, before the user files a duplicate."""
+    return "".join(f"**Known bug?** This reduction {k['line']}{' (the same ops, backend and failure)' if k['same'] else ''}"
+                   f": {k['where']}; `trtmin repros run {k['name']}` checks it.\n\n"
+                   for k in summary.get("known_bugs") or [])
+
+
 def _snippet_section(snippet: str | None) -> str:
     if snippet is None:
         return ""
@@ -277,7 +285,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 
