@@ -201,9 +201,8 @@ def death_verdict(description: str, log_tail: str, site: str = "") -> dict[str, 
 def hang_verdict(timeout_s: float, site: str = "") -> dict[str, Any]:
     """A job that overran its timeout; `site`: where the worker was stuck (stuck_site). A
     hang's signature is its kind alone, so the site is for the reader, not the match."""
-    where = f" in {site}" if site else ""
-    return {"kind": "hang", "message": f"no result within the {timeout_s:g} s timeout; the worker, stuck{where}, "
-                                       "was killed"}
+    where = f", stuck in {site}," if site else ""
+    return {"kind": "hang", "message": f"no result within the {timeout_s:g} s timeout; the worker{where} was killed"}
 
 
 class WorkerPool:

@@ -200,7 +200,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         try:
             upstream = backend.upstream_files(out, gm, input_values)
         except Exception as e:  # noqa: BLE001 - the results are written; say why these files are missing
-            upstream, summary["upstream_files_error"] = {}, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            upstream, summary["upstream_files_error"] = {}, f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
         if upstream:
             summary["upstream_files"] = upstream
             written.update({f"upstream {name}": out / name for name in upstream})
