@@ -236,7 +236,7 @@ def reduce(
             earlier = [] if finished_run(out) else [  # --force over a run made otherwise: its files, older than this
                 name for name in earlier_runs_files(out, []) if _written_before(out / name, started)]
             code = _say_interrupted("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume"
-                                    + (f" ({', '.join(earlier)} there are an earlier run's until this one ends)"
+                                    + (f" ({', '.join(earlier)} there {'are' if len(earlier) > 1 else 'is'} an earlier run's until this one ends)"
                                        if earlier else ""))
         else:
             code = _say_interrupted("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")

@@ -172,7 +172,8 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
         assert proc.returncode == 128 + how and "--resume" in err  # 143, 129: the signal's code, as a shell's
     if force:  # the earlier run's files this one has not written yet (a late signal finds repro.py rewritten)
         kept = sorted(n for n in ("repro.py", "report.md", "summary.json") if (tmp_path / n).stat().st_mtime < time.time() - 30)
-        assert kept and f"({', '.join(kept)} there are an earlier run's until this one ends)" in err, (kept, err)
+        verb = "are" if len(kept) > 1 else "is"
+        assert kept and f"({', '.join(kept)} there {verb} an earlier run's until this one ends)" in err, (kept, err)
     # Nothing is half-written: a repro.py, if the signal came that late, is a whole one.
     if (tmp_path / "repro.py").exists():
         compile((tmp_path / "repro.py").read_text(), "repro.py", "exec")
