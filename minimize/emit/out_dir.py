@@ -8,14 +8,13 @@ the CLI checks this before it starts workers or loads the model.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from minimize.emit.run_header import RERUN_SAME, resume_difference
+from minimize.emit.run_header import RERUN_SAME, file_digest, resume_difference
 from oracles.errors import TrtminError
 from oracles.out_folder import JOURNAL, header_digest, is_ours
 
@@ -129,10 +128,6 @@ def finished_run(out: Path) -> bool:
 # The outputs a user may edit by hand (a comment in repro.py, a line in report.md): summary.json
 # keeps their digests as written, so a replay (--resume of a finished run) does not write over edits.
 EDITABLE_SUFFIXES = (".py", ".md")
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def written_digests(out: Path, names: list[str]) -> dict[str, str]:
