@@ -25,6 +25,7 @@ from minimize.emit.out_dir import written_digests
 from minimize.emit.report import emitted_names, render_report, report_snippet
 from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script, script_pattern
 from oracles.backends.base import Backend
+from oracles.backends.onnx_export import OnnxExportError
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from oracles.errors import TrtminError
 from oracles.reference import float64_outputs
@@ -85,12 +86,14 @@ def _number_graph_ids(ep: torch.export.ExportedProgram) -> None:
                                       for s in sources if isinstance(s, NodeSource)]
 
 
-def export_passed(verdict: Any) -> bool:
+def export_passed(info: ReproInfo) -> bool:
     """Whether the workers' export of the reduced program passed, so trtmin may export it
     again in its own process (Backend.upstream_files): a mismatch, NaN or a crash after the
-    export; not an export error, a death (its site may be the exporter's), a hang or OOM."""
-    return verdict.kind in ("mismatch", "nan") or (
-        verdict.kind == "crash" and verdict.exc_type not in ("OnnxExportError", "Signal", "ProcessExit"))
+    export; not an export error, a bug that ends the process (a death, whose site may be the
+    exporter's, or a hang: needs_subprocess), or OOM."""
+    v = info.verdict
+    return v.kind in ("mismatch", "nan") or (
+        v.kind == "crash" and not info.needs_subprocess and v.exc_type != OnnxExportError.__name__)
 
 
 def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
@@ -196,7 +199,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         summary["known_bugs"] = known_bugs(out, summary)  # repro.py and this summary: in report.md from the start
     report_and_summary()  # whole before anything that may fail or be stopped: none of it is lost
     written["report"], written["summary"] = out / "report.md", out / "summary.json"
-    if export_passed(info.verdict):  # in this process: not where the export itself may be the bug
+    if export_passed(info):  # in this process: not where the export itself may be the bug
         try:
             upstream = backend.upstream_files(out, gm, input_values)
         except Exception as e:  # noqa: BLE001 - the results are written; say why these files are missing
