@@ -32,7 +32,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest, is_ours
+from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -428,13 +428,13 @@ def users_files(entry: Path, new: Path | None = None) -> list[Path]:
     neither what `repros add` saved there (its summary.json's files; a hand-written entry:
     repro.py) nor among the new entry's (`new`), so `repros add --force` carries it over."""
     try:
-        saved = json.loads((entry / "summary.json").read_text()).get("files")
-    except (OSError, ValueError, AttributeError):
-        saved = []  # hand-written: repro.py is the entry, the rest the user's
-    listed = isinstance(saved, list)  # else saved before the list was kept: trtmin's names are its files
-    ours = {MANIFEST, SCRIPT, "summary.json", *(n for n in saved if isinstance(n, str))} if listed else {MANIFEST}
+        summary = json.loads((entry / "summary.json").read_text())
+    except (OSError, ValueError):
+        summary = None  # hand-written: repro.py is the entry, the rest the user's
+    saved = files_of_the_run(entry, summary) if isinstance(summary, dict) else []  # what `repros add` copied
+    ours = {MANIFEST, SCRIPT, *saved}
     return sorted(p for p in entry.iterdir() if not p.name.startswith(".") and p.name not in ours
-                  and (listed or not is_ours(p.name)) and not (new is not None and os.path.lexists(new / p.name)))
+                  and not (new is not None and os.path.lexists(new / p.name)))
 
 
 def check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
