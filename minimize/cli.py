@@ -219,16 +219,17 @@ def reduce(
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {escape(note)}", highlight=False, soft_wrap=True)
-        with held_by_this_run(out), Workers(opts) as workers:  # a folder in use is said before torch loads
+        with held_by_this_run(out):  # a folder in use is said before torch loads
             if resume and journaled_verdicts(out / JOURNAL):
-                check_resumable(out, known())  # other options or inputs: said at once
+                check_resumable(out, known())  # other options or inputs: said at once, before any worker starts
             # the workers first: their start, not the imports below, is the path to the first call
-            from minimize.progress import ProgressView  # rich alone: a live line from the first second
-            with ProgressView(console) as view:
-                view.phase(f"starting: workers, torch, and {model.name}")
-                from minimize.reduce import reduce as run_reduce
-                summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
-                                     workers=workers, on_phase=view.phase, known=known, known_bugs=_known_bugs)
+            with Workers(opts) as workers:
+                from minimize.progress import ProgressView  # rich alone: a live line from the first second
+                with ProgressView(console) as view:
+                    view.phase(f"starting: workers, torch, and {model.name}")
+                    from minimize.reduce import reduce as run_reduce
+                    summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
+                                         workers=workers, on_phase=view.phase, known=known, known_bugs=_known_bugs)
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
