@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from minimize.emit.outputs import check_emit, write_extra_script, write_outputs
+from minimize.emit.outputs import write_extra_script, write_outputs
 from minimize.emit.journal import Journal
 from minimize.emit.run_header import file_digest, header_before_loading
 from minimize.program.libraries import uses_custom_ops
@@ -72,7 +72,6 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     inputs file: a policy's gigabytes once, not again here). `known_bugs`: the saved repros
     the result looks like, asked as the outputs are written (the CLI reads the suite)."""
     check_out_dir(out, resume, force)
-    check_emit(opts.emit)
     t0 = time.monotonic()
     had_journal = journaled_verdicts(out / JOURNAL) > 0
     if resume and not had_journal:  # interrupted before its first verdict (or never run): nothing to replay

@@ -152,6 +152,13 @@ def parse_backend(spec: str) -> BackendSpec:
     return BackendSpec(spec, "plugin", target, function)
 
 
+def check_emit(specs: list[str]) -> None:
+    """--emit's backends, before any worker starts or torch loads: a typo must not cost the run."""
+    for spec in specs:
+        if spec not in BUILTIN_NAMES:
+            raise TrtminError(f"--emit {spec!r} is not a backend; use one of {', '.join(sorted(BUILTIN_NAMES))}")
+
+
 def check_backend_name(spec: str) -> None:
     """A one-line error for a --backend that is neither a built-in name, an external
     command, nor a plugin spec (use parse_backend for what it is)."""

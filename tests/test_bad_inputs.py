@@ -222,8 +222,8 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
                         (["--repeat", "0"], ["--repeat 0"]), (["--memory-limit", "0"], ["--memory-limit 0"]),
                         (["--repeat", "2", "--min-failures", "3"], ["--min-failures 3", "--repeat (2)"]),
                         (["--emit", "bogus"], ["--emit 'bogus'", "tensorrt"])]:
-        r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
-                    plugin("crash_on_sin"), "--out", str(out), *args)
+        r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                         plugin("crash_on_sin"), "--out", str(out), *args)
         assert_one_line_error(r, *words)
         assert "loaded" not in r.stderr and not out.exists()  # refused before the model loaded: no run lost
     assert_one_line_error(check_here(str(model), "--repeat", "0"), "--repeat 0")
@@ -232,13 +232,15 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
 
 
 def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
-    """--import of a module that is not installed, and --device cuda where the machine shows
-    no GPU, were found only after torch had loaded (7-8 s): now from files alone."""
+    """--import of a module that is not installed, an --emit typo, and --device cuda where
+    the machine shows no GPU, were found only after torch had loaded (7-8 s): now from
+    files alone."""
     model, inputs = host_program
-    asks = [["--import", "no_such_lib.ops"]] + ([["--device", "cuda"]] if not gpu_driver_seen() else [])
-    for ask in asks:
+    asks = [["check", "--import", "no_such_lib.ops"], ["reduce", "--emit", "bogus", "--out", str(model.parent / "o")]]
+    asks += [["check", "--device", "cuda"]] if not gpu_driver_seen() else []
+    for command, *ask in asks:
         code = ("import sys\nfrom minimize.cli import run\n"
-                f"code = run({['check', str(model), '--inputs', str(inputs), '--oracle', 'crash', '--backend', 'inductor', *ask]!r})\n"
+                f"code = run({[command, str(model), '--inputs', str(inputs), '--oracle', 'crash', '--backend', 'inductor', *ask]!r})\n"
                 "print(code, 'torch' in sys.modules)")
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert r.stdout.split() == ["2", "False"] and ask[0] in r.stderr, (ask, r.stdout, r.stderr[-2000:])
