@@ -567,7 +567,8 @@ def test_journal_damage(tmp_path):
     path.write_bytes(path.read_bytes()[:-1])  # killed after the record, before its newline
     Journal(tmp_path, header, resume=True).close()
     assert path.read_bytes().endswith(whole_line)  # kept, and ended for the next one
-    for bad in ("{}", "[]", '{"kept": [[0, 7]], "runs": [], "settings": []}'):  # a damaged line costs its verdict only
+    for bad in ("{}", "[]", '{"kept": [[0, 7]], "runs": [], "settings": []}', '{"kept": [[0, 7]], "ru\x00garbage', ""):
+        # a damaged line costs its verdict only, and is said (not a torn tail: lines follow it)
         path.write_text(path.read_text() + bad + "\n" + path.read_text().splitlines(keepends=True)[1])
         j = Journal(tmp_path, header, resume=True)
         assert j.damaged == [4] and set(j.cache) == {Candidate((0, 1)), Candidate((0, 2))}

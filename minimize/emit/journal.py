@@ -52,7 +52,9 @@ class Journal:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
-                continue  # a line torn by a kill mid-write
+                if number < len(lines) or data.endswith(b"\n"):  # not the tail a kill mid-write tore
+                    self.damaged.append(number)
+                continue
             try:
                 runs = [Verdict.from_dict(v) for v in rec["runs"]]
                 if not runs:
