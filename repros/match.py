@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oracles.backend_names import parse_backend
+from oracles.errors import TrtminError
 from oracles.verdict import normalize_message, signal_of
 from repros.suite import SCRIPT, find_repros
 
@@ -37,7 +39,13 @@ def ops_of(script: str) -> Counter[str]:
 
 
 def _family(backend: str) -> str:
-    return backend.split(":")[0] if not backend.endswith(".py") and ".py:" not in backend else "plugin"
+    """What a repro's backend is compared by: a built-in's name less its variant
+    (executorch:xnnpack is executorch's), else "cmd" or "plugin" (a file's or a module's)."""
+    try:
+        kind = parse_backend(backend).kind
+    except TrtminError:  # a summary.json edited by hand: its text, as written
+        return backend
+    return {"builtin": backend.split(":")[0], "command": "cmd"}.get(kind, "plugin")
 
 
 def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerprint | None:

@@ -772,6 +772,10 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
                       "CRASH: Signal: SIGSEGV in build_serialized_network (called from _build)")
     aborts = reduction(tmp_path / "aborts", ["aten.mul.Tensor"], "tensorrt", "CRASH: Signal: SIGABRT in abort (called from run)")
     assert [m.name for m in known_bugs(sited, suite)] == ["segv"] and known_bugs(aborts, suite) == []
+    # backends compare by family: a built-in less its variant; a plugin is one, of a file or a module
+    from repros.match import _family
+    assert [_family(b) for b in ("executorch:xnnpack", "cmd:run {model}", "my/plug.py:fn", "mypkg.backends:fn")] == [
+        "executorch", "cmd", "plugin", "plugin"]
 
 
 def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(tmp_path: Path, monkeypatch) -> None:
