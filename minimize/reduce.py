@@ -124,6 +124,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         original_nodes = len(problem.current.nodes)  # each kept node is one call node of its slice
         try:
             run_reduction(problem)
+            backend = _final_backend(opts, session, problem.current.settings)  # only the settings the bug needs
+            info, final, values, summary = _result(opts, session, problem, backend, original_nodes, journal.digest,
+                                                   t0)  # its check of static sizes is journaled too
         except TrtminError:
             if nothing_to_reduce and not had_journal:  # no run to resume: the folder stays free for the next
                 journal.close()
@@ -131,8 +134,6 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             raise
         finally:
             journal.close()
-        backend = _final_backend(opts, session, problem.current.settings)  # only the settings the bug needs
-        info, final, values, summary = _result(opts, session, problem, backend, original_nodes, journal.digest, t0)
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
         # --resume: the verdicts replayed from the journal, not asked again (evaluations counts this run's)
         summary["timing"]["replayed_verdicts"] = len(journal.cache) if resume else 0
@@ -178,7 +179,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     if not any(n.name in reads for n in session.program.random_draws):
         problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw
     final_verdict = problem.verdict(found)
-    dynamic = _needed_dynamic(session, problem, found, _kept_dynamic(session, final.input_names, values))
+    dynamic = _needed_dynamic(problem, found, _kept_dynamic(session, final.input_names, values))
     delegation = _delegation_note(session, found, static=not dynamic)
     if delegation:
         problem.notes["delegation"] = delegation
@@ -286,7 +287,7 @@ def _kept_dynamic(session: Session, names: list[str], values: dict[str, Any]) ->
     return {n: dims for n, dims in kept.items() if dims}
 
 
-def _needed_dynamic(session: Session, problem: ReductionProblem, found: Candidate,
+def _needed_dynamic(problem: ReductionProblem, found: Candidate,
                     kept: dict[str, dict[int, Any]]) -> dict[str, dict[int, Any]]:
     """The dynamic dims repro.py must keep: none where the final program, compiled with
     static sizes, fails the same way (one more oracle call, --repeat runs), which spares
@@ -294,10 +295,7 @@ def _needed_dynamic(session: Session, problem: ReductionProblem, found: Candidat
     dynamic is not the bug; else those the compile kept. Said in report.md's Diagnosis."""
     if not kept:
         return kept
-    runs = session.evaluate([found], static=True)[0]
-    problem.counters.oracle_calls += 1
-    problem.counters.evaluations += len(runs)
-    if sum(map(problem.same_bug, runs)) >= problem.min_failures:
+    if problem.failures(found.but(static=True)) >= problem.min_failures:  # journaled: a --resume replays it
         problem.notes["static"] = ("the program was exported with dynamic sizes, and the bug shows with them "
                                    "static too (one call): repro.py compiles it with static sizes")
         return {}

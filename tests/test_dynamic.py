@@ -108,6 +108,10 @@ def test_a_bug_that_needs_a_dynamic_size_is_seen_reduced_and_reproduced_alone(tm
     assert [int(r.upper) for r in reduced.range_constraints.values()] == [64]
     report = (out / "report.md").read_text()
     assert "dim 0 dynamic" in report and "compiled with static sizes it does not show" in report, report
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
+                "--out", str(out), "--no-verify", "--resume")
+    again = json.loads((out / "summary.json").read_text())  # every verdict replayed, the static check's too
+    assert r.returncode == 0 and again["timing"]["evaluations"] == 0 and again["dynamic"] == summary["dynamic"], r.stderr
 
 
 def test_a_bug_that_shows_with_static_sizes_too_gets_a_static_repro(tmp_path):

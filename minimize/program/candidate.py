@@ -46,6 +46,7 @@ class Candidate:
     made: tuple[tuple[str, str], ...] = ()  # (value name, expression), sorted by name
     sizes: tuple[tuple[int, int], ...] | None = None  # None: not shrunk; (): only made tensors shrank
     mark_all: bool = False
+    static: bool = False  # compiled with the program's dynamic dims (torch.export.Dim) not marked
 
     def record(self) -> dict[str, Any]:
         """Its JSON form in the journal (nodes as runs of consecutive indices: a 5,000-node
@@ -53,7 +54,8 @@ class Candidate:
         return {"kept": _runs(self.nodes), "settings": [list(kv) for kv in self.settings],
                 **({"made": dict(self.made)} if self.made else {}),
                 **({"sizes": {str(k): v for k, v in self.sizes}} if self.sizes is not None else {}),
-                **({"mark_all": True} if self.mark_all else {})}
+                **({"mark_all": True} if self.mark_all else {}),
+                **({"static": True} if self.static else {})}
 
     @classmethod
     def from_record(cls, rec: Mapping[str, Any]) -> Candidate:
@@ -67,7 +69,7 @@ class Candidate:
                    tuple(sorted(kv for kv in settings if not kv[0].startswith("trtmin."))),
                    tuple(sorted(made.items())),
                    None if sizes is None else tuple(sorted((int(k), int(v)) for k, v in sizes.items())),
-                   bool(rec.get("mark_all", old.get(_OLD_MARK_ALL) == "1")))
+                   bool(rec.get("mark_all", old.get(_OLD_MARK_ALL) == "1")), bool(rec.get("static", False)))
 
     def but(self, **changes: Any) -> Candidate:
         """This candidate with some fields changed (made and sizes given as mappings)."""
@@ -82,7 +84,8 @@ class Candidate:
         return {"kept": list(self.nodes), "settings": dict(self.settings),
                 **({"mark_all": True} if self.mark_all else {}),
                 **({"generated": dict(self.made)} if self.made else {}),
-                **({"sizes": dict(self.sizes)} if self.sizes else {})}
+                **({"sizes": dict(self.sizes)} if self.sizes else {}),
+                **({"static": True} if self.static else {})}
 
     def size_key(self) -> tuple[int, ...]:
         """The order in which a reduction step must make a candidate smaller: fewer nodes,

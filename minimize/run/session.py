@@ -97,13 +97,11 @@ class Session:
                  "random_draws": random_draws_note(self.program)}
         return {key: note for key, note in found.items() if note}
 
-    def evaluate(self, cands: list[Candidate], static: bool = False) -> list[list[Verdict]]:
-        """Each candidate's runs (--repeat of them), each in a fresh compile. `static`: with
-        static sizes, the program's dynamic dims (torch.export.Dim) not marked (not cached:
-        the candidate's own runs keep them)."""
+    def evaluate(self, cands: list[Candidate]) -> list[list[Verdict]]:
+        """Each candidate's runs (--repeat of them), each in a fresh compile."""
         interrupts.check()
         n = self.opts.repeat
-        jobs = [job for cand in cands for job in [{**cand.job(), "static": True} if static else cand.job()] * n]
+        jobs = [job for cand in cands for job in [cand.job()] * n]
         results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = list(map(_verdict, results))
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]

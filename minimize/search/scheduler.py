@@ -46,4 +46,7 @@ def run_reduction(problem: ReductionProblem) -> None:
     """The reduction, with speculation over all of it when there are workers to spare."""
     if problem.jobs > 1:
         problem.speculate = lambda budget: next_runs(problem, reduction, budget)
-    reduction(problem)
+    try:
+        reduction(problem)
+    finally:
+        problem.speculate = None  # the checks after it (static sizes) are asked alone
