@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
+from typing import Any
 
 JOURNAL = "journal.jsonl"  # minimize/emit/journal.py writes it first, so every run's folder has one
 OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
@@ -27,3 +29,23 @@ def is_ours(name: str) -> bool:
 def header_digest(line: str) -> str:
     """Names a run by its journal's header line (summary.json's journal_header_sha256)."""
     return hashlib.sha256(line.strip().encode()).hexdigest()
+
+
+def journal_first_line(folder: Path) -> bytes | None:
+    """The first line of the journal in `folder` (at most 1 MiB, its newline kept), or None
+    where there is none to read."""
+    try:
+        with open(folder / JOURNAL, "rb") as f:
+            return f.readline(1 << 20)
+    except OSError:
+        return None
+
+
+def outputs_of_journal(folder: Path, summary: dict[str, Any]) -> bool | None:
+    """Whether the outputs whose summary.json is `summary` are the run of the journal beside
+    them (--force over an earlier run, stopped before it wrote its own, leaves the earlier
+    run's); None where it cannot be told: no journal, or a summary from before the digest."""
+    recorded, line = summary.get("journal_header_sha256"), journal_first_line(folder)
+    if recorded is None or line is None:
+        return None
+    return header_digest(line.decode(errors="replace")) == recorded

@@ -32,7 +32,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, header_digest
+from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, outputs_of_journal
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -440,13 +440,7 @@ def users_files(entry: Path, new: Path | None = None) -> list[Path]:
 def check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
     """The outputs must be the journal's run: a run started over an earlier one (--force)
     and stopped before it wrote its own leaves the earlier run's repro beside its journal."""
-    journal = out_dir / JOURNAL
-    recorded = summary.get("journal_header_sha256")
-    if recorded is None or not journal.is_file():
-        return  # outputs from before the digest was kept, or a folder without its journal
-    with open(journal, encoding="utf-8", errors="replace") as f:
-        first = f.readline()
-    if header_digest(first) != recorded:
+    if outputs_of_journal(out_dir, summary) is False:  # None: no journal, or outputs from before the digest
         raise TrtminError(f"{_shown(out_dir)}: repro.py and summary.json are an earlier run's than {JOURNAL} (a "
                           "later run there stopped before it wrote its own); finish that run with `trtmin reduce "
                           "... --resume`, or pass the folder of a finished run")

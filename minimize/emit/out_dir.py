@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 from minimize.emit.run_header import RERUN_SAME, file_digest, resume_difference
 from oracles.errors import TrtminError
-from oracles.out_folder import JOURNAL, header_digest, is_ours
+from oracles.out_folder import JOURNAL, is_ours, journal_first_line, outputs_of_journal
 
 
 def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
@@ -47,10 +47,10 @@ def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], di
     _check_writable(out)
     existing = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) if out.is_dir() else []
     alone = not [n for n in existing if is_ours(n) and n != JOURNAL]  # no other file of trtmin's beside it
-    if JOURNAL in existing and alone and (never_started(out / JOURNAL) or (
-            is_trtmin_journal(out / JOURNAL) and not journaled_verdicts(out / JOURNAL))):
+    if JOURNAL in existing and alone and (never_started(out) or (
+            is_trtmin_journal(out) and not journaled_verdicts(out / JOURNAL))):
         existing.remove(JOURNAL)  # a run stopped before its first verdict: nothing to resume, and no file to keep
-    has_run = JOURNAL in existing and is_trtmin_journal(out / JOURNAL)
+    has_run = JOURNAL in existing and is_trtmin_journal(out)
     ours = [n for n in existing if is_ours(n)]
     foreign = [n for n in existing if not is_ours(n)]
     if ours and not has_run:  # the user's files under trtmin's names: no flag makes the folder usable
@@ -88,19 +88,11 @@ def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], di
 HEADER_START = b'{"header": {'  # how trtmin's journal starts (json.dumps with sort_keys)
 
 
-def _first_line(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.readline(1 << 20)
-    except OSError:
-        return None
-
-
-def is_trtmin_journal(path: Path) -> bool:
+def is_trtmin_journal(out: Path) -> bool:
     """A journal trtmin wrote: its first line is {"header": {"model_sha256": ...}}, not just
     its name (a user's own journal.jsonl is the user's)."""
     try:
-        first = json.loads(_first_line(path) or b"")
+        first = json.loads(journal_first_line(out) or b"")
     except ValueError:
         return False
     return isinstance(first, dict) and isinstance(first.get("header"), dict) and "model_sha256" in first["header"]
@@ -119,10 +111,9 @@ def finished_run(out: Path) -> bool:
     """The journal's run wrote its results: summary.json (written last) names its header."""
     try:
         summary = json.loads((out / "summary.json").read_bytes())
-        line = (_first_line(out / JOURNAL) or b"").decode()
-        return isinstance(summary, dict) and summary.get("journal_header_sha256") == header_digest(line)
     except (OSError, ValueError):
         return False
+    return isinstance(summary, dict) and outputs_of_journal(out, summary) is True
 
 
 # The outputs a user may edit by hand (a comment in repro.py, a line in report.md): summary.json
@@ -147,11 +138,11 @@ def edited_since_written(out: Path) -> list[str]:
         return []
 
 
-def never_started(path: Path) -> bool:
+def never_started(out: Path) -> bool:
     """An empty journal, or one whose header a kill or a full disk cut short: a run that
     wrote nothing else yet (check_out_dir takes it for one only where no other file has
     trtmin's names: a user's empty journal.jsonl beside the user's repro.py is the user's)."""
-    line = _first_line(path)
+    line = journal_first_line(out)
     return line is not None and not line.endswith(b"\n") and (
         line.startswith(HEADER_START) or HEADER_START.startswith(line))
 

@@ -15,7 +15,7 @@ from typing import Any
 from minimize.options import Options
 from oracles.backend_names import parse_backend, plugin_own_modules
 from oracles.errors import TrtminError
-from oracles.out_folder import JOURNAL
+from oracles.out_folder import JOURNAL, journal_first_line
 
 
 def file_digest(path: Path) -> str:
@@ -94,11 +94,8 @@ def resume_difference(folder: Path, header: dict[str, Any]) -> tuple[str, str] |
 
 def _header_line(folder: Path) -> str | None:
     """The first line of the journal in `folder`, or None where there is none to read."""
-    try:
-        with open(folder / JOURNAL, "rb") as f:
-            return f.readline(1 << 20).decode(errors="replace")
-    except OSError:
-        return None
+    line = journal_first_line(folder)
+    return None if line is None else line.decode(errors="replace")
 
 
 def same_run(path: Path, first_line: str, header: dict[str, Any]) -> None:
