@@ -381,10 +381,14 @@ def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
     from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
     try:
         found = compare(out, summary=summary)[0]
-    except TrtminError as e:  # no suite to compare with: nothing to say, unless the user named one
+    except TrtminError as e:  # $TRTMIN_SUITE names no suite: said, and the shipped one read alone
         if os.environ.get(SUITE_VARIABLE, "").strip():
-            print(f"note: no known-bug check: ${SUITE_VARIABLE} names no suite here ({e})", file=sys.stderr)
-        return []
+            print(f"note: ${SUITE_VARIABLE} names no suite here ({e}); compared with the shipped suite alone",
+                  file=sys.stderr)
+        try:
+            found = compare(out, SHIPPED_SUITE, summary=summary)[0] if SHIPPED_SUITE.is_dir() else []
+        except TrtminError:
+            return []
     except Exception as e:  # noqa: BLE001 - a damaged suite: the reduction's results are written, keep them
         print(f"note: the saved suite could not be compared with ({type(e).__name__}: {e})", file=sys.stderr)
         return []
@@ -514,8 +518,8 @@ def repros_match(
         print(f"no saved repro matches {out_dir}" + (" (only related ones, above)" if found else ""))
     if blind:
         names = ", ".join(blind[:3]) + (f" and {len(blind) - 3} more" if len(blind) > 3 else "")
-        print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} without what a comparison "
-              f"reads (hand-written: no summary.json of trtmin reduce; or a file gone or damaged): {names}")
+        print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} of this backend with no "
+              f"summary.json of trtmin reduce to compare (hand-written, or the file is gone): {names}")
     raise typer.Exit(1 if same else 0)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from oracles.backend_names import parse_backend
 from oracles.errors import TrtminError
 from oracles.verdict import normalize_message, signal_of
-from repros.suite import SCRIPT, find_repros
+from repros.suite import SCRIPT, default_roots, find_repros
 
 _OP_CALL = re.compile(r"torch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
 
@@ -98,18 +98,20 @@ def compare(folder: Path, suite: Path | None = None,
     """(the saved repros whose fingerprint is the reduction's in `folder` (`summary`: its
     summary.json, where it is still to be written), then those of the same ops and backend
     that fail otherwise (`otherwise` set: a crash and a mismatch of one cause, as XNNPACK's
-    batch-norm fusion gives), the names of those that have none to compare: hand-written,
-    or their summary.json gone or damaged)."""
+    batch-norm fusion gives), the names of those of its backend that have none to compare:
+    hand-written, or their summary.json gone or damaged). `suite`: the one to read, else
+    $TRTMIN_SUITE's and the shipped one (default_roots)."""
     mine = fingerprint(Path(folder), summary)
     if mine is None:
         return [], []
     found, related, blind = [], [], []
-    for repro in find_repros(suite):
+    for repro in (r for root in ([suite] if suite is not None else default_roots()) for r in find_repros(root)):
         if repro.path.resolve() == Path(folder).resolve():
             continue
         theirs = fingerprint(repro.path) if repro.manifest is not None else None
         if theirs is None:
-            blind.append(repro.name)
+            if repro.manifest is None or _family(repro.manifest.backend) == mine.backend:  # another's cannot match
+                blind.append(repro.name)
         elif (theirs.ops, theirs.backend) == (mine.ops, mine.backend):
             otherwise = "" if theirs == mine else theirs.kind + (" with another error" if theirs.kind == mine.kind
                                                                  else "")

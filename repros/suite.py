@@ -63,6 +63,15 @@ def default_root() -> Path:
     return Path(chosen).expanduser() if chosen else SHIPPED_SUITE
 
 
+def default_roots() -> list[Path]:
+    """The suites a known-bug comparison reads without --suite: $TRTMIN_SUITE's (a team's),
+    then the shipped one too, whose bugs a team's suite does not repeat."""
+    chosen = default_root()
+    if not SHIPPED_SUITE.is_dir() or chosen.resolve() == SHIPPED_SUITE.resolve():
+        return [chosen]
+    return [chosen, SHIPPED_SUITE]
+
+
 def suite_words(root: Path) -> str:
     """" --suite ROOT" for a command line, where ROOT is not what the command reads anyway."""
     return "" if Path(root).resolve() == default_root().resolve() else f" --suite {_shown(Path(root))}"

@@ -66,7 +66,7 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert (tmp_path / "report.md").read_text() == report
     m = run_cli("repros", "match", str(tmp_path))
     assert m.returncode == 1 and m.stdout.startswith("looks like a known bug: inductor_int64_arange_vectorized")
-    assert re.search(r"\nnot compared: \d+ saved repros without .*: \w+, \w+, \w+ and \d+ more\n", m.stdout), m.stdout
+    assert "not compared" not in m.stdout  # the hand-written repros are other backends': none could match
     # ... and is not saved into the suite a second time under another name, unless asked
     suite = tmp_path_factory.mktemp("suite") / "suite"
     shutil.copytree(ROOT / "repros" / "suite", suite)

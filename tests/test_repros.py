@@ -765,6 +765,12 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
         assert related[0].line().startswith(f"looks related to a known bug: saved (the same ops on the same backend, "
                                             f"where it fails otherwise, as {otherwise}: uint8 permute")
     assert compare(other_op, suite)[0] == compare(other_backend, suite)[0] == []
+    hand_written = [suite / "by_hand_inductor", suite / "by_hand_trt"]  # no summary.json: not compared
+    for folder, backend in zip(hand_written, ("inductor", "torch_tensorrt")):
+        folder.mkdir()
+        (folder / "repro.py").write_text("print('FIXED')\n")
+        (folder / "manifest.toml").write_text(manifest("by hand", backend=f'"{backend}"'))
+    assert compare(mine, suite)[1] == ["by_hand_trt"]  # of this backend alone: an inductor repro cannot match
     # a death by a signal: the signal, not the site (its Python caller, which a release may move)
     reduction(suite / "segv", ["aten.mul.Tensor"], "tensorrt", "CRASH: Signal: SIGSEGV")
     (suite / "segv" / "manifest.toml").write_text(manifest("builder segfault"))
@@ -802,6 +808,15 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
         "failure): `saved_bug` in the suite $TRTMIN_SUITE names; `trtmin repros run saved_bug` checks it.\n\n")
     related = _known_bugs(tmp_path / "out", {**summary, "final_verdict": "CRASH: E: another"})  # another error
     assert [(k["name"], k["same"]) for k in related] == [("saved_bug", False)]
+    # a team's suite does not hide the shipped one's bugs: both are read
+    shipped = tmp_path / "shipped"
+    shutil.copytree(team / "saved_bug", shipped / "shipped_bug")
+    monkeypatch.setattr("repros.suite.SHIPPED_SUITE", shipped)
+    both = _known_bugs(tmp_path / "out", summary)
+    assert [(k["name"], k["where"]) for k in both] == [
+        ("saved_bug", "`saved_bug` in the suite $TRTMIN_SUITE names"), ("shipped_bug", "`repros/suite/shipped_bug`")]
+    monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "no_such_suite"))  # said, and the shipped one read alone
+    assert [k["name"] for k in _known_bugs(tmp_path / "out", summary)] == ["shipped_bug"]
     assert "looks related to a known bug" in _known_section({"known_bugs": related}) and \
         "(the same ops, backend and failure)" not in _known_section({"known_bugs": related})
 
