@@ -69,6 +69,9 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
         r = run_repro(tmp_path)  # compiler's own error, not torch.compile's wrapper around it
         assert r.returncode == 1, r.stdout + r.stderr
         assert r.stdout.startswith("REPRODUCED: RuntimeError: planted converter failure: no converter for aten::sin")
+        stack = r.stderr[r.stderr.rindex("Traceback (most recent call last):"):]  # where it failed, for a maintainer
+        assert "plugin.py" in stack and "in crash_on_sin" in stack, r.stderr
+        assert stack.rstrip().endswith("no converter for aten::sin (node 17)"), r.stderr
         r = run_repro(tmp_path, backend="portable")  # not a switch: said, where it ran the backend as if it were
         assert (r.returncode, r.stdout.strip()) == (2, "SKIPPED: TRTMIN_BACKEND takes eager alone (eager PyTorch for "
                                                        "the backend)"), r.stdout + r.stderr

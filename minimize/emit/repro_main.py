@@ -16,6 +16,7 @@ import importlib
 import os
 import re
 import sys
+import traceback
 
 import torch
 
@@ -80,6 +81,8 @@ def entry():
     if not os.environ.get("TRTMIN_CHILD"):  # [child] the bug ends the process: judge it from outside
         sys.exit(run_in_child())  # [child]
     verdict, why = main() if os.environ.get("TRTMIN_BACKEND", "eager") in ("", "eager") else ("SKIPPED", "TRTMIN_BACKEND takes eager alone (eager PyTorch for the backend)")
+    if isinstance(why, BaseException) and verdict != "SKIPPED":  # [stack] where the compiler failed, for its
+        traceback.print_exception(why)  # [stack] maintainers: on stderr, before the verdict line
     if type(why) is Exception and why.__cause__ is not None:  # [wrapped] a pass manager's: its pass's words after
         why = f"Exception: {why}: {type(why.__cause__).__name__}: {why.__cause__}"  # [wrapped] as trtmin words it
     why = f"{type(why).__name__}: {str(why).strip()}".rstrip(": ") if isinstance(why, BaseException) else why

@@ -209,7 +209,8 @@ def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> 
               "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb),
               "failure": info.signature.kind not in OUTCOMES,  # a crash, OOM or hang: no values to judge
               "wrapped": info.verdict.kind == "crash" and info.verdict.exc_type == "Exception",  # a pass manager's
-              "direct": part.raises_own_error}  # the error to match is the one compile_backend raises
+              "direct": part.raises_own_error,  # the error to match is the one compile_backend raises
+              "stack": info.verdict.kind in ("crash", "oom") and not info.needs_subprocess and not part.raises_own_error}
     return {name for name, on in wanted.items() if on}
 
 
@@ -264,7 +265,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
            *(["re"] if on & {"pattern", "child"} else []),
-           *(["subprocess"] if "child" in on else [])]
+           *(["subprocess"] if "child" in on else []), *(["traceback"] if "stack" in on else [])]
     head = HEADER.format(about=_docstring_text(textwrap.fill(about, 110, break_on_hyphens=False)),
                          memory_words=_memory_words(info),
                          std_imports="\n".join(f"import {m}" for m in sorted(set(std))))
