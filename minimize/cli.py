@@ -591,10 +591,20 @@ def repros_run(
 
 def check_json_file(path: Path) -> None:
     """Refuse, in one line, a --json file that cannot be written: a folder, a missing or
-    read-only folder above it (tried by writing there, as root may be refused too)."""
+    read-only folder above it (tried by writing there, as root may be refused too), or a
+    file there already that no `repros run --json` wrote (the user's, a suite's manifest)."""
+    import json
     import tempfile
     if path.is_dir():
         raise TrtminError(f"--json {path} is a folder; name a file, e.g. --json {path / 'run.json'}")
+    if os.path.lexists(path):
+        try:
+            earlier = json.loads(path.read_bytes()) if path.is_file() else None
+        except (OSError, ValueError):
+            earlier = None
+        if not (isinstance(earlier, dict) and {"results", "environment"} <= earlier.keys()):
+            raise TrtminError(f"--json {path} exists and is no run file of `trtmin repros run`; it is kept: name "
+                              "another file, or remove it first")
     if not path.parent.is_dir():
         raise TrtminError(f"--json {path}: {path.parent} is not a folder; name a file in an existing folder")
     try:

@@ -849,6 +849,15 @@ def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path:
     for path in (tmp_path / "missing" / "run.json", tmp_path / "afile" / "run.json"):
         r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(path))
         assert r.returncode == 2 and "is not a folder; name a file in an existing folder" in r.stderr, r.stderr
+    manifest_file = tmp_path / "ours" / "good" / "manifest.toml"  # a file no run wrote: kept, not written over
+    for path, before in ((tmp_path / "afile", "not a folder"), (manifest_file, manifest_file.read_text())):
+        r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(path))
+        assert r.returncode == 2 and "exists and is no run file of `trtmin repros run`" in r.stderr, r.stderr
+        assert path.read_text() == before
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))
+    again = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))
+    assert r.returncode == again.returncode == 0, again.stderr  # an earlier run's file is written over
+    marker.unlink()
     monkeypatch.setenv("TRTMIN_BACKEND", "EAGER")
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"))
     assert r.returncode == 2 and "TRTMIN_BACKEND='EAGER': the control run takes eager alone" in r.stderr, r.stderr
@@ -866,7 +875,8 @@ def test_a_suite_named_by_trtmin_suite_that_is_missing_is_said(tmp_path: Path, m
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "nosuchsuite"))
     assert _known_bugs(mine, {"backend": "inductor", "final_verdict": "CRASH: E: x"}) == []
     said = capsys.readouterr().err
-    assert said.startswith("note: no known-bug check: $TRTMIN_SUITE names no suite here (") and "nosuchsuite" in said
+    assert said.startswith("note: $TRTMIN_SUITE names no suite here (") and "nosuchsuite" in said, said
+    assert said.rstrip().endswith("compared with the shipped suite alone"), said
 
 
 def test_match_refuses_an_earlier_runs_results_as_add_does(tmp_path: Path) -> None:
