@@ -38,15 +38,26 @@ def check_numbers(atol: float, rtol: float, timeout: float, repeat: int, memory_
         if not (math.isfinite(value) and value >= 0):
             raise TrtminError(f"{name} {value:g} must be a finite number >= 0, e.g. {name} 1e-3")
     check_timeout(timeout)
-    if repeat < 1:
-        raise TrtminError(f"--repeat {repeat} must be at least 1 (the runs per candidate)")
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise TrtminError(f"--repeat {repeat} must be between 1 and {MAX_REPEAT} (the runs per candidate)")
     if memory_limit is not None and memory_limit < 1:
         raise TrtminError(f"--memory-limit {memory_limit} must be a positive number of MiB, e.g. --memory-limit 16384")
 
 
+MAX_REPEAT = 1000  # runs per candidate
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: beyond it a call is a hang by any measure (and past ~1e9 s, Python's waits overflow)
+
+
 def check_timeout(timeout: float, example: int = 300) -> None:
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds, e.g. --timeout {example}")
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        raise TrtminError(f"--timeout {timeout:g} must be a positive number of seconds up to {MAX_TIMEOUT_S:.0f} "
+                          f"(a week), e.g. --timeout {example}")
+
+
+def max_jobs() -> int:
+    """The most workers --jobs may start: each is a process of its own that imports torch
+    (some 0.5 GB); 4 a core (an engine build is CPU work), 8 at least."""
+    return max(8, 4 * (os.cpu_count() or 1))
 
 
 def default_jobs(device: str) -> int:
@@ -110,8 +121,9 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
             raise TrtminError(f"--match {match!r} is not a valid regular expression ({e})") from None
     if jobs is None:
         jobs = default_jobs(device)
-    if jobs < 1:
-        raise TrtminError("--jobs must be at least 1")
+    if not 1 <= jobs <= max_jobs():
+        raise TrtminError(f"--jobs {jobs} must be between 1 and {max_jobs()} (4 workers a CPU core here, each a "
+                          f"process that imports torch), e.g. --jobs {min(4, max_jobs())}")
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
                    settings=parse_settings(settings), emit=list(emit or []), reference=reference, **more)

@@ -220,6 +220,9 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
     for args, words in [(["--atol", "-1"], ["--atol -1", ">= 0"]), (["--rtol", "nan"], ["--rtol nan"]),
                         (["--timeout", "0"], ["--timeout 0", "positive"]), (["--timeout", "nan"], ["--timeout nan"]),
                         (["--repeat", "0"], ["--repeat 0"]), (["--memory-limit", "0"], ["--memory-limit 0"]),
+                        (["--timeout", "1e20"], ["--timeout 1e+20", "a week"]),  # past it: an OverflowError's traceback
+                        (["--repeat", "99999999999999999999"], ["--repeat 99999999999999999999", "1000"]),
+                        (["--jobs", "100000"], ["--jobs 100000", "each a process that imports torch"]),
                         (["--repeat", "2", "--min-failures", "3"], ["--min-failures 3", "--repeat (2)"]),
                         (["--emit", "bogus"], ["--emit 'bogus'", "tensorrt"])]:
         r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
