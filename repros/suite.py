@@ -290,6 +290,8 @@ def parse_manifest(path: Path) -> Manifest:
         raise TrtminError(f"{_shown(path)}: not found; every repro folder needs a manifest.toml ({fix})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise TrtminError(f"{_shown(path)}: not valid TOML ({e})") from None
+    except OSError as e:  # a folder of that name, a file it may not read
+        raise TrtminError(f"{_shown(path)}: cannot be read ({e.strerror or e}); it must be a TOML file") from None
     manifest, problems = manifest_from_dict(data)
     if manifest is None:
         raise TrtminError(f"{_shown(path)}: " + "; ".join(problems))
