@@ -20,6 +20,19 @@ OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inpu
 OUR_PATTERN = re.compile(r"repro_[\w.-]+\.py|repro_cmd_[\w.-]+")
 # the copies of the modules a plugin file imports from its own folder (repro_plugin_helpers.py)
 PLUGIN_COPY_PREFIX = "repro_plugin_"
+MANIFEST = "manifest.toml"  # what makes a folder of repro.py a saved repro (repros/suite.py)
+
+
+def suite_around(out: Path) -> Path | None:
+    """The repro suite `out` is, or is a folder of (a folder beside it is a saved repro:
+    repro.py and manifest.toml), else None: a reduce's output there is a broken entry."""
+    for folder in (out, out.parent):
+        try:
+            if any((p / MANIFEST).is_file() and (p / "repro.py").is_file() for p in folder.iterdir() if p.is_dir()):
+                return folder
+        except OSError:  # not there yet, or not to be listed: no suite
+            continue
+    return None
 
 
 def is_ours(name: str) -> bool:

@@ -32,14 +32,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import JOURNAL, OUR_PATTERN, PLUGIN_COPY_PREFIX, outputs_of_journal
+from oracles.out_folder import JOURNAL, MANIFEST, OUR_PATTERN, PLUGIN_COPY_PREFIX, outputs_of_journal
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
 from oracles.verdict import ORACLES
 
 SCRIPT = "repro.py"
-MANIFEST = "manifest.toml"
 EXPECTED = ("reproduces", "fixed")
 EXPECTED_WHEN = ("reproduces", "fixed", "skipped")
 REQUIRED = ("title", "backend", "oracle", "device", "added", "expected")

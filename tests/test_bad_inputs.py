@@ -402,6 +402,21 @@ def test_repros_commands_refuse_folders_and_files_in_each_others_place(tmp_path)
     assert_one_line_error(run_cli_here("repros", "run", "--json", str(tmp_path)), "is a folder")
 
 
+def test_an_out_in_a_repro_suite_is_refused(host_program, tmp_path):
+    """--out the suite (its entries then read as one broken repro) or a new folder in it
+    (an entry with no manifest): refused, pointing to `repros add`."""
+    model, inputs = host_program
+    entry = tmp_path / "suite" / "saved"
+    entry.mkdir(parents=True)
+    (entry / "repro.py").write_text("print('FIXED')\n")
+    (entry / "manifest.toml").write_text('title = "a bug"\n')
+    for out, words in ((tmp_path / "suite", "is the repro suite"), (tmp_path / "suite" / "new", "is in the repro suite")):
+        r = reduce_here(str(model), "--inputs", str(inputs), "--out", str(out), "--force")
+        assert_one_line_error(r, words, "trtmin repros add OUT --name NAME")
+        assert not (tmp_path / "suite" / "new").exists() and sorted(p.name for p in entry.iterdir()) == [
+            "manifest.toml", "repro.py"]
+
+
 def test_a_users_own_journal_and_a_file_in_the_outs_path_are_told_apart(host_program, tmp_path):
     model, inputs = host_program
     mine = tmp_path / "mine"
