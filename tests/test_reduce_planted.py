@@ -220,14 +220,13 @@ def test_plugin_module_not_importable_cannot_run(host_program, tmp_path):
 
 def test_real_inductors_lowering_error_names_the_node_too(host_program, tmp_path):
     """Inductor's LoweringException says "target: aten.sin.default ... Found from: <stack>"
-    after AOT's decompositions: the search starts at the sin all the same."""
+    after AOT's decompositions: the search starts at the sin all the same (what starting
+    there saves against --no-localize: the test above, with a cheaper compiler)."""
     model, inputs = host_program
     named = reduce_cli(model, inputs, tmp_path / "on", "crash", plugin("inductor_sin_lowering_fails"), "--no-verify")
-    plain = reduce_cli(model, inputs, tmp_path / "off", "crash", plugin("inductor_sin_lowering_fails"), "--no-localize",
-                       "--no-verify")
-    assert ops_in(tmp_path / "on" / "repro.py") == ops_in(tmp_path / "off" / "repro.py") == ["sin.default"]
+    assert ops_in(tmp_path / "on" / "repro.py") == ["sin.default"]
     assert named["diagnosis"]["named_node"].startswith("`sin`") and "LoweringException" in named["signature"]
-    assert named["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
+    assert named["passes"]["bisect_window"]["calls"] <= 2, named["passes"]  # it probes the prefix ending at sin
 
 
 def test_a_repro_that_does_not_reproduce_alone_is_said_loudly(host_program, tmp_path):
