@@ -134,6 +134,8 @@ def test_inputs_file_mismatches(host_program, tmp_path):
     assert_one_line_error(check_here(str(model), "--inputs", str(f)), "torch.float64")
     torch.save((torch.randn(4, 9),), f)
     assert_one_line_error(check_here(str(model), "--inputs", str(f)), "shape")
+    torch.save((torch.randn(4, 8, device="meta"),), f)  # no values: copying them out was a traceback
+    assert_one_line_error(check_here(str(model), "--inputs", str(f)), "is a meta tensor", "save the real tensors")
 
 
 def test_a_folder_given_as_inputs_is_named_as_one(host_program, tmp_path):

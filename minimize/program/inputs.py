@@ -152,6 +152,9 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
             continue
         if not isinstance(got, torch.Tensor):
             raise TrtminError(f"input {name!r} in {path} is a {type(got).__name__}, the program expects a tensor")
+        if got.is_meta:
+            raise TrtminError(f"input {name!r} in {path} is a meta tensor, which holds no values to run on; save "
+                              "the real tensors the model runs on (torch.save of them on the CPU or a GPU)")
         if got.dtype != val.dtype:
             raise wrong_dtype_error(path, name, str(got.dtype), str(val.dtype))
         static = tuple(d if isinstance(d, int) else None for d in val.shape)
