@@ -190,7 +190,7 @@ def reduce(
                                "bug does not need: the script makes them, and repro_inputs.pt shrinks or goes "
                                "(1 to 5 oracle calls); then shrink their sizes the bug does not need to 2 "
                                "(0 to 5 calls). Off: every original value and shape is kept.")] = True,
-    any_failure: Annotated[bool, typer.Option("--any-failure", rich_help_panel="Search", help="Accept any failure, not only the original one.")] = False,
+    any_failure: Annotated[bool, typer.Option("--any-failure", rich_help_panel="Search", help="Accept a candidate that fails in any way, not only as the original does (the original must still fail as --oracle and --match ask).")] = False,
     timeout: TimeoutOpt = 300.0,
     repeat: RepeatOpt = 1,
     min_failures: Annotated[Optional[int], typer.Option("--min-failures", metavar="N", rich_help_panel="Flaky, slow or heavy compilers", help="Of --repeat runs, how many must fail for a candidate "

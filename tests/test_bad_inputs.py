@@ -404,6 +404,16 @@ def test_repros_commands_refuse_folders_and_files_in_each_others_place(tmp_path)
     assert_one_line_error(run_cli_here("repros", "run", "--json", str(tmp_path)), "is a folder")
 
 
+def test_any_failure_lets_candidates_fail_otherwise_not_the_original(host_program, tmp_path):
+    """--any-failure with --oracle mismatch reduced a crash (and with --match, a failure the
+    pattern never matched), writing a repro of another bug than the one asked about."""
+    model, inputs = host_program
+    r = reduce_here(str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", plugin("crash_on_sin"),
+                    "--any-failure", "--out", str(tmp_path / "o"))
+    assert_one_line_error(r, "does not fail the mismatch oracle", "try --oracle crash")
+    assert not (tmp_path / "o").exists()
+
+
 def test_an_out_in_a_repro_suite_is_refused(host_program, tmp_path):
     """--out the suite (its entries then read as one broken repro) or a new folder in it
     (an entry with no manifest): refused, pointing to `repros add`."""
