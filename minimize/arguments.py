@@ -100,7 +100,8 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     check_emit(list(emit or []))
     if inputs is not None and not inputs.is_file():
         raise TrtminError(f"--inputs {inputs}: " + ("is a folder; pass the file torch.save wrote" if inputs.is_dir()
-                          else "no such file; pass the file torch.save wrote of the model's arguments"))
+                          else "is not a regular file (a pipe or a device); pass the file torch.save wrote"
+                          if inputs.exists() else "no such file; pass the file torch.save wrote of the model's arguments"))
     if inputs is not None:
         check_inputs_early(model, inputs)
     if not is_device(device):

@@ -210,6 +210,15 @@ def test_folder_given_as_model(tmp_path):
     assert_one_line_error(reduce_here(str(tmp_path), "--out", str(tmp_path / "o")), "is a folder")
 
 
+def test_a_pipe_or_a_device_is_no_model_nor_inputs(host_program, tmp_path):
+    """A FIFO as the model blocked its first read for ever; /dev/null as --inputs was 'no such file'."""
+    import os
+    model, _ = host_program
+    os.mkfifo(tmp_path / "model.pt2")
+    assert_one_line_error(check_here(str(tmp_path / "model.pt2")), "is not a regular file")
+    assert_one_line_error(check_here(str(model), "--inputs", "/dev/null"), "is not a regular file")
+
+
 def test_unknown_setting_is_refused_with_a_suggestion(host_program):
     model, _ = host_program
     r = run_check(str(model), "--backend", "onnxruntime", "--set", "bogus_key=1")

@@ -358,6 +358,9 @@ def check_model_file(path: Path) -> None:
         raise TrtminError(f"{path}: no such file; pass the .pt2 written by torch.export.save")
     if path.is_dir():
         raise TrtminError(f"{path} is a folder; pass the .pt2 file written by torch.export.save")
+    if not path.is_file():  # a FIFO would block the read below for ever; a device is no archive
+        raise TrtminError(f"{path} is not a regular file (a pipe or a device); pass the .pt2 file written by "
+                          "torch.export.save")
     try:
         with open(path, "rb") as f:
             f.read(1)
