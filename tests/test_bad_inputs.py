@@ -569,6 +569,9 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
                      plugin("crash_on_sin"), "--out", str(out), "--resume", "--no-verify")
     assert r.returncode == 2 and "with other inputs (the --inputs file's contents differ)" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("error:") == 1 and not (out / "summary.json").exists()
+    r = run_cli_here("reduce", str(model), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(out),
+                     "--resume", "--no-verify")  # none given: not "contents differ"
+    assert r.returncode == 2 and "with an --inputs file (none is given now)" in r.stderr, r.stderr
     shutil.copy(inputs, mine)
     r = run_cli("reduce", str(model), "--inputs", str(Path(os.path.relpath(mine))), "--oracle", "crash",
                 "--backend", plugin("crash_on_sin"), "--out", str(out), "--resume", "--no-verify")

@@ -157,7 +157,10 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
                 f"there, {now['model_sha256'][:12]}... now; a re-export differs even where the code is the same)",
                 RERUN_SAME)
     if then.get("inputs_sha256") != now.get("inputs_sha256"):
-        return ("with other inputs (the --inputs file's contents differ)",
+        given = (then.get("inputs_sha256") is not None, now.get("inputs_sha256") is not None)
+        return ({(True, False): "with an --inputs file (none is given now)",
+                 (False, True): "without --inputs (the program's own example inputs; one is given now)"}.get(
+                    given, "with other inputs (the --inputs file's contents differ)"),
                 "rerun with the inputs it was made with, or start over with --force")
     if then.get("example_inputs_sha256") != now.get("example_inputs_sha256"):
         def ran_on(digest: str | None, saved: str) -> str:
