@@ -99,7 +99,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             if journal.damaged:
                 lines = ", ".join(map(str, journal.damaged[:5])) + (" ..." if len(journal.damaged) > 5 else "")
                 log(f"note: {len(journal.damaged)} line{'s' if len(journal.damaged) > 1 else ''} of {JOURNAL} "
-                    f"({lines}) hold no verdict (damaged); their candidates are asked again")
+                    f"({lines}) {'hold' if len(journal.damaged) > 1 else 'holds'} no verdict (damaged); "
+                    f"{'their candidates are' if len(journal.damaged) > 1 else 'its candidate is'} asked again")
 
         def check(v: Verdict) -> None:
             nonlocal nothing_to_reduce

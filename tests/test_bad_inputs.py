@@ -136,6 +136,14 @@ def test_inputs_file_mismatches(host_program, tmp_path):
     assert_one_line_error(check_here(str(model), "--inputs", str(f)), "shape")
     torch.save((torch.randn(4, 8, device="meta"),), f)  # no values: copying them out was a traceback
     assert_one_line_error(check_here(str(model), "--inputs", str(f)), "is a meta tensor", "save the real tensors")
+    f.write_bytes(b"")  # it was "EOFError: EOFError"
+    assert_one_line_error(check_here(str(model), "--inputs", str(f)), "is empty", "torch.save(args, path)")
+    import numpy
+    numpy.savez(tmp_path / "in.npz", x=numpy.zeros((4, 8), numpy.float32))  # torch.load's "enforce fail at ..."
+    assert_one_line_error(check_here(str(model), "--inputs", str(tmp_path / "in.npz")), "is a NumPy archive")
+    torch.save(((torch.randn(4, 8),), {"scale": 1.0}), f)  # kwargs the program does not take: "(it takes )"
+    said = check_here(str(model), "--inputs", str(f))
+    assert said.returncode == 2 and "(it takes )" not in said.stderr, said.stderr
 
 
 def test_a_folder_given_as_inputs_is_named_as_one(host_program, tmp_path):

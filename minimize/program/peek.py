@@ -294,7 +294,7 @@ def structure_difference(spec: dict[str, Any], tree: Any, where: str) -> str | N
         if strays:
             near = difflib.get_close_matches(str(strays[0]), [str(k) for k in lacking or keys], n=1)
             return (f"{where} has {strays[0]!r}, which the program does not take "
-                    + (f"(did you mean {near[0]!r}?)" if near else f"(it takes {', '.join(map(repr, keys))})"))
+                    + (f"(did you mean {near[0]!r}?)" if near else f"(it takes {', '.join(map(repr, keys)) or 'none'})"))
         if lacking:
             return f"{where} lacks {lacking[0]!r}, which the program takes"
         return next((d for k, c in zip(keys, children) if (d := structure_difference(c, tree[k], f"{where}[{k!r}]"))),
@@ -379,6 +379,8 @@ def check_model_file(path: Path) -> None:
 def check_inputs_file(path: Path) -> None:
     """An inputs file that is a program, not its arguments (the model passed twice, or a
     compiled one), named without torch: torch.load would say "checkpoint corrupted" 8 s later."""
+    if path.stat().st_size == 0:
+        raise TrtminError(f"--inputs {path} is empty; save the model's arguments into it with torch.save(args, path)")
     other = _other_format(path, exported="a program saved by torch.export.save")
     if other and not other.startswith("a file written by torch.save"):
         raise TrtminError(f"--inputs {path} is {other}, not the model's inputs; pass the file "
@@ -411,4 +413,6 @@ def _other_format(path: Path, exported: str | None = None) -> str | None:
         return "a TorchScript archive (torch.jit.save)"
     if any(f.endswith("/data.pkl") for f in files):
         return "a file written by torch.save (a module, a state_dict or tensors)"
+    if files and all(f.endswith(".npy") for f in files):
+        return "a NumPy archive (numpy.savez)"
     return None
