@@ -160,7 +160,9 @@ def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
                                                                    "take (it takes 'noise')"),
                          (((dict(batch, **{"observation.imag": batch["observation.image"]}),), {"noise": noise}),
                           "args[0] has 'observation.imag', which the program does not take (did you mean "
-                          "'observation.image'?)")):
+                          "'observation.image'?)"),
+                         (((batch["observation.state"], batch["observation.image"]), {"noise": noise}),  # tensors
+                          "args holds 2 and the program takes 1: a dict of 'observation.state', 'observation.image'")):
         torch.save(saved, f)  # the key that differs, by its path in the arguments
         assert_one_line_error(run_check(str(path), "--inputs", str(f)), words)
     torch.save(((batch,), {"noise": noise.double()}), f)  # the right structure, a wrong dtype: named by input

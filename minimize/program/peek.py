@@ -234,6 +234,31 @@ def describe(x: Any, top: bool = True) -> str:
     return f"a {type(x).__name__} of {len(x)} ({inner})"
 
 
+def _leaf_count(tree: Any) -> int:
+    if isinstance(tree, dict):
+        return sum(map(_leaf_count, tree.values()))
+    return sum(map(_leaf_count, tree)) if isinstance(tree, (tuple, list)) else 1
+
+
+def _spec_leaf_count(spec: dict[str, Any]) -> int:
+    children = spec.get("children_spec") or []
+    return sum(map(_spec_leaf_count, children)) if spec.get("type") else 1
+
+
+def _spec_words(spec: dict[str, Any]) -> str:
+    """One argument of a serialized pytree spec, as the program takes it: 'a dict of
+    'image', 'state'', 'a tuple of 2', 'a tensor'."""
+    kind, children = spec.get("type"), spec.get("children_spec") or []
+    if kind in _DICTS:
+        try:
+            return f"a dict of {', '.join(map(repr, json.loads(spec['context'])))}"
+        except (KeyError, TypeError, ValueError):
+            return "a dict"
+    if kind in _SEQUENCES:
+        return f"a {kind.split('.')[-1]} of {len(children)}"
+    return "a tensor" if not kind else f"a {kind.split('.')[-1]}"
+
+
 def wrong_inputs_error(path: Path, loaded: Any, names: list[str], spec: dict[str, Any] | None = None) -> TrtminError:
     """The error for an inputs file whose structure or count is not the program's inputs;
     with the program's call spec (serialized, as program_call_spec reads it), where the
@@ -279,8 +304,11 @@ def structure_difference(spec: dict[str, Any], tree: Any, where: str) -> str | N
     if kind in _SEQUENCES:
         if not isinstance(tree, (tuple, list)):
             return f"{where} is {describe(tree, top=False)}, and the program takes a {kind.split('.')[-1]}"
-        if len(tree) != len(children):  # a count: wrong_inputs_error's own words name the inputs
-            return None
+        if len(tree) != len(children):  # a count: wrong_inputs_error's own words name the inputs, unless
+            if _leaf_count(tree) != _spec_leaf_count(spec):  # the flat count agrees (tensors grouped otherwise)
+                return None
+            return (f"{where} holds {len(tree)} and the program takes {len(children)}: "
+                    + ", ".join(_spec_words(c) for c in children))
         return next((d for i, (c, t) in enumerate(zip(children, tree))
                      if (d := structure_difference(c, t, f"{where}[{i}]"))), None)
     if kind in _DICTS:
