@@ -157,7 +157,9 @@ def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
                           "holds a tuple of 1 (a dict of 2 ('observation.state', 'observation.image')), the args "
                           "alone, and the program also takes keyword arguments (noise)", "(args, kwargs)")
     for saved, words in ((((batch,), {"noise": noise, "seed": 1}), "kwargs has 'seed', which the program does not "
-                                                                   "take (it takes 'noise')"),
+                                                                   "take (it takes 'noise'; an argument left out of "
+                                                                   "torch.export.export is fixed in the program, no "
+                                                                   "input)"),
                          (((dict(batch, **{"observation.imag": batch["observation.image"]}),), {"noise": noise}),
                           "args[0] has 'observation.imag', which the program does not take (did you mean "
                           "'observation.image'?)"),

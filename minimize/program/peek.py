@@ -321,8 +321,11 @@ def structure_difference(spec: dict[str, Any], tree: Any, where: str) -> str | N
         strays, lacking = [k for k in tree if k not in keys], [k for k in keys if k not in tree]
         if strays:
             near = difflib.get_close_matches(str(strays[0]), [str(k) for k in lacking or keys], n=1)
+            dropped = "; an argument left out of torch.export.export is fixed in the program, no input" \
+                if where == "kwargs" else ""
             return (f"{where} has {strays[0]!r}, which the program does not take "
-                    + (f"(did you mean {near[0]!r}?)" if near else f"(it takes {', '.join(map(repr, keys)) or 'none'})"))
+                    + (f"(did you mean {near[0]!r}?{dropped})" if near
+                       else f"(it takes {', '.join(map(repr, keys)) or 'none'}{dropped})"))
         if lacking:
             return f"{where} lacks {lacking[0]!r}, which the program takes"
         return next((d for k, c in zip(keys, children) if (d := structure_difference(c, tree[k], f"{where}[{k!r}]"))),
