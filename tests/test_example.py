@@ -38,6 +38,8 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert summary["passes"]["bisect_window"]["calls"] <= 6, summary["passes"]
     assert "`mul`" in summary["diagnosis"]["first_off_value"]
     assert "First value off" in (tmp_path / "report.md").read_text()
+    if summary["original_verdict"] != summary["final_verdict"]:  # the user's symptom, to tie the result to
+        assert f"- The original program failed as {summary['original_verdict']}" in (tmp_path / "report.md").read_text()
     assert "arange" in (tmp_path / "repro.py").read_text()
     rr = run_repro(tmp_path)
     assert rr.returncode == 1 and rr.stdout.startswith("REPRODUCED"), rr.stdout + rr.stderr[-2000:]
