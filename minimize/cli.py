@@ -327,8 +327,14 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     repro.py printed alone, the files, a known bug it looks like. `seconds`: the command's wall time."""
     from minimize.emit.script import nodes  # torch is loaded by now
     known = summary.get("known_bugs") or []  # found as the outputs were written, into report.md
-    alone = summary.get("timing", {}).get("repro_alone_seconds")
-    parts = f" ({summary['seconds']:.0f} s loading and reducing" + (f", {alone:.0f} s running repro.py alone" if alone else "") + ")"
+    timing = summary.get("timing", {})
+    alone = timing.get("repro_alone_seconds") or 0.0
+    emitted = sum(v for k, v in timing.items() if k.endswith("_alone_seconds") and k != "repro_alone_seconds")
+    rest = seconds - summary["seconds"] - alone - emitted  # the workers' start, the files written
+    said = [f"{summary['seconds']:.0f} s loading and reducing", f"{alone:.0f} s running repro.py alone" if alone else "",
+            f"{emitted:.0f} s running the --emit scripts alone" if emitted else "",
+            f"{rest:.0f} s starting and writing the files" if rest >= 0.5 else ""]
+    parts = f" ({', '.join(p for p in said if p)})"
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s{parts}")
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)

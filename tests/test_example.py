@@ -32,6 +32,9 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["original_nodes"] >= 100 and summary["final_nodes"] <= 3
+    done = re.search(r"done: .*?, (\d+) s \((.*?)\)\n", r.stderr)  # the command's seconds, and where they went
+    parts = [int(n) for n in re.findall(r"(\d+) s ", done.group(2))]
+    assert abs(sum(parts) - int(done.group(1))) <= len(parts), done.group(0)  # each part rounded
     # Localization: compiled with every value an output, the first value off is the
     # int64 arange * 1e9; the prefix search confirms it with 2 probes (5 calls in the
     # window search with the localization run; a binary search took 11).
