@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from minimize.search import DONE
+
 if TYPE_CHECKING:
     from minimize.search.problem import ReductionProblem
 
@@ -106,6 +108,9 @@ class ProgressView:
         p = self.problem
         if p is None:
             return None
+        if p.current_pass == DONE:  # the search has ended: its result, not the last pass, while the files are written
+            return Text.assemble(("reduced ", "bold"), f"call nodes {self.start_nodes} -> ",
+                                 (f"{len(p.current.nodes)}", "bold green"), f" | oracle calls {p.counters.oracle_calls}")
         return Text.assemble(
             ("reducing ", "bold"), (f"[{p.current_pass}] ", "cyan"),
             f"call nodes {self.start_nodes} -> ", (f"{len(p.current.nodes)}", "bold green"),

@@ -22,6 +22,7 @@ from minimize.emit.run_header import file_digest, header_before_loading
 from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts
 from minimize.program.candidate import Candidate, make
+from minimize.search import DONE
 from minimize.search.problem import ReductionProblem, Rules
 from minimize.program.model import Slice
 from minimize.search.scheduler import run_reduction
@@ -296,7 +297,10 @@ def _needed_dynamic(problem: ReductionProblem, found: Candidate,
     dynamic is not the bug; else those the compile kept. Said in report.md's Diagnosis."""
     if not kept:
         return kept
-    if problem.failures(found.but(static=True)) >= problem.min_failures:  # journaled: a --resume replays it
+    problem.current_pass = "static sizes"  # on the live line while it compiles
+    static = problem.failures(found.but(static=True)) >= problem.min_failures  # journaled: a --resume replays it
+    problem.current_pass = DONE
+    if static:
         problem.notes["static"] = ("the program was exported with dynamic sizes, and the bug shows with them "
                                    "static too (one call): repro.py compiles it with static sizes")
         return {}

@@ -40,6 +40,11 @@ def test_a_pass_shows_when_it_starts_not_at_its_first_verdict():
     view.update(state)
     state.current_pass = "bisect_window: localizing"  # no verdict yet: no update
     assert "reducing [bisect_window: localizing] call nodes 40 -> 40 | oracle calls 1" in view.__rich__().plain
+    from minimize.search import DONE
+    state.current, state.current_pass = Candidate((3, 4)), DONE  # the search has ended; repro.py runs alone
+    view.phase("verifying: repro.py runs alone, in a new process")  # not "reducing [shrink_shapes]" any more
+    assert view.__rich__().plain.endswith("verifying: repro.py runs alone, in a new process | reduced call nodes "
+                                          "40 -> 2 | oracle calls 1"), view.__rich__().plain
 
 
 def test_without_a_terminal_the_state_is_a_plain_line_every_heartbeat(monkeypatch):

@@ -7,6 +7,7 @@ import time
 
 from minimize.search.passes import FINISHERS, PROOF, TIERS, Pass
 from minimize.search.problem import PassStats, ReductionProblem
+from minimize.search import DONE
 from minimize.search.speculate import next_runs
 
 
@@ -48,5 +49,6 @@ def run_reduction(problem: ReductionProblem) -> None:
         problem.speculate = lambda budget: next_runs(problem, reduction, budget)
     try:
         reduction(problem)
+        problem.current_pass = DONE  # the live line shows the result while the outputs are written
     finally:
         problem.speculate = None  # the checks after it (static sizes) are asked alone
