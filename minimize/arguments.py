@@ -17,8 +17,8 @@ from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, check_emit, is_device
 from oracles.errors import TrtminError
+from oracles.verdict import ERROR_ORACLES
 
-ERROR_ORACLES = ("crash", "oom")  # the oracles whose failure has an error message for --match
 
 
 def parse_settings(pairs: Optional[list[str]]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 KINDS = ("pass", "crash", "nan", "mismatch", "oom", "hang", "invalid")
 ORACLES = ("crash", "nan", "mismatch", "oom", "hang")
 VALUE_ORACLES = ("nan", "mismatch")  # judged by comparing values with eager PyTorch's
+ERROR_ORACLES = ("crash", "oom")  # judged by an error, whose 'Type: message' --match may ask for
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def answers(v: Verdict, oracle: str, match: re.Pattern[str] | str | None = None,
         return v.failed
     if v.kind != oracle:
         return False
-    if match is None or v.kind not in ("crash", "oom"):
+    if match is None or v.kind not in ERROR_ORACLES:
         return True
     said = [f"{v.exc_type}: {v.message}"] + ([f"Signal: {signal_of(v.message)}"] if v.exc_type == "Signal" else [])
     return any(re.search(match, text) is not None for text in said)  # a death: with its site, or the signal alone

@@ -159,7 +159,7 @@ def judge(status: str, expected: str, reason: str = "", strict_skips: bool = Fal
 
 # The compiler's own package, which any script of the backend imports ("a|b": either): what
 # a script without a REQUIRES list of its own (one written by hand) needs at least.
-REQUIRED = {"torch_tensorrt": ("torch_tensorrt",), "tensorrt": ("tensorrt|tensorrt_rtx",),
+REQUIRED_PACKAGES = {"torch_tensorrt": ("torch_tensorrt",), "tensorrt": ("tensorrt|tensorrt_rtx",),
             "executorch": ("executorch",), "onnxruntime": ("onnxruntime",)}
 
 
@@ -199,7 +199,7 @@ def cannot_run_here(backend: str, device: str, facts: Facts, script: Path | None
     if os.environ.get("TRTMIN_BACKEND") == "eager":
         return None
     own = script_requires(script) if script is not None else None
-    for name in own if own is not None else REQUIRED.get(backend.split(":")[0], ()):
+    for name in own if own is not None else REQUIRED_PACKAGES.get(backend.split(":")[0], ()):
         if not any(importlib.util.find_spec(n) is not None for n in name.split("|")):
             return f"{name.replace('|', ' or ')} is not installed"
     return None

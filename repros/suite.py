@@ -41,8 +41,8 @@ from oracles.verdict import ORACLES
 SCRIPT = "repro.py"
 EXPECTED = ("reproduces", "fixed")
 EXPECTED_WHEN = ("reproduces", "fixed", "skipped")
-REQUIRED = ("title", "backend", "oracle", "device", "added", "expected")
-OPTIONAL = ("upstream", "first_seen", "expected_when", "notes")
+REQUIRED_KEYS = ("title", "backend", "oracle", "device", "added", "expected")
+OPTIONAL_KEYS = ("upstream", "first_seen", "expected_when", "notes")
 
 # what `trtmin repros add` copies from a `trtmin reduce --out` folder (never journal.jsonl)
 REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")
@@ -203,13 +203,13 @@ def _check_str(data: dict[str, Any], key: str, problems: list[str]) -> str:
 def manifest_from_dict(data: dict[str, Any]) -> tuple[Manifest | None, list[str]]:
     """Validate a parsed manifest; returns (manifest, []) or (None, problems)."""
     problems: list[str] = []
-    missing = [k for k in REQUIRED if k not in data]
+    missing = [k for k in REQUIRED_KEYS if k not in data]
     if missing:
         problems.append(f"missing {', '.join(missing)}")
-    unknown = sorted(set(data) - set(REQUIRED) - set(OPTIONAL))
+    unknown = sorted(set(data) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
     if unknown:
         problems.append(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-                        f"(known: {', '.join(REQUIRED + OPTIONAL)})")
+                        f"(known: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})")
     title, backend, oracle, device = ("" if k not in data else _check_str(data, k, problems)
                                       for k in ("title", "backend", "oracle", "device"))
     if "\n" in title:
@@ -520,8 +520,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
 
-    Copies repro.py, summary.json and, when present, repro_inputs.pt, plugin.py and report.md
-    (never journal.jsonl), and writes manifest.toml from summary.json: title from
+    Copies the files the run wrote (files_of_the_run: repro.py, summary.json, report.md and,
+    where the run wrote them, repro_inputs.pt, the plugin's copies, the --emit scripts and
+    their data; never journal.jsonl nor reduced.pt2), and writes manifest.toml from summary.json: title from
     report.md's first line, backend, oracle, device, added = today, first_seen from the
     versions summary.json recorded, expected = "reproduces". Everything is written to a
     hidden temporary folder first and renamed into place, so a failure leaves nothing

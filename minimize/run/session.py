@@ -80,11 +80,10 @@ class Session:
         # the journal's record of inputs no --inputs file names: the example ones saved in the .pt2
         self.example_inputs_sha256 = values_digest(saved) if saved is not None else None
         clock.step("load_model")
-        self.ep = prepare(ep, opts.device)
+        prepared = prepare(ep, opts.device)
         clock.step("prepare")
-        self.program = Program(self.ep, to_device(user_inputs, opts.device), device=opts.device,
+        self.program = Program(prepared, to_device(user_inputs, opts.device), device=opts.device,
                                fixed_random=opts.oracle in VALUE_ORACLES)
-        self.user_inputs = user_inputs
         clock.step("eager_values")
         save_state(self.program, self.workers.state_dir, opts.imports)
         clock.step("save_state")

@@ -61,7 +61,8 @@ class Walk:
     last_verdict: Verdict | None = None
     guessed_node: int | None = None  # the node localization named: ranks speculation only
     # With --repeat N, a candidate's verdicts are N runs; it is interesting when at least
-    # `min_failures` of them fail the same way (default: half as many as the original).
+    # `min_failures` of them fail the same way (default: as many as the original where it
+    # failed every run, else half its count: establish_original).
     min_failures: int = 1
     original_failures: int = 0
     current_pass: str = "check"
@@ -73,7 +74,7 @@ class Rules:
     same bug, and what the passes may try."""
 
     match: re.Pattern[str] | None = None  # --match: the failure text a candidate must show
-    any_failure: bool = False  # --any-failure: any failure of the same kind will do
+    any_failure: bool = False  # --any-failure: a candidate that fails in any way will do
     min_failures: int | None = None  # --min-failures, else from the original (establish_original)
     localize: bool = False  # may bisect_window guess from a run with every value an output (localize.py)
     locate_from_errors: bool = False  # ... or from the node a compiler's error names (free)

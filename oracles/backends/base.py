@@ -137,8 +137,8 @@ class Backend:
 
     def own_code(self) -> str | None:
         """The user's own code this backend runs ("the command", "plugin run.py:be"), whose
-        failure on any program at all is that code's mistake: Session.setup_problem runs a
-        one-op program (x + 1) to tell. None for a built-in compiler."""
+        failure on any program at all is that code's mistake: Session.setup_problem runs
+        one-op programs (x + 1, then x * 2) to tell. None for a built-in compiler."""
         return None
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:

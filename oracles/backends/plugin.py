@@ -45,10 +45,6 @@ def parse_setting(value: Any) -> Any:
     return value
 
 
-def load_plugin(spec: str) -> Callable[..., Any]:
-    return getattr(load_plugin_module(spec), parse_backend(spec).function)
-
-
 def load_plugin_module(spec: str) -> ModuleType:
     parsed = parse_backend(spec)
     target, fn_name, path = parsed.target, parsed.function, parsed.plugin_file

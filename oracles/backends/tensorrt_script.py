@@ -70,7 +70,7 @@ def load_npz(path):
 
 
 def load_npz_torch(path: Path) -> tuple[dict[str, torch.Tensor], list[torch.Tensor]]:
-    """The .npz back as torch tensors with their dtypes (for tests and trtmin itself)."""
+    """The .npz back as torch tensors with their dtypes (the tests read what trtmin wrote)."""
     inputs, expected, meta = load_npz(path)
 
     def back(a: np.ndarray, dtype: str) -> torch.Tensor:
