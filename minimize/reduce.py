@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from minimize.emit.outputs import write_extra_script, write_outputs
+from minimize.emit.report import emitted_names
 from minimize.emit.journal import Journal
 from minimize.emit.run_header import file_digest, header_before_loading
 from minimize.program.libraries import uses_custom_ops
@@ -182,7 +183,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
         problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw
     final_verdict = problem.verdict(found)
     dynamic = _needed_dynamic(problem, found, _kept_dynamic(session, final.input_names, values))
-    delegation = _delegation_note(session, found, static=not dynamic)
+    delegation, took_none = _delegation_note(session, found, static=not dynamic)
     if delegation:
         problem.notes["delegation"] = delegation
     moved = _symptom_moved(original, final_verdict)
@@ -219,7 +220,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     if "_first_off_node" in problem.notes and problem.notes["_first_off_node"] not in found.nodes:
         summary["diagnosis"]["first_off_value_cut"] = True  # the value that showed first is not in the result
     summary["one_minimal"] = bool((problem.notes.get("one_minimal") or {}).get("proven"))
-    summary["emitted"] = list(opts.emit)
+    undelegated = session.backend.undelegated if took_none else None  # tells whose bug it is: run it too
+    summary["emitted"] = list(opts.emit) + ([undelegated] if undelegated and undelegated not in opts.emit else [])
     summary["journal_header_sha256"] = journal_digest  # repros add: these outputs are this journal's run
     return info, final, values, summary
 
@@ -240,7 +242,7 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
 
     def others() -> dict[str, dict[str, Any]]:  # each --emit script, run alone too: which backends have the bug
         ran = {}
-        for spec in opts.emit:
+        for spec in summary["emitted"]:  # --emit's, and the backend without its delegate where it took nothing
             path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
                                       reduced_with=opts.backend)
             if opts.verify:
@@ -309,18 +311,21 @@ def _needed_dynamic(problem: ReductionProblem, found: Candidate,
     return kept
 
 
-def _delegation_note(session: Session, found: Candidate, static: bool) -> str | None:
+def _delegation_note(session: Session, found: Candidate, static: bool) -> tuple[str | None, bool]:
     """What the delegate did not take of the reduced program (ExecuTorch's XNNPACK): a bug in
-    an op it left runs in ExecuTorch's portable kernels, and is theirs. One lowering, no run,
-    with static sizes where repro.py has them."""
+    an op it left runs in ExecuTorch's portable kernels, and is theirs; and whether it took
+    none (then the script for the backend without it, `Backend.undelegated`, is written and
+    run alone too, which tells). One lowering, no run, with static sizes where repro.py has them."""
     said = session.delegation(found, static)
     if not said or not said["not_delegated"]:
-        return None
+        return None, False
     ops = ", ".join(f"`{op}`" for op in said["not_delegated"])
     if said["delegated"]:
-        return f"{ops} not delegated: ExecuTorch ran them on its portable kernels, the rest in the delegate"
+        return f"{ops} not delegated: ExecuTorch ran them on its portable kernels, the rest in the delegate", False
+    alone = session.backend.undelegated
     return (f"the delegate took none of the program's ops: ExecuTorch ran {ops} on its portable kernels, so the "
-            "bug is likely theirs, not the delegate's (`--emit executorch:portable` tells)")
+            "bug is likely theirs, not the delegate's" + (f" (`{emitted_names(alone)[0]}`, for {alone}, tells)"
+                                                          if alone else "")), True
 
 
 def _forget_run(out: Path) -> None:

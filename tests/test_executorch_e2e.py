@@ -176,3 +176,31 @@ def test_a_lowering_failure_ends_the_snippet_at_the_lowering():
     assert not call.setup and not any("Runtime" in line for line in call.imports), call
     ran = backend.snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
     assert ran.last == "" and ran.setup[-1] == "program = Runtime.get().load_program(pte.buffer)", ran
+
+
+class Wrap(nn.Module):
+    """An int64 phase index wrapped into [0, 16): Python's % (the divisor's sign)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * 3 - 7) % 16
+
+
+def test_a_bug_the_delegate_left_to_the_portable_kernels_is_run_on_them_alone(tmp_path):
+    """A real ExecuTorch 1.4 bug: the portable kernel of aten.remainder.Scalar on int64
+    takes the dividend's sign (C's %), -31 % 16 = -15 where eager says 1. XNNPACK takes none
+    of it, so the reduction with executorch:xnnpack also writes the script for the portable
+    kernels alone and runs it: it reproduces there, so the bug is theirs."""
+    model, inputs = save_program(Wrap(), (torch.arange(-8, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+                "executorch:xnnpack", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["final_nodes"] == 1 and "remainder" in (out / "repro.py").read_text()
+    assert summary["emitted"] == ["executorch:portable"], summary["emitted"]  # not asked for: the delegate took none
+    assert summary["emitted_alone"]["repro_executorch_portable.py"]["status"] == "REPRODUCED", summary["emitted_alone"]
+    said = " ".join(r.stderr.split())
+    assert "the delegate took none of the program's ops" in said and "(repro_executorch_portable.py, for " \
+        "executorch:portable, tells)" in said and "for other backends (run alone): repro_executorch_portable.py " \
+        "REPRODUCED" in said, said[-2000:]
+    assert "| `repro_executorch_portable.py` | REPRODUCED (exit 1) |" in (out / "report.md").read_text()

@@ -134,6 +134,9 @@ class Backend:
     # Settings, at their non-default value, that turn off a whole-graph rewrite the backend
     # makes before it converts ops: tried when forcing every op type back does not help.
     lowering_toggles: tuple[tuple[str, str], ...] = ()
+    # The backend that runs what a delegate leaves, alone (ExecuTorch's portable kernels for
+    # XNNPACK): where the delegate takes none of a reduced program, its script tells whose bug it is
+    undelegated: str | None = None
 
     def own_code(self) -> str | None:
         """The user's own code this backend runs ("the command", "plugin run.py:be"), whose

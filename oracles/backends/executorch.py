@@ -165,6 +165,7 @@ class ExecuTorchBackend(Backend):
         # the program runs where the lowering expects it; the ExecuTorch Python runtime
         # takes CPU tensors (Torch-TensorRT's copies CUDA inputs to CPU itself)
         self.devices = ("cuda",) if self.variant == "tensorrt" else ("cpu",)
+        self.undelegated = "executorch:portable" if self.variant == "xnnpack" else None
 
     @staticmethod
     def check_available(spec: str) -> None:
