@@ -418,9 +418,11 @@ def manifest_text(m: Manifest, comment_example: bool = True) -> str:
                                      f"{_toml_str(v)}" for k, v in m.first_seen.items()]
     if m.expected_when:
         lines += ["", "[expected_when]"] + [f"{_toml_str(c.text)} = {_toml_str(s)}" for c, s in m.expected_when]
-    elif comment_example:
+    elif comment_example:  # the compiler's own release where it has one (executorch > 1.4.1), else torch's
+        package, seen = next(((k, v) for k, v in m.first_seen.items() if k != "torch"),
+                             next(iter(m.first_seen.items()), ("torch", "2.16")))
         lines += ["", "# Once a release fixes it, say where (first condition that holds wins):",
-                  "# [expected_when]", '# "torch >= 2.16" = "fixed"']
+                  "# [expected_when]", f'# "{package} > {seen}" = "fixed"']
     return "\n".join(lines) + "\n"
 
 

@@ -668,8 +668,10 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     summary["backend"] = "executorch:xnnpack"
     summary["environment"].update({"executorch": "1.4.1", "onnxruntime": "1.32.0"})
     (out / "summary.json").write_text(json.dumps(summary))
-    m = parse_manifest(add_repro(out, "xnn", tmp_path / "suite") / "manifest.toml")
+    written = add_repro(out, "xnn", tmp_path / "suite") / "manifest.toml"
+    m = parse_manifest(written)
     assert m.first_seen == {"torch": "2.13.0+cpu", "executorch": "1.4.1"}  # not onnxruntime: not its compiler
+    assert '\n# "executorch > 1.4.1" = "fixed"\n' in written.read_text()  # the release to watch is the compiler's
 
 
 def test_a_repro_that_cannot_run_here_is_skipped_without_running(tmp_path: Path, monkeypatch) -> None:
