@@ -533,6 +533,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     bug twice, unless ``duplicate``: two flags, so that saving a twin never deletes a repro.
     """
     out_dir, root = Path(out_dir), default_root() if root is None else Path(root)
+    if root.resolve() == SHIPPED_SUITE.resolve() and {"site-packages", "dist-packages"} & set(root.resolve().parts):
+        raise TrtminError(f"repros add would save into the suite inside the installed trtmin ({root}), which the "
+                          "next upgrade replaces; pass --suite DIR, or set TRTMIN_SUITE=DIR for your team's suite")
     if root.exists() and not root.is_dir():
         raise TrtminError(f"--suite {root} is a file; pass the suite's folder (it holds one folder per repro)")
     if not NAME_RE.fullmatch(name):

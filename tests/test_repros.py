@@ -668,6 +668,13 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     summary["backend"] = "executorch:xnnpack"
     summary["environment"].update({"executorch": "1.4.1", "onnxruntime": "1.32.0"})
     (out / "summary.json").write_text(json.dumps(summary))
+    installed = tmp_path / "lib" / "site-packages" / "repros" / "suite"  # a pip install's: an upgrade replaces it
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr("repros.suite.SHIPPED_SUITE", installed)
+        patched.delenv("TRTMIN_SUITE", raising=False)
+        with pytest.raises(TrtminError, match="which the next upgrade replaces; pass --suite DIR"):
+            add_repro(out, "xnn")
+    assert not installed.exists()
     written = add_repro(out, "xnn", tmp_path / "suite") / "manifest.toml"
     m = parse_manifest(written)
     assert m.first_seen == {"torch": "2.13.0+cpu", "executorch": "1.4.1"}  # not onnxruntime: not its compiler
