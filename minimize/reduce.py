@@ -21,7 +21,7 @@ from minimize.emit.report import emitted_names
 from minimize.emit.journal import Journal
 from minimize.emit.run_header import file_digest, header_before_loading
 from minimize.program.libraries import uses_custom_ops
-from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts
+from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts, keep_edited
 from minimize.program.candidate import Candidate, make
 from minimize.search import DONE
 from minimize.search.problem import ReductionProblem, Rules
@@ -94,6 +94,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         for note in notes.values():
             log(f"note: {note}")
         check_out_dir(out, resume, force)  # again: a run without the lock (an older trtmin) may have written there
+        if force and not resume:  # the user's edits to the finished run's files are not written over
+            for name, kept in keep_edited(out):
+                log(f"note: {name} was edited since trtmin wrote it; --force keeps that copy as {kept}")
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts (the oracle calls count only those "

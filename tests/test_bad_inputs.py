@@ -762,9 +762,13 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     first = json.loads((out / "summary.json").read_text())["files"]
     assert "plugin.py" in first and "repro_executorch_portable.py" in first and "journal.jsonl" not in first
     (out / "notes.txt").write_text("mine")
+    edited = (out / "repro.py").read_text() + "# my fix\n"  # the user's edit of the earlier run's script
+    (out / "repro.py").write_text(edited)
     r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--force")  # a module: no plugin.py
     assert r.returncode == 0, r.stderr[-2000:]
     said = " ".join((r.stdout + r.stderr).split())
+    assert "note: repro.py was edited since trtmin wrote it; --force keeps that copy as repro.py.edited" in said, said
+    assert (out / "repro.py.edited").read_text() == edited and "# my fix" not in (out / "repro.py").read_text()
     assert "note: plugin.py, repro_executorch_portable.py in " in said and "are from an earlier run" in said, said
     files = json.loads((out / "summary.json").read_text())["files"]
     assert "plugin.py" not in files and "repro_executorch_portable.py" not in files and "repro.py" in files

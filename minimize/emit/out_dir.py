@@ -142,6 +142,19 @@ def edited_since_written(out: Path) -> list[str]:
         return []
 
 
+def keep_edited(out: Path) -> list[tuple[str, str]]:
+    """Before --force runs again over a finished run: the files the user edited since it
+    wrote them, moved aside as NAME.edited (NAME.edited.2, ... where that is taken), so the
+    new run writes its own without losing the edits. Returns (name, the name kept under)."""
+    kept = []
+    for name in edited_since_written(out) if finished_run(out) else []:
+        target = next(t for n in range(1, 1000)
+                      if not os.path.lexists(t := out / (f"{name}.edited" + (f".{n}" if n > 1 else ""))))
+        os.replace(out / name, target)
+        kept.append((name, target.name))
+    return kept
+
+
 def never_started(out: Path) -> bool:
     """An empty journal, or one whose header a kill or a full disk cut short: a run that
     wrote nothing else yet (check_out_dir takes it for one only where no other file has
