@@ -9,6 +9,7 @@ import ast
 import difflib
 import re
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,38 +84,11 @@ class BackendSpec:
         return default
 
 
-def plugin_own_modules(plugin_file: Path) -> dict[str, Path]:
-    """The modules a plugin file imports from its own folder (`import helpers` with
-    helpers.py beside it, also inside a function), and theirs in turn: {name: file}. Python
-    finds them there as it finds a script's neighbours; repro.py gets copies of them, so
-    the plugin runs beside it as it ran here. A package folder beside it is no module file:
-    it must be installed (repro.py cannot carry it)."""
-    folder, found, todo = plugin_file.parent, {}, [plugin_file]
-    while todo:
-        try:
-            tree = ast.parse(todo.pop().read_text(encoding="utf-8", errors="replace"))
-        except (OSError, SyntaxError, ValueError):
-            continue  # importing it says what is wrong, in the plugin's own words
-        for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
-            for top in (n.split(".")[0] for n in names):
-                file = folder / f"{top}.py"
-                if top not in found and file.is_file() and file.resolve() != plugin_file.resolve():
-                    found[top] = file
-                    todo.append(file)
-    return dict(sorted(found.items()))
-
-
-def plugin_packages(plugin_file: Path) -> tuple[str, ...]:
-    """The installed packages a plugin file (and its own modules beside it, or their copies
-    `repro_plugin_NAME.py` in a saved repro) imports, by their top-level names, stdlib's
-    left out: the compiler whose release a bug is seen in (`mycompiler`), which first_seen,
-    the journal's header and `repros run` record. Read from the source, as
-    plugin_own_modules reads it."""
-    from oracles.out_folder import PLUGIN_COPY_PREFIX
-
-    folder, found, seen, todo = plugin_file.parent, {}, {plugin_file.resolve()}, [plugin_file]
+def _imports(plugin_file: Path, own: Callable[[str], Path | None]) -> Iterator[tuple[str, Path | None]]:
+    """Each top-level name the plugin file imports (also inside a function), then those its
+    own modules import in turn: (name, its module file beside the plugin by `own`, or None).
+    A file that does not parse is passed over: importing it says what is wrong."""
+    seen, todo = {plugin_file.resolve()}, [plugin_file]
     while todo:
         try:
             tree = ast.parse(todo.pop().read_text(encoding="utf-8", errors="replace"))
@@ -124,16 +98,41 @@ def plugin_packages(plugin_file: Path) -> tuple[str, ...]:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
             for top in (n.split(".")[0] for n in names):
-                own = next((f for f in (folder / f"{top}.py", folder / f"{PLUGIN_COPY_PREFIX}{top}.py")
-                            if f.is_file()), None)
-                if own is None and (folder / top / "__init__.py").is_file():
-                    continue  # a package folder of its own beside it: the plugin's, no compiler
-                if own is not None:
-                    if own.resolve() not in seen:
-                        seen.add(own.resolve())
-                        todo.append(own)
-                elif top not in sys.stdlib_module_names and top != "__future__":
-                    found[top] = None
+                file = own(top)
+                yield top, file
+                if file is not None and file.resolve() not in seen:
+                    seen.add(file.resolve())
+                    todo.append(file)
+
+
+def plugin_own_modules(plugin_file: Path) -> dict[str, Path]:
+    """The modules a plugin file imports from its own folder (`import helpers` with
+    helpers.py beside it, also inside a function), and theirs in turn: {name: file}. Python
+    finds them there as it finds a script's neighbours; repro.py gets copies of them, so
+    the plugin runs beside it as it ran here. A package folder beside it is no module file:
+    it must be installed (repro.py cannot carry it)."""
+    def own(top: str) -> Path | None:
+        file = plugin_file.parent / f"{top}.py"
+        return file if file.is_file() and file.resolve() != plugin_file.resolve() else None
+
+    return dict(sorted({top: file for top, file in _imports(plugin_file, own) if file is not None}.items()))
+
+
+def plugin_packages(plugin_file: Path) -> tuple[str, ...]:
+    """The installed packages a plugin file (and its own modules beside it, or their copies
+    `repro_plugin_NAME.py` in a saved repro) imports, by their top-level names, stdlib's
+    left out: the compiler whose release a bug is seen in (`mycompiler`), which first_seen,
+    the journal's header and `repros run` record."""
+    from oracles.out_folder import PLUGIN_COPY_PREFIX
+
+    folder = plugin_file.parent
+
+    def own(top: str) -> Path | None:
+        return next((f for f in (folder / f"{top}.py", folder / f"{PLUGIN_COPY_PREFIX}{top}.py") if f.is_file()), None)
+
+    found = {top: None for top, file in _imports(plugin_file, own)
+             if file is None and not (folder / top / "__init__.py").is_file()  # a package beside it: the plugin's
+             and top not in sys.stdlib_module_names and top != "__future__"}
     return tuple(found)
 
 
