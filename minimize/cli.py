@@ -368,7 +368,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                   + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),
                   highlight=False, markup=False)
     for match in known:
-        console.print(f"[yellow]note[/]: {escape(match['line'])}: trtmin repros run {match['name']} checks it",
+        console.print(f"[yellow]note[/]: {escape(match['line'])}: {escape(match.get('command') or 'trtmin repros run ' + match['name'])} checks it",
                       highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
@@ -384,23 +384,25 @@ def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
     while the outputs are written (reduce's `known_bugs`), so report.md and summary.json
     are written whole, once: {name, line, same, where}."""
     from repros.match import compare
-    from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
+    from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE, suite_words
     try:
-        found = compare(out, summary=summary)[0]
-    except TrtminError as e:  # $TRTMIN_SUITE names no suite: said, and the shipped one read alone
-        if os.environ.get(SUITE_VARIABLE, "").strip():
+        try:
+            found = compare(out, summary=summary)[0]
+        except TrtminError as e:  # $TRTMIN_SUITE names no suite: said, and the shipped one read alone
+            if not os.environ.get(SUITE_VARIABLE, "").strip():
+                return []
             print(f"note: ${SUITE_VARIABLE} names no suite here ({e}); compared with the shipped suite alone",
                   file=sys.stderr)
-        try:
             found = compare(out, SHIPPED_SUITE, summary=summary)[0] if SHIPPED_SUITE.is_dir() else []
-        except TrtminError:
-            return []
+    except TrtminError:
+        return []
     except Exception as e:  # noqa: BLE001 - a damaged suite: the reduction's results are written, keep them
         print(f"note: the saved suite could not be compared with ({type(e).__name__}: {e})", file=sys.stderr)
         return []
     return [{"name": m.name, "line": m.line(), "same": not m.otherwise,
              "where": (f"`repros/suite/{m.name}`" if m.path.parent.resolve() == SHIPPED_SUITE.resolve()
-                       else f"`{m.name}` in the suite ${SUITE_VARIABLE} names")}  # a team's: its own folder
+                       else f"`{m.name}` in the suite ${SUITE_VARIABLE} names"),  # a team's: its own folder
+             "command": f"trtmin repros run {m.name}{suite_words(m.path.parent)}"}  # the suite it is in
             for m in found]
 
 

@@ -104,10 +104,11 @@ def compare(folder: Path, suite: Path | None = None,
     mine = fingerprint(Path(folder), summary)
     if mine is None:
         return [], []
-    found, related, blind = [], [], []
+    found, related, blind, names = [], [], [], set()
     for repro in (r for root in ([suite] if suite is not None else default_roots()) for r in find_repros(root)):
-        if repro.path.resolve() == Path(folder).resolve():
+        if repro.path.resolve() == Path(folder).resolve() or repro.name in names:  # a team's copy of a shipped one
             continue
+        names.add(repro.name)
         theirs = fingerprint(repro.path) if repro.manifest is not None else None
         if theirs is None:
             if repro.manifest is None or _family(repro.manifest.backend) == mine.backend:  # another's cannot match

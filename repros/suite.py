@@ -532,7 +532,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     reduction that looks like a saved repro of another name (repros/match.py), the same
     bug twice, unless ``duplicate``: two flags, so that saving a twin never deletes a repro.
     """
-    out_dir, root = Path(out_dir), default_root() if root is None else Path(root)
+    named, out_dir, root = root is not None, Path(out_dir), default_root() if root is None else Path(root)
     if root.resolve() == SHIPPED_SUITE.resolve() and {"site-packages", "dist-packages"} & set(root.resolve().parts):
         raise TrtminError(f"repros add would save into the suite inside the installed trtmin ({root}), which the "
                           "next upgrade replaces; pass --suite DIR, or set TRTMIN_SUITE=DIR for your team's suite")
@@ -587,11 +587,13 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"cannot write a valid manifest for {name}: {'; '.join(problems)}")
 
     from repros.match import known_bugs  # here: repros.match imports this module
-    twins = [m for m in known_bugs(out_dir, root) if m.name != name] if root.is_dir() else []  # a new suite: none
+    suites = [root] if named else default_roots()  # without --suite: the shipped one's bugs too, as reduce says
+    twins = [m for suite in suites if suite.is_dir() for m in known_bugs(out_dir, suite)  # a new suite: none
+             if not (m.name == name and m.path.parent.resolve() == root.resolve())]  # the one --force replaces
     if twins and not duplicate:
-        raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saved again, the suite would list one bug twice; "
-                          f"`trtmin repros run {twins[0].name}{suite_words(root)}` checks it, or pass --duplicate "
-                          "to save it beside it")
+        raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saved again, the suites would list one bug twice; "
+                          f"`trtmin repros run {twins[0].name}{suite_words(twins[0].path.parent)}` checks it, or pass "
+                          "--duplicate to save it beside it")
     root.mkdir(parents=True, exist_ok=True)
     target = root / name
     if target.exists() and not force:

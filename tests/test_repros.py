@@ -828,8 +828,19 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
     both = _known_bugs(tmp_path / "out", summary)
     assert [(k["name"], k["where"]) for k in both] == [
         ("saved_bug", "`saved_bug` in the suite $TRTMIN_SUITE names"), ("shipped_bug", "`repros/suite/shipped_bug`")]
+    assert both[0]["command"] == "trtmin repros run saved_bug"  # each where it is: the default suite needs no --suite
+    assert both[1]["command"].startswith("trtmin repros run shipped_bug --suite ") and "shipped" in both[1]["command"]
+    from repros.suite import add_repro  # without --suite, repros add sees the shipped twin as reduce did
+    (tmp_path / "out" / "summary.json").write_text(json.dumps({**summary, "device": "cpu", "oracle": "crash"}))
+    with pytest.raises(TrtminError, match=r"saved again, the suites would list one bug twice; `trtmin repros run "
+                                          r"saved_bug` checks it"):
+        add_repro(tmp_path / "out", "again")
+    shutil.copytree(shipped / "shipped_bug", team / "shipped_bug")  # a team's suite begun as a copy of the shipped
+    assert [k["name"] for k in _known_bugs(tmp_path / "out", summary)] == ["saved_bug", "shipped_bug"]  # once each
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "no_such_suite"))  # said, and the shipped one read alone
     assert [k["name"] for k in _known_bugs(tmp_path / "out", summary)] == ["shipped_bug"]
+    (shipped / "shipped_bug" / "summary.json").write_text("[]")  # damaged: noted, the reduction's results kept
+    assert _known_bugs(tmp_path / "out", summary) == []
     assert "looks related to a known bug" in _known_section({"known_bugs": related}) and \
         "(the same ops, backend and failure)" not in _known_section({"known_bugs": related})
 

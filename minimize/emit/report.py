@@ -235,7 +235,7 @@ def _known_section(summary: dict[str, Any]) -> str:
     """The saved repros the reduction looks like (summary.json's known_bugs), each a
     paragraph under what fails, before the user files a duplicate."""
     return "".join(f"**Known bug?** This reduction {k['line']}{' (the same ops, backend and failure)' if k['same'] else ''}"
-                   f": {k['where']}; `trtmin repros run {k['name']}` checks it.\n\n"
+                   f": {k['where']}; `{k.get('command') or 'trtmin repros run ' + k['name']}` checks it.\n\n"
                    for k in summary.get("known_bugs") or [])
 
 
