@@ -215,6 +215,7 @@ def reduce(
                              memory_limit_mb=memory_limit, imports=checked_imports(import_), localize=localize,
                              verify=verify, generate_values=generate_values)
         known = functools.cache(lambda: header_before_loading(opts))  # it hashes the inputs: once, where asked
+        _check_out_not_in_a_suite(out)
         check_out_dir(out, resume, force, known)  # before any worker starts or the model loads
         note = jobs_note(opts.jobs, opts.device)
         if note:
@@ -376,6 +377,16 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                       "not this one "
                       "(--force replaces trtmin's files, it deletes none); `repros add` leaves them out",
                       highlight=False)
+
+
+def _check_out_not_in_a_suite(out: Path) -> None:
+    """An --out folder in the shipped suite or $TRTMIN_SUITE's would be an entry without a
+    manifest there (an ERROR row of every run); `repros add` is the way in."""
+    from repros.suite import default_roots, suite_words
+    for suite in default_roots():
+        if out.resolve().parent == suite.resolve():
+            raise TrtminError(f"--out {out} is in the repro suite {suite}; reduce into a folder outside it, then save "
+                              f"the result with `trtmin repros add OUT --name NAME{suite_words(suite)}`")
 
 
 def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -23,16 +23,13 @@ PLUGIN_COPY_PREFIX = "repro_plugin_"
 MANIFEST = "manifest.toml"  # what makes a folder of repro.py a saved repro (repros/suite.py)
 
 
-def suite_around(out: Path) -> Path | None:
-    """The repro suite `out` is, or is a folder of (a folder beside it is a saved repro:
-    repro.py and manifest.toml), else None: a reduce's output there is a broken entry."""
-    for folder in (out, out.parent):
-        try:
-            if any((p / MANIFEST).is_file() and (p / "repro.py").is_file() for p in folder.iterdir() if p.is_dir()):
-                return folder
-        except OSError:  # not there yet, or not to be listed: no suite
-            continue
-    return None
+def holds_saved_repros(folder: Path) -> bool:
+    """Whether `folder` is a repro suite: a folder in it holds a manifest.toml. A reduce's
+    output written there would make it read as a suite of one, its repros hidden."""
+    try:
+        return any((p / MANIFEST).is_file() for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    except OSError:  # not there yet, or not to be listed: no suite
+        return False
 
 
 def is_ours(name: str) -> bool:

@@ -431,19 +431,24 @@ def test_any_failure_lets_candidates_fail_otherwise_not_the_original(host_progra
     assert not (tmp_path / "o").exists()
 
 
-def test_an_out_in_a_repro_suite_is_refused(host_program, tmp_path):
-    """--out the suite (its entries then read as one broken repro) or a new folder in it
-    (an entry with no manifest): refused, pointing to `repros add`."""
+def test_an_out_in_a_repro_suite_is_refused(host_program, tmp_path, monkeypatch):
+    """--out a suite (its entries then read as one broken repro) or a new folder in the one
+    the repros commands read (an entry with no manifest): refused, pointing to `repros add`.
+    A folder beside a saved repro elsewhere is an ordinary folder."""
     model, inputs = host_program
     entry = tmp_path / "suite" / "saved"
     entry.mkdir(parents=True)
     (entry / "repro.py").write_text("print('FIXED')\n")
     (entry / "manifest.toml").write_text('title = "a bug"\n')
-    for out, words in ((tmp_path / "suite", "is the repro suite"), (tmp_path / "suite" / "new", "is in the repro suite")):
+    monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "suite"))
+    for out, words in ((tmp_path / "suite", "is a repro suite"), (tmp_path / "suite" / "new", "is in the repro suite")):
         r = reduce_here(str(model), "--inputs", str(inputs), "--out", str(out), "--force")
         assert_one_line_error(r, words, "trtmin repros add OUT --name NAME")
         assert not (tmp_path / "suite" / "new").exists() and sorted(p.name for p in entry.iterdir()) == [
             "manifest.toml", "repro.py"]
+    monkeypatch.delenv("TRTMIN_SUITE")
+    from minimize.emit.out_dir import check_out_dir
+    check_out_dir(tmp_path / "suite" / "run1", resume=False, force=False)  # no suite the commands read: not refused
 
 
 def test_a_users_own_journal_and_a_file_in_the_outs_path_are_told_apart(host_program, tmp_path):

@@ -160,9 +160,12 @@ def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
                                                                    "take (it takes 'noise'; an argument left out of "
                                                                    "torch.export.export is fixed in the program, no "
                                                                    "input)"),
-                         (((dict(batch, **{"observation.imag": batch["observation.image"]}),), {"noise": noise}),
+                         ((({"observation.state": batch["observation.state"], "observation.imag": batch["observation.image"]},),
+                           {"noise": noise}),  # a typo of a key it lacks
                           "args[0] has 'observation.imag', which the program does not take (did you mean "
                           "'observation.image'?)"),
+                         (((batch,), {"noise": noise, "nois": noise}),  # 'noise' is given: no typo of it
+                          "kwargs has 'nois', which the program does not take (it takes 'noise'; an argument"),
                          (((batch["observation.state"], batch["observation.image"]), {"noise": noise}),  # tensors
                           "args holds 2 and the program takes 1: a dict of 'observation.state', 'observation.image'")):
         torch.save(saved, f)  # the key that differs, by its path in the arguments

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 from minimize.emit.run_header import RERUN_SAME, file_digest, resume_difference
 from oracles.errors import TrtminError
-from oracles.out_folder import JOURNAL, is_ours, journal_first_line, outputs_of_journal, suite_around
+from oracles.out_folder import JOURNAL, is_ours, journal_first_line, holds_saved_repros, outputs_of_journal
 
 
 def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
@@ -44,10 +44,9 @@ def _short(path: Path) -> str:
 def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], dict[str, Any]] | None) -> None:
     if out.exists() and not out.is_dir():
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
-    suite = suite_around(out)
-    if suite is not None:  # its output would be a repro folder without a manifest (or hide the suite)
-        raise TrtminError(f"--out {out} is {'' if suite == out else 'in '}the repro suite {_short(suite)}; reduce into "
-                          "a folder outside it, then save the result with `trtmin repros add OUT --name NAME`")
+    if holds_saved_repros(out):  # its files there would make the suite read as one repro, its own hidden
+        raise TrtminError(f"--out {out} is a repro suite (its folders hold manifest.toml); reduce into a folder "
+                          "outside it, then save the result with `trtmin repros add OUT --name NAME`")
     _check_writable(out)
     existing = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) if out.is_dir() else []
     alone = not [n for n in existing if is_ours(n) and n != JOURNAL]  # no other file of trtmin's beside it

@@ -81,7 +81,7 @@ def entry():
     if not os.environ.get("TRTMIN_CHILD"):  # [child] the bug ends the process: judge it from outside
         sys.exit(run_in_child())  # [child]
     verdict, why = main() if os.environ.get("TRTMIN_BACKEND", "eager") in ("", "eager") else ("SKIPPED", "TRTMIN_BACKEND takes eager alone (eager PyTorch for the backend)")
-    if isinstance(why, BaseException) and verdict != "SKIPPED":  # [stack] where the compiler failed, for its
+    if isinstance(why, BaseException) and not verdict.startswith("SKIPPED"):  # [stack] where the compiler failed, for its
         traceback.print_exception(why)  # [stack] maintainers: on stderr, before the verdict line
     if type(why) is Exception and why.__cause__ is not None:  # [wrapped] a pass manager's: its pass's words after
         why = f"Exception: {why}: {type(why.__cause__).__name__}: {why.__cause__}"  # [wrapped] as trtmin words it

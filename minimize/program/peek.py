@@ -319,8 +319,8 @@ def structure_difference(spec: dict[str, Any], tree: Any, where: str) -> str | N
         if not isinstance(tree, dict):
             return f"{where} is {describe(tree, top=False)}, and the program takes a dict of {', '.join(map(repr, keys))}"
         strays, lacking = [k for k in tree if k not in keys], [k for k in keys if k not in tree]
-        if strays:
-            near = difflib.get_close_matches(str(strays[0]), [str(k) for k in lacking or keys], n=1)
+        if strays:  # a near name only among those not given: one given already is no typo of it
+            near = difflib.get_close_matches(str(strays[0]), [str(k) for k in lacking], n=1)
             dropped = "; an argument left out of torch.export.export is fixed in the program, no input" \
                 if where == "kwargs" else ""
             return (f"{where} has {strays[0]!r}, which the program does not take "
