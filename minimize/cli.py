@@ -323,19 +323,24 @@ def check(
     raise typer.Exit(0)
 
 
+def seconds_parts(summary: dict[str, Any], seconds: float) -> list[tuple[float, str]]:
+    """Where the command's `seconds` went, in parts that add up to them: the reduction, the
+    runs alone of repro.py and of the --emit scripts, and the rest (the workers' start, the
+    files written)."""
+    timing = summary.get("timing", {})
+    alone = timing.get("repro_alone_seconds") or 0.0
+    emitted = sum(v for k, v in timing.items() if k.endswith("_alone_seconds") and k != "repro_alone_seconds")
+    return [(summary["seconds"], "loading and reducing"), (alone, "running repro.py alone"),
+            (emitted, "running the --emit scripts alone"),
+            (seconds - summary["seconds"] - alone - emitted, "starting and writing the files")]
+
+
 def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds: float) -> None:
     """The end of a reduction on screen: sizes, the bug, 1-minimal, the passes that ran, what
     repro.py printed alone, the files, a known bug it looks like. `seconds`: the command's wall time."""
     from minimize.emit.script import nodes  # torch is loaded by now
     known = summary.get("known_bugs") or []  # found as the outputs were written, into report.md
-    timing = summary.get("timing", {})
-    alone = timing.get("repro_alone_seconds") or 0.0
-    emitted = sum(v for k, v in timing.items() if k.endswith("_alone_seconds") and k != "repro_alone_seconds")
-    rest = seconds - summary["seconds"] - alone - emitted  # the workers' start, the files written
-    said = [f"{summary['seconds']:.0f} s loading and reducing", f"{alone:.0f} s running repro.py alone" if alone else "",
-            f"{emitted:.0f} s running the --emit scripts alone" if emitted else "",
-            f"{rest:.0f} s starting and writing the files" if rest >= 0.5 else ""]
-    parts = f" ({', '.join(p for p in said if p)})"
+    parts = f" ({', '.join(f'{s:.0f} s {what}' for s, what in seconds_parts(summary, seconds) if s >= 0.5)})"
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s{parts}")
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
