@@ -55,9 +55,15 @@ def check_timeout(timeout: float, example: int = 300) -> None:
 
 
 def max_jobs() -> int:
-    """The most workers --jobs may start: each is a process of its own that imports torch
-    (some 0.5 GB); 4 a core (an engine build is CPU work), 8 at least."""
+    """The most processes --jobs may start (reduce's workers, `repros run`'s scripts): each
+    imports torch (some 0.5 GB); 4 a core (an engine build is CPU work), 8 at least."""
     return max(8, 4 * (os.cpu_count() or 1))
+
+
+def check_jobs(jobs: int, what: str = "workers") -> None:
+    if not 1 <= jobs <= max_jobs():
+        raise TrtminError(f"--jobs {jobs} must be between 1 and {max_jobs()} (4 {what} a CPU core here, each a "
+                          f"process that imports torch), e.g. --jobs {min(4, max_jobs())}")
 
 
 def default_jobs(device: str) -> int:
@@ -122,9 +128,7 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
             raise TrtminError(f"--match {match!r} is not a valid regular expression ({e})") from None
     if jobs is None:
         jobs = default_jobs(device)
-    if not 1 <= jobs <= max_jobs():
-        raise TrtminError(f"--jobs {jobs} must be between 1 and {max_jobs()} (4 workers a CPU core here, each a "
-                          f"process that imports torch), e.g. --jobs {min(4, max_jobs())}")
+    check_jobs(jobs)
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
                    settings=parse_settings(settings), emit=list(emit or []), reference=reference, **more)

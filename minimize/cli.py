@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from minimize.run import interrupts
-from minimize.arguments import build_options, check_numbers, check_timeout, jobs_note
+from minimize.arguments import build_options, check_jobs, check_numbers, check_timeout, jobs_note
 from minimize.program.libraries import checked_imports
 from minimize.emit.out_dir import (JOURNAL, check_out_dir, earlier_runs_files, finished_run, held_by_this_run,
                                    journaled_verdicts)
@@ -576,8 +576,7 @@ def repros_run(
         if control not in ("", "eager"):
             raise TrtminError(f"TRTMIN_BACKEND={control!r}: the control run takes eager alone (TRTMIN_BACKEND=eager); "
                               "unset it to run the backends")
-        if jobs < 1:
-            raise TrtminError(f"--jobs {jobs}: give a number of repros to run at a time, 1 or more")
+        check_jobs(jobs, "repros")
         try:
             results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips, jobs=jobs,
                                  on_result=_print_row)
@@ -619,14 +618,16 @@ def check_json_file(path: Path) -> None:
     file there already that no `repros run --json` wrote (the user's, a suite's manifest)."""
     import json
     import tempfile
+
+    from repros.runner import JSON_FORMAT
     if path.is_dir():
         raise TrtminError(f"--json {path} is a folder; name a file, e.g. --json {path / 'run.json'}")
-    if os.path.lexists(path):
+    if os.path.lexists(path) and not (path.is_file() and path.stat().st_size == 0):  # an empty one: mktemp's
         try:
             earlier = json.loads(path.read_bytes()) if path.is_file() else None
         except (OSError, ValueError):
             earlier = None
-        if not (isinstance(earlier, dict) and {"results", "environment"} <= earlier.keys()):
+        if not (isinstance(earlier, dict) and earlier.get("format") == JSON_FORMAT):  # as `repros table` reads it
             raise TrtminError(f"--json {path} exists and is no run file of `trtmin repros run`; it is kept: name "
                               "another file, or remove it first")
     if not path.parent.is_dir():

@@ -878,9 +878,12 @@ def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path:
         r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(path))
         assert r.returncode == 2 and "exists and is no run file of `trtmin repros run`" in r.stderr, r.stderr
         assert path.read_text() == before
+    (tmp_path / "run.json").write_text("")  # empty, as mktemp makes it: written
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))
     again = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))
     assert r.returncode == again.returncode == 0, again.stderr  # an earlier run's file is written over
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--jobs", "100000")
+    assert r.returncode == 2 and "--jobs 100000 must be between 1 and" in r.stderr, r.stderr
     marker.unlink()
     monkeypatch.setenv("TRTMIN_BACKEND", "EAGER")
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"))
