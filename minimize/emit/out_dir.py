@@ -111,7 +111,7 @@ def journaled_verdicts(journal: Path) -> int:
 
 
 def finished_run(out: Path) -> bool:
-    """The journal's run wrote its results: summary.json (written last) names its header."""
+    """The journal's run wrote its results: summary.json (written once they are whole) names its header."""
     try:
         summary = json.loads((out / "summary.json").read_bytes())
     except (OSError, ValueError):

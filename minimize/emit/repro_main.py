@@ -3,7 +3,7 @@ as real functions copied by source into each script (minimize/emit/script.py).
 
 Lines tagged `# [feature]` go into a script only where its bug needs them (a GPU, packages
 the backend imports, a plugin to load, dynamic sizes, a float64 reference, an error to match,
-a child process, a memory limit, a pass manager's wrapped error): see oracles/script_checks.tagged_source. The script contract
+a child process, a memory limit, a pass manager's wrapped error, a crash's stack): see oracles/script_checks.tagged_source. The script contract
 (docs/design.md, "The script contract"): exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run
 here), 3 CHANGED (it fails another way); TRTMIN_BACKEND=eager runs eager in place of the
 backend. `main` returns the verdict and why; the script's `if __name__ == "__main__":` block

@@ -1,8 +1,9 @@
 """A candidate: one program to try, as a frozen value (docs/design.md, "The candidate").
 
 It is the kept nodes, the backend's settings (--set) and its state outside the graph:
-made values (minimize/search/passes/values.py), shrunk sizes (minimize/search/passes/shapes.py)
-and localization's every-value-an-output run (minimize/search/localize.py). Runs are cached
+made values (minimize/search/passes/values.py), shrunk sizes (minimize/search/passes/shapes.py),
+localization's every-value-an-output run (minimize/search/localize.py) and the compile with
+static sizes (minimize/reduce.py, _needed_dynamic). Runs are cached
 and speculated under it, journaled as its `record()` and sent to a worker as its `job()`.
 """
 

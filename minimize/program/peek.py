@@ -299,7 +299,8 @@ def call_difference(spec: dict[str, Any], loaded: Any) -> str | None:
 def structure_difference(spec: dict[str, Any], tree: Any, where: str) -> str | None:
     """The first place `tree` departs from a serialized pytree spec (builtin containers) in
     its keys or its kinds of container, named by its path (args[0]['image']); None where it
-    does not, where a count differs (the caller's words say it), or the spec is unknown."""
+    does not, where a count differs and the flat count too (the caller's words say it), or
+    the spec is unknown; a count that differs where the flat count agrees is said here."""
     kind, children = spec.get("type"), spec.get("children_spec") or []
     if kind in _SEQUENCES:
         if not isinstance(tree, (tuple, list)):
