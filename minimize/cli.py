@@ -366,7 +366,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         from minimize.emit.verify import report_line
         line = report_line(alone, (summary.get("flakiness") or {}).get("repeat", 1))
         console.print(f"[yellow]{escape(line)}[/]" if line.startswith("WARNING") else escape(line), highlight=False)
-    from minimize.emit.report import emitted_names
+    from oracles.out_folder import emitted_names
     others = [emitted_names(spec)[0] for spec in summary.get("emitted", [])]  # --emit: each backend's script
     ran = summary.get("emitted_alone") or {}
     said = ", ".join(f"{name} {ran[name]['status']}" if name in ran else name for name in others)

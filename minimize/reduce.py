@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from minimize.emit.outputs import write_extra_script, write_outputs
-from minimize.emit.report import emitted_names
+from oracles.out_folder import emitted_names
 from minimize.emit.journal import Journal
 from minimize.emit.run_header import file_digest, header_before_loading
 from minimize.program.libraries import uses_custom_ops

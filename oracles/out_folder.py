@@ -32,6 +32,13 @@ def holds_saved_repros(folder: Path) -> bool:
         return False
 
 
+def emitted_names(spec: str) -> list[str]:
+    """The files `--emit spec` writes into --out: its script first, then what it reads."""
+    if spec == "tensorrt":
+        return ["repro_tensorrt.py", "model.onnx", "repro_tensorrt.npz"]
+    return [f"repro_{spec.replace(':', '_')}.py"]
+
+
 def is_ours(name: str) -> bool:
     return name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))
 

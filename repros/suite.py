@@ -32,7 +32,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import JOURNAL, MANIFEST, OUR_PATTERN, PLUGIN_COPY_PREFIX, outputs_of_journal
+from oracles.out_folder import JOURNAL, MANIFEST, OUR_PATTERN, PLUGIN_COPY_PREFIX, emitted_names, outputs_of_journal
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -46,7 +46,7 @@ OPTIONAL_KEYS = ("upstream", "first_seen", "expected_when", "notes")
 
 # what `trtmin repros add` copies from a `trtmin reduce --out` folder (never journal.jsonl)
 REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")
-EMITTED_DATA = ("model.onnx", "repro_tensorrt.npz")  # --emit's scripts (repro_<backend>.py) read these
+EMITTED_DATA = tuple(emitted_names("tensorrt")[1:])  # what --emit's scripts (repro_<backend>.py) read
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 

@@ -22,12 +22,13 @@ from torch.utils._pytree import tree_leaves
 
 from minimize.program.model import Slice
 from minimize.emit.out_dir import written_digests
-from minimize.emit.report import emitted_names, render_report, report_snippet
+from minimize.emit.report import render_report, report_snippet
 from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script, script_pattern
 from oracles.backends.base import Backend
 from oracles.backends.onnx_export import OnnxExportError
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from oracles.errors import TrtminError
+from oracles.out_folder import emitted_names
 from oracles.reference import float64_outputs
 
 

@@ -12,7 +12,7 @@ from minimize.emit.script import (INPUTS_FILE, ReproInfo, forward_source, nodes,
                                   tensor_expressions)
 from minimize.emit.snippet import snippet_source
 from oracles.backends.base import Backend
-from oracles.out_folder import PLUGIN_COPY_PREFIX
+from oracles.out_folder import PLUGIN_COPY_PREFIX, emitted_names
 from oracles.verdict import Verdict
 
 
@@ -192,13 +192,6 @@ def _what_copy(name: str) -> str:
     if name.startswith(PLUGIN_COPY_PREFIX):
         return f"the plugin's module {name[len(PLUGIN_COPY_PREFIX):-3]}.py"
     return "a copy of what the command runs"
-
-
-def emitted_names(spec: str) -> list[str]:
-    """The files `--emit spec` writes into --out."""
-    if spec == "tensorrt":
-        return ["repro_tensorrt.py", "model.onnx", "repro_tensorrt.npz"]
-    return [f"repro_{spec.replace(':', '_')}.py"]
 
 
 def _emitted_line(summary: dict[str, Any]) -> str:
