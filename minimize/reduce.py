@@ -256,7 +256,7 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
 
     try:
         write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated, others,
-                      known_bugs)
+                      known_bugs, on_phase)
     except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
         raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
                           "rerun with --resume (it replays the journal, no oracle call)") from None

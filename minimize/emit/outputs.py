@@ -147,7 +147,8 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
                   summary: dict[str, Any], verify: Callable[[Path], dict[str, Any]] | None = None,
                   generated: dict[str, str] | None = None,
                   others: Callable[[], dict[str, dict[str, Any]]] | None = None,
-                  known_bugs: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None) -> dict[str, Path]:
+                  known_bugs: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None,
+                  on_phase: Callable[[str], None] = lambda s: None) -> dict[str, Path]:
     """The outputs; `verify` runs the written repro.py (minimize/emit/verify.py) before the
     report and the summary, which say what it did. `values` holds the generated tensors
     in place of the originals, and `generated` the expressions the script makes them with.
@@ -200,8 +201,9 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         summary["known_bugs"] = known_bugs(out, summary)  # repro.py and this summary: in report.md from the start
     report_and_summary()  # whole before anything that may fail or be stopped: none of it is lost
     written["report"], written["summary"] = out / "report.md", out / "summary.json"
-    if export_passed(info):  # in this process: not where the export itself may be the bug
-        try:
+    if export_passed(info) and type(backend).upstream_files is not Backend.upstream_files:  # in this process:
+        on_phase(f"writing the files for {backend.describe_shared()}'s maintainers (an export again)")
+        try:  # not where the export itself may be the bug
             upstream = backend.upstream_files(out, gm, input_values)
         except Exception as e:  # noqa: BLE001 - the results are written; say why these files are missing
             upstream, summary["upstream_files_error"] = {}, f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
