@@ -492,6 +492,11 @@ def test_onnx_export_failure_reproduces_alone(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["final_verdict"].startswith("CRASH: OnnxExportError: torch.onnx.export failed")
+    # the exporter's cause (its "Exception summary"), not its boilerplate nor its colours: another
+    # op the exporter cannot convert is another bug
+    assert "No ONNX function found for" in summary["final_verdict"] and "\x1b" not in summary["final_verdict"]
+    assert "\x1b" not in (out / "repro.py").read_text() and r"No\\s+ONNX\\s+function" in (out / "repro.py").read_text()
+    assert (out / "report.md").read_text().startswith("# onnxruntime torch.onnx export failure: ")  # whose bug it is
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: OnnxExportError"), alone.stdout
     assert run_repro(out, backend="eager").returncode == 0

@@ -201,7 +201,10 @@ class Backend:
 
     def failure_words(self, verdict: Any) -> str | None:
         """The title's name for `verdict` where "crash on DEVICE" would mislead (a TensorRT
-        parser or builder error runs on no device and kills nothing), else None."""
+        parser or builder error runs on no device and kills nothing; an ONNX backend's failure
+        is torch.onnx's, before the backend ran), else None."""
+        if verdict is not None and getattr(verdict, "exc_type", None) == "OnnxExportError":
+            return "torch.onnx export failure"
         return None
 
     def describe(self) -> str:

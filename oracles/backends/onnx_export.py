@@ -41,8 +41,13 @@ class OnnxExportError(RuntimeError):
 def export_error(e: BaseException) -> OnnxExportError:
     """The exporter's failure (it raises many types) as an OnnxExportError that names it.
     Repro scripts word it the same way (script_source), so their ERROR_PATTERN, made from
-    the workers' message, matches what the script sees."""
-    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    the workers' message, matches what the script sees. The exporter's own cause, not its
+    boilerplate: the first line of its "## Exception summary" (No ONNX function found for
+    prims.erf_inv), its terminal colours taken out."""
+    import re
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
+    cause = text.split("## Exception summary", 1)[-1]
+    lines = [re.sub(r"^<class '(?:[\w.]+\.)?(\w+)'>: ", r"\1: ", ln.strip()) for ln in cause.splitlines() if ln.strip()]
     return OnnxExportError(f"torch.onnx.export failed ({type(e).__name__}): " + (lines[0][:300] if lines else "no message"))
 
 

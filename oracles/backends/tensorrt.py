@@ -583,7 +583,7 @@ class TensorRTBackend(Backend):
 
     def failure_words(self, verdict: Verdict | None) -> str | None:
         if not build_failure(verdict):
-            return None
+            return super().failure_words(verdict)
         return "parser failure" if verdict.message.startswith(BUILD_FAILURES[0]) else "build failure"
 
     def describe(self) -> str:
