@@ -470,11 +470,14 @@ def packages_of(backend: str, out_dir: Path | None = None) -> tuple[str, ...]:
 def files_of_the_run(out_dir: Path, summary: dict[str, Any]) -> list[str]:
     """The files the run wrote, as its summary.json lists them (an earlier run's, which
     --force leaves in place, stay out of the suite); for a summary from before that list,
-    trtmin's names found there. Never the journal, nor reduced.pt2 (the suite keeps scripts)."""
+    trtmin's names found there; the files for the compiler's maintainers (model.onnx,
+    model_io.npz), which its report.md names. Never the journal, nor reduced.pt2 (the suite
+    keeps scripts)."""
     listed = summary.get("files")
-    emitted_tensorrt = "tensorrt" in (summary.get("emitted") or [])  # its script reads model.onnx; else it is the
-    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):  # upstream files' (no script reads it)
-        return [n for n in listed if n in REDUCE_FILES or OUR_PATTERN.fullmatch(n)
+    emitted_tensorrt = "tensorrt" in (summary.get("emitted") or [])  # its script reads model.onnx
+    upstream = summary.get("upstream_files") if isinstance(summary.get("upstream_files"), dict) else {}
+    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+        return [n for n in listed if n in REDUCE_FILES or OUR_PATTERN.fullmatch(n) or n in upstream
                 or (n in EMITTED_DATA and emitted_tensorrt)]
     emitted = sorted(p.name for p in out_dir.iterdir() if OUR_PATTERN.fullmatch(p.name) or p.name in EMITTED_DATA)
     return list(dict.fromkeys((*REDUCE_FILES, *emitted)))  # the --emit scripts too, for the maintainer

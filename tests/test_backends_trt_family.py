@@ -292,6 +292,8 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
     assert sorted(arrays) == sorted([i.name for i in session.get_inputs()] + [f"eager_output_{k}" for k in range(len(got))])
     assert (got[0] != arrays["eager_output_0"]).any(), (got, arrays)
     assert {"model.onnx", "model_io.npz"} <= set(json.loads((out / "summary.json").read_text())["files"])
+    from repros.suite import add_repro  # saved with the report that names them
+    assert {"model.onnx", "model_io.npz", "report.md"} <= {p.name for p in add_repro(out, "ort", tmp_path / "suite").iterdir()}
 
 
 def test_onnxruntime_short_form_only_where_numpy_holds_every_value() -> None:
