@@ -23,13 +23,14 @@ COMMAND_PREFIX = "cmd:"
 ALIASES = {"tensorrt_rtx": "tensorrt", "trt": "tensorrt", "trt_rtx": "tensorrt",
            "torch_tensorrt_rtx": "torch_tensorrt", "torchtrt": "torch_tensorrt", "torch_trt": "torch_tensorrt",
            "executorch": "executorch:xnnpack", "xnnpack": "executorch:xnnpack", "ort": "onnxruntime",
-           "onnx_runtime": "onnxruntime", "torch.compile": "inductor", "compile": "inductor"}
+           "onnx_runtime": "onnxruntime", "onnx": "onnxruntime", "torch.compile": "inductor", "compile": "inductor"}
 ALIAS_WHY = {"tensorrt": "ONNX -> TensorRT, with NVIDIA's tensorrt or TensorRT-RTX's tensorrt_rtx, whichever is "
                          "installed",
              "torch_tensorrt": "Torch-TensorRT, built on TensorRT or TensorRT-RTX",
              "executorch:xnnpack": "ExecuTorch's backends are executorch:xnnpack, executorch:portable, "
                                    "executorch:cuda and executorch:tensorrt",
-             "onnxruntime": "ONNX Runtime", "inductor": "torch.compile's default backend"}
+             "onnxruntime": "ONNX Runtime on the torch.onnx export; `tensorrt` takes that export to TensorRT",
+             "inductor": "torch.compile's default backend"}
 DEVICE_WORDS = "cpu, cuda or cuda:N"  # the devices trtmin runs on, as its errors name them
 
 

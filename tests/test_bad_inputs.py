@@ -97,7 +97,7 @@ def test_bad_plugin_specs(host_program, tmp_path):
     assert_one_line_error(check_here(str(model), "--backend", plugin("NOT_CALLABLE")), "not callable")
     assert_one_line_error(check_here(str(model), "--backend", "tvm"), "unknown backend")
     assert_one_line_error(check_here(str(model), "--backend", "[bold]tvm"), "unknown backend '[bold]tvm'")  # no markup
-    for typed, meant in (("tensorrt_rtx", "tensorrt"), ("xnnpack", "executorch:xnnpack"), ("inductr", "inductor")):
+    for typed, meant in (("tensorrt_rtx", "tensorrt"), ("xnnpack", "executorch:xnnpack"), ("inductr", "inductor"), ("onnx", "onnxruntime")):
         assert_one_line_error(check_here(str(model), "--backend", typed), f"did you mean --backend {meant}?")
     # a plugin that exits as it is imported: argparse read trtmin's arguments and printed a
     # usage line as trtmin's; sys.exit(0) ended trtmin with exit 0 and no word
