@@ -206,3 +206,18 @@ def test_a_mismatch_snippet_raises_on_the_bug_and_passes_once_fixed(off_by: floa
             exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
     else:
         exec(text, ns)  # noqa: S102
+
+
+def test_an_error_the_headline_cuts_is_in_the_report_whole():
+    """TensorRT's 'must have type Float, Half, ... Int4, I...' was cut at 300 characters in
+    the headline, report.md and summary alike: the clause that said what was wrong (no
+    UInt8) appeared nowhere. A message the headline shows whole gets no fold."""
+    from minimize.emit.report import _whole_message
+    from oracles.verdict import Verdict
+
+    long = "input must have type " + ", ".join(f"T{i}" for i in range(80)) + ", or Bool"
+    folded = _whole_message(Verdict("crash", "TensorRTError", long))
+    assert folded.startswith("<details><summary>The whole error</summary>") and "or Bool\n```\n" in folded
+    assert _whole_message(Verdict("crash", "RuntimeError", "short and whole")) == ""
+    assert "stack line 2" in _whole_message(Verdict("crash", "RuntimeError", "first\nstack line 2"))
+    assert _whole_message(Verdict("mismatch", output=0, max_abs=1.0)) == ""

@@ -224,6 +224,16 @@ def _upstream_line(summary: dict[str, Any]) -> str:
     return f"Without torch, for the compiler's maintainers: {said}.\n" if files else ""
 
 
+def _whole_message(v: Verdict) -> str:
+    """A compiler's error whose first line the headline cuts (TensorRT's list of the types it
+    takes ends past 300 characters), or that goes on past it, whole, folded."""
+    message = v.message.strip() if v.kind in ("crash", "oom") else ""
+    if not message or message.splitlines()[0].strip() in v.describe() and "\n" not in message:
+        return ""
+    fence = "````" if "```" in message else "```"  # a fence the message cannot close
+    return f"<details><summary>The whole error</summary>\n\n{fence}text\n{message}\n{fence}\n</details>\n\n"
+
+
 def _known_section(summary: dict[str, Any]) -> str:
     """The saved repros the reduction looks like (summary.json's known_bugs), each a
     paragraph under what fails, before the user files a duplicate."""
@@ -280,7 +290,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 
