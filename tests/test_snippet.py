@@ -220,4 +220,6 @@ def test_an_error_the_headline_cuts_is_in_the_report_whole():
     assert folded.startswith("<details><summary>The whole error</summary>") and "or Bool\n```\n" in folded
     assert _whole_message(Verdict("crash", "RuntimeError", "short and whole")) == ""
     assert "stack line 2" in _whole_message(Verdict("crash", "RuntimeError", "first\nstack line 2"))
+    stack = _whole_message(Verdict("crash", "ValueError", 'bad\nFile "/home/me/policy/camera.py", line 37, in forward'))
+    assert 'File "camera.py", line 37' in stack and "/home/me" not in stack  # for an upstream issue: no folders
     assert _whole_message(Verdict("mismatch", output=0, max_abs=1.0)) == ""

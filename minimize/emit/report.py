@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import torch
@@ -230,6 +231,7 @@ def _whole_message(v: Verdict) -> str:
     message = v.message.strip() if v.kind in ("crash", "oom") else ""
     if not message or message.splitlines()[0].strip() in v.describe() and "\n" not in message:
         return ""
+    message = re.sub(r'File "(?:[^"\n]*/)?([^"/\n]+)"', r'File "\1"', message)  # a stack's files, not the user's folders
     fence = "````" if "```" in message else "```"  # a fence the message cannot close
     return f"<details><summary>The whole error</summary>\n\n{fence}text\n{message}\n{fence}\n</details>\n\n"
 
