@@ -372,7 +372,8 @@ class TensorRTBackend(Backend):
         if torch.cuda.is_available():
             return None
         return (f"no GPU here: {installed_tensorrt_name()} parses and builds each candidate and does not "
-                "run it; only parser and builder failures are judged")
+                "run it; only parser and builder failures are judged, and one that names CUDA may be the GPU's "
+                "absence: confirm it on a GPU")
 
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
         return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"),
