@@ -28,9 +28,10 @@ tests)
   ;;
 suite)
   s0=$(date +%s)
-  timeout 400 python3 -m minimize.cli repros run --json $O/suite_h200.json >> $L 2>&1
+  G=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr A-Z a-z)  # h100, h200
+  timeout 400 python3 -m minimize.cli repros run --jobs ${JOBS:-4} --json $O/suite_${G:-gpu}.json >> $L 2>&1
   echo "suite: $(( $(date +%s) - s0 )) s" >> $L
-  TRTMIN_BACKEND=eager timeout 150 python3 -m minimize.cli repros run --json $O/suite_h200_eager.json >> $L 2>&1
+  TRTMIN_BACKEND=eager timeout 150 python3 -m minimize.cli repros run --jobs ${JOBS:-4} --json $O/suite_${G:-gpu}_eager.json >> $L 2>&1
   ;;
 reduce)
   for h in ${HOSTS:-camera_policy video_policy}; do
