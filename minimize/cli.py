@@ -374,7 +374,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                   + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),
                   highlight=False, markup=False)
     for match in known:
-        console.print(f"[yellow]note[/]: {escape(match['line'])}: {escape(match.get('command') or 'trtmin repros run ' + match['name'])} checks it",
+        console.print(f"[yellow]note[/]: {escape(match['line'])}: {escape(run_command(match))} checks it",
                       highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
@@ -388,10 +388,13 @@ def _check_out_not_in_a_suite(out: Path) -> None:
     """An --out folder in the shipped suite or $TRTMIN_SUITE's would be an entry without a
     manifest there (an ERROR row of every run); `repros add` is the way in."""
     from repros.suite import default_roots, suite_words
-    for suite in default_roots():
-        if out.resolve().parent == suite.resolve():
-            raise TrtminError(f"--out {out} is in the repro suite {suite}; reduce into a folder outside it, then save "
-                              f"the result with `trtmin repros add OUT --name NAME{suite_words(suite)}`")
+    try:
+        inside = next((s for s in default_roots() if out.resolve().parent == s.resolve()), None)
+    except (OSError, RuntimeError):  # a link loop, a ~user that is none: held_by_this_run says what is wrong
+        return
+    if inside is not None:
+        raise TrtminError(f"--out {out} is in the repro suite {inside}; reduce into a folder outside it, then save "
+                          f"the result with `trtmin repros add OUT --name NAME{suite_words(inside)}`")
 
 
 def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -400,7 +403,7 @@ def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
     while the outputs are written (reduce's `known_bugs`), so report.md and summary.json
     are written whole, once: {name, line, same, where}."""
     from repros.match import compare
-    from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE, suite_words
+    from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
     try:
         try:
             found = compare(out, summary=summary)[0]
@@ -418,8 +421,15 @@ def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"name": m.name, "line": m.line(), "same": not m.otherwise,
              "where": (f"`repros/suite/{m.name}`" if m.path.parent.resolve() == SHIPPED_SUITE.resolve()
                        else f"`{m.name}` in the suite ${SUITE_VARIABLE} names"),  # a team's: its own folder
-             "command": f"trtmin repros run {m.name}{suite_words(m.path.parent)}"}  # the suite it is in
+             "shipped": m.path.parent.resolve() == SHIPPED_SUITE.resolve()}
             for m in found]
+
+
+def run_command(known: dict[str, Any]) -> str:
+    """The command that runs a known bug's saved repro here, with --suite where it is not in
+    the suite the repros commands read (for the screen: report.md holds no path of this machine)."""
+    from repros.suite import SHIPPED_SUITE, default_root, suite_words
+    return f"trtmin repros run {known['name']}" + suite_words(SHIPPED_SUITE if known.get("shipped") else default_root())
 
 
 def the_question(oracle: Optional[Oracle], backend: Optional[str], command: str) -> tuple[Oracle, str]:
@@ -622,7 +632,7 @@ def check_json_file(path: Path) -> None:
     from repros.runner import JSON_FORMAT
     if path.is_dir():
         raise TrtminError(f"--json {path} is a folder; name a file, e.g. --json {path / 'run.json'}")
-    if os.path.lexists(path) and not (path.is_file() and path.stat().st_size == 0):  # an empty one: mktemp's
+    if os.path.lexists(path) and not (path.is_file() and not path.is_symlink() and path.stat().st_size == 0):  # mktemp's
         try:
             earlier = json.loads(path.read_bytes()) if path.is_file() else None
         except (OSError, ValueError):

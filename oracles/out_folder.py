@@ -40,7 +40,8 @@ def emitted_names(spec: str) -> list[str]:
 
 
 def is_ours(name: str) -> bool:
-    return name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))
+    """A name trtmin writes into --out; not a user's copy --force kept (repro_cmd_run.py.edited)."""
+    return (name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))) and not re.search(r"\.edited(\.\d+)?$", name)
 
 
 def header_digest(line: str) -> str:

@@ -590,9 +590,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"cannot write a valid manifest for {name}: {'; '.join(problems)}")
 
     from repros.match import known_bugs  # here: repros.match imports this module
-    suites = [root] if named else default_roots()  # without --suite: the shipped one's bugs too, as reduce says
-    twins = [m for suite in suites if suite.is_dir() for m in known_bugs(out_dir, suite)  # a new suite: none
-             if not (m.name == name and m.path.parent.resolve() == root.resolve())]  # the one --force replaces
+    suites = [s for s in ([root] if named else default_roots()) if s.is_dir()]  # without --suite: the shipped one's too
+    found = known_bugs(out_dir, suites[0]) if len(suites) == 1 else known_bugs(out_dir) if suites else []  # a name once
+    twins = [m for m in found if not (m.name == name and m.path.parent.resolve() == root.resolve())]  # --force's own
     if twins and not duplicate:
         raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saved again, the suites would list one bug twice; "
                           f"`trtmin repros run {twins[0].name}{suite_words(twins[0].path.parent)}` checks it, or pass "

@@ -449,6 +449,9 @@ def test_an_out_in_a_repro_suite_is_refused(host_program, tmp_path, monkeypatch)
     monkeypatch.delenv("TRTMIN_SUITE")
     from minimize.emit.out_dir import check_out_dir
     check_out_dir(tmp_path / "suite" / "run1", resume=False, force=False)  # no suite the commands read: not refused
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")  # resolve() raised RuntimeError: a traceback
+    r = reduce_here(str(model), "--inputs", str(inputs), "--out", str(tmp_path / "loop"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
 def test_a_users_own_journal_and_a_file_in_the_outs_path_are_told_apart(host_program, tmp_path):
@@ -774,6 +777,8 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     said = " ".join((r.stdout + r.stderr).split())
     assert "note: repro.py was edited since trtmin wrote it; --force keeps that copy as repro.py.edited" in said, said
     assert (out / "repro.py.edited").read_text() == edited and "# my fix" not in (out / "repro.py").read_text()
+    from oracles.out_folder import is_ours  # a kept copy is the user's, whatever its name was
+    assert not is_ours("repro_cmd_run.py.edited") and not is_ours("repro.py.edited.2") and is_ours("repro_cmd_run.py")
     assert "note: plugin.py, repro_executorch_portable.py in " in said and "are from an earlier run" in said, said
     files = json.loads((out / "summary.json").read_text())["files"]
     assert "plugin.py" not in files and "repro_executorch_portable.py" not in files and "repro.py" in files

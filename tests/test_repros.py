@@ -828,8 +828,10 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
     both = _known_bugs(tmp_path / "out", summary)
     assert [(k["name"], k["where"]) for k in both] == [
         ("saved_bug", "`saved_bug` in the suite $TRTMIN_SUITE names"), ("shipped_bug", "`repros/suite/shipped_bug`")]
-    assert both[0]["command"] == "trtmin repros run saved_bug"  # each where it is: the default suite needs no --suite
-    assert both[1]["command"].startswith("trtmin repros run shipped_bug --suite ") and "shipped" in both[1]["command"]
+    from minimize.cli import run_command  # on screen, each where it is: the default suite needs no --suite
+    assert run_command(both[0]) == "trtmin repros run saved_bug"
+    assert run_command(both[1]).startswith("trtmin repros run shipped_bug --suite ") and "shipped" in run_command(both[1])
+    assert "--suite" not in _known_section({"known_bugs": both})  # report.md: no path of this machine
     from repros.suite import add_repro  # without --suite, repros add sees the shipped twin as reduce did
     (tmp_path / "out" / "summary.json").write_text(json.dumps({**summary, "device": "cpu", "oracle": "crash"}))
     with pytest.raises(TrtminError, match=r"saved again, the suites would list one bug twice; `trtmin repros run "
@@ -837,6 +839,8 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
         add_repro(tmp_path / "out", "again")
     shutil.copytree(shipped / "shipped_bug", team / "shipped_bug")  # a team's suite begun as a copy of the shipped
     assert [k["name"] for k in _known_bugs(tmp_path / "out", summary)] == ["saved_bug", "shipped_bug"]  # once each
+    shutil.rmtree(team / "saved_bug")  # a newer reduction of the team's copy replaces it: not its shipped twin
+    assert add_repro(tmp_path / "out", "shipped_bug", force=True) == team / "shipped_bug"
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "no_such_suite"))  # said, and the shipped one read alone
     assert [k["name"] for k in _known_bugs(tmp_path / "out", summary)] == ["shipped_bug"]
     (shipped / "shipped_bug" / "summary.json").write_text("[]")  # damaged: noted, the reduction's results kept
@@ -878,6 +882,10 @@ def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path:
         r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(path))
         assert r.returncode == 2 and "exists and is no run file of `trtmin repros run`" in r.stderr, r.stderr
         assert path.read_text() == before
+    (tmp_path / "mine.json").write_text("")
+    (tmp_path / "link.json").symlink_to(tmp_path / "mine.json")  # a link to an empty file: not replaced by a file
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "link.json"))
+    assert r.returncode == 2 and (tmp_path / "link.json").is_symlink(), r.stderr
     (tmp_path / "run.json").write_text("")  # empty, as mktemp makes it: written
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))
     again = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))

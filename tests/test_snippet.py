@@ -223,3 +223,5 @@ def test_an_error_the_headline_cuts_is_in_the_report_whole():
     stack = _whole_message(Verdict("crash", "ValueError", 'bad\nFile "/home/me/policy/camera.py", line 37, in forward'))
     assert 'File "camera.py", line 37' in stack and "/home/me" not in stack  # for an upstream issue: no folders
     assert _whole_message(Verdict("mismatch", output=0, max_abs=1.0)) == ""
+    odd = _whole_message(Verdict("crash", "E", "bad\n```\nx\n````\nafter\n\x1b[31mred\x1b[0m"))
+    assert odd.count("`````") == 2 and "\x1b" not in odd  # a fence the message cannot close; no colours

@@ -232,7 +232,8 @@ def _whole_message(v: Verdict) -> str:
     if not message or message.splitlines()[0].strip() in v.describe() and "\n" not in message:
         return ""
     message = re.sub(r'File "(?:[^"\n]*/)?([^"/\n]+)"', r'File "\1"', message)  # a stack's files, not the user's folders
-    fence = "````" if "```" in message else "```"  # a fence the message cannot close
+    message = re.sub(r"\x1b\[[0-9;]*m", "", message)  # a terminal's colours
+    fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", message)), default=0))  # one the message cannot close
     return f"<details><summary>The whole error</summary>\n\n{fence}text\n{message}\n{fence}\n</details>\n\n"
 
 
@@ -240,7 +241,7 @@ def _known_section(summary: dict[str, Any]) -> str:
     """The saved repros the reduction looks like (summary.json's known_bugs), each a
     paragraph under what fails, before the user files a duplicate."""
     return "".join(f"**Known bug?** This reduction {k['line']}{' (the same ops, backend and failure)' if k['same'] else ''}"
-                   f": {k['where']}; `{k.get('command') or 'trtmin repros run ' + k['name']}` checks it.\n\n"
+                   f": {k['where']}; `trtmin repros run {k['name']}` checks it.\n\n"
                    for k in summary.get("known_bugs") or [])
 
 
