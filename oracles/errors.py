@@ -1,5 +1,7 @@
 """The one domain error type: the CLI turns it into a one-line message and exit code 2."""
 
+import re
+
 
 class TrtminError(Exception):
     """A problem with the user's input or environment, with the fix in its message."""
@@ -25,6 +27,12 @@ def first_line(error: BaseException | str, limit: int = 200) -> str:
         return line
     cut = line[:limit].rsplit(" ", 1)[0]
     return (cut if len(cut) > limit // 2 else line[:limit]) + "..."
+
+
+def without_colours(text: str) -> str:
+    """A compiler's words without the terminal's colour codes it printed them with (torch's
+    bold, torch.onnx's cyan). Repro scripts hold the same line (onnx_export.export_error)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 FLOAT64_FAILED = "the float64 run: "  # an invalid verdict's message prefix: eager ran, its float64 run did not

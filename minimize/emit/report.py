@@ -13,6 +13,7 @@ from minimize.emit.script import (INPUTS_FILE, ReproInfo, forward_source, nodes,
                                   tensor_expressions)
 from minimize.emit.snippet import snippet_source
 from oracles.backends.base import Backend
+from oracles.errors import without_colours
 from oracles.out_folder import PLUGIN_COPY_PREFIX, emitted_names
 from oracles.verdict import Verdict
 
@@ -232,7 +233,7 @@ def _whole_message(v: Verdict) -> str:
     if not message or message.splitlines()[0].strip() in v.describe() and "\n" not in message:
         return ""
     message = re.sub(r'File "(?:[^"\n]*/)?([^"/\n]+)"', r'File "\1"', message)  # a stack's files, not the user's folders
-    message = re.sub(r"\x1b\[[0-9;]*m", "", message)  # a terminal's colours
+    message = without_colours(message)
     fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", message)), default=0))  # one the message cannot close
     return f"<details><summary>The whole error</summary>\n\n{fence}text\n{message}\n{fence}\n</details>\n\n"
 

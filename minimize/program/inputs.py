@@ -14,7 +14,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from minimize.program.peek import flatten_like_export, wrong_dtype_error, wrong_inputs_error, wrong_shape_error
-from oracles.errors import TrtminError, first_line
+from oracles.errors import TrtminError, first_line, without_colours
 
 SEED = 0
 
@@ -131,7 +131,7 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
                                                                       "or dicts of them"))
             raise TrtminError(f"inputs file {path} holds {what}, which torch.load(weights_only=True) does not load; "
                               f"{fix}, then save the arguments again with torch.save") from None
-        said = re.sub(r"\x1b\[[0-9;]*m", "", first_line(e))  # torch's own bold, as escape codes
+        said = without_colours(first_line(e))  # torch's own bold, as escape codes
         raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({type(e).__name__}: "
                           f"{said}); save a plain tuple of tensors with torch.save") from None
     metas = user_input_metas(ep)
