@@ -418,10 +418,10 @@ def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
     except Exception as e:  # noqa: BLE001 - a damaged suite: the reduction's results are written, keep them
         print(f"note: the saved suite could not be compared with ({type(e).__name__}: {e})", file=sys.stderr)
         return []
-    return [{"name": m.name, "line": m.line(), "same": not m.otherwise,
-             "where": (f"`repros/suite/{m.name}`" if m.path.parent.resolve() == SHIPPED_SUITE.resolve()
-                       else f"`{m.name}` in the suite ${SUITE_VARIABLE} names"),  # a team's: its own folder
-             "shipped": m.path.parent.resolve() == SHIPPED_SUITE.resolve()}
+    shipped = {m.name: m.path.parent.resolve() == SHIPPED_SUITE.resolve() for m in found}
+    return [{"name": m.name, "line": m.line(), "same": not m.otherwise, "shipped": shipped[m.name],
+             "where": (f"`repros/suite/{m.name}`" if shipped[m.name]
+                       else f"`{m.name}` in the suite ${SUITE_VARIABLE} names")}  # a team's: its own folder
             for m in found]
 
 

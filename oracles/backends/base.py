@@ -203,7 +203,8 @@ class Backend:
         """The title's name for `verdict` where "crash on DEVICE" would mislead (a TensorRT
         parser or builder error runs on no device and kills nothing; an ONNX backend's failure
         is torch.onnx's, before the backend ran), else None."""
-        if verdict is not None and getattr(verdict, "exc_type", None) == "OnnxExportError":
+        from oracles.backends.onnx_export import OnnxExportError
+        if verdict is not None and getattr(verdict, "exc_type", None) == OnnxExportError.__name__:
             return "torch.onnx export failure"
         return None
 
