@@ -497,6 +497,9 @@ def repros_add(
         said += f"; kept from its manifest: {', '.join(kept)}, and its notes" if kept else ""
         said += f"; kept your files there: {', '.join(mine)}" if mine else ""
     print(said + (f"\n{root} did not exist: it is a new suite, with this repro alone" if new_suite else ""))
+    from repros.match import compare
+    for related in (m for m in compare(path, suite)[0] if m.otherwise):  # worth a line in each one's notes
+        print(f"{name} {related.line()}")
 
 
 def _print_row(result: Any) -> None:

@@ -4,7 +4,8 @@ Before a user files a duplicate, a reduction is compared with every saved repro:
 multiset of ops in the reduced graph (ATen op names, as repro.py's `Repro.forward` calls
 them), the same backend family and the same kind of failure, and for a crash the same
 normalized error (for a death by a signal, the signal: not the site, which another release
-may move). Hand-written repros, whose graphs are plain PyTorch, match by backend,
+may move). One that differs in the failure, or only in the ops' overloads (remainder.Scalar
+for remainder.Tensor: one kernel, reached two ways), is related: said, never a duplicate. Hand-written repros, whose graphs are plain PyTorch, match by backend,
 kind and error only where they name their ops the same way: most do not, and are left out.
 """
 
@@ -70,6 +71,26 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error)
 
 
+def _less_overloads(ops: tuple[tuple[str, int], ...]) -> Counter[str]:
+    """The op multiset with each op's overload dropped: aten.remainder.Scalar and
+    aten.remainder.Tensor are one op."""
+    less: Counter[str] = Counter()
+    for op, count in ops:
+        less[op.rsplit(".", 1)[0]] += count
+    return less
+
+
+def _how_it_differs(theirs: Fingerprint, mine: Fingerprint) -> str:
+    """How a saved repro of the same ops (by name) and backend differs from a reduction;
+    "" where it is the same bug."""
+    if theirs == mine:
+        return ""
+    if theirs.ops != mine.ops:
+        overloads = ", ".join(op.split(".", 1)[-1] for op, _ in theirs.ops if op not in dict(mine.ops))
+        return f"by other overloads ({overloads})" + (f", failing as {theirs.kind}" if theirs.kind != mine.kind else "")
+    return f"where it fails otherwise, as {theirs.kind}" + (" with another error" if theirs.kind == mine.kind else "")
+
+
 @dataclass(frozen=True)
 class Match:
     name: str
@@ -77,14 +98,14 @@ class Match:
     title: str
     upstream: tuple[str, ...]
     fixed_where: tuple[str, ...] = ()  # its manifest's [expected_when] conditions that expect it fixed
-    otherwise: str = ""  # a related repro: the same ops on the same backend, failing so (its kind); "": the same bug
+    otherwise: str = ""  # a related repro: how it differs ("where it fails otherwise, as crash"); "": the same bug
 
     def line(self) -> str:
         links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
         fixed = f"; fixed where {' or '.join(self.fixed_where)}" if self.fixed_where else ""
         if self.otherwise:
-            return (f"looks related to a known bug: {self.name} (the same ops on the same backend, where it fails "
-                    f"otherwise, as {self.otherwise}: {self.title}{links}{fixed})")
+            return (f"looks related to a known bug: {self.name} (the same ops on the same backend, {self.otherwise}: "
+                    f"{self.title}{links}{fixed})")
         return f"looks like a known bug: {self.name} ({self.title}{links}{fixed})"
 
 
@@ -113,9 +134,8 @@ def compare(folder: Path, suite: Path | None = None,
         if theirs is None:
             if repro.manifest is None or _family(repro.manifest.backend) == mine.backend:  # another's cannot match
                 blind.append(repro.name)
-        elif (theirs.ops, theirs.backend) == (mine.ops, mine.backend):
-            otherwise = "" if theirs == mine else theirs.kind + (" with another error" if theirs.kind == mine.kind
-                                                                 else "")
+        elif theirs.backend == mine.backend and _less_overloads(theirs.ops) == _less_overloads(mine.ops):
+            otherwise = _how_it_differs(theirs, mine)
             (related if otherwise else found).append(
                 Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
                       tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"), otherwise))

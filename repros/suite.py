@@ -594,7 +594,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     found = known_bugs(out_dir, suites[0]) if len(suites) == 1 else known_bugs(out_dir) if suites else []  # a name once
     twins = [m for m in found if not (m.name == name and m.path.parent.resolve() == root.resolve())]  # --force's own
     if twins and not duplicate:
-        raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saved again, the suites would list one bug twice; "
+        raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saving it again would list one bug twice; "
                           f"`trtmin repros run {twins[0].name}{suite_words(twins[0].path.parent)}` checks it, or pass "
                           "--duplicate to save it beside it")
     root.mkdir(parents=True, exist_ok=True)
