@@ -149,6 +149,25 @@ def test_a_dict_of_the_programs_input_names_holds_them_by_name(tmp_path):
         check_inputs_early(path, tmp_path / "short.pt")
 
 
+def test_a_wrong_shape_in_a_batch_is_named_by_the_users_key(policy, tmp_path):
+    """An input of another shape inside a batch dict is named as the user wrote it
+    (args[0]['observation.image']), not by the program's flat name (batch_observation_image),
+    with both shapes in one form and the fix; the early check and the full one alike."""
+    from minimize.program.peek import check_inputs_early
+    path, batch, noise = policy
+    wide = dict(batch, **{"observation.image": torch.zeros(2, 16, 8, 3, dtype=torch.uint8)})
+    torch.save(((wide,), {"noise": noise}), tmp_path / "wide.pt")
+    said = (r"input args\[0\]\['observation.image'\] in .*wide.pt has shape \(2, 16, 8, 3\), the program expects "
+            r"\(2, 8, 8, 3\); save inputs of the shape it was exported with, or export again with dynamic_shapes")
+    with pytest.raises(TrtminError, match=said):
+        check_inputs_early(path, tmp_path / "wide.pt")
+    with pytest.raises(TrtminError, match=said):
+        load_inputs(tmp_path / "wide.pt", torch.export.load(str(path)))
+    torch.save(((batch,), {"noise": noise[:1]}), tmp_path / "short.pt")  # a keyword argument: by its key too
+    with pytest.raises(TrtminError, match=r"input kwargs\['noise'\] in .* has shape \(1, 7\), the program expects \(2, 7\)"):
+        load_inputs(tmp_path / "short.pt", torch.export.load(str(path)))
+
+
 def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
     path, batch, noise = policy
     f = tmp_path / "in.pt"

@@ -13,7 +13,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from minimize.program.peek import flatten_like_export, wrong_dtype_error, wrong_inputs_error, wrong_shape_error
+from minimize.program.peek import (flatten_like_export, input_places, input_words, wrong_dtype_error, wrong_inputs_error,
+                                   wrong_shape_error)
 from oracles.errors import TrtminError, first_line, without_colours
 
 SEED = 0
@@ -143,7 +144,8 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
                               "save a tuple of the program's inputs")
         raise wrong_inputs_error(path, loaded, [n for n, _ in metas], _serialized_call_spec(ep))
     sizes: dict[Any, tuple[str, int, int]] = {}  # a dynamic dim's symbol -> the first input, dim and size given
-    for (name, val), got in zip(metas, flat):
+    places = input_places(_serialized_call_spec(ep))
+    for index, ((name, val), got) in enumerate(zip(metas, flat)):
         if not isinstance(val, torch.Tensor):
             if isinstance(val, (bool, int, float)) and not isinstance(got, torch.Tensor) and got != val:
                 raise TrtminError(f"input {name!r} in {path} is {got!r}, and the program was exported with "
@@ -156,10 +158,10 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
             raise TrtminError(f"input {name!r} in {path} is a meta tensor, which holds no values to run on; save "
                               "the real tensors the model runs on (torch.save of them on the CPU or a GPU)")
         if got.dtype != val.dtype:
-            raise wrong_dtype_error(path, name, str(got.dtype), str(val.dtype))
+            raise wrong_dtype_error(path, input_words(name, places, index), str(got.dtype), str(val.dtype))
         static = tuple(d if isinstance(d, int) else None for d in val.shape)
         if got.dim() != len(static) or any(s is not None and s != g for s, g in zip(static, got.shape)):
-            raise wrong_shape_error(path, name, tuple(got.shape), static)
+            raise wrong_shape_error(path, input_words(name, places, index), tuple(got.shape), static)
         _check_dynamic_sizes(ep, path, name, val, got, sizes)
     return flat
 

@@ -334,15 +334,42 @@ def structure_difference(spec: dict[str, Any], tree: Any, where: str) -> str | N
     return None
 
 
-def wrong_dtype_error(path: Path, name: str, got: str, want: str) -> TrtminError:
-    """One input of another dtype (`got`, `want`: 'torch.float32')."""
-    return TrtminError(f"input {name!r} in {path} is {got}, the program expects {want}; convert it with .to({want})")
+def input_places(spec: dict[str, Any] | None) -> list[str]:
+    """Each program input's place in the call's arguments as the user wrote them
+    ("args[0]['observation.image']", "kwargs['state']"), in the program's order, from its
+    serialized call spec; [] where the spec is unknown."""
+    def places(node: dict[str, Any], where: str) -> list[str]:
+        kind, children = node.get("type"), node.get("children_spec") or []
+        if kind is None:
+            return [where]
+        keys = json.loads(node["context"]) if kind in _DICTS else range(len(children)) if kind in _SEQUENCES else None
+        if keys is None:
+            raise _Unknown(str(kind))
+        return [p for k, child in zip(keys, children) for p in places(child, f"{where}[{k!r}]")]
+    try:
+        args_spec, kwargs_spec = spec["children_spec"] if spec else ()
+        return places(args_spec, "args") + places(kwargs_spec, "kwargs")
+    except (KeyError, TypeError, ValueError, _Unknown):
+        return []
 
 
-def wrong_shape_error(path: Path, name: str, got: tuple[int, ...], want: tuple[int | None, ...]) -> TrtminError:
-    """One input of another shape; `want` has None where the program's size is dynamic."""
-    shape = "x".join("?" if w is None else str(w) for w in want)
-    return TrtminError(f"input {name!r} in {path} has shape {got}, the program expects {shape}")
+def input_words(name: str, places: list[str], index: int) -> str:
+    """An input as the user knows it: its key in a dict of the arguments (the program's flat
+    name, batch_observation_image, is not what they wrote), else the program's name."""
+    place = places[index] if index < len(places) else ""
+    return f"input {place}" if "['" in place else f"input {name!r}"
+
+
+def wrong_dtype_error(path: Path, input: str, got: str, want: str) -> TrtminError:
+    """One input (`input_words`) of another dtype (`got`, `want`: 'torch.float32')."""
+    return TrtminError(f"{input} in {path} is {got}, the program expects {want}; convert it with .to({want})")
+
+
+def wrong_shape_error(path: Path, input: str, got: tuple[int, ...], want: tuple[int | None, ...]) -> TrtminError:
+    """One input (`input_words`) of another shape; `want` has None where the program's size is dynamic."""
+    shape = "(" + ", ".join("?" if w is None else str(w) for w in want) + ("," if len(want) == 1 else "") + ")"
+    return TrtminError(f"{input} in {path} has shape {tuple(got)}, the program expects {shape}; save inputs of the "
+                       "shape it was exported with, or export again with dynamic_shapes for the sizes that vary")
 
 
 def check_inputs_early(model: Path, inputs: Path) -> None:
@@ -374,13 +401,15 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
         if named:
             raise wrong_inputs_error(inputs, loaded, names, spec)
         return
-    for (name, want), got in zip(wanted, flat):
+    places = input_places(program_call_spec(graph_module))
+    for index, ((name, want), got) in enumerate(zip(wanted, flat)):
         if want is None or not isinstance(got, TensorShape):  # a number: the full check reads it
             continue
         if want.dtype and got.dtype and want.dtype != got.dtype:
-            raise wrong_dtype_error(inputs, name, f"torch.{got.dtype}", f"torch.{want.dtype}")
+            raise wrong_dtype_error(inputs, input_words(name, places, index), f"torch.{got.dtype}",
+                                    f"torch.{want.dtype}")
         if len(got.sizes) != len(want.sizes) or any(w is not None and w != g for w, g in zip(want.sizes, got.sizes)):
-            raise wrong_shape_error(inputs, name, got.sizes, want.sizes)
+            raise wrong_shape_error(inputs, input_words(name, places, index), got.sizes, want.sizes)
 
 
 def check_model_file(path: Path) -> None:
