@@ -375,3 +375,14 @@ def test_the_scripts_verdict_names_the_worst_value_off_with_both_values():
     _, why = ns["outcome"]([torch.tensor([1 + 2j])], [torch.tensor([1 + 3j])])
     assert why.endswith("at [0]: eager 1+2j, backend 1+3j)"), why
     assert ns["outcome"]([torch.tensor(2.0)], [torch.tensor(2.0)])[0] == "FIXED"
+
+
+def test_a_nan_eager_makes_too_is_said_as_the_programs_on_a_pass():
+    """A NaN the backend returns where eager returns one too passes the nan oracle, and
+    says why: a user checking a fully masked softmax row read "matches eager" alone."""
+    e = torch.tensor([1.0, float("nan"), 2.0])
+    v = compare_outputs([e], [e.clone()], Tolerance(1e-3, 1e-3))
+    assert v.kind == "pass" and v.detail == ("output 0 has NaN where eager has too (1 of 3 values): the program "
+                                             "makes them, not the backend"), v
+    finite = compare_outputs([torch.ones(3)], [torch.ones(3)], Tolerance(1e-3, 1e-3))
+    assert finite.kind == "pass" and not finite.detail
