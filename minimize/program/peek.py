@@ -437,6 +437,17 @@ def check_model_file(path: Path) -> None:
                           "re-save it with torch.export.save(ep, path)")
 
 
+def check_not_swapped(model: Path, inputs: Path) -> None:
+    """The model and the inputs file given the other way round (each check alone would
+    only say the first is no program), said as such."""
+    if not (model.is_file() and inputs.is_file()):
+        return
+    if (_other_format(model) or "").startswith("a file written by torch.save") and \
+            _other_format(inputs, exported="program") == "program":
+        raise TrtminError(f"{model} is a file written by torch.save and --inputs {inputs} a program saved by "
+                          f"torch.export.save: the two look swapped; pass {inputs} first, then --inputs {model}")
+
+
 def check_inputs_file(path: Path) -> None:
     """An inputs file that is a program, not its arguments (the model passed twice, or a
     compiled one), named without torch: torch.load would say "checkpoint corrupted" 8 s later."""
