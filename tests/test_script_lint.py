@@ -282,17 +282,21 @@ def test_the_forward_reads_its_weights_where_it_uses_them(piece, tmp_path: Path)
 def test_small_float_tensors_are_written_in_their_dtypes_digits() -> None:
     """A float32 literal as 0.1, not 0.10000000149011612: the fewest digits that are the
     same value in the tensor's dtype (float16, bfloat16, float8 too), so the script's
-    weights are the program's exactly; a 1-D list needs no reshape."""
+    weights are the program's exactly; in the nested lists of its shape (a 0-d tensor as its
+    number), as a maintainer reads a mask."""
     from minimize.emit.script import _literal
 
-    inf = float("inf")  # the literals below name it
+    inf = float("inf")  # the literals below name it, as repro.py does where it needs it
     for t, text in ((torch.tensor([0.1, -0.8438375, -0.0], dtype=torch.float32), "[0.1, -0.8438375, -0.0]"),
                     (torch.tensor([0.1, 65504.0], dtype=torch.float16), "[0.1, 65500.0]"),
-                    (torch.tensor([[0.1], [inf]], dtype=torch.bfloat16), "[0.1, inf]"),
+                    (torch.tensor([[0.1], [inf]], dtype=torch.bfloat16), "[[0.1], [inf]]"),
                     (torch.tensor([0.1, 448.0]).to(torch.float8_e4m3fn), "[0.1, 450.0]"),
-                    (torch.tensor(0.1, dtype=torch.float64), "[0.1]")):
+                    (torch.tensor(0.1, dtype=torch.float64), "0.1"),
+                    (torch.tensor(80), "80"),
+                    (torch.tensor([[[True, False]], [[False, True]]]), "[[[True, False]], [[False, True]]]"),
+                    (torch.zeros(0, 3), None)):
         written = _literal(t)
-        assert written.startswith(f"torch.tensor({text}, dtype={t.dtype})"), written
-        assert (".reshape(" in written) is (t.dim() != 1), written
+        assert written == (f"torch.tensor({text}, dtype={t.dtype})" if text else f"torch.empty((0, 3), dtype={t.dtype})"), \
+            written
         back = eval(written)
         assert back.dtype == t.dtype and back.shape == t.shape and torch.equal(back.float(), t.float()), written

@@ -117,14 +117,22 @@ def inline_attribute_reads(forward: str) -> str:
 
 
 def _literal(v: Any) -> str:
-    if isinstance(v, torch.Tensor):
-        dtype = str(v.dtype)
-        values = v.detach().cpu().reshape(-1).tolist()
-        if v.is_floating_point():  # a float32 0.1 as 0.1, not the 0.10000000149011612 it is as a double
-            values = [shortest(x, v.dtype) for x in values]
-        shaped = "" if v.dim() == 1 else f".reshape({tuple(v.shape)!r})"  # a list is 1-D already
-        return f"torch.tensor({values!r}, dtype={dtype}){shaped}"
-    return repr(v)
+    """A small value as Python: a tensor as the nested lists of its shape (a 0-d one as its
+    number: torch.tensor(80), not torch.tensor([80]).reshape(())), as a maintainer reads it."""
+    if not isinstance(v, torch.Tensor):
+        return repr(v)
+    if not v.numel():  # no values: only the shape says anything
+        return f"torch.empty({tuple(v.shape)!r}, dtype={v.dtype})"
+    values = v.detach().cpu().reshape(-1).tolist()
+    if v.is_floating_point():  # a float32 0.1 as 0.1, not the 0.10000000149011612 it is as a double
+        values = [shortest(x, v.dtype) for x in values]
+
+    def nested(flat: list[Any], shape: tuple[int, ...]) -> str:
+        if not shape:
+            return repr(flat[0])
+        step = len(flat) // shape[0]
+        return "[" + ", ".join(nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
+    return f"torch.tensor({nested(values, tuple(v.shape))}, dtype={v.dtype})"
 
 
 def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
