@@ -76,3 +76,41 @@ def test_the_schema_decoder_builds_the_objects_torch_builds():
     assert len(ours.graph_module.graph.nodes) >= 15
     # Equal attribute by attribute, in the same order (union objects compare by value only).
     assert pickle.dumps(ours) == pickle.dumps(theirs)
+
+
+def test_the_deserializers_warnings_are_not_shown_and_its_loggers_are_restored(tmp_path: Path):
+    """A program indexing by a 0-d tensor (a diffusion policy's timestep) made torch's
+    deserializer warn 'Symbol u1 did not appear in the graph' once per index, above the live
+    screen, through a handler torch gives that module's logger itself: kept out of sight,
+    and the loggers are as they were afterwards."""
+    import logging
+
+    class Timestep(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("table", torch.linspace(0, 1, 100))
+
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return self.table[t] + self.table[t - 1]  # a 0-d index: an unbacked symbol each
+
+    class Seen(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.said: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.said.append(record.getMessage())
+
+    path = tmp_path / "timestep.pt2"
+    torch.export.save(torch.export.export(Timestep(), (torch.tensor(7),)), str(path))
+    serde, seen = logging.getLogger("torch._export.serde.serialize"), Seen()
+    serde.addHandler(seen)  # as torch's logging set-up adds its stderr handler there
+    try:
+        torch.export.load(str(path))
+        assert any("did not appear in the graph" in s for s in seen.said), seen.said  # torch's own load says it
+        seen.said.clear()
+        before = (list(serde.handlers), serde.propagate, serde.level)
+        load_exported(path)
+        assert seen.said == [] and (list(serde.handlers), serde.propagate, serde.level) == before
+    finally:
+        serde.removeHandler(seen)

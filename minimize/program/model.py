@@ -63,11 +63,14 @@ def count_call_nodes(graph: fx.Graph) -> int:
 def load_exported(path: Path) -> ExportedProgram:
     """torch.export.load with errors a user can act on."""
     check_model_file(path)
-    quiet = logging.getLogger("torch.export")  # it logs a traceback before raising: kept, not shown
+    # torch.export logs a traceback before raising, and its deserializer a warning a symbol
+    # (u1, u3, ... of each .item()) that the graph no longer holds: kept, not shown
+    quiet = _export_loggers()
     logged = _Kept()
-    handlers, propagate, level = quiet.handlers, quiet.propagate, quiet.level
-    quiet.handlers, quiet.propagate = [logged], False
-    quiet.setLevel(logging.WARNING)
+    before = [(q.handlers, q.propagate, q.level) for q in quiet]
+    for q in quiet:
+        q.handlers, q.propagate = [logged], False
+        q.setLevel(logging.WARNING)
     try:
         with fast_schema_decoding():
             return torch.export.load(str(path))
@@ -78,8 +81,17 @@ def load_exported(path: Path) -> ExportedProgram:
         raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first_line(e)}); "
                           "re-export it with torch.export.export and torch.export.save") from None
     finally:
-        quiet.handlers, quiet.propagate = handlers, propagate
-        quiet.setLevel(level)
+        for q, (handlers, propagate, level) in zip(quiet, before):
+            q.handlers, q.propagate = handlers, propagate
+            q.setLevel(level)
+
+
+def _export_loggers() -> list[logging.Logger]:
+    """torch.export's loggers, and its modules' own: torch's logging set-up gives some of
+    them (torch._export.serde.serialize) handlers of their own, which a parent's cannot quiet."""
+    roots = ("torch.export", "torch._export")
+    names = dict.fromkeys((*roots, *logging.root.manager.loggerDict))  # a name once: each is restored once
+    return [logging.getLogger(n) for n in names if n in roots or n.startswith(tuple(r + "." for r in roots))]
 
 
 class _Kept(logging.Handler):
