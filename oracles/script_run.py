@@ -14,8 +14,8 @@ Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a
 - anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), a
   kill from outside (SIGKILL, SIGTERM), exit 2 without a ``SKIPPED:`` line (Python itself
   exits 2 when it cannot open the script), a verdict line that contradicts the exit code
-  (exit 1 but "FIXED: ..."), or exit 1 with a Python traceback on stderr and no
-  "REPRODUCED" line (an uncaught exception also exits 1: a broken script, not the bug).
+  (exit 1 but "FIXED: ..."), or exit 0 or 1 without its ``FIXED:`` or ``REPRODUCED:`` line
+  (an empty script exits 0, an uncaught exception 1: a broken script, not the bug).
 
 The verdict line is the last non-empty line of stdout.
 """
@@ -97,6 +97,8 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
     if status == REPRODUCED and prefix != REPRODUCED and ("Traceback (most recent call last)" in stderr
                                                           or SYNTAX_ERROR.match(err_last)):
         return ERROR, f"the script raised and exited 1 without a REPRODUCED line: {err_last}", verdict
+    if prefix != status:  # an empty file exits 0, a bare sys.exit(1) 1: no verdict on the bug
+        return ERROR, f"exit code {returncode} without a '{status}: ...' line{said}", verdict
     return status, "", verdict
 
 

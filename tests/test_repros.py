@@ -485,7 +485,10 @@ def test_classify_signals() -> None:
     assert classify(-11, "some log", "") == (CHANGED, "the process died of SIGSEGV: some log",
                                              "CHANGED: the process died of SIGSEGV")
     assert classify(-9, "REPRODUCED: ?", "")[:2] == (ERROR, "killed by SIGKILL: REPRODUCED: ?")
-    assert classify(0, "", "") == (FIXED, "", "")
+    assert classify(0, "FIXED: it matches\n", "") == (FIXED, "", "FIXED: it matches")
+    # an empty script exits 0, a bare sys.exit(1) 1: without the verdict line, no verdict
+    assert classify(0, "", "") == (ERROR, "exit code 0 without a 'FIXED: ...' line, no output", "")
+    assert classify(1, "done\n", "")[:2] == (ERROR, "exit code 1 without a 'REPRODUCED: ...' line: done")
     # a script Python cannot compile: exit 1, and no "Traceback" line before the error
     said = '  File "repro.py", line 4\n    CRASH: x """ y\n             ^\nSyntaxError: invalid syntax\n'
     assert classify(1, "", said)[:2] == (ERROR, "the script raised and exited 1 without a REPRODUCED line: "
