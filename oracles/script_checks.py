@@ -56,11 +56,11 @@ def mismatch_outcome(expected, actual, exact=None):
         if not isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor) or e.shape != a.shape:  # all off
             off += [(float("inf"), i, "all", "")] if isinstance(e, torch.Tensor) or e != a else []
             continue
-        e64, a64 = (x.detach().cpu().to(torch.complex128 if e.is_complex() else torch.float64) for x in (e, a))
+        e64, a64 = (x.detach().cpu().to(torch.complex128 if e.is_complex() else torch.float64 if e.is_floating_point() else torch.int64) for x in (e, a))  # integers exactly: 2**60 + 1
         if (e64.isfinite() & ~a64.isfinite()).any():
             return "CHANGED: fails differently now", f"output {i} has non-finite values where eager is finite"
         rtol = RTOL if e.is_floating_point() or e.is_complex() else 0.0  # integers do not round
-        bad = ~torch.isclose(a64, e64, rtol=rtol, atol=ATOL, equal_nan=True)  # off by > ATOL + rtol * |eager|
+        bad = ~torch.isclose(a64, e64, rtol=rtol, atol=ATOL, equal_nan=True) if rtol else (e64 - a64).abs() > ATOL  # off by > ATOL + rtol * |eager|
         note = ""  # [float64]
         r = exact[i] if exact is not None and i < len(exact) else None  # [float64]
         if bad.any() and rtol and isinstance(r, torch.Tensor) and r.shape == e.shape:  # [float64]

@@ -386,3 +386,17 @@ def test_a_nan_eager_makes_too_is_said_as_the_programs_on_a_pass():
                                              "makes them, not the backend"), v
     finite = compare_outputs([torch.ones(3)], [torch.ones(3)], Tolerance(1e-3, 1e-3))
     assert finite.kind == "pass" and not finite.detail
+
+
+def test_integers_are_compared_exactly_past_float64s_53_bits():
+    """A nanosecond timestamp (1.7e18) off by one: float64 holds 2**53 exactly, so both
+    trtmin's check and repro.py's called 2**60 + 1 equal to 2**60 (a lost off-by-one)."""
+    stamp = torch.tensor([2**60 + 1, 5])
+    v = compare_outputs([stamp], [stamp - torch.tensor([1, 0])], Tolerance(1e-3, 1e-3))
+    assert v.kind == "mismatch" and v.max_abs == 1.0 and v.detail.startswith("1 of 2 values off"), v
+    assert compare_outputs([stamp], [stamp.clone()], Tolerance(1e-3, 1e-3)).kind == "pass"
+    ns = {"torch": torch, "ATOL": 1e-3, "RTOL": 1e-3}
+    exec(check_source(Signature("mismatch")), ns)  # noqa: S102 - the function as repro.py holds it
+    verdict, why = ns["outcome"]([stamp], [stamp - torch.tensor([1, 0])])
+    assert verdict == "REPRODUCED" and why.startswith("output 0 differs from eager by max abs 1 (1 of 2 values off"), why
+    assert ns["outcome"]([stamp], [stamp.clone()])[0] == "FIXED"
