@@ -94,9 +94,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         for note in notes.values():
             log(f"note: {note}")
         check_out_dir(out, resume, force)  # again: a run without the lock (an older trtmin) may have written there
-        if force and not resume:  # the user's edits to the finished run's files are not written over
-            for name, kept in keep_edited(out):
-                log(f"note: {name} was edited since trtmin wrote it; --force keeps that copy as {kept}")
+        if force or resume:  # the user's edits to the finished run's files, and files of its names it did not write, stay
+            for name, kept, edited in keep_edited(out, edited_too=force):  # (--resume alone refused edits)
+                log(f"note: {name} was {'edited since trtmin wrote it' if edited else 'not written by the run there'}; "
+                    f"--force keeps that copy as {kept}")
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts (the oracle calls count only those "

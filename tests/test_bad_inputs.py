@@ -772,11 +772,14 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     (out / "notes.txt").write_text("mine")
     edited = (out / "repro.py").read_text() + "# my fix\n"  # the user's edit of the earlier run's script
     (out / "repro.py").write_text(edited)
+    (out / "model.onnx").write_text("my own")  # trtmin's name, which the run there did not write: the user's
     r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--force")  # a module: no plugin.py
     assert r.returncode == 0, r.stderr[-2000:]
     said = " ".join((r.stdout + r.stderr).split())
     assert "note: repro.py was edited since trtmin wrote it; --force keeps that copy as repro.py.edited" in said, said
     assert (out / "repro.py.edited").read_text() == edited and "# my fix" not in (out / "repro.py").read_text()
+    assert "note: model.onnx was not written by the run there; --force keeps that copy as model.onnx.edited" in said
+    assert (out / "model.onnx.edited").read_text() == "my own"
     from oracles.out_folder import is_ours  # a kept copy is the user's, whatever its name was
     assert not is_ours("repro_cmd_run.py.edited") and not is_ours("repro.py.edited.2") and is_ours("repro_cmd_run.py")
     assert "note: plugin.py, repro_executorch_portable.py in " in said and "are from an earlier run" in said, said
@@ -785,6 +788,10 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     assert (out / "notes.txt").read_text() == "mine" and (out / "plugin.py").is_file()  # nothing deleted
     saved = {p.name for p in add_repro(out, "sin", tmp_path / "suite").iterdir()}
     assert "plugin.py" not in saved and "repro_executorch_portable.py" not in saved and "repro.py" in saved, saved
+    (out / "repro_tensorrt.py").write_text("mine too")  # a replay of that run with --emit tensorrt: kept
+    r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--resume", "--emit", "tensorrt")
+    assert r.returncode == 0 and (out / "repro_tensorrt.py.edited").read_text() == "mine too", r.stderr[-2000:]
+    assert "repro_tensorrt.py" in json.loads((out / "summary.json").read_text())["files"]
 
 
 def test_an_out_name_the_file_system_refuses_is_one_line(host_program, tmp_path):

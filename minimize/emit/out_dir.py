@@ -63,7 +63,7 @@ def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], di
         if not has_run and existing:
             raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume and "
                               "choose another folder, or pass --force to write trtmin's files beside these")
-        edited = edited_since_written(out) if has_run and not force and finished_run(out) else []
+        edited = not_as_written(out)[0] if has_run and not force and finished_run(out) else []
         if edited:  # a finished run's replay writes its results again: not over the user's changes
             raise TrtminError(f"--out {out} holds a finished run whose {_names(edited)} changed since it wrote "
                               f"{'them' if len(edited) > 1 else 'it'}, and --resume would write "
@@ -130,27 +130,37 @@ def written_digests(out: Path, names: list[str]) -> dict[str, str]:
             if name.endswith(EDITABLE_SUFFIXES) and (out / name).is_file()}
 
 
-def edited_since_written(out: Path) -> list[str]:
-    """The files of the finished run in `out` that differ from what it wrote (summary.json's
-    written_sha256); a file deleted since is not an edit to keep."""
+def not_as_written(out: Path) -> tuple[list[str], list[str]]:
+    """(edited, unwritten) files of the finished run in `out`, which a run over it would
+    write over: those that differ from what it wrote (summary.json's written_sha256; a file
+    deleted since is no edit to keep), and those with trtmin's names that it did not write
+    (not in its `files`: the user's own, or an older run's)."""
     try:
-        recorded = json.loads((out / "summary.json").read_bytes()).get("written_sha256") or {}
-        return sorted(name for name, digest in recorded.items()
-                      if (out / name).is_file() and file_digest(out / name) != digest)
+        summary = json.loads((out / "summary.json").read_bytes())
+        recorded, listed = summary.get("written_sha256") or {}, summary.get("files")
+        edited = sorted(name for name, digest in recorded.items()
+                        if (out / name).is_file() and file_digest(out / name) != digest)
+        unwritten = [] if not isinstance(listed, list) else sorted(  # a summary from before `files`: none known
+            p.name for p in out.iterdir() if is_ours(p.name) and p.name not in {*listed, JOURNAL, "summary.json"}
+            and p.is_file())
+        return edited, unwritten
     except (OSError, ValueError, AttributeError):
-        return []
+        return [], []
 
 
-def keep_edited(out: Path) -> list[tuple[str, str]]:
-    """Before --force runs again over a finished run: the files the user edited since it
-    wrote them, moved aside as NAME.edited (NAME.edited.2, ... where that is taken), so the
-    new run writes its own without losing the edits. Returns (name, the name kept under)."""
+def keep_edited(out: Path, edited_too: bool = True) -> list[tuple[str, str, bool]]:
+    """Before a run writes over a finished run (--force, or --resume's replay, which may write
+    files it did not: repro_inputs.pt with --no-generate-values), the files under trtmin's
+    names it did not write, and (`edited_too`: --force) those edited since it wrote them,
+    moved aside as NAME.edited (NAME.edited.2, ... where that is taken): the new run writes
+    its own without losing them. Returns (name, the name kept under, whether it was edited)."""
     kept = []
-    for name in edited_since_written(out) if finished_run(out) else []:
+    edited, unwritten = not_as_written(out) if finished_run(out) else ([], [])
+    for name in (edited if edited_too else []) + unwritten:
         target = next(t for n in range(1, 1000)
                       if not os.path.lexists(t := out / (f"{name}.edited" + (f".{n}" if n > 1 else ""))))
         os.replace(out / name, target)
-        kept.append((name, target.name))
+        kept.append((name, target.name, name in edited))
     return kept
 
 
