@@ -917,3 +917,26 @@ def test_an_interrupted_run_made_otherwise_is_not_offered_a_resume_that_would_be
     with pytest.raises(TrtminError, match=r"made with executorch 1\.4\.1 \(this is 1\.6\.0\): its verdicts are that "
                                           r"compiler's; pass --force to replace it"):
         check_out_dir(tmp_path, resume=False, force=False, header=lambda: upgraded)
+
+
+def test_a_program_that_computes_nothing_and_sparse_inputs_are_one_line(host_program, tmp_path):
+    """An adversarial trial's finds: a program returning its input (no call node) made
+    check say "CRASH: Signal: SIGKILL" of eager itself and reduce raise "empty candidate";
+    a sparse input (COO or CSR) raised "Cannot access storage of SparseTensorImpl"."""
+    class Identity(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
+
+    model, inputs = save_program(Identity(), (torch.randn(2),), tmp_path, "identity")
+    for command in (check_here, reduce_here):
+        extra = ("--out", str(tmp_path / "out")) if command is reduce_here else ()
+        assert_one_line_error(command(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "eager",
+                                      *extra), "computes nothing: its graph has no call nodes")
+    assert not (tmp_path / "out").exists()
+    host, _ = host_program
+    for layout in ("coo", "csr"):
+        x = torch.randn(4, 8)
+        torch.save((x.to_sparse() if layout == "coo" else x.to_sparse_csr(),), tmp_path / f"{layout}.pt")
+        assert_one_line_error(check_here(str(host), "--inputs", str(tmp_path / f"{layout}.pt")),
+                              f"input 'x' in {tmp_path / f'{layout}.pt'} is a sparse tensor (torch.sparse_{layout})",
+                              ".to_dense()")

@@ -154,6 +154,9 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
             continue
         if not isinstance(got, torch.Tensor):
             raise TrtminError(f"input {name!r} in {path} is a {type(got).__name__}, the program expects a tensor")
+        if got.layout != torch.strided:  # torch.export traced dense tensors; a sparse one has no storage to copy
+            raise TrtminError(f"{input_words(name, places, index)} in {path} is a sparse tensor ({got.layout}); "
+                              "save it dense, with .to_dense(), as the program was exported with")
         if got.is_meta:
             raise TrtminError(f"input {name!r} in {path} is a meta tensor, which holds no values to run on; save "
                               "the real tensors the model runs on (torch.save of them on the CPU or a GPU)")

@@ -85,6 +85,10 @@ class Session:
         self.program = Program(prepared, to_device(user_inputs, opts.device), device=opts.device,
                                fixed_random=opts.oracle in VALUE_ORACLES)
         clock.step("eager_values")
+        if not self.program.nodes:  # no candidate to make: a reduce raised "empty candidate", a check died
+            raise TrtminError(f"{opts.model} computes nothing: its graph has no call nodes (it returns its inputs "
+                              "or constants as they are), so no compiler has anything to get wrong; export the "
+                              "module whose compile fails")
         save_state(self.program, self.workers.state_dir, opts.imports)
         clock.step("save_state")
 
