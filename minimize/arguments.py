@@ -133,4 +133,4 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     check_jobs(jobs)
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
-                   settings=parse_settings(settings), emit=list(emit or []), reference=reference, **more)
+                   settings=parse_settings(settings), emit=list(dict.fromkeys(emit or [])), reference=reference, **more)  # once each

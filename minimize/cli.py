@@ -488,7 +488,8 @@ def repros_add(
     try:
         if title is not None and (not title.strip() or "\n" in title):
             raise TrtminError("--title: give one non-empty line, e.g. --title 'uint8 input permuted before a cast fails'")
-        path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=upstream or (), title=title)
+        path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=tuple(dict.fromkeys(upstream or ())),
+                         title=title)  # a link given twice, once
     except TrtminError as e:
         _fail(e)
     said = f"saved {path}"

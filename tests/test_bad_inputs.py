@@ -278,6 +278,16 @@ def test_an_import_found_where_trtmin_runs_is_not_refused(tmp_path, monkeypatch)
         checked_imports(["trtmin_no_such_ops.ops"])
 
 
+def test_an_import_that_exits_is_one_line_not_trtmins_exit(host_program, tmp_path, monkeypatch):
+    """--import of a module that calls sys.exit(1) as it is imported made check exit 1 with
+    no word (exit 1 reads as "it fails"), and reduce exit 0 with no out folder."""
+    model, inputs = host_program
+    (tmp_path / "trtmin_test_exiter.py").write_text("import sys\nsys.exit(1)\n")
+    monkeypatch.chdir(tmp_path)
+    r = check_here(str(model), "--inputs", str(inputs), "--import", "trtmin_test_exiter")
+    assert_one_line_error(r, "--import trtmin_test_exiter: it exits as it is imported (sys.exit(1))")
+
+
 def test_usage_errors_are_one_line_too(host_program):
     model, _ = host_program
     assert_one_line_error(run_cli_here("reduce", str(model), "--oracle", "bogus"), "--oracle", "'mismatch'", "--help")
@@ -940,3 +950,12 @@ def test_a_program_that_computes_nothing_and_sparse_inputs_are_one_line(host_pro
         assert_one_line_error(check_here(str(host), "--inputs", str(tmp_path / f"{layout}.pt")),
                               f"input 'x' in {tmp_path / f'{layout}.pt'} is a sparse tensor (torch.sparse_{layout})",
                               ".to_dense()")
+
+
+def test_an_emit_given_twice_runs_once(host_program):
+    """--emit tensorrt --emit tensorrt wrote and ran the script twice, and listed it twice."""
+    from minimize.arguments import build_options
+    model, inputs = host_program
+    opts = build_options(model, "crash", "inductor", inputs, None, 1e-3, 1e-3, 60.0, "cpu",
+                         emit=["tensorrt", "executorch:portable", "tensorrt"])
+    assert opts.emit == ["tensorrt", "executorch:portable"]

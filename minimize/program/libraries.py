@@ -53,6 +53,10 @@ def import_libraries(names: list[str]) -> None:
         except Exception as e:  # noqa: BLE001 - any failure of a user's library is one line
             raise TrtminError(f"--import {name}: it cannot be imported ({type(e).__name__}: {e}); install it, "
                               "or run trtmin where it is importable") from None
+        except SystemExit as e:  # trtmin would exit with its code, unsaid (exit 1 reads as "it fails")
+            raise TrtminError(f"--import {name}: it exits as it is imported (sys.exit({e.code!r})); pass a module "
+                              "that registers the ops and returns, e.g. one a script's `if __name__ == "
+                              "'__main__':` guards") from None
 
 
 def uses_custom_ops(graph: Any) -> bool:
