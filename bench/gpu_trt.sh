@@ -28,7 +28,7 @@ tests)
   ;;
 suite)
   s0=$(date +%s)
-  G=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr A-Z a-z)  # h100, h200
+  G=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9][0-9]*' | head -1 | tr A-Z a-z)  # h100, h200
   timeout 400 python3 -m minimize.cli repros run --jobs ${JOBS:-4} --json $O/suite_${G:-gpu}.json >> $L 2>&1
   echo "suite: $(( $(date +%s) - s0 )) s" >> $L
   TRTMIN_BACKEND=eager timeout 150 python3 -m minimize.cli repros run --jobs ${JOBS:-4} --json $O/suite_${G:-gpu}_eager.json >> $L 2>&1
