@@ -56,11 +56,11 @@ def mismatch_outcome(expected, actual, exact=None):
         if not isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor) or e.shape != a.shape:  # all off
             off += [(float("inf"), i, "all", "")] if isinstance(e, torch.Tensor) or e != a else []
             continue
-        e64, a64 = (x.detach().cpu().to(torch.complex128 if e.is_complex() else torch.float64 if e.is_floating_point() else torch.int64) for x in (e, a))  # integers exactly: 2**60 + 1
+        e64, a64 = (x.detach().cpu().to(torch.complex128 if e.is_complex() else torch.float64) for x in (e, a))
         if (e64.isfinite() & ~a64.isfinite()).any():
             return "CHANGED: fails differently now", f"output {i} has non-finite values where eager is finite"
-        rtol = RTOL if e.is_floating_point() or e.is_complex() else 0.0  # integers do not round
-        bad = ~torch.isclose(a64, e64, rtol=rtol, atol=ATOL, equal_nan=True) if rtol else (e64 - a64).abs() > ATOL  # off by > ATOL + rtol * |eager|
+        rtol, ints = (RTOL if e.is_floating_point() or e.is_complex() else 0.0), ATOL < 1 and not any(x.is_floating_point() or x.is_complex() for x in (e, a))  # integers do not round
+        bad = ~torch.isclose(a64, e64, rtol=rtol, atol=ATOL, equal_nan=True) | (ints & (e.cpu() != a.cpu()))  # off by > ATOL + rtol * |eager|; 2**60 + 1 too
         note = ""  # [float64]
         r = exact[i] if exact is not None and i < len(exact) else None  # [float64]
         if bad.any() and rtol and isinstance(r, torch.Tensor) and r.shape == e.shape:  # [float64]
@@ -68,7 +68,7 @@ def mismatch_outcome(expected, actual, exact=None):
             if ratio is not None and ratio <= ERROR_RATIO:  # [float64]
                 continue  # [float64] no further from the float64 run than eager's own rounding
             note = "" if ratio is None else f", {ratio:.3g}x eager's own error from float64"  # [float64]
-        err = torch.where(bad, (e64 - a64).abs().nan_to_num(float("inf")), 0)  # the values off; a lost inf or NaN: inf
+        err = torch.where(bad, (e64 - a64).abs().nan_to_num(float("inf")).clamp_min(float(ints)), 0)  # the values off; a lost inf or NaN: inf
         at = tuple(int(k) for k in torch.unravel_index(err.argmax(), err.shape)) if bad.any() else ()  # the worst
         off += [(float(err.max()), i, f"{int(bad.sum())} of {bad.numel()}", f"; at {list(at)}: eager {e64[at]:.4g}, backend {a64[at]:.4g}")] if bad.any() else []  # [!float64]
         off += [(float(err.max()), i, f"{int(bad.sum())} of {bad.numel()}", f"{note}; at {list(at)}: eager {e64[at]:.4g}, backend {a64[at]:.4g}")] if bad.any() else []  # [float64]

@@ -400,3 +400,14 @@ def test_integers_are_compared_exactly_past_float64s_53_bits():
     verdict, why = ns["outcome"]([stamp], [stamp - torch.tensor([1, 0])])
     assert verdict == "REPRODUCED" and why.startswith("output 0 differs from eager by max abs 1 (1 of 2 values off"), why
     assert ns["outcome"]([stamp], [stamp.clone()])[0] == "FIXED"
+    # a difference past int64's range, a float where eager's is an integer, a NaN under
+    # --rtol 0: each is off, to trtmin and to repro.py alike (a reviewer's cases)
+    tight = {**ns, "RTOL": 0.0}
+    exec(check_source(Signature("mismatch")), tight)  # noqa: S102
+    cases = [([0], [-2**63]), ([2**62], [-2**62]), ([2**63 - 1], [-2**63]), ([3], [3.7]), ([float("nan"), 1.0], [0.0, 1.0])]
+    for eager, backend in cases:
+        e, a = torch.tensor(eager), torch.tensor(backend)
+        assert compare_outputs([e], [a], Tolerance(1e-3, 0.0)).kind == "mismatch", (eager, backend)
+        assert tight["outcome"]([e], [a])[0] == "REPRODUCED", (eager, backend)
+    _, why = tight["outcome"]([torch.tensor([2**63 - 1])], [torch.tensor([-2**63])])
+    assert "max abs 1.845e+19" in why, why

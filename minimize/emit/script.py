@@ -216,6 +216,7 @@ def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> 
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
               "memory": bool(info.memory_limit_mb), "dynamo": info.needs_subprocess or bool(info.memory_limit_mb),
               "failure": info.signature.kind not in OUTCOMES,  # a crash, OOM or hang: no values to judge
+              "nan": info.signature.kind == "nan",  # another count of outputs is a mismatch: another failure
               "wrapped": info.verdict.kind == "crash" and info.verdict.exc_type == "Exception",  # a pass manager's
               "direct": part.raises_own_error,  # the error to match is the one compile_backend raises
               "stack": info.verdict.kind in ("crash", "oom") and not info.needs_subprocess and not part.raises_own_error}
