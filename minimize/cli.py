@@ -534,7 +534,7 @@ def repros_match(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A reduce output folder (repro.py and summary.json).")],
     suite: SuiteOpt = None,
 ) -> None:
-    """Say which saved repros a reduction looks like (the same ops, backend and failure), and which are related (the same ops and backend, another failure); exit 1 if one is the same bug, 0 if none."""
+    """Say which saved repros a reduction looks like (the same ops, backend and failure), and which are related (the same ops and backend, another failure, or the same ops by other overloads); exit 1 if one is the same bug, 0 if none."""
     import json
 
     from repros.match import compare, fingerprint

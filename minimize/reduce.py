@@ -97,7 +97,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         if force or resume:  # the user's edits to the finished run's files, and files of its names it did not write, stay
             for name, kept, edited in keep_edited(out, edited_too=force):  # (--resume alone refused edits)
                 log(f"note: {name} was {'edited since trtmin wrote it' if edited else 'not written by the run there'}; "
-                    f"--force keeps that copy as {kept}")
+                    f"{'--force' if force else '--resume'} keeps that copy as {kept}")
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts (the oracle calls count only those "

@@ -85,10 +85,13 @@ def _how_it_differs(theirs: Fingerprint, mine: Fingerprint) -> str:
     "" where it is the same bug."""
     if theirs == mine:
         return ""
+    failing = "" if (theirs.kind, theirs.error) == (mine.kind, mine.error) else f"as {theirs.kind}" + (
+        " with another error" if theirs.kind == mine.kind else "")
     if theirs.ops != mine.ops:
-        overloads = ", ".join(op.split(".", 1)[-1] for op, _ in theirs.ops if op not in dict(mine.ops))
-        return f"by other overloads ({overloads})" + (f", failing as {theirs.kind}" if theirs.kind != mine.kind else "")
-    return f"where it fails otherwise, as {theirs.kind}" + (" with another error" if theirs.kind == mine.kind else "")
+        other = Counter(dict(theirs.ops)) - Counter(dict(mine.ops))  # the overloads it calls more often
+        overloads = ", ".join(op.split(".", 1)[-1] for op in sorted(other))
+        return f"by other overloads ({overloads})" + (f", failing {failing}" if failing else "")
+    return f"where it fails otherwise, {failing}"
 
 
 @dataclass(frozen=True)

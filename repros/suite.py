@@ -521,6 +521,26 @@ def _keep_written(new: Manifest, previous: Manifest, kept: list[str], out_dir: P
     return dataclasses.replace(new, **changes)
 
 
+def _forget_itself(entry: Path, name: str) -> None:
+    """A newer reduction of a saved repro (--force) found the entry it replaces as its known
+    bug: in the suite, summary.json and report.md would say it looks like itself. That
+    match is dropped (report.md's paragraph where it was the only one)."""
+    try:
+        summary = json.loads((entry / "summary.json").read_text())
+    except (OSError, ValueError):
+        return
+    known = summary.get("known_bugs") or []
+    others = [k for k in known if isinstance(k, dict) and k.get("name") != name]
+    if len(others) == len(known):
+        return
+    summary["known_bugs"] = others
+    (entry / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    report = entry / "report.md"
+    if not others and report.is_file():
+        parts = report.read_text().split("\n\n")
+        report.write_text("\n\n".join(p for p in parts if not p.startswith("**Known bug?**")))
+
+
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False, duplicate: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
@@ -610,6 +630,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
             if (out_dir / f).is_file():
                 shutil.copy2(out_dir / f, tmp / f)
         (tmp / MANIFEST).write_text(text, encoding="utf-8")
+        _forget_itself(tmp, name)
         if target.exists():
             for own in users_files(target, tmp):  # the user's own files in the entry stay with it, links as links
                 if own.is_dir() and not own.is_symlink():

@@ -284,8 +284,9 @@ def test_an_import_that_exits_is_one_line_not_trtmins_exit(host_program, tmp_pat
     model, inputs = host_program
     (tmp_path / "trtmin_test_exiter.py").write_text("import sys\nsys.exit(1)\n")
     monkeypatch.chdir(tmp_path)
-    r = check_here(str(model), "--inputs", str(inputs), "--import", "trtmin_test_exiter")
-    assert_one_line_error(r, "--import trtmin_test_exiter: it exits as it is imported (sys.exit(1))")
+    for command, extra in ((check_here, ()), (reduce_here, ("--out", str(tmp_path / "out")))):
+        r = command(str(model), "--inputs", str(inputs), "--import", "trtmin_test_exiter", *extra)
+        assert_one_line_error(r, "--import trtmin_test_exiter: it exits as it is imported (sys.exit(1))")
 
 
 def test_usage_errors_are_one_line_too(host_program):
@@ -801,6 +802,8 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     (out / "repro_tensorrt.py").write_text("mine too")  # a replay of that run with --emit tensorrt: kept
     r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--resume", "--emit", "tensorrt")
     assert r.returncode == 0 and (out / "repro_tensorrt.py.edited").read_text() == "mine too", r.stderr[-2000:]
+    assert "not written by the run there; --resume keeps that copy as repro_tensorrt.py.edited" in \
+        " ".join(r.stderr.split()), r.stderr[-2000:]
     assert "repro_tensorrt.py" in json.loads((out / "summary.json").read_text())["files"]
 
 

@@ -788,6 +788,10 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
         assert related[0].line().startswith(f"looks related to a known bug: saved (the same ops on the same backend, "
                                             f"{otherwise}: uint8 permute")
     assert compare(other_op, suite)[0] == compare(other_backend, suite)[0] == []
+    from repros.match import Fingerprint, _how_it_differs  # the overloads it calls more often, and the failure
+    theirs = Fingerprint((("aten.div.Tensor", 2),), "inductor", "crash", "E1")
+    mine_ = Fingerprint((("aten.div.Scalar", 1), ("aten.div.Tensor", 1)), "inductor", "crash", "E2")
+    assert _how_it_differs(theirs, mine_) == "by other overloads (div.Tensor), failing as crash with another error"
     hand_written = [suite / "by_hand_inductor", suite / "by_hand_trt"]  # no summary.json: not compared
     for folder, backend in zip(hand_written, ("inductor", "torch_tensorrt")):
         folder.mkdir()
@@ -993,3 +997,25 @@ def test_a_hang_repro_whose_own_timeout_is_past_the_runs_is_no_new_hang(tmp_path
     make_repro(tmp_path, "hang_bug", "import time\nCHILD_TIMEOUT_S = 30.0\ntime.sleep(30)\n")
     [r] = run_repros(tmp_path, timeout=0.5)
     assert (r.status, r.ok) == (ERROR, False) and "run it with --timeout above 30" in r.reason, r.reason
+
+
+def test_a_newer_reduction_saved_over_its_entry_does_not_look_like_itself(tmp_path: Path) -> None:
+    """repros add --force of a newer reduction of a saved repro, which found that repro as
+    its known bug: the suite's entry said it looked like itself (a maintainer's review)."""
+    from repros.suite import _forget_itself
+    entry = tmp_path / "arange"
+    entry.mkdir()
+    report = "# title\n\n**What fails:** x\n\n**Known bug?** This reduction looks like a known bug: arange (old)\n\nrest"
+    for known in ([{"name": "arange", "line": "looks like a known bug: arange"}],
+                  [{"name": "arange", "line": "l"}, {"name": "other", "line": "l"}]):
+        (entry / "summary.json").write_text(json.dumps({"known_bugs": known}))
+        (entry / "report.md").write_text(report)
+        _forget_itself(entry, "arange")
+        left = json.loads((entry / "summary.json").read_text())["known_bugs"]
+        assert [k["name"] for k in left] == [k["name"] for k in known if k["name"] != "arange"]
+        assert ("**Known bug?**" in (entry / "report.md").read_text()) is bool(left)  # still true of another
+    assert (entry / "report.md").read_text() == report
+    (entry / "report.md").write_text(report)
+    (entry / "summary.json").write_text(json.dumps({"known_bugs": [{"name": "arange", "line": "l"}]}))
+    _forget_itself(entry, "arange")
+    assert (entry / "report.md").read_text() == "# title\n\n**What fails:** x\n\nrest"

@@ -140,9 +140,8 @@ def not_as_written(out: Path) -> tuple[list[str], list[str]]:
         recorded, listed = summary.get("written_sha256") or {}, summary.get("files")
         edited = sorted(name for name, digest in recorded.items()
                         if (out / name).is_file() and file_digest(out / name) != digest)
-        unwritten = [] if not isinstance(listed, list) else sorted(  # a summary from before `files`: none known
-            p.name for p in out.iterdir() if is_ours(p.name) and p.name not in {*listed, JOURNAL, "summary.json"}
-            and p.is_file())
+        unwritten = [] if not isinstance(listed, list) else [  # a summary from before `files`: none known
+            name for name in earlier_runs_files(out, [*listed, "summary.json"]) if (out / name).is_file()]
         return edited, unwritten
     except (OSError, ValueError, AttributeError):
         return [], []

@@ -440,10 +440,12 @@ def check_model_file(path: Path) -> None:
 def check_not_swapped(model: Path, inputs: Path) -> None:
     """The model and the inputs file given the other way round (each check alone would
     only say the first is no program), said as such."""
-    if not (model.is_file() and inputs.is_file()):
+    try:
+        swapped = model.is_file() and inputs.is_file() and (_other_format(model) or "").startswith(
+            "a file written by torch.save") and _other_format(inputs, exported="program") == "program"
+    except OSError:  # unreadable: the checks of each file say so
         return
-    if (_other_format(model) or "").startswith("a file written by torch.save") and \
-            _other_format(inputs, exported="program") == "program":
+    if swapped:
         raise TrtminError(f"{model} is a file written by torch.save and --inputs {inputs} a program saved by "
                           f"torch.export.save: the two look swapped; pass {inputs} first, then --inputs {model}")
 
