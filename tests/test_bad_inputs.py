@@ -962,3 +962,23 @@ def test_an_emit_given_twice_runs_once(host_program):
     opts = build_options(model, "crash", "inductor", inputs, None, 1e-3, 1e-3, 60.0, "cpu",
                          emit=["tensorrt", "executorch:portable", "tensorrt"])
     assert opts.emit == ["tensorrt", "executorch:portable"]
+
+
+def test_a_full_disk_under_the_workers_state_is_one_line(tmp_path, monkeypatch):
+    """TMPDIR on a small tmpfs: torch.save of the program's values raised
+    'basic_ios::clear: iostream error' (a traceback, exit 1) in the adversarial trial."""
+    from minimize.program.model import Program
+    from minimize.run import worker_side
+    from oracles.errors import TrtminError
+
+    x = torch.randn(4, 8)
+    program = Program(torch.export.export(torch.nn.Linear(8, 2), (x,)).run_decompositions({}), [x])
+    (tmp_path / "state").mkdir()
+
+    def full(*args, **kwargs):
+        raise RuntimeError("basic_ios::clear: iostream error")
+    monkeypatch.setattr(worker_side.torch, "save", full)
+    with pytest.raises(TrtminError, match=r"cannot write the program's values for the workers into .*\(basic_ios::clear: "
+                                          r"iostream error\); free space there, or set TMPDIR"):
+        worker_side.save_state(program, tmp_path / "state")
+    assert not (tmp_path / "state" / worker_side.READY_FILE).exists()  # no worker starts on half a state

@@ -24,6 +24,7 @@ from oracles.backends import resolve
 from oracles.backends.base import reset_dynamo, use_scratch_root
 from oracles.checks import Tolerance, flatten_outputs
 from oracles.dynamic import mark_dynamic
+from oracles.errors import TrtminError
 from oracles.evaluate import evaluate, evaluate_each
 from oracles.verdict import VALUE_ORACLES, Verdict
 
@@ -62,12 +63,20 @@ def _owned(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def save_state(program: Program, folder: Path, imports: list[str] | None = None) -> None:
-    (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
+    """The program and every value of it, for the workers to load; a full disk under the
+    folder ($TMPDIR: the values of a big model are gigabytes) is one line, not torch's
+    "basic_ios::clear: iostream error"."""
     state = {"values": _owned(program.values),
              "user_outputs": program.output_order, "constants": sorted(program.constants),
              "fixed_random": program.fixed_random, "imports": list(imports or []), "dynamic": program.dynamic,
              "attributes": program.attributes}
-    torch.save(state, str(folder / VALUES_FILE))
+    try:
+        (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
+        torch.save(state, str(folder / VALUES_FILE))
+    except (OSError, RuntimeError) as e:  # torch's writer raises RuntimeError for a full disk
+        raise TrtminError(f"cannot write the program's values for the workers into {folder.parent} "
+                          f"({getattr(e, 'strerror', None) or str(e).splitlines()[0][:120]}); free space there, or set "
+                          "TMPDIR to a folder on a larger disk") from None
     (folder / READY_FILE).touch()
 
 
