@@ -27,10 +27,11 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from oracles.supervise import supervised
 
@@ -124,6 +125,18 @@ def kill_running() -> None:
         _kill_group(proc)
 
 
+TAIL_BYTES = 256 * 1024  # of a script's stdout and stderr: its verdict line is the last, its error near it
+
+
+def _tail(f: Any) -> str:
+    """The last TAIL_BYTES of a file a script wrote, as text (from a whole line)."""
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(max(0, size - TAIL_BYTES))
+    text = f.read().decode("utf-8", errors="replace")
+    return text if size <= TAIL_BYTES else f"[{size - TAIL_BYTES} bytes before this cut]\n" + text.split("\n", 1)[-1]
+
+
 def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tuple[int | None, str, str, bool, float]:
     """Run one script: (returncode, stdout, stderr, timed_out, seconds); `without`: variables
     of this environment the script must not see."""
@@ -137,27 +150,27 @@ def run_script(script: Path, timeout: float, without: Sequence[str] = ()) -> tup
     # process group when trtmin dies, even by kill -9: a TensorRT build or a hang's child
     # outlived it before, in a session of its own.
     command = [*(supervised("") if os.name == "posix" else []), sys.executable, str(script)]
-    proc = subprocess.Popen(command, cwd=script.parent, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, encoding="utf-8", errors="replace",
-                            start_new_session=(os.name == "posix"))
-    _RUNNING.add(proc)
-    try:
-        if STOPPING.is_set():  # kill_running ran between the check and the start
-            raise KeyboardInterrupt
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err, False, time.monotonic() - start
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+    # into files, of which the tails are read: a script printing 200 MB held them all in memory
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command, cwd=script.parent, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, start_new_session=(os.name == "posix"))
+        _RUNNING.add(proc)
         try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a grandchild in another session holds the pipes
-            proc.kill()
-            out, err = "", ""
-        return None, out or "", err or "", True, time.monotonic() - start
-    except BaseException:  # KeyboardInterrupt: leave nothing running
-        _kill_group(proc)
-        proc.wait()
-        raise
-    finally:
-        _RUNNING.discard(proc)
+            if STOPPING.is_set():  # kill_running ran between the check and the start
+                raise KeyboardInterrupt
+            proc.wait(timeout=timeout)
+            return proc.returncode, _tail(out), _tail(err), False, time.monotonic() - start
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # the supervisor itself stuck: kill it
+                proc.kill()
+                proc.wait()
+            return None, _tail(out), _tail(err), True, time.monotonic() - start
+        except BaseException:  # KeyboardInterrupt: leave nothing running
+            _kill_group(proc)
+            proc.wait()
+            raise
+        finally:
+            _RUNNING.discard(proc)

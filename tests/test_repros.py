@@ -1019,3 +1019,16 @@ def test_a_newer_reduction_saved_over_its_entry_does_not_look_like_itself(tmp_pa
     (entry / "summary.json").write_text(json.dumps({"known_bugs": [{"name": "arange", "line": "l"}]}))
     _forget_itself(entry, "arange")
     assert (entry / "report.md").read_text() == "# title\n\n**What fails:** x\n\nrest"
+
+
+def test_a_script_that_prints_much_is_read_by_its_tail(tmp_path: Path) -> None:
+    """A repro printing 200 MB took `repros run` to 972 MB of memory (communicate() kept it
+    all); only the tail is read now, and the verdict line at its end still decides."""
+    from oracles.script_run import TAIL_BYTES, run_script
+    script = tmp_path / "repro.py"
+    script.write_text("import sys\nfor _ in range(20000):\n    print('y' * 99)\nprint('REPRODUCED: it is there')\n"
+                      "sys.exit(1)\n")
+    rc, out, err, timed_out, _ = run_script(script, timeout=60)
+    assert rc == 1 and not timed_out and len(out) <= TAIL_BYTES + 100, len(out)
+    assert out.startswith("[") and "bytes before this cut]" in out.splitlines()[0], out[:80]
+    assert classify(rc, out, err)[0] == REPRODUCED
