@@ -20,6 +20,7 @@ The rules that turn a run's status and this expectation into ok / not ok are in
 from __future__ import annotations
 
 import fnmatch
+import glob
 import json
 import os
 import re
@@ -541,6 +542,21 @@ def _forget_itself(entry: Path, name: str) -> None:
         report.write_text("\n\n".join(p for p in parts if not p.startswith("**Known bug?**")))
 
 
+def _recover(root: Path, name: str) -> None:
+    """What a kill in the middle of an earlier `repros add --force` of `name` left: the entry
+    it was replacing, set aside as .old-NAME-*, back in place where NAME is missing (its
+    title, links and the user's files were there alone); its half-made .tmp-NAME-* gone."""
+    if not root.is_dir():
+        return
+    for left in sorted(root.glob(f".old-{glob.escape(name)}-*")):
+        if not (root / name).exists():
+            os.replace(left, root / name)
+        else:  # the swap had finished: the new entry is in place
+            shutil.rmtree(left, ignore_errors=True)
+    for half in root.glob(f".tmp-{glob.escape(name)}-*"):
+        shutil.rmtree(half, ignore_errors=True)
+
+
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False, duplicate: bool = False,
               expected: str = "reproduces", upstream: Iterable[str] = (), title: str | None = None) -> Path:
     """Save a ``trtmin reduce --out`` folder into the suite as ``root/name/``; returns that folder.
@@ -564,6 +580,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if not NAME_RE.fullmatch(name):
         raise TrtminError(f"--name {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or "
                           f"digit (e.g. uint8_permute_before_cast)")
+    _recover(root, name)
     if expected not in EXPECTED:
         raise TrtminError(f"expected {expected!r} is not one of {', '.join(EXPECTED)}")
     if not out_dir.is_dir():

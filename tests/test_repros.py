@@ -1032,3 +1032,19 @@ def test_a_script_that_prints_much_is_read_by_its_tail(tmp_path: Path) -> None:
     assert rc == 1 and not timed_out and len(out) <= TAIL_BYTES + 100, len(out)
     assert out.startswith("[") and "bytes before this cut]" in out.splitlines()[0], out[:80]
     assert classify(rc, out, err)[0] == REPRODUCED
+
+
+def test_an_add_killed_between_its_two_renames_loses_no_repro(tmp_path: Path) -> None:
+    """repros add --force sets the entry aside as .old-NAME-*, then moves the new one in; a
+    kill -9 between the two left neither in view, and the next --force saved a fresh one,
+    the hand-written title and links lost. The next add puts it back first."""
+    from repros.suite import _recover
+    root = tmp_path / "suite"
+    (root / ".old-sin-1a2b3c4d").mkdir(parents=True)
+    (root / ".old-sin-1a2b3c4d" / "NOTES.txt").write_text("mine")
+    (root / ".tmp-sin-5e6f7a8b").mkdir()
+    _recover(root, "sin")
+    assert (root / "sin" / "NOTES.txt").read_text() == "mine" and sorted(p.name for p in root.iterdir()) == ["sin"]
+    (root / ".old-sin-99999999").mkdir()  # the swap had finished: a leftover alone
+    _recover(root, "sin")
+    assert sorted(p.name for p in root.iterdir()) == ["sin"] and (root / "sin" / "NOTES.txt").is_file()
