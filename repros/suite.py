@@ -592,6 +592,10 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                    f"{_shown(out_dir)} --resume`" if unfinished else
                    "pass the --out folder of a finished `trtmin reduce` run (it writes repro.py and summary.json)")
             raise TrtminError(f"{_shown(out_dir)} has no {needed}: {fix}")
+    gone = files_the_script_reads_that_are_gone(out_dir / SCRIPT)
+    if gone:  # saved, it could only say ERROR in every run
+        raise TrtminError(f"{_shown(out_dir)} has no {' or '.join(gone)}, which its repro.py reads; put it back, or "
+                          "run the reduction again (trtmin reduce ... --force)")
     try:
         summary = json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -1048,3 +1048,16 @@ def test_an_add_killed_between_its_two_renames_loses_no_repro(tmp_path: Path) ->
     (root / ".old-sin-99999999").mkdir()  # the swap had finished: a leftover alone
     _recover(root, "sin")
     assert sorted(p.name for p in root.iterdir()) == ["sin"] and (root / "sin" / "NOTES.txt").is_file()
+
+
+def test_add_refuses_an_out_folder_whose_script_lacks_a_file_it_reads(tmp_path: Path) -> None:
+    """With plugin.py deleted from the out folder, add saved it and every `repros run` then
+    said ERROR ("no plugin.py, which repro.py reads"): refused where it can be mended."""
+    out = _reduce_out(tmp_path / "out")
+    (out / "repro.py").write_text("import os\nPLUGIN = os.path.join(os.path.dirname(__file__), 'plugin.py')\n"
+                                  "print('REPRODUCED: x')\n")
+    with pytest.raises(TrtminError, match=r"has no plugin.py, which its repro.py reads; put it back"):
+        add_repro(out, "lacks", tmp_path / "suite")
+    assert not (tmp_path / "suite" / "lacks").exists()
+    (out / "plugin.py").write_text("def f(gm, example_inputs):\n    return gm\n")
+    assert (add_repro(out, "lacks", tmp_path / "suite") / "plugin.py").is_file()
