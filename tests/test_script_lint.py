@@ -303,3 +303,19 @@ def test_small_float_tensors_are_written_in_their_dtypes_digits() -> None:
             written
         back = eval(written)
         assert back.dtype == t.dtype and back.shape == t.shape and torch.equal(back.float(), t.float()), written
+
+
+def test_a_control_byte_or_colour_in_the_error_leaves_the_script_runnable(piece, tmp_path: Path) -> None:
+    """A compiler error holding a NUL made repro.py "source code cannot contain null bytes"
+    (a SyntaxError before its first line ran), and its colours were written raw."""
+    sliced, values = piece
+    verdict = Verdict("crash", "RuntimeError", "bad\x00byte \x1b[31mred\x1b[0m \\x \"\"\" end")
+    info = ReproInfo(title="control", source_model="model.pt2", original_nodes=18, final_nodes=3, oracle_calls=3,
+                     oracle="crash", verdict=verdict, signature=Signature.of(verdict), match=None, atol=1e-3,
+                     rtol=1e-3, device="cpu", needs_subprocess=False, timeout=5.0)
+    script, _ = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names}, sliced.weights(values),
+                              BUILTIN["inductor"]("inductor", {}))
+    assert "\x00" not in script and "\x1b" not in script
+    namespace: dict = {"__name__": "repro"}
+    exec(compile(script, "repro.py", "exec"), namespace)  # noqa: S102 - it compiles and its definitions run
+    assert "bad\\x00byte red \\x \"\"\" end" in namespace["__doc__"], namespace["__doc__"][:300]

@@ -21,6 +21,7 @@ from minimize.program.candidate import INLINE_MAX_ELEMENTS
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.checks import shortest
+from oracles.errors import without_colours
 from oracles.reference import ERROR_RATIO
 from oracles.script_checks import OUTCOMES, check_source, error_pattern, tagged_source
 from oracles.script_child import CHILD_SOURCE
@@ -345,7 +346,10 @@ def reference_words(info: ReproInfo) -> str:
 
 def _docstring_text(text: str) -> str:
     """Text for the script's docstring: an error message or a command may hold backslashes
-    (a Windows path, a regex: '\\x' then no hex digits is a SyntaxError) or three quotes."""
+    (a Windows path, a regex: '\\x' then no hex digits is a SyntaxError), three quotes, a
+    terminal's colours, or a control byte (a NUL: "source code cannot contain null bytes"),
+    written as its escape."""
+    text = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", without_colours(text))
     return text.replace("\\", "\\\\").replace('"""', '\\"""')
 
 
