@@ -120,12 +120,16 @@ def test_flaky_compiler_is_measured_and_reduced(host_program, tmp_path, monkeypa
     s = summary(out)
     assert s["flakiness"] == {"repeat": 4, "original_failures": 2, "final_failures": 2, "min_failures": 1}
     assert s["final_nodes"] == 1 and "tanh" in (out / "repro.py").read_text()
+    # report.md says so: repro.py judges one run, which passed half the time
+    assert "**Flaky:** the original program failed 2 of 4 runs, the reduced program 2 of 4. `repro.py` judges " \
+           "one run: run it several times" in (out / "report.md").read_text()
     # an original that fails every run holds every candidate to that (another, flaky bug of
     # the same signature must not pass as easily)
     r = run_cli(*reduce_args(model, inputs, tmp_path / "always", "crash", "crash_on_sin", "--repeat", "2",
                              "--no-verify"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert summary(tmp_path / "always")["flakiness"]["min_failures"] == 2
+    assert "**Flaky:**" not in (tmp_path / "always" / "report.md").read_text()  # it failed every run
 
 
 def _start(args: list[str]) -> subprocess.Popen:

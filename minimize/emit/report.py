@@ -266,6 +266,18 @@ def _memory_words(info: ReproInfo) -> str:
     return f", under a {info.memory_limit_mb} MiB address-space limit (`--memory-limit`; `repro.py` sets it too)"
 
 
+def _flaky_section(summary: dict[str, Any]) -> str:
+    """How often it fails, where the reduction ran each program more than once (--repeat):
+    repro.py judges one run, so a maintainer is told to run it several times."""
+    flaky = summary.get("flakiness") or {}
+    repeat, first, last = flaky.get("repeat", 1), flaky.get("original_failures"), flaky.get("final_failures")
+    if repeat <= 1 or first is None or (first == repeat and last in (None, repeat)):
+        return ""
+    last_words = f", the reduced program {last} of {repeat}" if last is not None else ""
+    return (f"**Flaky:** the original program failed {first} of {repeat} runs{last_words}. `repro.py` judges "
+            f"one run: run it several times (`for i in $(seq 10); do python repro.py; done`).\n\n")
+
+
 def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[str, Any],
                   snippet: str | None = None, *, input_names: Sequence[str],
                   inputs: Mapping[str, Any] | None = None) -> str:
@@ -294,7 +306,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+{_flaky_section(summary)}{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 
