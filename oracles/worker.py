@@ -205,6 +205,9 @@ def hang_verdict(timeout_s: float, site: str = "") -> dict[str, Any]:
     return {"kind": "hang", "message": f"no result within the {timeout_s:g} s timeout; the worker{where} was killed"}
 
 
+WORKERS_PREFIX = "trtmin-workers-"
+
+
 class WorkerPool:
     """N workers; `run(jobs)` returns results in job order, whatever finishes first."""
 
@@ -214,7 +217,9 @@ class WorkerPool:
         self.retries = retries
         self.n = max(1, jobs)
         self.per_worker_env = per_worker_env or [{} for _ in range(self.n)]
-        self._tmp = tempfile.TemporaryDirectory(prefix="trtmin-workers-")
+        # the pid in the name: a killed run's folder is known as such and removed by the next
+        # (minimize/run/workers.remove_stale_state)
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{WORKERS_PREFIX}{os.getpid()}-")
         self.log_dir = Path(self._tmp.name)
         self.workers: list[_Worker | None] = [None] * self.n
         self.restarts = 0

@@ -223,3 +223,9 @@ def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
         (d / "values.pt").write_bytes(b"0" * 1000)
     assert remove_stale_state() == [stale]
     assert not stale.exists() and live.exists() and older.exists()
+    # and its workers' log folder (an adversarial trial counted 70 left in /tmp)
+    from oracles.worker import WORKERS_PREFIX
+    logs, live_logs = tmp_path / f"{WORKERS_PREFIX}{dead.pid}-ghi", tmp_path / f"{WORKERS_PREFIX}{os.getpid()}-jkl"
+    for d in (logs, live_logs):
+        d.mkdir()
+    assert remove_stale_state() == [logs] and live_logs.exists()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from minimize.options import Options
-from oracles.worker import WorkerConfig, WorkerPool
+from oracles.worker import WORKERS_PREFIX, WorkerConfig, WorkerPool
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,7 +64,7 @@ def gpu_env(jobs: int, device: str) -> list[dict[str, str]]:
 
 STATE_PREFIX = "trtmin-state-"
 SCRATCH = "scratch"  # in the state folder: where backends in the workers write their files
-_STATE_NAME = re.compile(re.escape(STATE_PREFIX) + r"(\d+)-")
+_STATE_NAME = re.compile(rf"(?:{re.escape(STATE_PREFIX)}|{re.escape(WORKERS_PREFIX)})(\d+)-")
 
 
 def _alive(pid: int) -> bool:
@@ -79,10 +79,12 @@ def _alive(pid: int) -> bool:
 
 def remove_stale_state() -> list[Path]:
     """The state folders of runs that were killed (kill -9, a power cut: no cleanup ran),
-    each the eager value of every node, megabytes: removed at the next run's start. Only
-    this user's, and only where the pid in the name is no longer running."""
+    each the eager value of every node, megabytes, and their workers' log folders: removed
+    at the next run's start. Only this user's, and only where the pid in the name is no
+    longer running."""
     removed = []
-    for p in Path(tempfile.gettempdir()).glob(STATE_PREFIX + "*"):
+    folders = [*Path(tempfile.gettempdir()).glob(STATE_PREFIX + "*"), *Path(tempfile.gettempdir()).glob(WORKERS_PREFIX + "*")]
+    for p in folders:
         m = _STATE_NAME.match(p.name)
         try:
             if m and p.is_dir() and p.stat().st_uid == os.getuid() and not _alive(int(m.group(1))):
