@@ -667,7 +667,10 @@ def test_journal_damage(tmp_path):
     # ... but not beside files of trtmin's names: an empty journal.jsonl may be the user's
     path.write_text("")
     (tmp_path / "repro.py").write_text("the user's")
-    with pytest.raises(TrtminError, match="no trtmin run wrote them"):
+    with pytest.raises(TrtminError, match=r"no trtmin run wrote them \(its journal.jsonl is no trtmin run's\)"):
+        check_out_dir(tmp_path, resume=False, force=True)
+    path.unlink()  # and without one: said so, not the other way round
+    with pytest.raises(TrtminError, match=r"holds repro.py, .* \(there is no journal.jsonl of one\)"):
         check_out_dir(tmp_path, resume=False, force=True)
 
 

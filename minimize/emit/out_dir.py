@@ -57,8 +57,9 @@ def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], di
     ours = [n for n in existing if is_ours(n)]
     foreign = [n for n in existing if not is_ours(n)]
     if ours and not has_run:  # the user's files under trtmin's names: no flag makes the folder usable
+        why = f"its {JOURNAL} is no trtmin run's" if JOURNAL in ours else f"there is no {JOURNAL} of one"
         raise TrtminError(f"--out {out} holds {_names(ours)}, named as trtmin names its files, but no trtmin "
-                          f"run wrote them (there is no {JOURNAL} of one); choose another folder")
+                          f"run wrote them ({why}); choose another folder")
     if resume:
         if not has_run and existing:
             raise TrtminError(f"--out {out} holds no interrupted run ({JOURNAL} is missing); drop --resume and "
