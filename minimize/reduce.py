@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from minimize.emit.outputs import write_extra_script, write_outputs
+from minimize.emit.outputs import atomic_write, write_extra_script, write_outputs
 from oracles.out_folder import emitted_names
 from minimize.emit.journal import Journal
 from minimize.emit.run_header import file_digest, header_before_loading
@@ -98,6 +98,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             for name, kept, edited in keep_edited(out, edited_too=force):  # (--resume alone refused edits)
                 log(f"note: {name} was {'edited since trtmin wrote it' if edited else 'not written by the run there'}; "
                     f"{'--force' if force else '--resume'} keeps that copy as {kept}")
+        # --force over a run: its journal back where this one finds nothing to reduce (the
+        # corrected command goes on over it, its outputs still theirs)
+        earlier = (out / JOURNAL).read_bytes() if force and not resume and had_journal else None
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts (the oracle calls count only those "
@@ -138,6 +141,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             if nothing_to_reduce and not had_journal:  # no run to resume: the folder stays free for the next
                 journal.close()
                 _forget_run(out)
+            elif nothing_to_reduce and earlier is not None:
+                journal.close()
+                atomic_write(out / JOURNAL, earlier)
             raise
         finally:
             journal.close()

@@ -764,6 +764,16 @@ def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_p
     mine.mkdir()
     assert_one_line_error(run_cli_here(*args, "--oracle", "nan", "--out", str(mine)), "does not fail the nan oracle")
     assert mine.is_dir() and not list(mine.iterdir())  # the user's folder stays, empty as it was
+    # --force over a finished run, with a question the original does not fail: the finished
+    # run's journal stays, so its outputs are still its own (repros add took them as orphans)
+    done = tmp_path / "done"
+    assert run_cli_here(*args, "--oracle", "crash", "--out", str(done), "--no-verify").returncode == 0
+    before = (done / "journal.jsonl").read_bytes()
+    assert_one_line_error(run_cli_here(*args, "--oracle", "nan", "--out", str(done), "--force"),
+                          "does not fail the nan oracle")
+    assert (done / "journal.jsonl").read_bytes() == before
+    from repros.suite import add_repro
+    assert (add_repro(done, "sin", tmp_path / "suite") / "repro.py").is_file()
 
 
 
