@@ -1,79 +1,18 @@
-#!/usr/bin/env python3
-"""torch_tensorrt min_block_size=1 crash on cuda: div.Tensor, permute.default, to.dtype
-
-CRASH: ValueError: __len__() should return >= 0
-
-Reduced by trtmin 0.1.0 from camera_policy.pt2: 207 -> 3 call nodes in 18 oracle calls.
-Reduced on: torch 2.11.0+cu130, Python 3.12.3, Linux-6.18.44-fc-v973-gpu-x86_64-with-glibc2.39, device cuda (NVIDIA H200).
-Backend: torch_tensorrt min_block_size=1. Oracle: crash.
-
-Run:      python repro.py
-          exit 1 = REPRODUCED, 0 = FIXED, 2 = cannot run here (no GPU, missing package or file),
-          3 = CHANGED: it still fails, but differently (another error, a hang or a kill)
-Control:  TRTMIN_BACKEND=eager python repro.py
-          runs eager PyTorch in place of the backend, so it must print FIXED
-"""
-
-import importlib.util
+"""torch_tensorrt min_block_size=1 crash on cuda: div.Tensor, permute.default, to.dtype: CRASH: ValueError:
+__len__() should return >= 0. trtmin 0.1.0 cut camera_policy.pt2 from 207 to 3 call nodes in 11 oracle calls
+on torch 2.11.0+cu130, device cuda (NVIDIA H100 80GB HBM3).
+Exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED, 3 CHANGED. TRTMIN_BACKEND=eager: eager PyTorch for the backend (FIXED)."""
 import os
 import re
 import sys
-
+import traceback
 try:
     import torch
-except ImportError as exc:  # no torch here: cannot run, which is no verdict on the bug
-    print(f"SKIPPED: torch cannot be imported: {exc}")
-    sys.exit(2)
-
-inf, nan = float("inf"), float("nan")
+except ImportError:  # no torch: cannot run here, which is no verdict on the bug
+    sys.exit(print("SKIPPED: torch cannot be imported") or 2)
 DEVICE = 'cuda'
-ATOL, RTOL = 0.001, 0.001
-REFERENCE = 'eager'  # float64: a difference counts only beyond ERROR_RATIO x eager's own error from a float64 run
-REQUIRES = ['torch_tensorrt']  # "a|b": either package
-def export_dynamic_shapes(inputs, bounded=False):
-    """torch.export's dynamic_shapes for `inputs`: Dim.AUTO on each marked dim, within the
-    export's bounds widened to the example's size (ExecuTorch plans memory to the max); None
-    when no input has one (a static export, as before). bounded: an unbounded dim gets the
-    example's size as its max, as a TensorRT profile needs one."""
-    from torch.export import Dim
-
-    def dim(size, lo, hi):
-        limits = {}
-        if min(lo, size) >= 2:
-            limits['min'] = min(lo, size)
-        if hi is not None or bounded:
-            limits['max'] = size if hi is None else max(hi, size)
-        try:
-            return Dim.AUTO(**limits) if limits else Dim.AUTO
-        except TypeError:
-            return Dim.AUTO
-    specs = [{d: dim(x.shape[d], lo, hi) for d, (lo, hi) in getattr(x, '_trtmin_dynamic', {}).items()} or None if isinstance(x, torch.Tensor) else None for x in inputs]
-    return tuple(specs) if any(specs) else None
-
-
-def tensorrt_inputs(ep, inputs):
-    """Torch-TensorRT's arg_inputs for `ep`, exported from `inputs`: an input whose dims stayed
-    symbolic in the export (Dim.AUTO keeps static what the ops fix) as torch_tensorrt.Input
-    over the export's range for them (opt: the example's size), the others as they are."""
-    import torch_tensorrt
-    names = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == 'USER_INPUT']
-    vals = {n.name: n.meta.get('val') for n in ep.graph.nodes if n.op == 'placeholder'}
-    out = []
-    for name, t in zip(names, inputs):
-        val = vals.get(name)
-        ranges = {d: ep.range_constraints.get(size.node.expr) for d, size in enumerate(getattr(val, 'shape', ())) if isinstance(size, torch.SymInt)} if isinstance(t, torch.Tensor) else {}
-        ranges = {d: r for d, r in ranges.items() if r is not None}
-        if not ranges:
-            out.append(t)
-            continue
-        opt = list(t.shape)
-        low, high = (list(opt), list(opt))
-        for d, r in ranges.items():
-            low[d] = max(1, min(int(r.lower), opt[d]))
-            high[d] = max(int(r.upper), opt[d]) if r.upper.is_Integer else opt[d]
-        out.append(torch_tensorrt.Input(min_shape=low, opt_shape=opt, max_shape=high, dtype=t.dtype))
-    return out
-
+REQUIRES = ['torch_tensorrt']  # packages the backend imports ("a|b": either); `trtmin repros run` reads it: SKIPPED at once without them
+ERROR_PATTERN = '__len__\\(\\)\\s+should\\s+return\\s+>=\\s+\\d+'  # the failure's text, as a regex
 
 
 class Repro(torch.nn.Module):
@@ -84,145 +23,44 @@ class Repro(torch.nn.Module):
         return (div,)
 
 
-def make_inputs():
-    return [
-        torch.randint(0, 256, (1, 2, 2, 2), generator=torch.Generator().manual_seed(0), dtype=torch.uint8),  # front
-    ]
-
-
-def load_backend():
-    return None
-
-
-def compile_backend(module, inputs, backend):
+def compile_backend(module, inputs):
     import torch_tensorrt
-    gm, runtime_inputs, positions = module, list(inputs), list(range(len(inputs)))  # weights are buffers of Repro
-    ep = torch.export.export(gm, tuple(runtime_inputs), dynamic_shapes=export_dynamic_shapes(runtime_inputs, True))
-    compiled = torch_tensorrt.dynamo.compile(ep, arg_inputs=tensorrt_inputs(ep, runtime_inputs), min_block_size=1)
-    return lambda *args: compiled(*[args[i] for i in positions])
+    ep = torch.export.export(module, tuple(inputs))  # the weights are buffers of Repro
+    return torch_tensorrt.dynamo.compile(ep, arg_inputs=list(inputs), min_block_size=1)
 
 
-def flatten(out):
-    if isinstance(out, (list, tuple)):
-        return [leaf for item in out for leaf in flatten(item)]
-    return [out]
+def make_inputs():
+    return [torch.randint(0, 256, (1, 2, 2, 2), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)]  # front
 
 
-def max_error(expected, actual, exact=None):
-    """(output index, max abs error, offending values, note) of the worst output, or None."""
-    worst = None
-    for i, (e, a) in enumerate(zip(expected, actual)):
-        if not isinstance(e, torch.Tensor):
-            if e != a:
-                return i, float("inf"), 1, ""
-            continue
-        if e.shape != a.shape:
-            return i, float("inf"), e.numel(), ""
-        wide = torch.complex128 if e.is_complex() else torch.float64
-        e64, a64 = e.detach().cpu().to(wide), a.detach().cpu().to(wide)
-        diff = (e64 - a64).abs().nan_to_num(0.0, float("inf"), float("inf"))
-        both_nan = e64.isnan() & a64.isnan()
-        diff = torch.where(both_nan | (e64 == a64), torch.zeros_like(diff), diff)
-        rounds = e.is_floating_point() or e.is_complex()
-        rtol = RTOL if rounds else 0.0  # integers do not round
-        bad = diff > ATOL + rtol * e64.abs().nan_to_num(0.0, 0.0, 0.0)
-        note = ""
-        if bad.any() and (worst is None or float(diff.max()) > worst[1]):
-            worst = (i, float(diff.max()), int(bad.sum()), note)
-    return worst
-
-
-def non_finite(expected, actual):
-    """The first output with non-finite values where eager is finite, as a message, or None."""
-    for i, (e, a) in enumerate(zip(expected, actual)):
-        if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor) and e.shape == a.shape:
-            bad = torch.isfinite(e.cpu()) & ~torch.isfinite(a.cpu())
-            if bad.any():
-                return f"output {i} has {int(bad.sum())} non-finite values where eager is finite"
-    return None
-
-def outcome(expected, actual, exact=None):
-    return False, "compiled and ran without error"
-
-ERROR_PATTERN = '__len__\\(\\)\\s+should\\s+return\\s+>=\\s+\\d+'
-
-
-def exception_chain(e):
-    """The exception and what it wraps (torch.compile wraps a backend's error)."""
-    chain = []
-    while e is not None and len(chain) < 8:
-        chain.append(e)
-        e = getattr(e, "inner_exception", None) or e.__cause__
-    return chain
-
-
-def prepare():
-    """(module, inputs, eager's outputs, the float64 run's or None): everything before the
-    backend is called."""
-    inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
-    module = Repro().to(DEVICE)  # its weights too: written (or loaded) on the CPU
-    with torch.no_grad():
-        expected = flatten(module(*clone(inputs)))  # the eager half runs everywhere, so a broken script shows
-        return module, inputs, expected, None
-
-
-def clone(inputs):
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-
-
-def first_line(e):
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-    return f"{type(e).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
-
-
-def run():
-    try:
-        module, inputs, expected, exact = prepare()
-    except Exception as e:  # a file beside the script is gone or eager fails here: no news about the bug
-        print(f"SKIPPED: cannot run: {first_line(e)}")
-        return 2
-    eager = os.environ.get("TRTMIN_BACKEND") == "eager"
-    missing = [name for name in REQUIRES if not any(importlib.util.find_spec(n) for n in name.split("|"))]
-    if missing and not eager:
-        print(f"SKIPPED: {', '.join(missing)} is not installed")
-        return 2
-    try:
-        backend = None if eager else load_backend()
-    except Exception as e:  # plugin.py gone from beside the script, a module not installed: not the bug
-        print(f"SKIPPED: cannot run: the backend cannot be loaded: {first_line(e)}")
-        return 2
-    with torch.no_grad():
-        try:
-            compiled = module if eager else compile_backend(module, clone(inputs), backend)
-            actual = flatten(compiled(*clone(inputs)))
-            if DEVICE.startswith("cuda"):
-                torch.cuda.synchronize()
-        except Exception as e:  # the compiler failed: is it the same failure?
-            chain = exception_chain(e)
-            text = "\n".join(f"{type(x).__name__}: {x}" for x in chain)
-            root = e  # the compiler's own error: what torch.compile's wrapper wraps, not its causes
-            while getattr(root, "inner_exception", None) is not None:
-                root = root.inner_exception
-            error = first_line(root)
-            if ERROR_PATTERN and re.search(ERROR_PATTERN, text):
-                print(f"REPRODUCED: {error}")
-                return 1
-            print(f"CHANGED: fails differently now: {error}")
-            return 3
-    reproduced, message = outcome(expected, actual, exact)
-    if reproduced is None:
-        print(f"CHANGED: fails differently now: {message}")
-        return 3
-    print(("REPRODUCED: " if reproduced else "FIXED: ") + message)
-    return 1 if reproduced else 0
-
-
+@torch.no_grad()
 def main():
-    if DEVICE.startswith("cuda") and not torch.cuda.is_available():
-        print("SKIPPED: no CUDA GPU is visible here")
-        return 2
-    return run()
+    def call(module):  # module's outputs on a copy of the inputs, as a list
+        out = module(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+    try:  # the eager half runs everywhere, so a broken script shows
+        inputs = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in make_inputs()]
+        call(module := Repro().to(DEVICE))  # the bug is a failure: eager must run, its values do not matter
+    except Exception as e:  # no GPU, a file beside the script gone, or eager fails here: no news of the bug
+        return "SKIPPED: cannot run", e
+    try:
+        call(module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, inputs))
+        torch.cuda.synchronize()  # a kernel's error shows here
+    except Exception as e:  # the compiler failed: is it the same failure?
+        chain, x = [], e
+        while x is not None and len(chain) < 8:  # torch.compile wraps the backend's error: match them all
+            chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__
+        if re.search(ERROR_PATTERN, ": ".join(f"{type(x).__name__}: {str(x) or repr(x)}" for x in chain)):
+            return "REPRODUCED", getattr(e, "inner_exception", None) or e  # the backend's own error
+        missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # raised or wrapped
+        return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e
+    return "FIXED", "compiled and ran without error"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    verdict, why = main() if os.environ.get("TRTMIN_BACKEND", "eager") in ("", "eager") else ("SKIPPED", "TRTMIN_BACKEND takes eager alone (eager PyTorch for the backend)")
+    if isinstance(why, BaseException) and not verdict.startswith("SKIPPED"):  # where the compiler failed, for its
+        traceback.print_exception(why)  # maintainers: on stderr, before the verdict line
+    why = f"{type(why).__name__}: {str(why).strip()}".rstrip(": ") if isinstance(why, BaseException) else why
+    print(f"{verdict}: {why.splitlines()[0][:300]}")
+    sys.exit({"FIXED": 0, "REPRODUCED": 1, "SKIPPED": 2, "CHANGED": 3}[verdict.split(":")[0]])
