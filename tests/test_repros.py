@@ -203,6 +203,14 @@ def test_skip_rules_and_expected_when(tmp_path: Path) -> None:
     assert (strict["pkg_skip"].ok, strict["expects_skip"].ok) == (False, True)
     assert judge(SKIPPED, "reproduces", "no CUDA GPU") == (True, "cannot run here: says nothing about the bug")
     assert judge(REPRODUCED, "skipped")[0] is False
+    # a stack where it is known to fail otherwise (TensorRT-RTX for two bugs saved on full
+    # TensorRT): CHANGED there is as expected, and the bug back or gone is not
+    make_repro(tmp_path, "changed_here", exits(3, "CHANGED: fails differently now: TypeError"),
+               extra='[expected_when]\n"label:box" = "changed"\n')
+    r = by_name(run_repros(tmp_path, names=["changed_here"], timeout=20, env_label="test-box"))
+    assert (r["changed_here"].status, r["changed_here"].expected, r["changed_here"].ok) == (CHANGED, "changed", True)
+    assert judge(CHANGED, "reproduces")[0] is False and judge(REPRODUCED, "changed")[0] is False
+    assert judge(FIXED, "changed")[0] is False
 
 
 class FakeFacts:
