@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from minimize.options import Options
-from minimize.program.peek import check_inputs_early, check_model_file, check_not_swapped
+from minimize.program.peek import check_inputs_early, check_model_file
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, check_emit, is_device
 from oracles.errors import TrtminError
 from oracles.verdict import ERROR_ORACLES
@@ -101,9 +101,7 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
              reference: str = "eager", **more: Any) -> Options:
     """The run's Options from the command line's values, each checked (`more`: Options'
     other fields as they are)."""
-    if inputs is not None:  # these, before any worker starts or torch is imported: an answer in a second
-        check_not_swapped(model, inputs)
-    check_model_file(model)
+    check_model_file(model, inputs)  # these, before any worker starts or torch is imported: an answer in a second
     check_backend_name(backend)
     check_emit(list(emit or []))
     if inputs is not None and not inputs.is_file():

@@ -154,17 +154,18 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
             continue
         if not isinstance(got, torch.Tensor):
             raise TrtminError(f"input {name!r} in {path} is a {type(got).__name__}, the program expects a tensor")
+        which = input_words(name, places, index)  # the user's key in a dict of the arguments, or the name
         if got.layout != torch.strided:  # torch.export traced dense tensors; a sparse one has no storage to copy
-            raise TrtminError(f"{input_words(name, places, index)} in {path} is a sparse tensor ({got.layout}); "
+            raise TrtminError(f"{which} in {path} is a sparse tensor ({got.layout}); "
                               "save it dense, with .to_dense(), as the program was exported with")
         if got.is_meta:
             raise TrtminError(f"input {name!r} in {path} is a meta tensor, which holds no values to run on; save "
                               "the real tensors the model runs on (torch.save of them on the CPU or a GPU)")
         if got.dtype != val.dtype:
-            raise wrong_dtype_error(path, input_words(name, places, index), str(got.dtype), str(val.dtype))
+            raise wrong_dtype_error(path, which, str(got.dtype), str(val.dtype))
         static = tuple(d if isinstance(d, int) else None for d in val.shape)
         if got.dim() != len(static) or any(s is not None and s != g for s, g in zip(static, got.shape)):
-            raise wrong_shape_error(path, input_words(name, places, index), tuple(got.shape), static)
+            raise wrong_shape_error(path, which, tuple(got.shape), static)
         _check_dynamic_sizes(ep, path, name, val, got, sizes)
     return flat
 

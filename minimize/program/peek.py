@@ -412,9 +412,10 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
             raise wrong_shape_error(inputs, input_words(name, places, index), got.sizes, want.sizes)
 
 
-def check_model_file(path: Path) -> None:
+def check_model_file(path: Path, inputs: Path | None = None) -> None:
     """The model file's own mistakes, found without torch: missing, a folder, unreadable,
-    another format users mistake for a .pt2, or no zip archive at all."""
+    another format users mistake for a .pt2 (with `inputs`, the two files given the other
+    way round), or no zip archive at all."""
     if not path.exists():
         raise TrtminError(f"{path}: no such file; pass the .pt2 written by torch.export.save")
     if path.is_dir():
@@ -428,6 +429,9 @@ def check_model_file(path: Path) -> None:
     except OSError as e:
         raise TrtminError(f"{path}: cannot read it ({e.strerror}); check its permissions") from None
     other = _other_format(path)
+    if other and other.startswith("a file written by torch.save") and inputs is not None and _is_program(inputs):
+        raise TrtminError(f"{path} is a file written by torch.save and --inputs {inputs} a program saved by "
+                          f"torch.export.save: the two look swapped; pass {inputs} first, then --inputs {path}")
     if other:
         raise TrtminError(f"{path} is {other}, not a program saved by torch.export.save; trtmin reduces the "
                           "exported program: ep = torch.export.export(model, args), then "
@@ -437,17 +441,13 @@ def check_model_file(path: Path) -> None:
                           "re-save it with torch.export.save(ep, path)")
 
 
-def check_not_swapped(model: Path, inputs: Path) -> None:
-    """The model and the inputs file given the other way round (each check alone would
-    only say the first is no program), said as such."""
+def _is_program(path: Path) -> bool:
+    """Whether `path` is torch.export's archive (an --inputs file that is the model);
+    unreadable or not a file: no (its own check says why)."""
     try:
-        swapped = model.is_file() and inputs.is_file() and (_other_format(model) or "").startswith(
-            "a file written by torch.save") and _other_format(inputs, exported="program") == "program"
-    except OSError:  # unreadable: the checks of each file say so
-        return
-    if swapped:
-        raise TrtminError(f"{model} is a file written by torch.save and --inputs {inputs} a program saved by "
-                          f"torch.export.save: the two look swapped; pass {inputs} first, then --inputs {model}")
+        return path.is_file() and _other_format(path, exported="program") == "program"
+    except OSError:
+        return False
 
 
 def check_inputs_file(path: Path) -> None:
