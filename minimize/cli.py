@@ -410,8 +410,7 @@ def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
         except TrtminError as e:  # $TRTMIN_SUITE names no suite: said, and the shipped one read alone
             if not os.environ.get(SUITE_VARIABLE, "").strip():
                 return []
-            print(f"note: ${SUITE_VARIABLE} names no suite here ({e}); compared with the shipped suite alone",
-                  file=sys.stderr)
+            print(f"note: {e}; compared with the shipped suite alone", file=sys.stderr)
             found = compare(out, SHIPPED_SUITE, summary=summary)[0] if SHIPPED_SUITE.is_dir() else []
     except TrtminError:
         return []
@@ -479,13 +478,15 @@ def repros_add(
     title: Annotated[Optional[str], typer.Option("--title", metavar="TEXT", help="What the bug is, in one line (default: report.md's title).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
-    from repros.suite import add_repro, default_root, kept_fields, readable_manifest, users_files
+    from repros.suite import add_repro, check_repro_name, default_root, kept_fields, readable_manifest, users_files
     root = suite or default_root()
     old, new_suite = root / name, not root.exists()
-    existed, previous = old.exists(), readable_manifest(old)
-    kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous and force else []  # before it goes
-    mine = [p.name for p in users_files(old)] if existed and force and old.is_dir() else []
     try:
+        check_repro_name(name)
+        existed, previous = old.exists(), readable_manifest(old)
+        kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous and force else []  # before
+        mine = [p.name for p in users_files(old)] if existed and force and old.is_dir() else []  # it goes
+        before = {p.name for p in old.iterdir()} if existed and old.is_dir() else set()
         if title is not None and (not title.strip() or "\n" in title):
             raise TrtminError("--title: give one non-empty line, e.g. --title 'uint8 input permuted before a cast fails'")
         path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=tuple(dict.fromkeys(upstream or ())),
@@ -497,10 +498,29 @@ def repros_add(
         said += f", in place of the repro there ({previous.title if previous else old.name})"
         said += f"; kept from its manifest: {', '.join(kept)}, and its notes" if kept else ""
         said += f"; kept your files there: {', '.join(mine)}" if mine else ""
+        edited = sorted(p.name for p in path.iterdir() if ".edited" in p.name and p.name not in before)
+        said += f"; kept its hand-written or edited scripts as {', '.join(edited)}" if edited else ""
     print(said + (f"\n{root} did not exist: it is a new suite, with this repro alone" if new_suite else ""))
     from repros.match import compare
     for related in (m for m in compare(path, suite)[0] if m.otherwise):  # worth a line in each one's notes
         print(f"{name} {related.line()}")
+    _warn_if_it_did_not_reproduce_alone(path, name, suite)
+
+
+def _warn_if_it_did_not_reproduce_alone(entry: Path, name: str, suite: Optional[Path]) -> None:
+    """A repro whose script, run alone after the reduction, did not say REPRODUCED (a flaky
+    compiler, a file it lacked) is saved, as asked, but said: the suite would mark it NOT as
+    expected from its first run."""
+    import json
+    try:
+        alone = json.loads((entry / "summary.json").read_text()).get("repro_alone") or {}
+    except (OSError, ValueError):
+        return
+    if isinstance(alone, dict) and alone.get("status") not in (None, "REPRODUCED", "SKIPPED"):
+        from repros.suite import suite_words
+        err.print(f"[yellow]warning[/]: run alone after the reduction, its repro.py printed "
+                  f"`{escape(str(alone.get('line') or alone['status'])[:300])}`, not REPRODUCED: `trtmin repros run "
+                  f"{escape(name)}{escape(suite_words(entry.parent))}` tells whether it reproduces now", highlight=False)
 
 
 def _print_row(result: Any) -> None:
@@ -512,7 +532,7 @@ def _print_row(result: Any) -> None:
 @repros_app.command("list")
 def repros_list(suite: SuiteOpt = None) -> None:
     """The saved repros, one a line: name, backend, oracle, device, what is expected, title."""
-    from repros.suite import find_repros
+    from repros.suite import find_repros, suite_named
     try:
         repros = find_repros(suite)
     except TrtminError as e:
@@ -525,7 +545,7 @@ def repros_list(suite: SuiteOpt = None) -> None:
                  and r.problem is None else f"cannot run: {r.problem}")
         print(f"{r.name:<{width}}  {about}")
     if not repros:
-        print(f"no repros in {suite or 'the shipped suite'}")
+        print(f"no repros in {suite_named(suite)}")
     raise typer.Exit(1 if any(r.problem for r in repros) else 0)
 
 
@@ -546,7 +566,7 @@ def repros_match(
             raise TrtminError(f"{out_dir} holds no reduction to compare (repro.py and summary.json of trtmin reduce, "
                               "with ATen ops in its graph); pass the --out folder of a reduce")
         check_same_run(out_dir, json.loads((out_dir / "summary.json").read_text()))  # not an earlier run's results
-        found, blind = compare(out_dir, suite)
+        found, blind, unread = compare(out_dir, suite)
     except TrtminError as e:
         _fail(e)
     for match in found:
@@ -554,10 +574,12 @@ def repros_match(
     same = [m for m in found if not m.otherwise]
     if not same:
         print(f"no saved repro matches {out_dir}" + (" (only related ones, above)" if found else ""))
-    if blind:
-        names = ", ".join(blind[:3]) + (f" and {len(blind) - 3} more" if len(blind) > 3 else "")
-        print(f"not compared: {len(blind)} saved repro{'s' if len(blind) > 1 else ''} of this backend with no "
-              f"summary.json of trtmin reduce to compare (hand-written, or the file is gone): {names}")
+    for left, why in ((blind, "of this backend with no summary.json of trtmin reduce to compare (hand-written, or "
+                               "the file is gone)"),
+                      (unread, "whose manifest.toml does not read (`trtmin repros list` says why)")):
+        if left:
+            names = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+            print(f"not compared: {len(left)} saved repro{'s' if len(left) > 1 else ''} {why}: {names}")
     raise typer.Exit(1 if same else 0)
 
 
@@ -578,6 +600,7 @@ def repros_run(
     from rich.console import Console as RichConsole
 
     from oracles.environment import NOT_INSTALLED
+    from repros.suite import suite_named
     from repros.runner import (Interrupted, environment, exit_code, json_text, render_table, run_repros, suite_packages,
                                summary_line, write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
@@ -597,7 +620,7 @@ def repros_run(
         except Interrupted as stop:  # what finished is shown and written, marked as a part
             results, not_finished = stop.results, stop.not_finished
         if not results and not_finished is None:
-            raise TrtminError(f"no repros in {suite or 'the shipped suite'}; save one there with "
+            raise TrtminError(f"no repros in {suite_named(suite)}; save one there with "
                               "trtmin repros add OUT --name NAME --suite ...")
     except TrtminError as e:
         _fail(e)

@@ -17,9 +17,9 @@ from typing import Any, Callable, Mapping
 import torch
 
 from minimize.emit.outputs import atomic_write, write_extra_script, write_outputs
-from oracles.out_folder import emitted_names
+from oracles.out_folder import emitted_names, file_digest
 from minimize.emit.journal import Journal
-from minimize.emit.run_header import file_digest, header_before_loading
+from minimize.emit.run_header import header_before_loading
 from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts, keep_edited
 from minimize.program.candidate import Candidate, make

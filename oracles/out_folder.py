@@ -8,6 +8,7 @@ outputs left by an earlier run beside a later run's journal are known as such.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,26 @@ def emitted_names(spec: str) -> list[str]:
 def is_ours(name: str) -> bool:
     """A name trtmin writes into --out; not a user's copy --force kept (repro_cmd_run.py.edited)."""
     return (name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))) and not re.search(r"\.edited(\.\d+)?$", name)
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's contents, read a megabyte at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def edited_since_written(folder: Path) -> list[str]:
+    """The files of a finished run (or a saved repro) in `folder` that differ from what trtmin
+    wrote there: summary.json's written_sha256 (a file deleted since is no edit to keep)."""
+    try:
+        recorded = json.loads((folder / "summary.json").read_bytes()).get("written_sha256") or {}
+        return sorted(name for name, digest in recorded.items()
+                      if (folder / name).is_file() and file_digest(folder / name) != digest)
+    except (OSError, ValueError, AttributeError):
+        return []
 
 
 def header_digest(line: str) -> str:

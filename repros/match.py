@@ -118,28 +118,31 @@ def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
 
 
 def compare(folder: Path, suite: Path | None = None,
-            summary: dict[str, Any] | None = None) -> tuple[list[Match], list[str]]:
+            summary: dict[str, Any] | None = None) -> tuple[list[Match], list[str], list[str]]:
     """(the saved repros whose fingerprint is the reduction's in `folder` (`summary`: its
     summary.json, where it is still to be written), then those of the same ops and backend
     that fail otherwise (`otherwise` set: a crash and a mismatch of one cause, as XNNPACK's
     batch-norm fusion gives), the names of those of its backend that have none to compare:
-    hand-written, or their summary.json gone or damaged). `suite`: the one to read, else
-    $TRTMIN_SUITE's and the shipped one (default_roots)."""
+    hand-written, or their summary.json gone or damaged, and those whose manifest.toml does
+    not read, of any backend). `suite`: the one to read, else $TRTMIN_SUITE's and the
+    shipped one (default_roots)."""
     mine = fingerprint(Path(folder), summary)
     if mine is None:
-        return [], []
-    found, related, blind, names = [], [], [], set()
+        return [], [], []
+    found, related, blind, unread, names = [], [], [], [], set()
     for repro in (r for root in ([suite] if suite is not None else default_roots()) for r in find_repros(root)):
         if repro.path.resolve() == Path(folder).resolve() or repro.name in names:  # a team's copy of a shipped one
             continue
         names.add(repro.name)
         theirs = fingerprint(repro.path) if repro.manifest is not None else None
-        if theirs is None:
-            if repro.manifest is None or _family(repro.manifest.backend) == mine.backend:  # another's cannot match
+        if repro.manifest is None:
+            unread.append(repro.name)
+        elif theirs is None:
+            if _family(repro.manifest.backend) == mine.backend:  # another's cannot match
                 blind.append(repro.name)
         elif theirs.backend == mine.backend and _less_overloads(theirs.ops) == _less_overloads(mine.ops):
             otherwise = _how_it_differs(theirs, mine)
             (related if otherwise else found).append(
                 Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
                       tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"), otherwise))
-    return found + related, blind
+    return found + related, blind, unread

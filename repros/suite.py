@@ -33,7 +33,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import JOURNAL, MANIFEST, OUR_PATTERN, PLUGIN_COPY_PREFIX, emitted_names, outputs_of_journal
+from oracles.out_folder import (JOURNAL, MANIFEST, OUR_PATTERN, PLUGIN_COPY_PREFIX, edited_since_written,
+                               emitted_names, file_digest, outputs_of_journal)
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -61,6 +62,21 @@ def default_root() -> Path:
     the ``suite/`` folder beside this module."""
     chosen = os.environ.get(SUITE_VARIABLE, "").strip()
     return Path(chosen).expanduser() if chosen else SHIPPED_SUITE
+
+
+def from_variable(root: Path) -> bool:
+    """Whether `root` is the suite $TRTMIN_SUITE names (an error about it names the variable:
+    the user typed no path)."""
+    chosen = os.environ.get(SUITE_VARIABLE, "").strip()
+    return bool(chosen) and Path(chosen).expanduser() == Path(root)
+
+
+def suite_named(root: Path | None) -> str:
+    """How a message names a suite: the shipped one, $TRTMIN_SUITE's, or the folder given."""
+    root = default_root() if root is None else Path(root)
+    if root.resolve() == SHIPPED_SUITE.resolve():
+        return "the shipped suite"
+    return f"${SUITE_VARIABLE}'s suite {root}" if from_variable(root) else str(root)
 
 
 def default_roots() -> list[Path]:
@@ -361,6 +377,9 @@ def find_repros(root: Path | str | None = None, names: Sequence[str] | None = No
     """
     root = default_root() if root is None else Path(root)
     if not root.is_dir():
+        if from_variable(root):
+            raise TrtminError(f"${SUITE_VARIABLE}={root} is not a folder; set it to your suite's folder (one "
+                              f"sub-folder per repro), or unset it for the shipped suite")
         raise TrtminError(f"{_shown(root)} is not a folder; pass a suite folder (one sub-folder per repro, "
                           f"each with repro.py and manifest.toml)")
     if (root / SCRIPT).exists() or (root / MANIFEST).exists():
@@ -535,11 +554,48 @@ def _forget_itself(entry: Path, name: str) -> None:
     if len(others) == len(known):
         return
     summary["known_bugs"] = others
-    (entry / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     report = entry / "report.md"
     if not others and report.is_file():
         parts = report.read_text().split("\n\n")
         report.write_text("\n\n".join(p for p in parts if not p.startswith("**Known bug?**")))
+        if "report.md" in (summary.get("written_sha256") or {}):  # as trtmin wrote it: no edit of a user's
+            summary["written_sha256"]["report.md"] = file_digest(report)
+    (entry / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def _check_same_bug(out_dir: Path, entry: Path, manifest: Manifest | None, summary: dict[str, Any]) -> None:
+    """`repros add --force` replaces a saved repro by a newer reduction of the same bug: one
+    of another backend (family), another oracle, or none of its ops is another bug, and
+    replacing the entry by it would hang that bug's title, links and [expected_when] on it.
+    A hand-written entry is compared by its manifest alone (its script is kept beside it)."""
+    from repros.match import _family, fingerprint  # here: repros.match imports this module
+    theirs, mine = fingerprint(entry), fingerprint(out_dir)
+    ops = None if theirs is None or mine is None else (
+        {op.rsplit(".", 1)[0] for op, _ in theirs.ops} & {op.rsplit(".", 1)[0] for op, _ in mine.ops})
+    differs = [what for what, same in (
+        ("backend", manifest is None or _family(manifest.backend) == _family(summary["backend"])),
+        ("oracle", manifest is None or manifest.oracle == summary["oracle"]),
+        ("failure", theirs is None or mine is None or theirs.kind == mine.kind),
+        ("ops", ops is None or bool(ops))) if not same]
+    if differs:
+        title = f" ({manifest.title})" if manifest is not None else ""
+        raise TrtminError(f"{_shown(entry)} holds another bug{title}: its {' and '.join(differs)} "
+                          f"differ{'s' if len(differs) == 1 else ''} from "
+                          f"{_shown(out_dir)}'s; --force replaces a repro by a newer reduction of the same bug: "
+                          "choose another --name")
+
+
+def _edited_scripts(entry: Path, new: Path) -> list[tuple[str, str]]:
+    """The scripts of a saved repro that `repros add --force` would write over and that are
+    someone's work: a hand-written entry's repro.py (no summary.json), or files edited since
+    `repros add` saved them. Returned as (name, the name kept under: NAME.edited, ...)."""
+    written = (entry / "summary.json").is_file()
+    edited = edited_since_written(entry) if written else [SCRIPT] if (entry / SCRIPT).is_file() else []
+    kept = []
+    for name in (n for n in edited if n.endswith(".py")):
+        kept.append((name, next(t for n in range(1, 1000) if not os.path.lexists(
+            new / (t := f"{name}.edited" + (f".{n}" if n > 1 else ""))) and not os.path.lexists(entry / t))))
+    return kept
 
 
 def _recover(root: Path, name: str) -> None:
@@ -555,6 +611,14 @@ def _recover(root: Path, name: str) -> None:
             shutil.rmtree(left, ignore_errors=True)
     for half in root.glob(f".tmp-{glob.escape(name)}-*"):
         shutil.rmtree(half, ignore_errors=True)
+
+
+def check_repro_name(name: str) -> None:
+    """A repro's name is its folder's: refused with the fix where it is not one."""
+    if not NAME_RE.fullmatch(name):
+        shown = name if len(name) <= 60 else f"{name[:57]}..."
+        raise TrtminError(f"--name {shown!r}: use at most 100 letters, digits, '_', '-' or '.', starting with a "
+                          f"letter or digit (e.g. uint8_permute_before_cast)")
 
 
 def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool = False, duplicate: bool = False,
@@ -577,9 +641,10 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                           "next upgrade replaces; pass --suite DIR, or set TRTMIN_SUITE=DIR for your team's suite")
     if root.exists() and not root.is_dir():
         raise TrtminError(f"--suite {root} is a file; pass the suite's folder (it holds one folder per repro)")
-    if not NAME_RE.fullmatch(name):
-        raise TrtminError(f"--name {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or "
-                          f"digit (e.g. uint8_permute_before_cast)")
+    check_repro_name(name)
+    if (root / MANIFEST).is_file():  # saved there, no command would ever find it
+        raise TrtminError(f"--suite {_shown(root)} is a saved repro (it holds {MANIFEST}), not a suite; pass the "
+                          f"suite's folder, e.g. --suite {_shown(root.parent)}")
     _recover(root, name)
     if expected not in EXPECTED:
         raise TrtminError(f"expected {expected!r} is not one of {', '.join(EXPECTED)}")
@@ -644,6 +709,8 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"{_shown(target)} already exists: choose another --name, or pass --force to replace it")
     if target.exists() and not target.is_dir():
         raise TrtminError(f"{_shown(target)} exists and is not a folder; move it away first")
+    if target.exists():
+        _check_same_bug(out_dir, target, previous or readable_manifest(target), summary)
     tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"  # hidden: find_repros skips it
     tmp.mkdir()
     try:
@@ -653,6 +720,8 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         (tmp / MANIFEST).write_text(text, encoding="utf-8")
         _forget_itself(tmp, name)
         if target.exists():
+            for was, kept in _edited_scripts(target, tmp):  # hand-written, or edited since `repros add`
+                shutil.copy2(target / was, tmp / kept)
             for own in users_files(target, tmp):  # the user's own files in the entry stay with it, links as links
                 if own.is_dir() and not own.is_symlink():
                     shutil.copytree(own, tmp / own.name, symlinks=True)

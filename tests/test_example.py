@@ -89,12 +89,22 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert saved.returncode == 0 and (suite / "arange_again" / "repro.py").exists() and "in place" not in saved.stdout
     (suite / "view_above_8_dims" / "NOTES.txt").write_text("what we tried")  # the user's own: they stay,
     (suite / "view_above_8_dims" / "repro_fp16.py").write_text("# a variant")  # trtmin-like names too
-    replaced = run_cli_here("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite),
-                            "--duplicate", "--force")
+    replace = ("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite), "--duplicate",
+               "--force")
+    other = run_cli_here(*replace)  # a Torch-TensorRT crash: not this Inductor mismatch's to replace
+    assert other.returncode == 2 and "holds another bug (A view above 8 dimensions" in other.stderr, other.stderr
+    assert "its backend and oracle differ" in other.stderr, other.stderr
+    hand_written = suite / "view_above_8_dims" / "manifest.toml"  # as though it were a hand-written repro of it
+    hand_written.write_text(hand_written.read_text().replace('"torch_tensorrt"', '"inductor"', 1)
+                            .replace('oracle = "crash"', 'oracle = "mismatch"', 1))
+    replaced = run_cli_here(*replace)
     assert replaced.returncode == 0 and "in place of the repro there (A view above 8 dimensions" in replaced.stdout
     assert (suite / "view_above_8_dims" / "NOTES.txt").read_text() == "what we tried"
     assert (suite / "view_above_8_dims" / "repro_fp16.py").read_text() == "# a variant"
-    assert replaced.stdout.rstrip().endswith("; kept your files there: NOTES.txt, repro_fp16.py"), replaced.stdout
+    assert (suite / "view_above_8_dims" / "repro.py.edited").read_bytes() == (
+        ROOT / "repros" / "suite" / "view_above_8_dims" / "repro.py").read_bytes()  # the hand-written script kept
+    assert replaced.stdout.rstrip().endswith("; kept your files there: NOTES.txt, repro_fp16.py; kept its "
+                                             "hand-written or edited scripts as repro.py.edited"), replaced.stdout
     # what people wrote into the manifest stays: its title, when it was added and first seen, its notes
     assert "kept from its manifest: title, added, first_seen, and its notes" in replaced.stdout, replaced.stdout
     before = parse_manifest(ROOT / "repros" / "suite" / "view_above_8_dims" / "manifest.toml")

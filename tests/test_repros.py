@@ -8,6 +8,7 @@ docs/design.md#the-script-contract; they import neither torch nor trtmin, so eac
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import signal
@@ -390,7 +391,7 @@ def test_a_plugins_manifest_names_its_file_not_the_path_it_had(tmp_path: Path) -
                         ("cmd:python /opt/tools/run.py:main {onnx}", "cmd:python /opt/tools/run.py:main {onnx}")]:
         summary = json.loads((out / "summary.json").read_text())
         (out / "summary.json").write_text(json.dumps({**summary, "backend": spec}))
-        entry = add_repro(out, "relu_cast", tmp_path / "suite", force=True)
+        entry = add_repro(out, f"relu_cast_{shown.split(':')[0].split('.')[0]}", tmp_path / "suite", force=True)
         assert parse_manifest(entry / "manifest.toml").backend == shown
 
 
@@ -806,6 +807,9 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
         (folder / "repro.py").write_text("print('FIXED')\n")
         (folder / "manifest.toml").write_text(manifest("by hand", backend=f'"{backend}"'))
     assert compare(mine, suite)[1] == ["by_hand_trt"]  # of this backend alone: an inductor repro cannot match
+    (suite / "by_hand_inductor" / "manifest.toml").write_text("title = \n")  # not "no summary.json": unread
+    assert compare(mine, suite)[1:] == (["by_hand_trt"], ["by_hand_inductor"])
+    (suite / "by_hand_inductor" / "manifest.toml").write_text(manifest("by hand", backend='"inductor"'))
     # a death by a signal: the signal, not the site (its Python caller, which a release may move)
     reduction(suite / "segv", ["aten.mul.Tensor"], "tensorrt", "CRASH: Signal: SIGSEGV")
     (suite / "segv" / "manifest.toml").write_text(manifest("builder segfault"))
@@ -833,7 +837,7 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
         folder.mkdir(parents=True)
         (folder / "repro.py").write_text(script)
     (team / "saved_bug" / "summary.json").write_text(json.dumps(summary))
-    (team / "saved_bug" / "manifest.toml").write_text(manifest("sin crashes"))
+    (team / "saved_bug" / "manifest.toml").write_text(manifest("sin crashes", oracle='"crash"'))
     monkeypatch.setenv("TRTMIN_SUITE", str(team))
     found = _known_bugs(tmp_path / "out", summary)  # no summary.json there yet
     assert [(k["name"], k["same"]) for k in found] == [("saved_bug", True)], found
@@ -932,8 +936,15 @@ def test_a_suite_named_by_trtmin_suite_that_is_missing_is_said(tmp_path: Path, m
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "nosuchsuite"))
     assert _known_bugs(mine, {"backend": "inductor", "final_verdict": "CRASH: E: x"}) == []
     said = capsys.readouterr().err
-    assert said.startswith("note: $TRTMIN_SUITE names no suite here (") and "nosuchsuite" in said, said
+    assert said.startswith(f"note: $TRTMIN_SUITE={tmp_path / 'nosuchsuite'} is not a folder; set it to your "), said
     assert said.rstrip().endswith("compared with the shipped suite alone"), said
+    from tests.helpers import run_cli_here  # the suite commands name the variable too: no path was typed
+    for command in (["list"], ["run"], ["match", str(mine)]):
+        r = run_cli_here("repros", *command)
+        assert r.returncode == 2 and "error: $TRTMIN_SUITE=" in r.stderr and "unset it" in r.stderr, r.stderr
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "empty"))  # a folder of no repros: not "the shipped suite"
+    assert run_cli_here("repros", "list").stdout.strip() == f"no repros in $TRTMIN_SUITE's suite {tmp_path / 'empty'}"
 
 
 def test_match_refuses_an_earlier_runs_results_as_add_does(tmp_path: Path) -> None:
@@ -1069,3 +1080,78 @@ def test_add_refuses_an_out_folder_whose_script_lacks_a_file_it_reads(tmp_path: 
     assert not (tmp_path / "suite" / "lacks").exists()
     (out / "plugin.py").write_text("def f(gm, example_inputs):\n    return gm\n")
     assert (add_repro(out, "lacks", tmp_path / "suite") / "plugin.py").is_file()
+
+
+def _ops_out(d: Path, ops: list[str], verdict: str, backend: str = "inductor") -> Path:
+    """A reduce --out folder whose repro.py calls `ops` (ATen names) and fails with `verdict`,
+    its scripts' digests recorded as trtmin records them."""
+    out = _reduce_out(d)
+    calls = "".join(f"    y = torch.ops.aten.{op}(y)\n" for op in ops)
+    (out / "repro.py").write_text(f"import sys\nimport torch\n\n\ndef forward(y):\n{calls}    return y\n\n\n"
+                                  "print('REPRODUCED: it fails')\nsys.exit(1)\n")
+    summary = json.loads((out / "summary.json").read_text())
+    summary.update(backend=backend, final_verdict=verdict, written_sha256={
+        n: hashlib.sha256((out / n).read_bytes()).hexdigest() for n in ("repro.py", "report.md")})
+    (out / "summary.json").write_text(json.dumps(summary))
+    return out
+
+
+def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> None:
+    """--force replaces a saved repro by a newer reduction of its own bug: one of another
+    backend, failure or ops is refused (the entry's title, links and expectations would hang
+    on it); a hand-written repro.py, or one edited since it was saved, is kept as
+    repro.py.edited, never lost."""
+    root = tmp_path / "suite"
+    entry = add_repro(_ops_out(tmp_path / "a", ["relu.default", "_to_copy.default"], "mismatch: max abs 3"), "cast", root)
+    for ops, verdict, backend, differs in [(["sin.default"], "mismatch: max abs 1", "inductor", "ops"),
+                                           (["relu.default"], "crash: RuntimeError: boom", "inductor", "failure"),
+                                           (["relu.default"], "mismatch: max abs 1", "executorch:xnnpack", "backend")]:
+        other = _ops_out(tmp_path / f"other_{differs}", ops, verdict, backend)
+        with pytest.raises(TrtminError, match=f"holds another bug .*its {differs} differ.*choose another --name"):
+            add_repro(other, "cast", root, force=True, duplicate=True)
+    assert parse_manifest(entry / "manifest.toml").backend == "inductor"
+    newer = _ops_out(tmp_path / "newer", ["relu.default"], "mismatch: max abs 2")  # fewer ops: the same bug
+    add_repro(newer, "cast", root, force=True, duplicate=True)
+    assert not (entry / "repro.py.edited").exists()  # as saved: nobody's work to keep
+    (entry / "repro.py").write_text((entry / "repro.py").read_text() + "# checked by hand on the Orin\n")
+    add_repro(newer, "cast", root, force=True, duplicate=True)
+    assert "by hand on the Orin" in (entry / "repro.py.edited").read_text()
+    assert (entry / "repro.py").read_bytes() == (newer / "repro.py").read_bytes()
+
+    hand = root / "by_hand"  # the seeds' kind: a script and a manifest, no summary.json
+    hand.mkdir()
+    (hand / "repro.py").write_text("print('REPRODUCED: by hand')\nraise SystemExit(1)\n")
+    (hand / "manifest.toml").write_text((entry / "manifest.toml").read_text())
+    add_repro(newer, "by_hand", root, force=True, duplicate=True)
+    assert (hand / "repro.py.edited").read_text().startswith("print('REPRODUCED: by hand')")
+    assert sorted(p.name for p in root.iterdir()) == ["by_hand", "cast"]
+
+
+def test_add_refuses_a_repro_for_a_suite_and_an_overlong_name(tmp_path: Path) -> None:
+    """Saved inside a saved repro, an entry is listed by no command; a 300-letter name was a
+    traceback from the file system. Each is one line with the fix, nothing written."""
+    out = _reduce_out(tmp_path / "out")
+    entry = add_repro(out, "first", tmp_path / "suite")
+    with pytest.raises(TrtminError, match=r"is a saved repro \(it holds manifest.toml\), not a suite; .*--suite"):
+        add_repro(out, "second", entry, duplicate=True)
+    r = run_cli("repros", "add", str(out), "--name", "a" * 300, "--suite", str(tmp_path / "suite"))
+    assert r.returncode == 2 and "use at most 100 letters" in r.stderr and "Traceback" not in r.stderr
+    assert sorted(p.name for p in entry.iterdir()) == ["manifest.toml", "report.md", "repro.py", "repro_inputs.pt",
+                                                       "summary.json"]
+
+
+def test_add_says_when_the_repro_did_not_reproduce_alone(tmp_path: Path) -> None:
+    """A reduction whose repro.py, run alone after it, said FIXED was saved expected to
+    reproduce without a word: the suite's first run then says NOT as expected. Saved, and
+    said with the command that checks it now."""
+    out = _reduce_out(tmp_path / "out")
+    summary = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").write_text(json.dumps({**summary, "repro_alone": {
+        "status": "FIXED", "exit": 0, "line": "FIXED: the backend matches eager PyTorch"}}))
+    r = run_cli("repros", "add", str(out), "--name", "flaky", "--suite", str(tmp_path / "suite"))
+    assert r.returncode == 0 and (tmp_path / "suite" / "flaky" / "repro.py").is_file(), r.stderr
+    assert "warning: run alone after the reduction, its repro.py printed `FIXED: the backend matches eager" in r.stderr
+    assert f"trtmin repros run flaky --suite {tmp_path / 'suite'}" in r.stderr, r.stderr
+    (out / "summary.json").write_text(json.dumps({**summary, "repro_alone": {"status": "REPRODUCED", "exit": 1}}))
+    quiet = run_cli("repros", "add", str(out), "--name", "steady", "--suite", str(tmp_path / "suite"), "--duplicate")
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr

@@ -14,9 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from minimize.emit.run_header import RERUN_SAME, file_digest, resume_difference
+from minimize.emit.run_header import RERUN_SAME, resume_difference
 from oracles.errors import TrtminError
-from oracles.out_folder import JOURNAL, is_ours, journal_first_line, holds_saved_repros, outputs_of_journal
+from oracles.out_folder import (JOURNAL, edited_since_written, file_digest, holds_saved_repros, is_ours,
+                               journal_first_line, outputs_of_journal)
 
 
 def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
@@ -133,17 +134,14 @@ def written_digests(out: Path, names: list[str]) -> dict[str, str]:
 
 def not_as_written(out: Path) -> tuple[list[str], list[str]]:
     """(edited, unwritten) files of the finished run in `out`, which a run over it would
-    write over: those that differ from what it wrote (summary.json's written_sha256; a file
-    deleted since is no edit to keep), and those with trtmin's names that it did not write
-    (not in its `files`: the user's own, or an older run's)."""
+    write over: those that differ from what it wrote (edited_since_written), and those with
+    trtmin's names that it did not write (not in its `files`: the user's own, or an older
+    run's)."""
     try:
-        summary = json.loads((out / "summary.json").read_bytes())
-        recorded, listed = summary.get("written_sha256") or {}, summary.get("files")
-        edited = sorted(name for name, digest in recorded.items()
-                        if (out / name).is_file() and file_digest(out / name) != digest)
+        listed = json.loads((out / "summary.json").read_bytes()).get("files")
         unwritten = [] if not isinstance(listed, list) else [  # a summary from before `files`: none known
             name for name in earlier_runs_files(out, [*listed, "summary.json"]) if (out / name).is_file()]
-        return edited, unwritten
+        return edited_since_written(out), unwritten
     except (OSError, ValueError, AttributeError):
         return [], []
 

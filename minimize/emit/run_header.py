@@ -15,16 +15,7 @@ from typing import Any
 from minimize.options import Options
 from oracles.backend_names import parse_backend, plugin_own_modules
 from oracles.errors import TrtminError
-from oracles.out_folder import JOURNAL, journal_first_line
-
-
-def file_digest(path: Path) -> str:
-    """The sha256 of a file's contents, read a megabyte at a time."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from oracles.out_folder import JOURNAL, file_digest, journal_first_line
 
 
 def plugin_digest(plugin: Path) -> str:
