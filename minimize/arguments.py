@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
-from oracles.backend_names import DEVICE_WORDS, check_backend_name, check_emit, is_device
+from oracles.backend_names import DEVICE_WORDS, check_backend_name, check_compile_on, check_emit, is_device
 from oracles.errors import TrtminError
 from oracles.verdict import ERROR_ORACLES
 
@@ -103,6 +103,7 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     other fields as they are)."""
     check_model_file(model, inputs)  # these, before any worker starts or torch is imported: an answer in a second
     check_backend_name(backend)
+    check_compile_on(backend)
     check_emit(list(emit or []))
     if inputs is not None and not inputs.is_file():
         raise TrtminError(f"--inputs {inputs}: " + ("is a folder; pass the file torch.save wrote" if inputs.is_dir()

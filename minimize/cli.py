@@ -25,6 +25,7 @@ from minimize.emit.out_dir import (JOURNAL, check_out_dir, earlier_runs_files, f
                                    journaled_verdicts)
 from minimize.emit.run_header import check_resumable, header_before_loading
 from oracles import bytecode
+from oracles.backend_names import check_compile_on
 from oracles.errors import TrtminError, unjudgeable
 from oracles.verdict import answers
 from oracles.worker import exit_now
@@ -613,6 +614,8 @@ def repros_run(
         if control not in ("", "eager"):
             raise TrtminError(f"TRTMIN_BACKEND={control!r}: the control run takes eager alone (TRTMIN_BACKEND=eager); "
                               "unset it to run the backends")
+        if control != "eager":
+            check_compile_on(None)
         check_jobs(jobs, "repros")
         try:
             results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips, jobs=jobs,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -176,3 +177,20 @@ def check_backend_name(spec: str) -> None:
             raise TrtminError(f"unknown backend {spec!r}; did you mean --backend {close[0]}?")
         raise TrtminError(f"unknown backend {spec!r}; use one of {', '.join(sorted(BUILTIN_NAMES))}, a plugin "
                           "path/to/file.py:function, or an external command 'cmd:... {model} ...'")
+
+
+COMPILE_OFF = ("TORCH_COMPILE_DISABLE", "TORCHDYNAMO_DISABLE")  # =1: torch.compile hands back the function as is
+
+
+def check_compile_on(backend: str | None) -> None:
+    """With TORCH_COMPILE_DISABLE=1 or TORCHDYNAMO_DISABLE=1, torch.compile runs eager PyTorch:
+    every bug of a backend that compiles through it (Inductor; a plugin or a command may) reads
+    FIXED, and a reduction finds nothing. Refused for such a `backend` (None: a suite's repros,
+    any backend)."""
+    off = next((name for name in COMPILE_OFF if os.environ.get(name) == "1"), None)
+    if off is None or (backend is not None and parse_backend(backend).kind == "builtin"
+                       and backend.split(":")[0] != "inductor"):
+        return
+    raise TrtminError(f"{off}=1 switches torch.compile off here: the compiler would run eager PyTorch and every bug "
+                      f"read as fixed; unset {off} (the eager control is TRTMIN_BACKEND=eager)")
+

@@ -995,3 +995,18 @@ def test_a_full_disk_under_the_workers_state_is_one_line(tmp_path, monkeypatch):
                                           r"iostream error\); free space there, or set TMPDIR"):
         worker_side.save_state(program, tmp_path / "state")
     assert not (tmp_path / "state" / worker_side.READY_FILE).exists()  # no worker starts on half a state
+
+
+def test_torch_compile_switched_off_is_refused_where_it_would_read_as_fixed(host_program, tmp_path, monkeypatch):
+    """With TORCHDYNAMO_DISABLE=1 (or TORCH_COMPILE_DISABLE=1) Inductor runs eager PyTorch:
+    every repro of the suite read FIXED and a reduction found no bug. Refused in one line for a
+    backend that compiles through torch.compile; a built-in that does not is left to run."""
+    model, inputs = host_program
+    monkeypatch.setenv("TORCHDYNAMO_DISABLE", "1")
+    assert_one_line_error(check_here(str(model), "--inputs", str(inputs)), "TORCHDYNAMO_DISABLE=1 switches "
+                          "torch.compile off", "unset TORCHDYNAMO_DISABLE")
+    assert_one_line_error(run_cli_here("repros", "run", "--suite", str(tmp_path)), "TORCHDYNAMO_DISABLE=1")
+    from oracles.backend_names import check_compile_on
+    check_compile_on("executorch:xnnpack")  # no torch.compile in it: no reason to refuse
+    monkeypatch.setenv("TORCHDYNAMO_DISABLE", "0")
+    check_compile_on("inductor")

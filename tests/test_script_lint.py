@@ -319,3 +319,17 @@ def test_a_control_byte_or_colour_in_the_error_leaves_the_script_runnable(piece,
     namespace: dict = {"__name__": "repro"}
     exec(compile(script, "repro.py", "exec"), namespace)  # noqa: S102 - it compiles and its definitions run
     assert "bad\\x00byte red \\x \"\"\" end" in namespace["__doc__"], namespace["__doc__"][:300]
+
+
+def test_an_inductor_script_with_torch_compile_switched_off_says_skipped(piece, tmp_path: Path) -> None:
+    """TORCH_COMPILE_DISABLE=1 or TORCHDYNAMO_DISABLE=1 makes torch.compile hand back eager
+    PyTorch: the script said FIXED of a bug it never compiled. Now SKIPPED, and trtmin itself
+    refuses to reduce or run the suite so (tests/test_bad_inputs.py)."""
+    from oracles.backends import BUILTIN
+    write_cpu_script(piece, "mismatch", BUILTIN["inductor"]("inductor", {}), tmp_path)
+    for variable in ("TORCH_COMPILE_DISABLE", "TORCHDYNAMO_DISABLE"):
+        r = run_script(tmp_path, **{variable: "1"})
+        assert (r.returncode, r.stdout.strip()) == (
+            2, "SKIPPED: TORCH_COMPILE_DISABLE or TORCHDYNAMO_DISABLE is 1: torch.compile is off"), r.stdout + r.stderr
+    r = run_script(tmp_path, TORCH_COMPILE_DISABLE="0")  # torch's own reading: "1" alone switches it off
+    assert r.returncode in (0, 1) and not r.stdout.startswith("SKIPPED"), r.stdout + r.stderr
