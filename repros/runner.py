@@ -226,8 +226,8 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
     reason = cannot_run_here(m.backend, m.device, facts, repro.script)
     if reason:
         ok, note = judge(SKIPPED, expected, reason, strict_skips)
-        return Result(repro.name, title, upstream, SKIPPED, expected, ok, 0.0, f"SKIPPED: {reason}", reason=reason,
-                      note=note, expected_because=because, returncode=2, **where)
+        return Result(repro.name, title, upstream, SKIPPED, expected, ok, 0.0, "", reason=reason,  # never started:
+                      note=note, expected_because=because, returncode=None, **where)  # no line, no exit code
     rc, out, err, timed_out, seconds = run_script(repro.script, timeout)
     status, reason, verdict = classify(rc, out, err, timed_out, timeout)
     own = script_constant(repro.script, "CHILD_TIMEOUT_S") if timed_out else None  # a hang's repro: its own wait
@@ -354,7 +354,7 @@ def render_table(results: Sequence[Result]):
     table.add_column("time", no_wrap=True, justify="right")
     table.add_column("verdict", overflow="fold")
     for r in results:
-        line = Text(r.verdict or "")
+        line = Text(r.verdict or (f"not run: {r.reason}" if r.status == SKIPPED else ""))
         if r.status == ERROR:
             line = Text(r.reason, style="red")
         if not r.ok and r.note and r.status != ERROR:

@@ -722,7 +722,10 @@ def test_the_packages_a_script_checks_for_are_checked_before_it_runs(tmp_path: P
                + exits(1, "REPRODUCED: ran"))
     [result] = run_repros(tmp_path / "missing", timeout=20)
     assert (result.status, result.reason) == ("SKIPPED", "no_such_pkg_a or no_such_pkg_b is not installed")
-    assert not ran.exists()
+    assert not ran.exists() and (result.verdict, result.returncode) == ("", None)  # no line or exit it never gave
+    console = Console(width=160, record=True, color_system=None)
+    console.print(render_table([result]))
+    assert "not run: no_such_pkg_a or no_such_pkg_b is not installed" in console.export_text()
     make_repro(tmp_path / "present", "either_one", "REQUIRES = ['no_such_pkg_a|json']  # either\n" + touch
                + exits(1, "REPRODUCED: ran"))
     [result] = run_repros(tmp_path / "present", timeout=20)
