@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import signal
 import os
+import re
 import sys
 import time
 import warnings
@@ -488,6 +489,10 @@ def repros_add(
         kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous and force else []  # before
         mine = [p.name for p in users_files(old)] if existed and force and old.is_dir() else []  # it goes
         before = {p.name for p in old.iterdir()} if existed and old.is_dir() else set()
+        for url in upstream or ():  # the option's mistake, named as the option (not as the manifest's field)
+            if not re.match(r"https?://\S+$", url):
+                raise TrtminError(f"--upstream {url!r} is not an http(s) URL; give the issue's or PR's address, e.g. "
+                                  "--upstream https://github.com/pytorch/pytorch/issues/175966")
         if title is not None and (not title.strip() or "\n" in title):
             raise TrtminError("--title: give one non-empty line, e.g. --title 'uint8 input permuted before a cast fails'")
         path = add_repro(out_dir, name, suite, force=force, duplicate=duplicate, upstream=tuple(dict.fromkeys(upstream or ())),

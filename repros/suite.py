@@ -297,7 +297,7 @@ def parse_manifest(path: Path) -> Manifest:
     """Read and validate one manifest.toml; one TrtminError naming every problem in it."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # an editor's byte-order mark: no TOML error
     except FileNotFoundError:
         fix = (f"it is a `trtmin reduce` output: save it into the suite with `trtmin repros add "
                f"{_shown(path.parent)} --name NAME{suite_words(path.parent.parent)}`"

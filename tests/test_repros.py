@@ -31,7 +31,7 @@ from repros.runner import (CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, Result, c
 from repros.suite import (Condition, Manifest, add_repro, default_root, find_repros, manifest_text,
                           parse_manifest, validate_suite)
 from repros.table import merge_tables
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_cli_here
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -1158,3 +1158,15 @@ def test_add_says_when_the_repro_did_not_reproduce_alone(tmp_path: Path) -> None
     (out / "summary.json").write_text(json.dumps({**summary, "repro_alone": {"status": "REPRODUCED", "exit": 1}}))
     quiet = run_cli("repros", "add", str(out), "--name", "steady", "--suite", str(tmp_path / "suite"), "--duplicate")
     assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr
+
+
+def test_a_manifest_with_a_byte_order_mark_reads_and_a_bad_upstream_names_the_option(tmp_path: Path) -> None:
+    """An editor that saves UTF-8 with a BOM made the manifest 'not valid TOML (Invalid
+    statement at line 1, column 1)'; --upstream notaurl was named as the manifest's field."""
+    entry = make_repro(tmp_path / "suite", "bom", exits(1, "REPRODUCED: x"))
+    (entry / "manifest.toml").write_bytes(b"\xef\xbb\xbf" + (entry / "manifest.toml").read_bytes())
+    assert parse_manifest(entry / "manifest.toml").title == "bom"
+    out = _reduce_out(tmp_path / "out")
+    r = run_cli_here("repros", "add", str(out), "--name", "x", "--suite", str(tmp_path / "s2"), "--upstream", "notaurl")
+    assert r.returncode == 2 and "--upstream 'notaurl' is not an http(s) URL" in r.stderr, r.stderr
+    assert not (tmp_path / "s2").exists()
