@@ -46,3 +46,20 @@ def unjudgeable(exc_type: str, message: str) -> TrtminError:
                            f"{first_line(message.removeprefix(FLOAT64_FAILED))}); drop --reference float64")
     return TrtminError(f"eager PyTorch fails on this program ({exc_type}: {first_line(message)}); "
                        "trtmin needs a program that runs in eager mode")
+
+
+DISK_FULL = ("No space left on device", "Disk quota exceeded")  # ENOSPC, EDQUOT: as strerror and compilers say them
+
+
+def disk_full(message: str) -> TrtminError | None:
+    """The error for a compile or run that failed because a disk filled up (the temporary
+    folder, a compiler's cache), or None. It is no verdict on the program: journaled, every
+    later candidate "failed otherwise", and the run ended unreduced, calling that 1-minimal."""
+    said = next((line.strip() for line in message.splitlines() if any(w in line for w in DISK_FULL)), None)
+    if said is None:
+        return None
+    import tempfile
+    return TrtminError(f"a disk is full ({first_line(said)}); free space there (the temporary folder is "
+                       f"{tempfile.gettempdir()}; TMPDIR=DIR moves it), then rerun with --resume: the verdicts "
+                       "before it are kept")
+

@@ -229,3 +229,20 @@ def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     for d in (logs, live_logs):
         d.mkdir()
     assert remove_stale_state() == [logs] and live_logs.exists()
+
+
+def test_a_full_disk_stops_the_run_and_is_no_verdict(host_program, tmp_path, monkeypatch):
+    """A compile that meets a full disk (ENOSPC) was journaled as "fails otherwise": every
+    later candidate too, and the run ended unreduced, calling the program 1-minimal; --resume
+    replayed it all. Now the run stops in one line, naming the disk, before the journal keeps
+    it, and --resume once space is freed reduces to the bug's core."""
+    monkeypatch.setenv("TRTMIN_TEST_STATE", str(tmp_path))
+    model, inputs = host_program
+    out = tmp_path / "out"
+    r = run_cli(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify"))
+    assert r.returncode == 2 and "error: a disk is full (" in r.stderr and "rerun with --resume" in r.stderr, r.stderr
+    assert "No space left on device" not in (out / "journal.jsonl").read_text()
+    (tmp_path / "freed").touch()
+    r = run_cli(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify", "--resume"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert summary(out)["final_nodes"] == 1 and "aten.sin.default" in (out / "repro.py").read_text()

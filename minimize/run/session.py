@@ -21,7 +21,7 @@ from minimize.run.workers import Workers
 from oracles.backends import resolve
 from oracles.backends.base import Backend
 from oracles.backends.plugin import PluginBackend
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, disk_full
 from oracles.verdict import ORACLES, VALUE_ORACLES, Signature, Verdict
 
 __all__ = ["Options", "Session"]
@@ -107,6 +107,10 @@ class Session:
         jobs = [job for cand in cands for job in [cand.job()] * n]
         results = self.pool.run(jobs, while_waiting=collect_parked)
         verdicts = list(map(_verdict, results))
+        for v in verdicts:  # a full disk is no verdict: stopped before the journal keeps it
+            full = disk_full(v.message) if v.kind != "pass" else None
+            if full is not None:
+                raise full
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
 
     def delegation(self, cand: Candidate, static: bool = False) -> dict[str, Any] | None:

@@ -357,3 +357,18 @@ def wrong_shape_on_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> C
     if not _has(gm, aten.exp.default):
         return run
     return lambda *args: tuple(o.unsqueeze(0) if isinstance(o, torch.Tensor) else o for o in run(*args))
+
+
+def crash_on_sin_then_disk_full(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """crash_on_sin's bug, but from the third compile on the disk is full (OSError ENOSPC, as
+    a compiler's temporary file meets it) until TRTMIN_TEST_STATE/freed exists: no verdict."""
+    import errno
+    import fcntl
+    with open(_state_file("compiles"), "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        n = len(f.read())
+        f.write("x")
+    if n >= 2 and not os.path.exists(_state_file("freed")):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/tmp/torchinductor_user/cache.tmp")
+    return crash_on_sin(gm, example_inputs)
