@@ -229,6 +229,15 @@ def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     for d in (logs, live_logs):
         d.mkdir()
     assert remove_stale_state() == [logs] and live_logs.exists()
+    # a run killed a moment ago is a zombie until its parent reaps it: dead, not running
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "Z" not in Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[-1]:
+        time.sleep(0.05)
+    killed = tmp_path / f"{STATE_PREFIX}{zombie.pid}-zzz"
+    killed.mkdir()
+    assert remove_stale_state() == [killed]
+    zombie.wait()
 
 
 def test_a_full_disk_stops_the_run_and_is_no_verdict(host_program, tmp_path, monkeypatch):

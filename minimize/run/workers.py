@@ -68,13 +68,19 @@ _STATE_NAME = re.compile(rf"(?:{re.escape(STATE_PREFIX)}|{re.escape(WORKERS_PREF
 
 
 def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs: a zombie (killed, not yet reaped by its parent: for
+    seconds after a kill -9, when the next run starts at once) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (macOS): kill's answer
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")  # after "(name)", which may hold spaces
 
 
 def remove_stale_state() -> list[Path]:
