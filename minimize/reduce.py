@@ -78,7 +78,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
     had_journal = journaled_verdicts(out / JOURNAL) > 0
     if resume and not had_journal:  # interrupted before its first verdict (or never run): nothing to replay
         log(f"nothing is journaled in {out} yet: starting the run afresh")
-        resume = False
+        resume, force = False, True  # over what an interrupted --force had not yet replaced, as it would have
     nothing_to_reduce = False
     match = re.compile(opts.match) if opts.match else None
     known_header = known() if known is not None else header_before_loading(opts)

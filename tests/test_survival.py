@@ -25,7 +25,7 @@ def reduce_args(model: Path, inputs: Path, out: Path, oracle: str, fn: str, *ext
 
 def summary(out: Path) -> dict:
     s = json.loads((out / "summary.json").read_text())
-    return {k: v for k, v in s.items() if k not in ("timing", "seconds")}
+    return {k: v for k, v in s.items() if k not in ("timing", "seconds", "journal_header_sha256")}  # names the run
 
 
 @pytest.fixture(scope="module")
@@ -255,3 +255,30 @@ def test_a_full_disk_stops_the_run_and_is_no_verdict(host_program, tmp_path, mon
     r = run_cli(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify", "--resume"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert summary(out)["final_nodes"] == 1 and "aten.sin.default" in (out / "repro.py").read_text()
+
+
+def test_an_interrupted_force_run_is_told_from_the_finished_run_it_replaces(host_program, clean_mismatch_run,
+                                                                             tmp_path):
+    """--force over a finished run, stopped before its first verdict, leaves the earlier
+    run's results beside its own journal. With the same options both headers were the same
+    line, so the folder read as finished ("pass --force") and `repros add` saved the earlier
+    run as though it were this one. Each journal now names its run: the folder holds an
+    interrupted run, `repros add` refuses it, and --resume starts it afresh over them."""
+    out = tmp_path / "out"
+    shutil.copytree(clean_mismatch_run, out)
+    header = json.loads((out / "journal.jsonl").read_text().splitlines()[0])
+    header["header"]["run_id"] = "0" * 32  # what the --force run wrote first, before it was stopped
+    (out / "journal.jsonl").write_text(json.dumps(header, sort_keys=True) + "\n")
+    model, inputs = host_program
+    args = reduce_args(model, inputs, out, "mismatch", "mismatch_mul_exp", "--no-verify")
+    again = run_cli_here(*args)
+    assert again.returncode == 2 and "holds an interrupted run; pass --resume" in again.stderr, again.stderr
+    add = run_cli_here("repros", "add", str(out), "--name", "x", "--suite", str(tmp_path / "suite"))
+    assert add.returncode == 2 and "are an earlier run's than journal.jsonl" in add.stderr, add.stderr
+    r = run_cli(*args, "--resume")
+    assert r.returncode == 0 and "starting the run afresh" in r.stderr, r.stderr[-2000:]
+    assert summary(out) == summary(clean_mismatch_run)
+    assert run_cli_here("repros", "add", str(out), "--name", "x", "--suite", str(tmp_path / "suite")).returncode == 0
+    run_ids = {json.loads((d / "journal.jsonl").read_text().splitlines()[0])["header"]["run_id"]
+               for d in (out, clean_mismatch_run)}
+    assert len(run_ids) == 2 and "0" * 32 not in run_ids  # the same options: two runs, each named

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,8 @@ class Journal:
         else:
             folder.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "w")
-            self._write({"header": header})
+            header = {**header, "run_id": uuid.uuid4().hex}  # this run, not the next with the same options (--force):
+            self._write({"header": header})  # outputs an interrupted --force left are known as the earlier run's
             self.digest = header_digest(header_line(header))
 
     def _load(self, header: dict[str, Any]) -> bytes:
