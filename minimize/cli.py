@@ -375,6 +375,9 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     console.print(f"wrote {out}/repro.py, report.md, summary.json"
                   + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),
                   highlight=False, markup=False)
+    if summary.get("reduced_pt2_error"):  # the script is the deliverable, but the user may look for the program
+        console.print(f"[yellow]note[/]: reduced.pt2 (the reduced program) was not written: "
+                      f"{escape(str(summary['reduced_pt2_error']))}", highlight=False)
     for match in known:
         console.print(f"[yellow]note[/]: {escape(match['line'])}: {escape(run_command(match))} checks it",
                       highlight=False)

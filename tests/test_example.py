@@ -39,6 +39,12 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
         (10.0, "starting and writing the files")]
     assert re.search(r"\ndone: .*, \d+ s \(\d+ s loading and reducing, \d+ s starting and writing the files\)\n",
                      r.stderr), r.stderr[-2000:]  # --no-verify: nothing ran alone
+    from rich.console import Console
+
+    from minimize.cli import _print_result  # a reduced.pt2 the disk had no room for is said, not only recorded
+    screen = Console(record=True, width=300, color_system=None)
+    _print_result(screen, {**summary, "reduced_pt2_error": "TrtminError: cannot write reduced.pt2"}, tmp_path, 9.0)
+    assert "note: reduced.pt2 (the reduced program) was not written: TrtminError: cannot write" in screen.export_text()
     # Localization: compiled with every value an output, the first value off is the
     # int64 arange * 1e9; the prefix search confirms it with 2 probes (5 calls in the
     # window search with the localization run; a binary search took 11).
