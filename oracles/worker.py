@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from oracles.errors import TrtminError
-from oracles.worker_process import READY, WorkerConfig, exit_now, worker_main
+from oracles.worker_process import READY, WorkerConfig, exit_now, kill_worker, worker_main
 from oracles.zygote import ForkedProcess, Zygote, zygote_wanted
 
 __all__ = ["WorkerConfig", "WorkerPool", "exit_now"]
@@ -134,6 +134,8 @@ class _Worker:
 
     def kill(self) -> None:
         if self.proc.is_alive():
+            if self.proc.pid:
+                kill_worker(self.proc.pid)  # with what the compiler started in its group
             self.proc.kill()
         self.proc.join(timeout=10)
         self.conn.close()

@@ -47,6 +47,28 @@ def die_with_parent() -> None:
         pass
 
 
+def own_process_group() -> None:
+    """Make this worker the leader of a process group of its own, which the processes a
+    compiler starts (a linker, a build helper, a shell) join: a worker killed for a hang is
+    killed with them (kill_worker), not leaving them running under init. The terminal's
+    Ctrl-C then reaches the main process alone, which stops the workers itself."""
+    try:
+        os.setpgid(0, 0)
+    except (OSError, AttributeError):  # not POSIX, or not allowed: the worker alone is killed
+        pass
+
+
+def kill_worker(pid: int) -> None:
+    """SIGKILL a worker, then SIGTERM what it started in its group (own_process_group): a
+    helper ends, and trtmin's command launcher (oracles/supervise.py), which a SIGKILL would
+    stop before it killed its command's own group, ends that command first."""
+    for send in (lambda: os.kill(pid, signal.SIGKILL), lambda: os.killpg(pid, signal.SIGTERM)):
+        try:
+            send()
+        except (OSError, AttributeError):  # gone already; no group of its own yet (killed as it starts)
+            pass
+
+
 def exit_now(code: int = 0) -> None:
     """End this process now, its work done and its files closed: run the multiprocessing
     finalizers (they unregister semaphores with the resource tracker, which else warns of
@@ -93,6 +115,7 @@ def limit_address_space(limit_bytes: int) -> None:
 
 
 def worker_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
+    own_process_group()
     log_to(log_path)
     faulthandler.enable(all_threads=False)  # a fatal signal's Python stack to the log: the site of a death
     if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR1"):  # and on the pool's SIGUSR1: a hang's

@@ -31,7 +31,8 @@ from typing import Any
 
 from oracles import bytecode
 from oracles.cuda_fork import driver_started
-from oracles.worker_process import WorkerConfig, call_spec, die_with_parent, exit_now, log_to, worker_main
+from oracles.worker_process import (WorkerConfig, call_spec, die_with_parent, exit_now, kill_worker, log_to,
+                                    worker_main)
 
 REAP_INTERVAL_S = 0.05  # how often the zygote looks for workers that ended
 FORK_TEST_S = 10.0      # for a test fork's parallel sum (0.04 s on 2 cores)
@@ -68,10 +69,7 @@ class Zygote:
 
     def kill(self, token: int) -> None:
         if token in self.pids:
-            try:
-                os.kill(self.pids[token], signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_worker(self.pids[token])
         elif not self.gone and token not in self.cancelled:
             self.cancelled.add(token)
             try:
@@ -193,7 +191,7 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
             if kind == "kill":
                 pid = next((p for p, t in tokens.items() if t == token), None)
                 if pid is not None:  # else not forked yet: it never will be (above)
-                    os.kill(pid, signal.SIGKILL)
+                    kill_worker(pid)
             elif token in killed:
                 os.close(rest[2])
                 held.discard(rest[2])
@@ -213,7 +211,7 @@ def _zygote_main(conn: Connection, cfg: WorkerConfig, log_path: str) -> None:
                 conn.send(("forked", token, pid))
         _reap(conn, tokens)
     for pid in tokens:
-        os.kill(pid, signal.SIGKILL)
+        kill_worker(pid)
     exit_now()
 
 

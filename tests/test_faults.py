@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,27 @@ def test_child_that_dies_before_the_call_is_not_the_bug(segfault_repro, tmp_path
                                                  "def make_inputs():\n    import ctypes; ctypes.string_at(0)\n"))
     rr = run_repro(folder)
     assert rr.returncode == 2 and "SIGSEGV before it called the backend" in rr.stdout, rr.stdout + rr.stderr
+
+
+def test_a_hung_compilers_own_processes_die_with_its_worker(host_program, tmp_path, monkeypatch):
+    """A worker killed for a hang left what the compiler had started (a linker, a build
+    helper) running under init: a trial counted 12 orphans after one reduction. Each worker
+    leads a process group of its own, and the group is killed."""
+    monkeypatch.setenv("TRTMIN_TEST_STATE", str(tmp_path))
+    model, inputs = host_program
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--backend",
+                plugin("hang_on_tanh_with_a_child"), "--timeout", "4")
+    assert r.returncode == 1 and "HANG" in r.stdout, r.stdout + r.stderr[-2000:]
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(child):
+        time.sleep(0.1)
+    assert not _running(child), f"the compiler's process {child} outlived its worker"
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, killed and not yet reaped by init, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False

@@ -372,3 +372,17 @@ def crash_on_sin_then_disk_full(gm: GraphModule, example_inputs: list[torch.Tens
     if n >= 2 and not os.path.exists(_state_file("freed")):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/tmp/torchinductor_user/cache.tmp")
     return crash_on_sin(gm, example_inputs)
+
+
+def hang_on_tanh_with_a_child(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """hang_on_tanh, having started a helper process first (as a compiler starts a linker or
+    a build server), whose pid it writes to TRTMIN_TEST_STATE/child: killed for the hang,
+    the worker must not leave it running."""
+    if _has(gm, aten.tanh.default):
+        import subprocess
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        with open(_state_file("child"), "w") as f:
+            f.write(str(child.pid))
+        while True:
+            time.sleep(1)
+    return _run(gm)
