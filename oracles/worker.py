@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from oracles.errors import TrtminError
-from oracles.worker_process import READY, WorkerConfig, exit_now, kill_worker, worker_main
+from oracles.worker_process import READY, WorkerConfig, exit_now, kill_worker, sigint_ignored, worker_main
 from oracles.zygote import ForkedProcess, Zygote, zygote_wanted
 
 __all__ = ["WorkerConfig", "WorkerPool", "exit_now"]
@@ -53,7 +53,8 @@ class _Worker:
             self.proc = zygote.fork(child, cfg, self.log_path)
         else:
             self.proc = ctx.Process(target=worker_main, args=(child, cfg, self.log_path), daemon=True)
-            self.proc.start()
+            with sigint_ignored():  # the terminal's Ctrl-C is the main process's to handle
+                self.proc.start()
         child.close()
         # The start-up limit counts from when the pool first waits for this worker: one
         # started early waits for the main process's load, which is not its own start.

@@ -5,6 +5,7 @@ pool (oracles/worker.py) and the zygote (oracles/zygote.py) can both start it.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import os
@@ -13,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Iterator
 
 from oracles import bytecode
 from oracles.address_space import mib_to_ask, set_address_limit
@@ -45,6 +46,25 @@ def die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Around the start of a spawned process (the zygote, a worker): it inherits SIGINT
+    ignored through its exec, and Python keeps it so. A terminal's Ctrl-C reaches the whole
+    foreground group; the main process stops the workers itself, and a worker still
+    importing printed a KeyboardInterrupt traceback above "interrupted". The main process's
+    own handler is back once the process has started (from the main thread only: elsewhere
+    signal handlers cannot be set, and the start goes as it did)."""
+    try:
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def own_process_group() -> None:

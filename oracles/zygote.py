@@ -32,7 +32,7 @@ from typing import Any
 from oracles import bytecode
 from oracles.cuda_fork import driver_started
 from oracles.worker_process import (WorkerConfig, call_spec, die_with_parent, exit_now, kill_worker, log_to,
-                                    worker_main)
+                                    sigint_ignored, worker_main)
 
 REAP_INTERVAL_S = 0.05  # how often the zygote looks for workers that ended
 FORK_TEST_S = 10.0      # for a test fork's parallel sum (0.04 s on 2 cores)
@@ -50,7 +50,8 @@ class Zygote:
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()  # a Unix socket pair: it carries the workers' pipe ends too
         self.proc = ctx.Process(target=_zygote_main, args=(child, cfg, log_path), daemon=True)
-        self.proc.start()
+        with sigint_ignored():  # and the workers it forks: the terminal's Ctrl-C is the main process's
+            self.proc.start()
         child.close()
         self.pids: dict[int, int] = {}    # token -> pid
         self.exits: dict[int, int] = {}   # token -> exit code (negative: the signal), as multiprocessing says

@@ -203,3 +203,24 @@ def test_a_hangs_site_is_the_innermost_frame_outside_pythons_own_library() -> No
     assert stack_site(frames) == "_wait_for_tstate_lock (called from join)"
     only_stdlib = f'  File "{STDLIB}/selectors.py", line 415 in select\n'
     assert stack_site(only_stdlib, past_stdlib=True) == "select"  # nothing else: what there is
+
+
+def sigint_runner() -> Callable[[Any], Any]:
+    """Each job says whether this worker ignores SIGINT."""
+    import signal
+    return lambda job: {"ignored": signal.getsignal(signal.SIGINT) == signal.SIG_IGN}
+
+
+def test_a_terminals_ctrl_c_is_the_main_processs_not_a_workers():
+    """Ctrl-C reaches the terminal's whole foreground group: a worker still importing
+    printed a KeyboardInterrupt traceback above trtmin's own "interrupted" line. Workers
+    start with SIGINT ignored (the main process stops them), and the main process keeps
+    its own handler."""
+    import signal
+    handler = signal.getsignal(signal.SIGINT)
+    pool = _pool(1, [{}], setup="sigint_runner")
+    try:
+        assert pool.run([0]) == [{"ignored": True}]
+    finally:
+        pool.close()
+    assert signal.getsignal(signal.SIGINT) is handler
