@@ -1010,3 +1010,17 @@ def test_torch_compile_switched_off_is_refused_where_it_would_read_as_fixed(host
     check_compile_on("executorch:xnnpack")  # no torch.compile in it: no reason to refuse
     monkeypatch.setenv("TORCHDYNAMO_DISABLE", "0")
     check_compile_on("inductor")
+
+
+def test_resume_takes_the_same_plugin_file_by_another_path():
+    """The inputs resumed by their contents under any path, a plugin file only by its path
+    as typed: `plug.py:fn` from its folder was "other options" than `/abs/plug.py:fn`. Its
+    contents (plugin_sha256) decide now, and its function still counts."""
+    from minimize.emit.run_header import _recorded_by_both
+    header = lambda spec, digest="ab" * 32: {"plugin_sha256": digest, "options": {"backend": spec, "atol": 0.001}}
+    then = header("/tmp/work/plug.py:crash_tanh")
+    same = _recorded_by_both(then, header("plug.py:crash_tanh"))
+    assert same[0] == same[1]
+    for other in (header("plug.py:crash_sin"), header("plug.py:crash_tanh", "cd" * 32)):
+        cut = _recorded_by_both(then, other)
+        assert cut[0] != cut[1], other

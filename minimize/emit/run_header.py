@@ -126,12 +126,24 @@ def _recorded_by_both(then: dict[str, Any], now: dict[str, Any]) -> tuple[dict[s
     then_opts, opts = {**then_opts, **new}, opts | set(new)
     if "inputs_sha256" in both:
         opts.discard("inputs")  # the contents are compared: the same inputs by another path resume
+    if "plugin_sha256" in both and then["plugin_sha256"] and _plugin_function(then_opts.get("backend")) == \
+            _plugin_function(now_opts.get("backend")):
+        opts.discard("backend")  # the plugin file's contents are compared: the same one by another path resumes
     if then.get("program_sha256") and now.get("program_sha256"):
         both.discard("model_sha256")  # the program is compared: a re-export of the same code resumes
     else:
         both.discard("program_sha256")  # one could not be computed: the file's bytes decide
     cut = lambda h, o: {**{k: h[k] for k in both}, "options": {k: o[k] for k in opts}}  # noqa: E731
     return cut(then, then_opts), cut(now, now_opts)
+
+
+def _plugin_function(spec: Any) -> str | None:
+    """A plugin file's function (`plugin.py:backend`'s "backend"), or None for another backend."""
+    try:
+        backend = parse_backend(spec) if isinstance(spec, str) else None
+    except TrtminError:
+        return None
+    return backend.function if backend is not None and backend.plugin_file is not None else None
 
 
 def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
