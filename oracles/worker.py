@@ -60,6 +60,7 @@ class _Worker:
         # started early waits for the main process's load, which is not its own start.
         self.waited_since: float | None = None
         self.job_started = 0.0
+        self.busy = False  # a job sent and not answered: it reads no stop message until the job ends
         self.job_timeout = cfg.timeout_s  # the running job's: a job may ask for less ("timeout_s")
         self.ready = False
         self.start_phases: dict[str, float] | None = None
@@ -354,7 +355,7 @@ class WorkerPool:
                 except (OSError, BrokenPipeError):
                     died(j, w)
                     continue
-                w.job_started = time.monotonic()
+                w.job_started, w.busy = time.monotonic(), True
                 asked = jobs[j].get("timeout_s") if isinstance(jobs[j], dict) else None
                 w.job_timeout = min(self.cfg.timeout_s, asked) if asked else self.cfg.timeout_s
                 busy[slot] = j
@@ -379,6 +380,7 @@ class WorkerPool:
                 j = busy[slot]
                 if w.conn in ready:
                     del busy[slot]
+                    w.busy = False
                     try:
                         tag, payload = w.conn.recv()
                     except (EOFError, OSError):
@@ -400,11 +402,19 @@ class WorkerPool:
         """Stop every worker at once: a worker's exit (CUDA context, compiler pools) takes
         seconds, and one after another they made most of --jobs 4's end on a GPU."""
         live = [w for w in self.workers if w is not None]
-        for w in live:
-            w.ask_to_stop()
-        deadline = time.monotonic() + STOP_GRACE_S
-        for w in live:
-            w.finish_stop(max(0.0, deadline - time.monotonic()))
+        try:
+            for w in live:  # one busy (a Ctrl-C mid-job: workers ignore SIGINT) is killed with its group now
+                if w.busy:
+                    w.kill()
+                else:
+                    w.ask_to_stop()
+            deadline = time.monotonic() + STOP_GRACE_S
+            for w in live:
+                w.finish_stop(max(0.0, deadline - time.monotonic()))
+        finally:  # a second Ctrl-C while they stop: none is left running, nor what it started
+            for w in live:
+                if w.proc.is_alive():
+                    w.kill()
         self.workers = [None] * self.n
         if self.zygote is not None:
             self.zygote.close()

@@ -75,7 +75,10 @@ def own_process_group() -> None:
     try:
         os.setpgid(0, 0)
     except (OSError, AttributeError):  # not POSIX, or not allowed: the worker alone is killed
-        pass
+        return
+    # Out of the terminal's group, it no longer needs SIGINT ignored (sigint_ignored): what
+    # the compiler starts gets the usual SIGINT, as in repro.py or at a shell.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def kill_worker(pid: int) -> None:

@@ -206,21 +206,65 @@ def test_a_hangs_site_is_the_innermost_frame_outside_pythons_own_library() -> No
 
 
 def sigint_runner() -> Callable[[Any], Any]:
-    """Each job says whether this worker ignores SIGINT."""
+    """Each job says whether this worker ignores SIGINT, and leads its own process group."""
     import signal
-    return lambda job: {"ignored": signal.getsignal(signal.SIGINT) == signal.SIG_IGN}
+    return lambda job: {"ignored": signal.getsignal(signal.SIGINT) == signal.SIG_IGN,
+                        "own_group": os.getpgid(0) == os.getpid()}
 
 
 def test_a_terminals_ctrl_c_is_the_main_processs_not_a_workers():
     """Ctrl-C reaches the terminal's whole foreground group: a worker still importing
     printed a KeyboardInterrupt traceback above trtmin's own "interrupted" line. Workers
-    start with SIGINT ignored (the main process stops them), and the main process keeps
-    its own handler."""
+    start with SIGINT ignored (the main process stops them), out of the terminal's group
+    take SIGINT as usual again (what a compiler starts inherits it), and the main process
+    keeps its own handler."""
     import signal
     handler = signal.getsignal(signal.SIGINT)
     pool = _pool(1, [{}], setup="sigint_runner")
     try:
-        assert pool.run([0]) == [{"ignored": True}]
+        assert pool.run([0]) == [{"ignored": False, "own_group": True}]
     finally:
         pool.close()
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+def busy_runner() -> Callable[[Any], Any]:
+    """Each job starts a helper process (its pid to TEST_HELPER_PID) and works for a minute."""
+    def job(_: Any) -> Any:
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        Path(os.environ["TEST_HELPER_PID"]).write_text(str(helper.pid))
+        time.sleep(60)
+    return job
+
+
+def test_a_stop_mid_job_kills_the_busy_worker_and_its_helpers_at_once(tmp_path, monkeypatch):
+    """Workers ignore the terminal's Ctrl-C: a busy one could not read the pool's stop
+    message, and the stop waited out its grace (5 s, nothing on screen), a second Ctrl-C
+    meanwhile leaving the job's helpers running. A busy worker is killed with its group now."""
+    import signal
+    monkeypatch.setenv("TEST_HELPER_PID", str(tmp_path / "helper"))
+    pool = _pool(1, [{}], setup="busy_runner")
+    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        signal.alarm(4)  # the Ctrl-C, as the main process sees it, while the job runs
+        with pytest.raises(KeyboardInterrupt):
+            pool.run([0])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        t0 = time.monotonic()
+        pool.close()
+        took = time.monotonic() - t0
+    assert took < 2.5, took
+    helper = int((tmp_path / "helper").read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _running(helper):
+        time.sleep(0.05)
+    assert not _running(helper), "the job's helper outlived its worker"
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
