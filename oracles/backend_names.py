@@ -184,13 +184,13 @@ COMPILE_OFF = ("TORCH_COMPILE_DISABLE", "TORCHDYNAMO_DISABLE")  # =1: torch.comp
 
 def check_compile_on(backend: str | None) -> None:
     """With TORCH_COMPILE_DISABLE=1 or TORCHDYNAMO_DISABLE=1, torch.compile runs eager PyTorch:
-    every bug of a backend that compiles through it (Inductor; a plugin or a command may) reads
-    FIXED, and a reduction finds nothing. Refused for such a `backend` (None: a suite's repros,
-    any backend)."""
+    every bug of a backend that compiles through it (Inductor; a plugin may) reads FIXED, and
+    a reduction finds nothing. Refused for such a `backend`; None: a suite's repros (`repros
+    run`), any backend, whose refusal names the eager control run."""
     off = next((name for name in COMPILE_OFF if os.environ.get(name) == "1"), None)
-    if off is None or (backend is not None and parse_backend(backend).kind == "builtin"
-                       and backend.split(":")[0] != "inductor"):
+    if off is None or (backend is not None and (parse_backend(backend).kind == "command" or (
+            parse_backend(backend).kind == "builtin" and backend.split(":")[0] != "inductor"))):
         return
+    control = " (the eager control run is TRTMIN_BACKEND=eager)" if backend is None else ""
     raise TrtminError(f"{off}=1 switches torch.compile off here: the compiler would run eager PyTorch and every bug "
-                      f"read as fixed; unset {off} (the eager control is TRTMIN_BACKEND=eager)")
-
+                      f"read as fixed; unset {off}{control}")

@@ -54,12 +54,14 @@ DISK_FULL = ("No space left on device", "Disk quota exceeded")  # ENOSPC, EDQUOT
 def disk_full(message: str) -> TrtminError | None:
     """The error for a compile or run that failed because a disk filled up (the temporary
     folder, a compiler's cache), or None. It is no verdict on the program: journaled, every
-    later candidate "failed otherwise", and the run ended unreduced, calling that 1-minimal."""
+    later candidate "failed otherwise", and the run ended unreduced, calling that 1-minimal.
+    Any line of the error counts (a C++ compiler's "fatal error: ...: No space left on
+    device" is deep in Inductor's): a wrong stop names its line, a missed one is a wrong
+    result without a word."""
     said = next((line.strip() for line in message.splitlines() if any(w in line for w in DISK_FULL)), None)
     if said is None:
         return None
     import tempfile
     return TrtminError(f"a disk is full ({first_line(said)}); free space there (the temporary folder is "
-                       f"{tempfile.gettempdir()}; TMPDIR=DIR moves it), then rerun with --resume: the verdicts "
-                       "before it are kept")
-
+                       f"{tempfile.gettempdir()}; TMPDIR=DIR moves it), then run again (a reduction goes on with "
+                       "--resume, from the verdicts before it)")

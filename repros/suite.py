@@ -565,17 +565,15 @@ def _forget_itself(entry: Path, name: str) -> None:
 
 def _check_same_bug(out_dir: Path, entry: Path, manifest: Manifest | None, summary: dict[str, Any]) -> None:
     """`repros add --force` replaces a saved repro by a newer reduction of the same bug: one
-    of another backend (family), another oracle, or none of its ops is another bug, and
+    of another backend (family), or with none of its ops, is another bug, and
     replacing the entry by it would hang that bug's title, links and [expected_when] on it.
     A hand-written entry is compared by its manifest alone (its script is kept beside it)."""
     from repros.match import _family, fingerprint  # here: repros.match imports this module
     theirs, mine = fingerprint(entry), fingerprint(out_dir)
     ops = None if theirs is None or mine is None else (
         {op.rsplit(".", 1)[0] for op, _ in theirs.ops} & {op.rsplit(".", 1)[0] for op, _ in mine.ops})
-    differs = [what for what, same in (
+    differs = [what for what, same in (  # not the oracle: a NaN reduced again with --oracle nan is the same bug
         ("backend", manifest is None or _family(manifest.backend) == _family(summary["backend"])),
-        ("oracle", manifest is None or manifest.oracle == summary["oracle"]),
-        ("failure", theirs is None or mine is None or theirs.kind == mine.kind),
         ("ops", ops is None or bool(ops))) if not same]
     if differs:
         title = f" ({manifest.title})" if manifest is not None else ""

@@ -1005,9 +1005,11 @@ def test_torch_compile_switched_off_is_refused_where_it_would_read_as_fixed(host
     monkeypatch.setenv("TORCHDYNAMO_DISABLE", "1")
     assert_one_line_error(check_here(str(model), "--inputs", str(inputs)), "TORCHDYNAMO_DISABLE=1 switches "
                           "torch.compile off", "unset TORCHDYNAMO_DISABLE")
-    assert_one_line_error(run_cli_here("repros", "run", "--suite", str(tmp_path)), "TORCHDYNAMO_DISABLE=1")
+    assert_one_line_error(run_cli_here("repros", "run", "--suite", str(tmp_path)), "TORCHDYNAMO_DISABLE=1",
+                          "the eager control run is TRTMIN_BACKEND=eager")
     from oracles.backend_names import check_compile_on
     check_compile_on("executorch:xnnpack")  # no torch.compile in it: no reason to refuse
+    check_compile_on("cmd:trtexec --onnx={onnx}")  # a command of its own
     monkeypatch.setenv("TORCHDYNAMO_DISABLE", "0")
     check_compile_on("inductor")
 

@@ -1107,12 +1107,13 @@ def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> No
     root = tmp_path / "suite"
     entry = add_repro(_ops_out(tmp_path / "a", ["relu.default", "_to_copy.default"], "mismatch: max abs 3"), "cast", root)
     for ops, verdict, backend, differs in [(["sin.default"], "mismatch: max abs 1", "inductor", "ops"),
-                                           (["relu.default"], "crash: RuntimeError: boom", "inductor", "failure"),
                                            (["relu.default"], "mismatch: max abs 1", "executorch:xnnpack", "backend")]:
         other = _ops_out(tmp_path / f"other_{differs}", ops, verdict, backend)
-        with pytest.raises(TrtminError, match=f"holds another bug .*its {differs} differ.*choose another --name"):
+        with pytest.raises(TrtminError, match=f"holds another bug .*its {differs} differs.*choose another --name"):
             add_repro(other, "cast", root, force=True, duplicate=True)
     assert parse_manifest(entry / "manifest.toml").backend == "inductor"
+    nan = _ops_out(tmp_path / "nan", ["relu.default"], "nan: output 0")  # reduced again with --oracle nan
+    add_repro(nan, "cast", root, force=True, duplicate=True)
     newer = _ops_out(tmp_path / "newer", ["relu.default"], "mismatch: max abs 2")  # fewer ops: the same bug
     add_repro(newer, "cast", root, force=True, duplicate=True)
     assert not (entry / "repro.py.edited").exists()  # as saved: nobody's work to keep

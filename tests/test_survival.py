@@ -249,7 +249,7 @@ def test_a_full_disk_stops_the_run_and_is_no_verdict(host_program, tmp_path, mon
     model, inputs = host_program
     out = tmp_path / "out"
     r = run_cli(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify"))
-    assert r.returncode == 2 and "error: a disk is full (" in r.stderr and "rerun with --resume" in r.stderr, r.stderr
+    assert r.returncode == 2 and "error: a disk is full (" in r.stderr and "goes on with --resume" in r.stderr, r.stderr
     assert "No space left on device" not in (out / "journal.jsonl").read_text()
     (tmp_path / "freed").touch()
     r = run_cli(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify", "--resume"))
