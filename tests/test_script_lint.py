@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -327,8 +328,15 @@ def test_an_inductor_script_with_torch_compile_switched_off_says_skipped(piece, 
     refuses to reduce or run the suite so (tests/test_bad_inputs.py)."""
     from oracles.backends import BUILTIN
     write_cpu_script(piece, "mismatch", BUILTIN["inductor"]("inductor", {}), tmp_path)
-    for variable in ("TORCH_COMPILE_DISABLE", "TORCHDYNAMO_DISABLE"):
-        r = run_script(tmp_path, **{variable: "1"})
+    plugin = tmp_path / "plugin"  # a plugin is a torch.compile backend: the same
+    plugin.mkdir()
+    backend = PluginBackend(f"{PLUGINS}:mismatch_mul_exp", {})
+    write_cpu_script(piece, "mismatch", backend, plugin)
+    for name, source in backend.script_part().files.items():  # plugin.py beside it, as trtmin writes it
+        shutil.copyfile(source, plugin / name)
+    for folder, variable in ((tmp_path, "TORCH_COMPILE_DISABLE"), (tmp_path, "TORCHDYNAMO_DISABLE"),
+                             (plugin, "TORCHDYNAMO_DISABLE")):
+        r = run_script(folder, **{variable: "1"})
         assert (r.returncode, r.stdout.strip()) == (
             2, "SKIPPED: TORCH_COMPILE_DISABLE or TORCHDYNAMO_DISABLE is 1: torch.compile is off"), r.stdout + r.stderr
     r = run_script(tmp_path, TORCH_COMPILE_DISABLE="0")  # torch's own reading: "1" alone switches it off

@@ -64,6 +64,15 @@ def reset_dynamo() -> None:
         torch.cuda.is_available = available  # type: ignore[assignment]
 
 
+def compile_off_guard() -> str:
+    """The first lines of a compile_backend that compiles through torch.compile: with
+    TORCH_COMPILE_DISABLE=1 or TORCHDYNAMO_DISABLE=1 it hands back eager PyTorch, and the
+    script would say FIXED of a bug it never compiled; SKIPPED instead."""
+    from oracles.backend_names import COMPILE_OFF
+    return (f"if '1' in map(os.environ.get, {list(COMPILE_OFF)!r}):  # eager PyTorch\n"
+            f"        sys.exit(print('SKIPPED: {' or '.join(COMPILE_OFF)} is 1: torch.compile is off') or 2)\n    ")
+
+
 @dataclass
 class ScriptPart:
     """A backend's contribution to repro.py.

@@ -14,8 +14,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backend_names import COMPILE_OFF
-from oracles.backends.base import CUDAGRAPH_TREES, Backend, ScriptPart, SnippetCall, reset_dynamo
+from oracles.backends.base import CUDAGRAPH_TREES, Backend, ScriptPart, SnippetCall, compile_off_guard, reset_dynamo
 from oracles.errors import TrtminError
 
 COMPILE_KEYS = ("mode", "dynamic", "fullgraph")  # torch.compile's own arguments
@@ -48,10 +47,7 @@ class InductorBackend(Backend):
         return {**self.compile_kwargs, **({"options": self.config} if self.config else {})}
 
     def script_part(self) -> ScriptPart:
-        off = " or ".join(COMPILE_OFF)  # set to 1, torch.compile hands back eager PyTorch: no verdict on the bug
-        return ScriptPart(compile_body=f"if '1' in map(os.environ.get, {list(COMPILE_OFF)!r}):  # eager PyTorch\n"
-                                       f"        sys.exit(print('SKIPPED: {off} is 1: torch.compile is off') or 2)\n"
-                                       f"    return {self._call('module')}")
+        return ScriptPart(compile_body=f"{compile_off_guard()}return {self._call('module')}")
 
     def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall:
         return SnippetCall(self._call("f"))

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 import torch.fx as fx
 
-from oracles.backends.base import Backend, ScriptPart, reset_dynamo
+from oracles.backends.base import Backend, ScriptPart, compile_off_guard, reset_dynamo
 from oracles.backend_names import parse_backend, plugin_own_modules
 from oracles.errors import TrtminError
 from oracles.out_folder import PLUGIN_COPY_PREFIX
@@ -212,9 +212,10 @@ class PluginBackend(Backend):
             files = {}
         fn = f"backend.{self.fn_name}"
         if self.kwargs:
-            body = f"import functools\n    return torch.compile(module, backend=functools.partial({fn}, **{self.kwargs!r}))"
+            body = (f"{compile_off_guard()}import functools\n"
+                    f"    return torch.compile(module, backend=functools.partial({fn}, **{self.kwargs!r}))")
         else:
-            body = f"return torch.compile(module, backend={fn})"
+            body = f"{compile_off_guard()}return torch.compile(module, backend={fn})"
         return ScriptPart(compile_body=body, load_body=load, files=files)
 
 
