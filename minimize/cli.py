@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import signal
 import os
-import re
 import sys
 import time
 import warnings
@@ -483,7 +482,9 @@ def repros_add(
     title: Annotated[Optional[str], typer.Option("--title", metavar="TEXT", help="What the bug is, in one line (default: report.md's title).")] = None,
 ) -> None:
     """Save a reduce output into the suite, with a manifest."""
-    from repros.suite import add_repro, check_repro_name, default_root, kept_fields, readable_manifest, users_files
+    from oracles.out_folder import EDITED
+    from repros.suite import (UPSTREAM_URL, add_repro, check_repro_name, default_root, kept_fields, readable_manifest,
+                              users_files)
     root = suite or default_root()
     old, new_suite = root / name, not root.exists()
     try:
@@ -493,7 +494,7 @@ def repros_add(
         mine = [p.name for p in users_files(old)] if existed and force and old.is_dir() else []  # it goes
         before = {p.name for p in old.iterdir()} if existed and old.is_dir() else set()
         for url in upstream or ():  # the option's mistake, named as the option (not as the manifest's field)
-            if not re.match(r"https?://\S+$", url):
+            if not UPSTREAM_URL.match(url):
                 raise TrtminError(f"--upstream {url!r} is not an http(s) URL; give the issue's or PR's address, e.g. "
                                   "--upstream https://github.com/pytorch/pytorch/issues/175966")
         if title is not None and (not title.strip() or "\n" in title):
@@ -507,7 +508,7 @@ def repros_add(
         said += f", in place of the repro there ({previous.title if previous else old.name})"
         said += f"; kept from its manifest: {', '.join(kept)}, and its notes" if kept else ""
         said += f"; kept your files there: {', '.join(mine)}" if mine else ""
-        edited = sorted(p.name for p in path.iterdir() if ".edited" in p.name and p.name not in before)
+        edited = sorted(p.name for p in path.iterdir() if EDITED.search(p.name) and p.name not in before)
         said += f"; kept its hand-written or edited scripts as {', '.join(edited)}" if edited else ""
     print(said + (f"\n{root} did not exist: it is a new suite, with this repro alone" if new_suite else ""))
     from repros.match import compare

@@ -188,8 +188,8 @@ def check_compile_on(backend: str | None) -> None:
     a reduction finds nothing. Refused for such a `backend`; None: a suite's repros (`repros
     run`), any backend, whose refusal names the eager control run."""
     off = next((name for name in COMPILE_OFF if os.environ.get(name) == "1"), None)
-    if off is None or (backend is not None and (parse_backend(backend).kind == "command" or (
-            parse_backend(backend).kind == "builtin" and backend.split(":")[0] != "inductor"))):
+    kind = parse_backend(backend).kind if backend is not None else None
+    if off is None or kind == "command" or (kind == "builtin" and backend.split(":")[0] != "inductor"):
         return
     control = " (the eager control run is TRTMIN_BACKEND=eager)" if backend is None else ""
     raise TrtminError(f"{off}=1 switches torch.compile off here: the compiler would run eager PyTorch and every bug "

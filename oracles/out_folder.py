@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,19 @@ def emitted_names(spec: str) -> list[str]:
     return [f"repro_{spec.replace(':', '_')}.py"]
 
 
+EDITED = re.compile(r"\.edited(\.\d+)?$")  # a user's copy --force kept: NAME.edited, NAME.edited.2, ...
+
+
 def is_ours(name: str) -> bool:
     """A name trtmin writes into --out; not a user's copy --force kept (repro_cmd_run.py.edited)."""
-    return (name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))) and not re.search(r"\.edited(\.\d+)?$", name)
+    return (name in OUR_FILES or bool(OUR_PATTERN.fullmatch(name))) and not EDITED.search(name)
+
+
+def edited_copy_name(name: str, *folders: Path) -> str:
+    """The name a user's edited (or hand-written) NAME is kept under, free in every folder
+    given: NAME.edited, else NAME.edited.2, ..."""
+    return next(t for n in range(1, 1000) if not any(
+        os.path.lexists(f / (t := f"{name}.edited" + (f".{n}" if n > 1 else ""))) for f in folders))
 
 
 def file_digest(path: Path) -> str:

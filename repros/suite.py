@@ -33,8 +33,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from oracles.out_folder import (JOURNAL, MANIFEST, OUR_PATTERN, PLUGIN_COPY_PREFIX, edited_since_written,
-                               emitted_names, file_digest, outputs_of_journal)
+from oracles.out_folder import (JOURNAL, MANIFEST, OUR_PATTERN, PLUGIN_COPY_PREFIX, edited_copy_name,
+                               edited_since_written, emitted_names, file_digest, outputs_of_journal)
 from oracles.backend_names import DEVICE_WORDS, check_backend_name, is_device, parse_backend
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -49,6 +49,7 @@ OPTIONAL_KEYS = ("upstream", "first_seen", "expected_when", "notes")
 # what `trtmin repros add` copies from a `trtmin reduce --out` folder (never journal.jsonl)
 REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")
 EMITTED_DATA = tuple(emitted_names("tensorrt")[1:])  # what --emit's scripts (repro_<backend>.py) read
+UPSTREAM_URL = re.compile(r"https?://\S+$")  # an upstream issue's or PR's address, in a manifest or --upstream
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
@@ -257,8 +258,7 @@ def manifest_from_dict(data: dict[str, Any]) -> tuple[Manifest | None, list[str]
         problems.append(f"expected = {expected!r} is not one of {', '.join(map(repr, EXPECTED))}"
                         + (" (use [expected_when] for 'skipped')" if expected == "skipped" else ""))
     upstream = data.get("upstream", [])
-    if not isinstance(upstream, list) or not all(isinstance(u, str) and re.match(r"https?://\S+$", u)
-                                                 for u in upstream):
+    if not isinstance(upstream, list) or not all(isinstance(u, str) and UPSTREAM_URL.match(u) for u in upstream):
         problems.append(f"upstream must be a list of http(s) URLs (got {upstream!r})")
         upstream = []
     first_seen = data.get("first_seen", {})
@@ -589,11 +589,7 @@ def _edited_scripts(entry: Path, new: Path) -> list[tuple[str, str]]:
     `repros add` saved them. Returned as (name, the name kept under: NAME.edited, ...)."""
     written = (entry / "summary.json").is_file()
     edited = edited_since_written(entry) if written else [SCRIPT] if (entry / SCRIPT).is_file() else []
-    kept = []
-    for name in (n for n in edited if n.endswith(".py")):
-        kept.append((name, next(t for n in range(1, 1000) if not os.path.lexists(
-            new / (t := f"{name}.edited" + (f".{n}" if n > 1 else ""))) and not os.path.lexists(entry / t))))
-    return kept
+    return [(name, edited_copy_name(name, new, entry)) for name in edited if name.endswith(".py")]
 
 
 def _recover(root: Path, name: str) -> None:

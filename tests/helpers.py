@@ -205,3 +205,13 @@ def worker_in_process(folder: Path, program: Any, plugin_source: str, function: 
         return worker_setup(str(folder), f"{folder / 'plugin.py'}:{function}", {}, 1e-3, 1e-3, "cpu")
     finally:
         gc.unfreeze()  # worker_setup freezes the heap, as a worker process does
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` runs: gone, or a zombie (dead, waiting for a reaper that may be
+    no parent of ours), it does not."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+

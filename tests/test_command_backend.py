@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import plugin
-from tests.helpers import ROOT, run_cli, run_cli_here, run_repro
+from tests.helpers import ROOT, run_cli, run_cli_here, run_repro, running
 
 RUNNER = ROOT / "tests" / "plugins" / "command_runner.py"
 
@@ -110,9 +110,9 @@ def test_a_command_that_hangs_dies_with_the_worker_killed_for_it(host_program, t
     assert r.returncode == 1 and "HANG" in r.stdout, r.stdout + r.stderr
     pid = int((tmp_path / "hung.pid").read_text())
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and running(pid):
         time.sleep(0.2)
-    assert not _alive(pid), f"the command {pid} outlived its worker"
+    assert not running(pid), f"the command {pid} outlived its worker"
     # exported into the run's own scratch folder, which goes with the run even where a
     # worker is killed before it can clean up (in the middle of an export, of an ONNX build)
     scratch = Path((tmp_path / "hung.model").read_text()).parent.parent
@@ -132,9 +132,9 @@ def _gone(state: Path) -> None:
     """The hung command is dead (not left running under init) and its exported files removed."""
     pid = int((state / "hung.pid").read_text())
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and running(pid):
         time.sleep(0.2)
-    assert not _alive(pid), f"the command's child {pid} outlived the process that ran the command"
+    assert not running(pid), f"the command's child {pid} outlived the process that ran the command"
     assert not Path((state / "hung.model").read_text()).parent.exists(), "the exported files were left behind"
 
 
@@ -185,13 +185,6 @@ def test_ctrl_c_in_a_terminal_ends_a_hung_command_too(host_program, tmp_path):
     assert proc.returncode == 130
     _gone(tmp_path)
 
-
-def _alive(pid: int) -> bool:
-    """Running, not a zombie (dead, waiting for a reaper that may be no parent of ours)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def test_bad_commands_are_one_line_errors(host_program, tmp_path):

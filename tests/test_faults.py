@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import plugin
-from tests.helpers import run_cli, run_repro
+from tests.helpers import run_cli, run_repro, running
 
 
 @pytest.mark.parametrize("fn,signal", [("segfault_on_tanh", "SIGSEGV"), ("abort_on_tanh", "SIGABRT"),
@@ -140,14 +140,7 @@ def test_a_hung_compilers_own_processes_die_with_its_worker(host_program, tmp_pa
     assert r.returncode == 1 and "HANG" in r.stdout, r.stdout + r.stderr[-2000:]
     child = int((tmp_path / "child").read_text())
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _running(child):
+    while time.monotonic() < deadline and running(child):
         time.sleep(0.1)
-    assert not _running(child), f"the compiler's process {child} outlived its worker"
+    assert not running(child), f"the compiler's process {child} outlived its worker"
 
-
-def _running(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, killed and not yet reaped by init, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False

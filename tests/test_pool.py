@@ -14,7 +14,7 @@ import pytest
 from oracles.errors import TrtminError
 from oracles import worker
 from oracles.worker import WorkerConfig, WorkerPool
-from tests.helpers import ROOT
+from tests.helpers import ROOT, running
 
 
 def slow_start_runner() -> Callable[[Any], dict[str, Any]]:
@@ -258,13 +258,7 @@ def test_a_stop_mid_job_kills_the_busy_worker_and_its_helpers_at_once(tmp_path, 
     assert took < 2.5, took
     helper = int((tmp_path / "helper").read_text())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _running(helper):
+    while time.monotonic() < deadline and running(helper):
         time.sleep(0.05)
-    assert not _running(helper), "the job's helper outlived its worker"
+    assert not running(helper), "the job's helper outlived its worker"
 
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False

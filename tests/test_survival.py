@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import plugin
-from tests.helpers import ROOT, run_cli, run_cli_here, run_repro
+from tests.helpers import ROOT, run_cli, run_cli_here, run_repro, running
 
 
 def reduce_args(model: Path, inputs: Path, out: Path, oracle: str, fn: str, *extra: str) -> list[str]:
@@ -232,7 +232,7 @@ def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     # a run killed a moment ago is a zombie until its parent reaps it: dead, not running
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "Z" not in Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[-1]:
+    while time.monotonic() < deadline and running(zombie.pid):  # until it is a zombie, not yet reaped
         time.sleep(0.05)
     killed = tmp_path / f"{STATE_PREFIX}{zombie.pid}-zzz"
     killed.mkdir()

@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterator
 
 from minimize.emit.run_header import RERUN_SAME, resume_difference
 from oracles.errors import TrtminError
-from oracles.out_folder import (JOURNAL, edited_since_written, file_digest, holds_saved_repros, is_ours,
-                               journal_first_line, outputs_of_journal)
+from oracles.out_folder import (JOURNAL, edited_copy_name, edited_since_written, file_digest, holds_saved_repros,
+                               is_ours, journal_first_line, outputs_of_journal)
 
 
 def earlier_runs_files(out: Path, written: list[str]) -> list[str]:
@@ -155,10 +155,9 @@ def keep_edited(out: Path, edited_too: bool = True) -> list[tuple[str, str, bool
     kept = []
     edited, unwritten = not_as_written(out) if finished_run(out) else ([], [])
     for name in (edited if edited_too else []) + unwritten:
-        target = next(t for n in range(1, 1000)
-                      if not os.path.lexists(t := out / (f"{name}.edited" + (f".{n}" if n > 1 else ""))))
-        os.replace(out / name, target)
-        kept.append((name, target.name, name in edited))
+        target = edited_copy_name(name, out)
+        os.replace(out / name, out / target)
+        kept.append((name, target, name in edited))
     return kept
 
 

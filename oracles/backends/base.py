@@ -16,6 +16,8 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
+from oracles.backend_names import COMPILE_OFF
+
 CUDAGRAPH_TREES = "torch._inductor.cudagraph_trees"
 _scratch_root: str | None = None  # set in a worker by use_scratch_root; None: the system's temp folder
 
@@ -68,7 +70,6 @@ def compile_off_guard() -> str:
     """The first lines of a compile_backend that compiles through torch.compile: with
     TORCH_COMPILE_DISABLE=1 or TORCHDYNAMO_DISABLE=1 it hands back eager PyTorch, and the
     script would say FIXED of a bug it never compiled; SKIPPED instead."""
-    from oracles.backend_names import COMPILE_OFF
     return (f"if '1' in map(os.environ.get, {list(COMPILE_OFF)!r}):  # eager PyTorch\n"
             f"        sys.exit(print('SKIPPED: {' or '.join(COMPILE_OFF)} is 1: torch.compile is off') or 2)\n    ")
 
