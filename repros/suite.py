@@ -568,10 +568,10 @@ def _check_same_bug(out_dir: Path, entry: Path, manifest: Manifest | None, summa
     of another backend (family), or with none of its ops, is another bug, and
     replacing the entry by it would hang that bug's title, links and [expected_when] on it.
     A hand-written entry is compared by its manifest alone (its script is kept beside it)."""
-    from repros.match import _family, fingerprint  # here: repros.match imports this module
+    from repros.match import _family, _less_overloads, fingerprint  # here: repros.match imports this module
     theirs, mine = fingerprint(entry), fingerprint(out_dir)
     ops = None if theirs is None or mine is None else (
-        {op.rsplit(".", 1)[0] for op, _ in theirs.ops} & {op.rsplit(".", 1)[0] for op, _ in mine.ops})
+        _less_overloads(theirs.ops).keys() & _less_overloads(mine.ops).keys())  # by op name: any overload
     differs = [what for what, same in (  # not the oracle: a NaN reduced again with --oracle nan is the same bug
         ("backend", manifest is None or _family(manifest.backend) == _family(summary["backend"])),
         ("ops", ops is None or bool(ops))) if not same]
