@@ -344,6 +344,10 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     parts = f" ({', '.join(f'{s:.0f} s {what}' for s, what in seconds_parts(summary, seconds) if s >= 0.5)})"
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s{parts}")
+    timing = summary.get("timing") or {}
+    if timing.get("sessions"):  # --resume: this command's time is the last session's alone
+        console.print(f"the run's {timing['sessions']} sessions: {timing['all_sessions_seconds']:.0f} s in all, "
+                      f"{timing['replayed_verdicts']} verdicts replayed from the journal", highlight=False)
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
     notes = summary.get("diagnosis") or {}
     if notes.get("precision"):  # said at the start too, but a rounding-sized result must not read as a bug at the end

@@ -150,6 +150,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
         # --resume: the verdicts replayed from the journal, not asked again (evaluations counts this run's)
         summary["timing"]["replayed_verdicts"] = len(journal.cache) if resume else 0
+        if journal.session > 1:  # what the whole run cost: the earlier sessions, each up to its last verdict
+            summary["timing"].update(sessions=journal.session,
+                                     all_sessions_seconds=round(journal.earlier_seconds + summary["seconds"], 2))
         _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase, known_bugs)
         return summary
 

@@ -186,8 +186,13 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "repro.py").read_bytes() == (clean_mismatch_run / "repro.py").read_bytes()
     assert summary(tmp_path) == summary(clean_mismatch_run)
-    replayed = json.loads((tmp_path / "summary.json").read_text())["timing"]["replayed_verdicts"]
+    resumed = json.loads((tmp_path / "summary.json").read_text())
+    replayed = resumed["timing"]["replayed_verdicts"]
     assert replayed >= 3 - (how == signal.SIGKILL), replayed  # said, beside this run's evaluations (a kill may tear one)
+    # the whole run's time, the first session's (up to its last verdict) too, in summary.json and on screen
+    assert resumed["timing"]["sessions"] == 2, resumed["timing"]
+    assert resumed["timing"]["all_sessions_seconds"] > resumed["seconds"], resumed["timing"]
+    assert "the run's 2 sessions: " in r.stderr, r.stderr[-2000:]
 
 
 def test_a_run_stopped_before_its_first_verdict_leaves_the_folder_to_the_same_command(host_program, tmp_path):

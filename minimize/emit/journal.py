@@ -4,13 +4,15 @@ An interrupted run (Ctrl-C, SIGTERM, kill -9, a power cut) resumes by *replaying
 deterministic reduction from the start against the journal: every verdict already paid
 for is free, so the resumed run walks exactly the same path and reaches exactly the
 same repro as an uninterrupted one, then goes on. Lines are flushed and fsynced; a torn
-last line (killed mid-write) is ignored.
+last line (killed mid-write) is ignored. Each verdict carries its session's number and the
+seconds since it opened the journal, so a resumed run can say what all its sessions cost.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,9 @@ class Journal:
         self.path = folder / JOURNAL
         self.cache: dict[Candidate, list[Verdict]] = {}
         self.damaged: list[int] = []  # the numbers of the lines that hold no verdict (resumed)
+        self.started = time.monotonic()
+        self.session = 1  # this command's place among the sessions of the run (--resume: later ones)
+        self.earlier_seconds = 0.0  # what the earlier sessions ran, each up to its last verdict
         if resume:
             data = self._load(header)
             self._cut_torn_tail(data)
@@ -50,6 +55,7 @@ class Journal:
         data = self.path.read_bytes()
         lines = data.decode(errors="replace").splitlines()
         same_run(self.path, lines[0] if lines else "", header)
+        last_elapsed: dict[int, float] = {}  # each earlier session's seconds at its last verdict
         for number, line in enumerate(lines[1:], start=2):
             try:
                 rec = json.loads(line)
@@ -64,6 +70,12 @@ class Journal:
                 self.cache[Candidate.from_record(rec)] = runs
             except (AttributeError, KeyError, TypeError, ValueError):
                 self.damaged.append(number)  # its candidate is asked again: the others' verdicts stay paid for
+                continue
+            session, elapsed = rec.get("session", 1), rec.get("elapsed", 0.0)  # none in older journals
+            if isinstance(session, int) and isinstance(elapsed, (int, float)):
+                last_elapsed[session] = max(last_elapsed.get(session, 0.0), float(elapsed))
+        self.session = max(last_elapsed, default=0) + 1
+        self.earlier_seconds = sum(last_elapsed.values())
         return data
 
     def _cut_torn_tail(self, data: bytes) -> None:
@@ -92,7 +104,8 @@ class Journal:
                               f"--out, then rerun with {then}") from None
 
     def record(self, cand: Candidate, runs: list[Verdict]) -> None:
-        self._write({**cand.record(), "runs": [v.to_dict() for v in runs]})
+        self._write({**cand.record(), "runs": [v.to_dict() for v in runs], "session": self.session,
+                     "elapsed": round(time.monotonic() - self.started, 2)})
 
     def close(self) -> None:
         self._file.close()
