@@ -354,6 +354,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"[yellow]but[/]: {escape(notes['precision'])}", highlight=False)
     if notes.get("delegation"):  # a bug in what the delegate left is the portable kernels', not the delegate's
         console.print(f"note: {notes['delegation'].replace('`', '')}", highlight=False, markup=False)
+    if notes.get("shrank"):  # a bug of another size may be left: the user must not file it as theirs unwarned
+        console.print(f"[yellow]but[/]: {escape(notes['shrank'])}", highlight=False)
     if notes.get("original_symptom"):  # the user's own symptom, where the bug left shows otherwise
         console.print(f"was: {summary['original_verdict']}", highlight=False, markup=False)
     minimal = notes.get("one_minimal") or {}

@@ -352,3 +352,31 @@ def test_a_root_cause_that_shows_otherwise_names_the_users_symptom(tmp_path):
     assert "dtype int64" in summary["final_verdict"] and "dtype float32" in summary["original_verdict"], summary
     assert f"\nwas: {summary['original_verdict']}\n" in r.stderr, r.stderr[-2000:]
     assert "- Symptom: the original program failed as MISMATCH: " in (tmp_path / "out" / "report.md").read_text()
+
+
+class ReluThenExp(torch.nn.Module):
+    """24 call nodes: enough for localization (every value an output) to run."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(10):
+            x = x * 1.001 + 0.001
+        return torch.exp(torch.relu(x) * 0.5).sum(dim=1)
+
+
+def test_a_far_smaller_mismatch_left_is_said_with_the_atol_that_avoids_it(tmp_path):
+    """The signature lets a mismatch fall 3 decades; a bug 100s of times smaller than the
+    user's, met first on the way, is what the reduction keeps here. The screen and report.md
+    say so, with the --atol that holds the reduction to the original's size, which then
+    keeps the larger bug."""
+    torch.manual_seed(0)
+    model, inputs = save_program(ReluThenExp().eval(), (torch.randn(4, 16),), tmp_path)
+    summary, r = reduce_cli_run(model, inputs, tmp_path / "out", "mismatch", plugin("small_relu_large_exp"),
+                                "--no-verify")
+    assert ops_in(tmp_path / "out" / "repro.py") == ["relu.default"], r.stderr[-2000:]
+    but = next(line for line in r.stderr.splitlines() if line.startswith("but: the program left is off by 0.01"))
+    assert "x less than the original's" in but and "--atol" in but, but
+    assert "- Size: the program left is off by 0.01" in (tmp_path / "out" / "report.md").read_text()
+    atol = but.split("--atol ")[1].split()[0]
+    summary, r = reduce_cli_run(model, inputs, tmp_path / "again", "mismatch", plugin("small_relu_large_exp"),
+                                "--no-verify", "--atol", atol)
+    assert "exp.default" in ops_in(tmp_path / "again" / "repro.py") and "but: the program left" not in r.stderr

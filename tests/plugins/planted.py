@@ -96,6 +96,20 @@ def mismatch_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Cal
     return _run(gm, _ExpAfterMul)
 
 
+class _SmallThenLarge(_ExpAfterMul):
+    """Two bugs of other sizes: relu's values 0.01 high (upstream, the first value off) and
+    1.5x from an exp of a mul (the error the user sees, 100s of times larger)."""
+
+    def run_node(self, n: Node) -> Any:
+        if n.target is aten.relu.default:
+            return super().run_node(n) + 0.01
+        return super().run_node(n)
+
+
+def small_relu_large_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _run(gm, _SmallThenLarge)
+
+
 class _AmaxDropsNan(Interpreter):
     def run_node(self, n: Node) -> Any:
         if n.target is aten.amax.default:  # as ONNX Runtime's ReduceMax: a NaN is skipped, not propagated
