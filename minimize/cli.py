@@ -332,7 +332,7 @@ def seconds_parts(summary: dict[str, Any], seconds: float) -> list[tuple[float, 
     alone = timing.get("repro_alone_seconds") or 0.0
     emitted = sum(v for k, v in timing.items() if k.endswith("_alone_seconds") and k != "repro_alone_seconds")
     return [(summary["seconds"], "loading and reducing"), (alone, "running repro.py alone"),
-            (emitted, "running the --emit scripts alone"),
+            (emitted, "running the other backends' scripts alone"),
             (seconds - summary["seconds"] - alone - emitted, "starting and writing the files")]
 
 

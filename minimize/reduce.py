@@ -238,6 +238,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     summary["one_minimal"] = bool((problem.notes.get("one_minimal") or {}).get("proven"))
     undelegated = session.backend.undelegated if took_none else None  # tells whose bug it is: run it too
     summary["emitted"] = list(opts.emit) + ([undelegated] if undelegated and undelegated not in opts.emit else [])
+    if undelegated:  # its script, run alone, tells whose bug it is: report.md says so under what fails
+        summary["undelegated"] = undelegated
     summary["journal_header_sha256"] = journal_digest  # repros add: these outputs are this journal's run
     return info, final, values, summary
 

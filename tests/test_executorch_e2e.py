@@ -203,4 +203,11 @@ def test_a_bug_the_delegate_left_to_the_portable_kernels_is_run_on_them_alone(tm
     assert "the delegate took none of the program's ops" in said and "(repro_executorch_portable.py, for " \
         "executorch:portable, tells)" in said and "for other backends (run alone): repro_executorch_portable.py " \
         "REPRODUCED" in said, said[-2000:]
-    assert "| `repro_executorch_portable.py` | REPRODUCED (exit 1) |" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "| `repro_executorch_portable.py` | REPRODUCED (exit 1) |" in report
+    # at the top, whose bug it is; the portable script's own title names its backend, not XNNPACK
+    assert report.index("**Whose bug:** executorch:portable's: executorch:xnnpack's delegate took none of the "
+                        "program's ops, and `repro_executorch_portable.py`") < report.index("```python"), report[:1500]
+    portable = (out / "repro_executorch_portable.py").read_text()
+    assert portable.startswith('"""executorch:portable mismatch') and "checked on cpu with executorch:xnnpack." \
+        in " ".join(portable.split()), portable[:400]

@@ -252,7 +252,9 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
 
     settings = settings_for(spec, settings)
     note = (f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with "
-            + ("this backend." if reduced_with == spec else "another backend."))
+            + ("this backend." if reduced_with == spec else f"{reduced_with or 'another backend'}."))
+    if reduced_with and reduced_with != spec and info.title.startswith(reduced_with + " "):
+        info = ReproInfo(**{**info.__dict__, "title": spec + info.title[len(reduced_with):]})  # the script's own backend
     inputs = [values[n] for n in piece.input_names]
     if spec == "tensorrt":
         from oracles.backends.onnx_export import export_onnx

@@ -212,6 +212,18 @@ def _emitted_line(summary: dict[str, Any]) -> str:
             f"reduction, as repro.py was:\n\n| script | status | printed |\n|---|---|---|\n{rows}")
 
 
+def _whose_bug(summary: dict[str, Any], backend: str) -> str:
+    """Where the delegate took none of the program's ops and the script without it
+    (`summary["undelegated"]`) reproduced alone, whose bug it is, at the top: a maintainer of
+    the delegate must not be asked about the portable kernels' bug."""
+    alone = summary.get("undelegated")
+    ran = (summary.get("emitted_alone") or {}).get(emitted_names(alone)[0], {}) if alone else {}
+    if ran.get("status") != "REPRODUCED":
+        return ""
+    return (f"**Whose bug:** {alone}'s: {backend}'s delegate took none of the program's ops, and "
+            f"`{emitted_names(alone)[0]}` ({alone}, no delegate) reproduces it alone. File that script.\n\n")
+
+
 def _alone_line(summary: dict[str, Any]) -> str:
     from minimize.emit.verify import report_line
     if "repro_alone" not in summary:
@@ -308,7 +320,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_flaky_section(summary)}{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+{_whose_bug(summary, backend.describe_shared())}{_flaky_section(summary)}{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 
