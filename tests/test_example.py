@@ -35,7 +35,7 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     from minimize.cli import seconds_parts  # the done line's parts: each run alone, and the rest
     timing = {"repro_alone_seconds": 5.0, "repro_tensorrt.py_alone_seconds": 3.0, "seconds": 9.0}
     assert seconds_parts({"seconds": 12.0, "timing": timing}, 30.0) == [
-        (12.0, "loading and reducing"), (5.0, "running repro.py alone"), (3.0, "running the --emit scripts alone"),
+        (12.0, "loading and reducing"), (5.0, "running repro.py alone"), (3.0, "running the other backends' scripts alone"),
         (10.0, "starting and writing the files")]
     assert re.search(r"\ndone: .*, \d+ s \(\d+ s loading and reducing, \d+ s starting and writing the files\)\n",
                      r.stderr), r.stderr[-2000:]  # --no-verify: nothing ran alone
