@@ -301,6 +301,8 @@ def check(
     where = f"{backend} on {device}"
     if fails:
         print(f"FAILS ({oracle.value}) {where}: {v.describe()}")
+        for line in v.extra.get("native_errors") or []:  # the compiler's words behind a bare error code
+            print(f"logged: {line}")
         from oracles.verdict import precision_note
         precision = precision_note(v, reference.value)
         if precision:  # the note reduce gives too (minimize/reduce.py)
@@ -349,6 +351,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"the run's {timing['sessions']} sessions: {timing['all_sessions_seconds']:.0f} s in all, "
                       f"{timing['replayed_verdicts']} verdicts replayed from the journal", highlight=False)
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
+    if summary.get("native_errors"):  # the cause, where the error itself is a bare code
+        console.print(f"logged: {summary['native_errors'][0]}", highlight=False, markup=False)
     notes = summary.get("diagnosis") or {}
     if notes.get("precision"):  # said at the start too, but a rounding-sized result must not read as a bug at the end
         console.print(f"[yellow]but[/]: {escape(notes['precision'])}", highlight=False)

@@ -225,6 +225,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
         imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
         dynamic=dynamic,
         needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type in ("Signal", "ProcessExit"))
+    if final_verdict.extra.get("native_errors"):  # the compiler's words behind its error code
+        summary["native_errors"] = final_verdict.extra["native_errors"]
     summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
     summary["generated_values"] = final.by_attribute(generated)  # as repro.py names them
     summary["shrunk_shapes"] = final.by_attribute({n: [list(session.program.values[n].shape), list(t.shape)]

@@ -145,6 +145,14 @@ def crash_words(v: "Verdict") -> str:
     return v.message if v.exc_type == "Signal" else normalize_message(v.message)
 
 
+def native_cause(v: "Verdict") -> str:
+    """The first line the compiler logged of a crash it raised with a bare code (ExecuTorch's
+    "[XNNCompiler.cpp:664] Failed to define tensor 0 with code: xnn_status_unsupported_parameter"
+    behind "error: 0x:1"), normalized as messages are; "" where it logged none."""
+    native = v.extra.get("native_errors") or []
+    return normalize_message(native[0]) if native else ""
+
+
 def same_death(original: str, other: str) -> bool:
     """Two deaths by a signal are one bug where the signal is the same and so is the site,
     if both have one: a crash in a thread with no Python frame (a compiler's thread pool)
@@ -182,11 +190,12 @@ class Signature:
     exc_type: str = ""
     message: str = ""
     decade: int | None = None  # mismatch only: order of magnitude of the original error
+    cause: str = ""  # crash only: the compiler's first native error line, normalized (native_cause)
 
     @staticmethod
     def of(v: Verdict) -> "Signature":
         if v.kind == "crash":
-            return Signature("crash", v.exc_type, crash_words(v))
+            return Signature("crash", v.exc_type, crash_words(v), cause=native_cause(v))
         if v.kind == "mismatch":
             return Signature("mismatch", decade=mismatch_decade(v.max_abs))
         return Signature(v.kind)
@@ -202,15 +211,15 @@ class Signature:
             return True
         if self.kind == "crash" and self.exc_type == v.exc_type == "Signal":
             return same_death(self.message, v.message)
-        if self.kind == "crash":
-            return (v.exc_type, crash_words(v)) == (self.exc_type, self.message)
+        if self.kind == "crash":  # and where the compiler logged why, the same why: one error code hides many
+            return (v.exc_type, crash_words(v)) == (self.exc_type, self.message) and native_cause(v) == self.cause
         if self.kind == "mismatch" and self.decade is not None:
             return mismatch_decade(v.max_abs) >= self.decade - self.MISMATCH_DECADES
         return True
 
     def text(self) -> str:
         if self.kind == "crash":
-            return f"crash: {self.exc_type}: {self.message}"
+            return f"crash: {self.exc_type}: {self.message}" + (f" (logged: {self.cause})" if self.cause else "")
         if self.kind == "mismatch":
             return f"mismatch: max abs error ~1e{self.decade}"
         return self.kind

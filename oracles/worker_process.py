@@ -117,6 +117,31 @@ def log_to(path: str) -> None:
     os.close(fd)
 
 
+def log_position() -> int | None:
+    """How much this worker has written to its log (log_to's file, both streams), for
+    log_since; None where stderr is no file (a worker run by hand)."""
+    try:
+        return os.lseek(2, 0, os.SEEK_CUR)
+    except OSError:
+        return None
+
+
+def log_since(position: int | None, limit: int = 64 << 10) -> str:
+    """What the log gained after `position` (its last `limit` bytes): a job's native
+    output, the compiler's words of an error it only returns a code for."""
+    if position is None:
+        return ""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        with open("/proc/self/fd/2", "rb") as log:
+            end = log.seek(0, os.SEEK_END)
+            log.seek(max(position, end - limit))
+            return log.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def call_spec(spec: str, kwargs: dict[str, Any]) -> tuple[Any, float]:
     """Import "module:function" and call it; returns its result and the import's seconds."""
     t0 = time.monotonic()

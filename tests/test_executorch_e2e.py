@@ -211,3 +211,28 @@ def test_a_bug_the_delegate_left_to_the_portable_kernels_is_run_on_them_alone(tm
     portable = (out / "repro_executorch_portable.py").read_text()
     assert portable.startswith('"""executorch:portable mismatch') and "checked on cpu with executorch:xnnpack." \
         in " ".join(portable.split()), portable[:400]
+
+
+class ViewTo8Dims(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (torch.relu(x * 2).view(1, 2, 2, 2, 4, 2, 4, 2) + 1).sum()
+
+
+def test_what_executorch_logged_behind_its_bare_error_code_is_reported(tmp_path):
+    """A real ExecuTorch 1.4 failure: XNNPACK cannot define an 8-D tensor, and the runtime
+    raises only "Failed to load method forward, error: 0x:1"; the cause is in its log on
+    stderr. The worker reads it: the screen, report.md, summary.json and the signature
+    carry it."""
+    model, inputs = save_program(ViewTo8Dims(), (torch.randn(1, 2, 4, 8, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                "executorch:xnnpack", "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    cause = "Failed to define tensor 0 with code: xnn_status_unsupported_parameter"
+    assert summary["final_nodes"] == 1 and cause in summary["native_errors"][0], summary
+    assert "(logged: [XNNCompiler.cpp:<n>] Failed to define tensor <n> with code: " in summary["signature"]
+    assert f"\nlogged: {summary['native_errors'][0]}\n" in r.stderr, r.stderr[-2000:]
+    report = (out / "report.md").read_text()
+    assert report.index("**The compiler logged** (to stderr, not in the error):") < report.index(cause) \
+        < report.index("```python"), report[:1500]

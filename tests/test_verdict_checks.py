@@ -166,6 +166,32 @@ def test_error_codes_stay_in_the_signature_and_addresses_do_not():
     assert not re.search(pattern, "method->execute() failed with error 0x14 (program at 0xdead)")
 
 
+def test_the_cause_a_compiler_logged_behind_a_bare_code_is_part_of_the_signature():
+    """ExecuTorch raises "Failed to load method forward, error: 0x:1" for any delegate init
+    failure; its log says which. Another logged cause is another bug, other numbers in the
+    same one are not, and a candidate that fails without logging it is not the same."""
+    from oracles.backends.executorch import ExecuTorchBackend
+
+    log = ("W1205 some warning\n[XNNCompiler.cpp:664] Failed to define tensor 0 with code: "
+           "xnn_status_unsupported_parameter\n[method.cpp:128] Init failed for backend XnnpackBackend: 0x1\n"
+           "[method.cpp:128] Init failed for backend XnnpackBackend: 0x1\n")
+    native = ExecuTorchBackend("executorch:xnnpack").native_errors(log)
+    assert native == ["[XNNCompiler.cpp:664] Failed to define tensor 0 with code: xnn_status_unsupported_parameter",
+                      "[method.cpp:128] Init failed for backend XnnpackBackend: 0x1"]  # its lines, once each
+
+    def crash(*logged: str) -> Verdict:
+        return Verdict("crash", "RuntimeError", "Failed to load method forward, error: 0x:1",
+                       extra={"native_errors": list(logged)} if logged else {})
+
+    sig = Signature.of(crash(native[0]))
+    assert "(logged: [XNNCompiler.cpp:<n>] Failed to define tensor <n> with code: " in sig.text()
+    assert sig.matches(crash("[XNNCompiler.cpp:670] Failed to define tensor 3 with code: "
+                             "xnn_status_unsupported_parameter"))
+    assert not sig.matches(crash("[XNNCompiler.cpp:664] Failed to define tensor 0 with code: xnn_status_invalid_state"))
+    assert not sig.matches(crash())
+    assert Signature.of(crash()).matches(crash()) and Signature.of(crash()).text().endswith("0x:1")
+
+
 def test_another_error_code_makes_the_repro_say_changed(tmp_path):
     """End to end: a repro of error 0x12 says REPRODUCED while the runtime fails so, and
     CHANGED (exit 3) once it fails with error 0x14."""

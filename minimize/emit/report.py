@@ -212,6 +212,16 @@ def _emitted_line(summary: dict[str, Any]) -> str:
             f"reduction, as repro.py was:\n\n| script | status | printed |\n|---|---|---|\n{rows}")
 
 
+def _native_section(v: Verdict) -> str:
+    """What the compiler logged to stderr of the error it raised with a bare code (its
+    native error lines, first the cause), under what fails: the error alone names no cause."""
+    native = v.extra.get("native_errors") or []
+    if not native:
+        return ""
+    lines = "\n".join(without_colours(line) for line in native)
+    return f"**The compiler logged** (to stderr, not in the error):\n\n```text\n{lines}\n```\n\n"
+
+
 def _whose_bug(summary: dict[str, Any], backend: str) -> str:
     """Where the delegate took none of the program's ops and the script without it
     (`summary["undelegated"]`) reproduced alone, whose bug it is, at the top: a maintainer of
@@ -320,7 +330,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_whose_bug(summary, backend.describe_shared())}{_flaky_section(summary)}{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
+{_native_section(info.verdict)}{_whose_bug(summary, backend.describe_shared())}{_flaky_section(summary)}{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
 is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
 {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
 

@@ -44,7 +44,8 @@ def options_key(opts: Options) -> dict[str, Any]:
 # replays verdicts that new ones cannot match; a journal without it is format 1.
 # 2: a pass manager's bare Exception ends with its cause's words (700ab65).
 # 3: an ONNX node's name is the same with or without its counter (node_view, node_view_9).
-VERDICT_FORMAT = 3
+# 4: a crash carries the compiler's native error lines (extra.native_errors), part of its signature.
+VERDICT_FORMAT = 4
 
 
 def header_before_loading(opts: Options) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from oracles.checks import Tolerance, flatten_outputs
 from oracles.dynamic import mark_dynamic
 from oracles.errors import TrtminError
 from oracles.evaluate import evaluate, evaluate_each
-from oracles.verdict import VALUE_ORACLES, Verdict
+from oracles.verdict import ERROR_ORACLES, VALUE_ORACLES, Verdict
+from oracles.worker_process import log_position, log_since
 
 GRAPH_FILE = "graph.bin"
 VALUES_FILE = "values.pt"
@@ -227,8 +228,13 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
                 return {"partitions": be.partitions(piece.gm, inputs) or []}
             except Exception as e:  # a backend that cannot say: no partition pass
                 return {"partitions": [], "error": f"{type(e).__name__}: {e}"}
+        logged = log_position()
         verdict = _localize(piece, inputs, be) if job.get("mark_all") else \
             evaluate(piece.gm, inputs, be, tol, device).to_dict()
+        if verdict.get("kind") in ERROR_ORACLES and be.native_log_line is not None:
+            native = be.native_errors(log_since(logged))  # what the compiler logged of the error it raised
+            if native:
+                verdict["extra"] = {**verdict.get("extra", {}), "native_errors": native}
         if "CUDA error" in verdict.get("message", "") or "CUDA error" in verdict.get("detail", ""):
             verdict["restart"] = True  # the CUDA context may be unusable now
         return verdict

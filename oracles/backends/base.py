@@ -122,6 +122,9 @@ def args_tuple(args: Sequence[str]) -> str:
     return "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
 
 
+NATIVE_ERRORS_KEPT = 5  # of a compiler's native error lines: the first is the cause, the rest its echo
+
+
 class Backend:
     name = "backend"
     devices: tuple[str, ...] = ("cpu", "cuda")  # where trtmin may run the program for it
@@ -147,6 +150,18 @@ class Backend:
     # The backend that runs what a delegate leaves, alone (ExecuTorch's portable kernels for
     # XNNPACK): where the delegate takes none of a reduced program, its script tells whose bug it is
     undelegated: str | None = None
+    # A line of the compiler's native log (written to stderr, not raised) that says what its
+    # error code means: ExecuTorch's "[XNNCompiler.cpp:664] Failed to define tensor 0 with
+    # code: xnn_status_unsupported_parameter" behind "Failed to load method forward, error: 0x:1"
+    native_log_line: re.Pattern[str] | None = None
+
+    def native_errors(self, log: str) -> list[str]:
+        """The lines of `log` (what a failed job wrote to stderr) that are the compiler's own
+        words of its error, first first, at most NATIVE_ERRORS_KEPT; none where it logs none."""
+        if self.native_log_line is None:
+            return []
+        found = [line.strip() for line in log.splitlines() if self.native_log_line.match(line.strip())]
+        return list(dict.fromkeys(found))[:NATIVE_ERRORS_KEPT]
 
     def own_code(self) -> str | None:
         """The user's own code this backend runs ("the command", "plugin run.py:be"), whose

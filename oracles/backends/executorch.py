@@ -21,6 +21,8 @@ Nothing imports executorch at module import time.
 
 from __future__ import annotations
 
+import re
+
 import importlib.util
 import operator
 import textwrap
@@ -151,6 +153,7 @@ def load_pte(variant, pte):
 class ExecuTorchBackend(Backend):
     name = "executorch"
     devices: tuple[str, ...] = ("cpu",)
+    native_log_line = re.compile(r"\[[\w.-]+\.(?:cpp|cc|c|h|hpp):\d+\] \S")  # its ET_LOG: "[method.cpp:128] Init failed ..."
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
