@@ -3,7 +3,9 @@ as repro.py writes them."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 
 import pytest
 import torch
@@ -189,7 +191,8 @@ def test_a_mismatch_snippet_raises_on_the_bug_and_passes_once_fixed(off_by: floa
 
     info = repro_info(Verdict("mismatch", output=0, max_abs=1.0))
     compare = compare_line(info)
-    assert compare_line(dataclasses.replace(info, reference="float64")) == ""  # eager's own error judges it there
+    shown = compare_line(dataclasses.replace(info, reference="float64"))  # eager's own error judges it there:
+    assert shown.startswith('print("output 0 differs from eager by", ')  # no assert, the size printed
     assert "check_device=False" in compare    # ONNX Runtime's on the host, TensorRT's on the GPU for --device cpu
     # as trtmin judges: integers with no relative tolerance; a number or a complex value (a
     # compiler's real view of it) is trtmin's to judge, and an assert would raise on its form
@@ -206,6 +209,10 @@ def test_a_mismatch_snippet_raises_on_the_bug_and_passes_once_fixed(off_by: floa
             exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
     else:
         exec(text, ns)  # noqa: S102
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(snippet_source(FORWARD, tensors, None, "cpu", "output 0 differs", off, ("x",), shown), {})  # noqa: S102
+    assert printed.getvalue() == f"output 0 differs from eager by {off_by}\n"
 
 
 def test_an_error_the_headline_cuts_is_in_the_report_whole():

@@ -35,15 +35,19 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
 def compare_line(info: ReproInfo, outputs: Sequence[Any] | None = None) -> str:
     """For a bug in the values, the assert that raises where the backend's outputs `got`
     are off from eager's `out` by trtmin's tolerances, on any device or dtype the backend
-    returns them in (ONNX Runtime's on the host, TensorRT's int32 for int64). Empty where
-    the bug is judged against a float64 run (eager's own error is the yardstick there) or is
-    no mismatch, or where an output (`outputs`: the graph's example values) is no real
-    tensor. On any device: TensorRT's engine writes GPU buffers for a --device cpu run
+    returns them in (ONNX Runtime's on the host, TensorRT's int32 for int64). Where the bug
+    is judged against a float64 run (eager's own error is the yardstick there), a print of
+    how far the output is off. Empty where it is no mismatch, or where an output
+    (`outputs`: the graph's example values) is no real tensor. On any device: TensorRT's engine writes GPU buffers for a --device cpu run
     (measured on the H200, 2026-12-05); rtol 0 where every output is an integer."""
-    if info.verdict.kind not in ("mismatch", "nan") or info.reference == "float64":
+    if info.verdict.kind not in ("mismatch", "nan"):
         return ""
     if outputs is not None and not all(isinstance(v, torch.Tensor) and not v.is_complex() for v in outputs):
         return ""  # a number, or a complex value a compiler returns as its real view: trtmin judges those itself
+    if info.reference == "float64":  # no assert: eager's own error is the yardstick; the size is shown
+        i = info.verdict.output
+        return "" if i is None or info.verdict.kind != "mismatch" else (
+            f"print(\"output {i} differs from eager by\", float((got[{i}].cpu().double() - out[{i}].cpu().double()).abs().max()))")
     integers = outputs is not None and not any(v.is_floating_point() for v in outputs)
     return (f"torch.testing.assert_close(got, out, atol={info.atol!r}, rtol={0.0 if integers else info.rtol!r}, "
             "equal_nan=True, check_device=False, check_dtype=False)")  # integers do not round, as for trtmin
@@ -322,6 +326,10 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
         snippet_words = (" It runs as it is, eagerly and through the backend, and its last line raises while the "
                          "values differ; `repro.py` below judges them as trtmin did."
                          if "\ntorch.testing.assert_close(got, out" in snippet else
+                         " It runs as it is, eagerly and through the backend, and prints how far the backend's output "
+                         "is from eager's; `repro.py` below judges that against eager's own error from a float64 run, "
+                         "as trtmin did."
+                         if "\nprint(\"output " in snippet else
                          " It runs as it is, eagerly and through the backend; `repro.py` below judges the result."
                          if "\ngot = " in snippet else
                          " It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
