@@ -60,6 +60,8 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
         data = summary if summary is not None else json.loads(summary_file.read_text())
     except ValueError:
         return None
+    if not isinstance(data, dict):  # valid JSON, but no summary: `[]`, `null`
+        return None
     ops = ops_of(script.read_text())
     verdict = str(data.get("final_verdict", ""))
     kind = verdict.split(":", 1)[0].strip().lower()

@@ -660,7 +660,8 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TrtminError(f"{_shown(out_dir / 'summary.json')} is not valid JSON ({e}); "
                           f"rerun `trtmin reduce` to write it again") from None
-    lacking = [k for k in ("backend", "oracle", "device") if not isinstance(summary.get(k), str)]
+    lacking = [k for k in ("backend", "oracle", "device")
+               if not isinstance(summary, dict) or not isinstance(summary.get(k), str)]
     if not isinstance(summary, dict) or lacking:
         raise TrtminError(f"{_shown(out_dir / 'summary.json')} lacks {', '.join(lacking) or 'its fields'}; "
                           f"it does not look written by `trtmin reduce`: rerun the reduction")
@@ -697,7 +698,10 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saving it again would list one bug twice; "
                           f"`trtmin repros run {twins[0].name}{suite_words(twins[0].path.parent)}` checks it, or pass "
                           "--duplicate to save it beside it")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _unwritable(root, e) from None
     target = root / name
     if target.exists() and not force:
         raise TrtminError(f"{_shown(target)} already exists: choose another --name, or pass --force to replace it")
@@ -706,7 +710,10 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if target.exists():
         _check_same_bug(out_dir, target, previous or readable_manifest(target), summary)
     tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"  # hidden: find_repros skips it
-    tmp.mkdir()
+    try:
+        tmp.mkdir()
+    except OSError as e:
+        raise _unwritable(root, e) from None
     try:
         for f in files_of_the_run(out_dir, summary):
             if (out_dir / f).is_file():
@@ -731,7 +738,14 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError):  # a full disk mid-copy: the entry as it was, and one line
+            raise _unwritable(root, e) from None
         raise
     return target
+
+
+def _unwritable(root: Path, e: OSError) -> TrtminError:
+    return TrtminError(f"cannot write into the suite {_shown(root)} ({e.strerror or e}); choose a suite folder you "
+                       "can write to (--suite), or free space there")

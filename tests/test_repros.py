@@ -1144,6 +1144,26 @@ def test_add_refuses_a_repro_for_a_suite_and_an_overlong_name(tmp_path: Path) ->
                                                        "summary.json"]
 
 
+def test_add_and_match_say_in_one_line_what_they_cannot_write_or_read(tmp_path: Path) -> None:
+    """A suite that cannot be written (a file in its path; a read-only file system, which
+    /sys is even to root) was a 37-line OSError traceback; a summary.json of valid JSON
+    that is no object (`[]`, `null`) an AttributeError in add and match. Each is one line
+    with the fix, exit 2, nothing written."""
+    out = _reduce_out(tmp_path / "out")
+    (tmp_path / "afile").write_text("")
+    for suite in [tmp_path / "afile" / "suite", *[Path("/sys/fs")] * Path("/sys/fs").is_dir()]:
+        r = run_cli_here("repros", "add", str(out), "--name", "ro_test", "--suite", str(suite))
+        assert r.returncode == 2 and f"cannot write into the suite {suite} (" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for text in ("[]", "null", '"text"'):
+        (out / "summary.json").write_text(text)
+        for args in (("add", str(out), "--name", "x", "--suite", str(tmp_path / "suite")), ("match", str(out))):
+            r = run_cli_here("repros", *args)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (text, args, r.stderr)
+            assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "suite").exists()
+
+
 def test_add_says_when_the_repro_did_not_reproduce_alone(tmp_path: Path) -> None:
     """A reduction whose repro.py, run alone after it, said FIXED was saved expected to
     reproduce without a word: the suite's first run then says NOT as expected. Saved, and
