@@ -24,6 +24,7 @@ from bench.hosts import attn_pool_softmax_1d, upsampler_dilated_deconv
 from oracles.backends import resolve
 from oracles.backends.tensorrt import TensorRTBackend, import_tensorrt, tensorrt_name
 from oracles.checks import Tolerance
+from oracles.errors import TrtminError
 from oracles.evaluate import evaluate
 from tests.conftest import save_program
 from tests.helpers import report_snippet_text, run_cli, run_report_snippet, run_repro
@@ -117,22 +118,26 @@ def test_a_setting_that_fails_any_network_is_refused_not_reduced(tmp_path: Path)
     inputs = (torch.randn(64, 16),)
     gm, args = candidate(Linear16().eval(), inputs)
     rtx = import_tensorrt().__name__.startswith("tensorrt_rtx")
-    refused = [("flags", "NOPE")] + ([("fp16", "true")] if rtx else []) + ([("flags", "REFIT")] if rtx and not HAS_GPU
-                                                                           else [])
+    refused = ([("fp16", "true")] if rtx else []) + ([("flags", "REFIT")] if rtx and not HAS_GPU else [])
     for key, value in refused:
         backend = TensorRTBackend("tensorrt", {key: value})
         v = evaluate(gm, args, backend, Tolerance())
         assert v.kind == "crash", (key, v)
         said = backend.setup_problem(v.message)
         assert said and said.startswith(f"--set {key}={value}: ") and "drop it or change it" in said, said
-        assert ("(its flags: " in said) is (value == "NOPE"), said  # a flag it lacks: the ones it has
+    with pytest.raises(TrtminError, match=r"^--set flags: TensorRT\S* \S+ has no BuilderFlag.NOPE; its flags: .*TF32"):
+        TensorRTBackend("tensorrt", {"flags": "tf32,nope"})  # a flag it lacks, before any build: the ones it has
     harmless = TensorRTBackend("tensorrt", {"optimization_level": "2"})
     v = evaluate(*candidate(RankNine().eval(), inputs), harmless, Tolerance())
     assert v.kind == "crash" and harmless.setup_problem(v.message) is None, v
     model, saved = save_program(Linear16().eval(), inputs, tmp_path)
     from tests.test_bad_inputs import assert_one_line_error
     assert_one_line_error(run_cli("check", str(model), "--inputs", str(saved), "--oracle", "crash", "--backend",
-                                  "tensorrt", "--set", "flags=NOPE"), "--set flags=NOPE: ", "fails a one-layer network")
+                                  "tensorrt", "--set", "fp16=true"), "--set fp16=true: ", "fails a one-layer network")
+    # a model the parser refuses never reaches the flags: a flag TensorRT lacks is refused all the same
+    model, saved = save_program(RankNine().eval(), inputs, tmp_path, name="rank9")
+    assert_one_line_error(run_cli("check", str(model), "--inputs", str(saved), "--oracle", "crash", "--backend",
+                                  "tensorrt", "--set", "flags=NOPE"), "--set flags: ", "has no BuilderFlag.NOPE")
 
 
 class Linear16(nn.Module):

@@ -322,6 +322,20 @@ class TensorRTBackend(Backend):
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
         self.options = parse_trt_settings(self.settings, spec)
+        self._check_flag_names()
+
+    def _check_flag_names(self) -> None:
+        """A --set flags=NAME that this TensorRT has no BuilderFlag for, refused before any
+        call: a model that fails in the parser never reaches the flags, and would be reduced
+        with it. Not where TensorRT is not installed (writing a script needs none)."""
+        lacking = [n for n in self.options.get("builder_flags", {}) if n not in FLAG_SETTINGS.values()]
+        if not lacking or tensorrt_module_name() is None:
+            return
+        trt = import_tensorrt()
+        unknown = [n for n in lacking if not hasattr(trt.BuilderFlag, n)]
+        if unknown:
+            raise TrtminError(f"--set flags: {tensorrt_name(trt)} has no BuilderFlag.{unknown[0]}; its flags: "
+                              f"{', '.join(sorted(trt.BuilderFlag.__members__))}")
 
     @property
     def build_settings(self) -> dict[str, Any]:
@@ -343,7 +357,7 @@ class TensorRTBackend(Backend):
     def setup_problem(self, message: str) -> str | None:
         """Also a --set that fails a one-layer network as it failed the model: TensorRT
         refuses the setting itself (TensorRT-RTX's FP16 flag: its networks are strongly
-        typed; a flag it lacks), or this machine cannot build with it (REFIT without a GPU),
+        typed), or this machine cannot build with it (REFIT without a GPU),
         whatever the model. Asked only when the original fails, with settings given."""
         problem = super().setup_problem(message)
         if problem or not self.build_settings:
@@ -360,11 +374,9 @@ class TensorRTBackend(Backend):
                     except TensorRTError as e:
                         if normalize_message(str(e)) != failed:
                             continue
-                        flags = (f" (its flags: {', '.join(sorted(trt.BuilderFlag.__members__))})"
-                                 if "has no BuilderFlag" in str(e) else "")
                         words = str(e).split(": ", 1)[-1] if str(e).startswith(BUILD_FAILURES) else str(e)
                         return (f"--set {key}={value}: {tensorrt_name(trt)} fails a one-layer network with it the "
-                                f"same way, so the setting fails, not your model ({words[:240]}){flags}; drop it "
+                                f"same way, so the setting fails, not your model ({words[:240]}); drop it "
                                 "or change it")
         return None
 
