@@ -22,12 +22,16 @@ from oracles.verdict import ERROR_ORACLES
 
 
 def parse_settings(pairs: Optional[list[str]]) -> dict[str, str]:
+    """--set KEY=VALUE pairs; a key given twice with two values is refused (which would win?)."""
     settings: dict[str, str] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise TrtminError(f"--set {pair!r} is not KEY=VALUE; write it as --set min_block_size=1")
-        settings[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if settings.get(key, value) != value:
+            raise TrtminError(f"--set {key} is given twice, as {settings[key]!r} and {value!r}; give it once")
+        settings[key] = value
     return settings
 
 
@@ -104,7 +108,7 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     check_model_file(model, inputs)  # these, before any worker starts or torch is imported: an answer in a second
     check_backend_name(backend)
     check_compile_on(backend)
-    check_emit(list(emit or []))
+    check_emit(list(emit or []), backend)
     if inputs is not None and not inputs.is_file():
         raise TrtminError(f"--inputs {inputs}: " + ("is a folder; pass the file torch.save wrote" if inputs.is_dir()
                           else "is not a regular file (a pipe or a device); pass the file torch.save wrote"

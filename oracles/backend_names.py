@@ -153,11 +153,14 @@ def parse_backend(spec: str) -> BackendSpec:
     return BackendSpec(spec, "plugin", target, function)
 
 
-def check_emit(specs: list[str]) -> None:
-    """--emit's backends, before any worker starts or torch loads: a typo must not cost the run."""
+def check_emit(specs: list[str], backend: str = "") -> None:
+    """--emit's backends, before any worker starts or torch loads: a typo must not cost the run,
+    nor the --backend's own script written twice (but `tensorrt`'s: a torch-free script)."""
     for spec in specs:
         if spec not in BUILTIN_NAMES:
             raise TrtminError(f"--emit {spec!r} is not a backend; use one of {', '.join(sorted(BUILTIN_NAMES))}")
+        if spec == backend and spec != "tensorrt":
+            raise TrtminError(f"--emit {spec} is the --backend: repro.py is its script already; drop --emit {spec}")
 
 
 def check_backend_name(spec: str) -> None:

@@ -245,6 +245,12 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
         assert "loaded" not in r.stderr and not out.exists()  # refused before the model loaded: no run lost
     assert_one_line_error(check_here(str(model), "--repeat", "0"), "--repeat 0")
     assert_one_line_error(check_here(str(model), "--memory-limit", "0"), "--memory-limit 0")
+    # a key given twice (which value would win?), and the --backend's own script as --emit's
+    assert_one_line_error(check_here(str(model), "--backend", "inductor", "--set", "fullgraph=true", "--set",
+                                     "fullgraph=false"), "--set fullgraph is given twice, as 'true' and 'false'")
+    assert_one_line_error(run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                                       "--backend", "onnxruntime", "--emit", "onnxruntime", "--out", str(out)),
+                          "--emit onnxruntime is the --backend", "drop --emit onnxruntime")
     assert_one_line_error(run_cli_here("repros", "run", "--timeout", "-1"), "--timeout -1")
 
 
