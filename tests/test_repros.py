@@ -872,6 +872,7 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
     assert add_repro(tmp_path / "out", "shipped_bug", force=True) == team / "shipped_bug"
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "no_such_suite"))  # said, and the shipped one read alone
     assert [k["name"] for k in _known_bugs(tmp_path / "out", summary)] == ["shipped_bug"]
+    assert summary.pop("known_bugs_note").startswith(f"$TRTMIN_SUITE={tmp_path / 'no_such_suite'} is not a folder")
     (shipped / "shipped_bug" / "summary.json").write_text("[]")  # damaged: noted, the reduction's results kept
     assert _known_bugs(tmp_path / "out", summary) == []
     assert "looks related to a known bug" in _known_section({"known_bugs": related}) and \
