@@ -335,10 +335,19 @@ def test_settings_are_checked_and_parsed_for_inductor_and_refused_for_eager(host
 
 def test_an_inputs_file_torch_cannot_read_is_one_line(host_program, tmp_path):
     model, _ = host_program
-    for text in ("hello", "abc"):
-        f = tmp_path / "in.pt"
-        f.write_text(text)
-        assert_one_line_error(check_here(str(model), "--inputs", str(f)), "cannot be loaded", "torch.save")
+    f = tmp_path / "in.pt"
+    for data, what in ((b"hello", "is text"), (b"\x01\x02abc", "is of another format")):  # was "cannot be loaded
+        f.write_bytes(data)                                                   # with weights_only=True (KeyError: 101)"
+        assert_one_line_error(check_here(str(model), "--inputs", str(f)), f"{what}, not a file torch.save wrote",
+                              "torch.save(args, path)")
+    import numpy
+    numpy.save(tmp_path / "in.npy", numpy.zeros((4, 8), numpy.float32))  # was torch's weights_only blurb, cut
+    assert_one_line_error(check_here(str(model), "--inputs", str(tmp_path / "in.npy")),
+                          "is a NumPy array (numpy.save), not a file torch.save wrote")
+    for value, words in ((3, "is an int,"), (None, "is None,")):  # were "a int", "a NoneType"
+        torch.save((value,), tmp_path / "one.pt")
+        assert_one_line_error(check_here(str(model), "--inputs", str(tmp_path / "one.pt")), words,
+                              "the program expects a tensor")
     f.write_bytes(b"")  # it was "EOFError: EOFError"
     assert_one_line_error(check_here(str(model), "--inputs", str(f)), "is empty", "torch.save(args, path)")
     import numpy

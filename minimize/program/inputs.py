@@ -153,7 +153,8 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
                                   f"with {name}={got!r}")
             continue
         if not isinstance(got, torch.Tensor):
-            raise TrtminError(f"input {name!r} in {path} is a {type(got).__name__}, the program expects a tensor")
+            got_words = "None" if got is None else f"{'an' if type(got).__name__[0] in 'aeiou' else 'a'} {type(got).__name__}"
+            raise TrtminError(f"input {name!r} in {path} is {got_words}, the program expects a tensor")
         which = input_words(name, places, index)  # the user's key in a dict of the arguments, or the name
         if got.layout != torch.strided:  # torch.export traced dense tensors; a sparse one has no storage to copy
             raise TrtminError(f"{which} in {path} is a sparse tensor ({got.layout}); "

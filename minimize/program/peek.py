@@ -459,6 +459,13 @@ def check_inputs_file(path: Path) -> None:
     if other and not other.startswith("a file written by torch.save"):
         raise TrtminError(f"--inputs {path} is {other}, not the model's inputs; pass the file "
                           "torch.save(args, path) wrote of the arguments given to torch.export.export")
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if other is None and not zipfile.is_zipfile(path) and not head.startswith(b"\x80"):  # torch.save's: a zip,
+        what = ("a NumPy array (numpy.save)" if head.startswith(b"\x93NUMPY") else  # or a pickle (legacy format)
+                "text" if all(32 <= b < 127 or b in b"\t\r\n" for b in head) else "of another format")
+        raise TrtminError(f"--inputs {path} is {what}, not a file torch.save wrote; save the model's arguments "
+                          "with torch.save(args, path), args as given to torch.export.export")
 
 
 def _other_format(path: Path, exported: str | None = None) -> str | None:
