@@ -195,6 +195,11 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         "cmd:python 'run.py {model}": "cannot be split like a shell line",
         "cmd:": "names no command",
         "cmd:pyhton run.py {model}": "pyhton, the command's program, is not found",
+        # shell syntax: exec would take VAR=1 for the program and pass > log.txt on as arguments
+        "cmd:VAR=1 python run.py {model}": "VAR=1 sets a variable, as a shell would; the command runs without a shell",
+        "cmd:python run.py {model} > log.txt": "'>' is shell syntax, which would reach the program as an argument",
+        "cmd:python run.py {model} 2>/dev/null": "'2>/dev/null' is shell syntax",
+        "cmd:python run.py {model} | tee log": "'|' is shell syntax",
     }
     for backend, said in cases.items():
         r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend,

@@ -105,6 +105,9 @@ def command_failure(returncode, stdout, stderr):
     return f"{how}: {said[-1].strip() if said else '(it printed nothing)'}\n" + "\n".join(said[-30:])
 
 
+SHELL_TOKENS = ("|", "||", "&&", ";", "&", ">", ">>", "<", "2>&1")  # what a shell does, and exec passes on
+
+
 def parse_command(spec: str) -> list[str]:
     """The command's arguments; relative paths to what exists here made absolute."""
     line = spec[len(PREFIX):]
@@ -116,6 +119,14 @@ def parse_command(spec: str) -> list[str]:
     if not args:
         raise TrtminError("--backend cmd: names no command; write it after cmd:, e.g. "
                           "'cmd:python run.py {model} {inputs} {outputs}'")
+    no_shell = ("the command runs without a shell: put what needs one (variables, redirections, pipes) in a "
+                "script, or use sh -c '...' with absolute paths inside")
+    if re.fullmatch(r"[A-Za-z_]\w*=.*", args[0]):  # VAR=1 python run.py: a shell's assignment
+        raise TrtminError(f"--backend {spec!r}: {args[0]} sets a variable, as a shell would; {no_shell}")
+    shell = next((a for a in args if a in SHELL_TOKENS or a.startswith((">", "2>", "<"))), None)
+    if shell is not None:  # passed to the program as an argument, not done
+        raise TrtminError(f"--backend {spec!r}: {shell!r} is shell syntax, which would reach the program as an "
+                          f"argument; {no_shell}")
     if shutil.which(args[0]) is None:  # else each call "fails", with exec's error: a bug of nothing
         raise TrtminError(f"--backend {spec!r}: {args[0]}, the command's program, is not found; check its "
                           "spelling, or give its path")
