@@ -148,6 +148,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         finally:
             journal.close()
         summary["timing"]["load_seconds"] = round(load_seconds, 2)  # the model: load, eager values, state
+        summary["program_sha256"] = header["program_sha256"]  # repros match: another bug cut from the same program
         # --resume: the verdicts replayed from the journal, not asked again (evaluations counts this run's)
         summary["timing"]["replayed_verdicts"] = len(journal.cache) if resume else 0
         if journal.session > 1:  # what the whole run cost: the earlier sessions, each up to its last verdict

@@ -5,7 +5,9 @@ multiset of ops in the reduced graph (ATen op names, as repro.py's `Repro.forwar
 them), the same backend family and the same kind of failure, and for a crash the same
 normalized error (for a death by a signal, the signal: not the site, which another release
 may move). One that differs in the failure, or only in the ops' overloads (remainder.Scalar
-for remainder.Tensor: one kernel, reached two ways), is related: said, never a duplicate. Hand-written repros, whose graphs are plain PyTorch, match by backend,
+for remainder.Tensor: one kernel, reached two ways), is related: said, never a duplicate; so is
+one cut from the same program to other ops (summary.json's program_sha256): another bug of the
+model, or the same one met at another size. Hand-written repros, whose graphs are plain PyTorch, match by backend,
 kind and error only where they name their ops the same way: most do not, and are left out.
 """
 
@@ -32,6 +34,7 @@ class Fingerprint:
     backend: str                       # its family: torch_tensorrt, tensorrt, executorch, inductor, ...
     kind: str                          # crash, mismatch, nan, oom, hang
     error: str                         # a crash's normalized message, else ""
+    program: str = ""                  # the sha256 of the program it was cut from (summary.json's), where known
 
 
 def ops_of(script: str) -> Counter[str]:
@@ -70,7 +73,8 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     error = normalize_message(verdict.split(":", 1)[1]) if kind == "crash" and ":" in verdict else ""
     if error.startswith("Signal: "):  # a death's site (its Python caller) may move between releases: the signal
         error = "Signal: " + signal_of(error.removeprefix("Signal: "))
-    return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error)
+    return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error,
+                       str(data.get("program_sha256") or ""))
 
 
 def _less_overloads(ops: tuple[tuple[str, int], ...]) -> Counter[str]:
@@ -85,7 +89,7 @@ def _less_overloads(ops: tuple[tuple[str, int], ...]) -> Counter[str]:
 def _how_it_differs(theirs: Fingerprint, mine: Fingerprint) -> str:
     """How a saved repro of the same ops (by name) and backend differs from a reduction;
     "" where it is the same bug."""
-    if theirs == mine:
+    if (theirs.ops, theirs.backend, theirs.kind, theirs.error) == (mine.ops, mine.backend, mine.kind, mine.error):
         return ""
     failing = "" if (theirs.kind, theirs.error) == (mine.kind, mine.error) else f"as {theirs.kind}" + (
         " with another error" if theirs.kind == mine.kind else "")
@@ -108,6 +112,8 @@ class Match:
     def line(self) -> str:
         links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
         fixed = f"; fixed where {' or '.join(self.fixed_where)}" if self.fixed_where else ""
+        if self.otherwise.startswith("cut from the same program"):  # another bug of the model, or this one found
+            return f"looks related to a known bug: {self.name} ({self.otherwise}: {self.title}{links}{fixed})"  # smaller
         if self.otherwise:
             return (f"looks related to a known bug: {self.name} (the same ops on the same backend, {self.otherwise}: "
                     f"{self.title}{links}{fixed})")
@@ -147,4 +153,8 @@ def compare(folder: Path, suite: Path | None = None,
             (related if otherwise else found).append(
                 Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
                       tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"), otherwise))
+        elif mine.program and theirs.program == mine.program:  # other ops, or another backend: said, not a twin
+            ops = ", ".join(sorted(_less_overloads(theirs.ops)))
+            related.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
+                                 otherwise=f"cut from the same program, to other ops ({ops}) on {theirs.backend}"))
     return found + related, blind, unread

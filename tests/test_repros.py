@@ -820,6 +820,17 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
                       "CRASH: Signal: SIGSEGV in build_serialized_network (called from _build)")
     aborts = reduction(tmp_path / "aborts", ["aten.mul.Tensor"], "tensorrt", "CRASH: Signal: SIGABRT in abort (called from run)")
     assert [m.name for m in known_bugs(sited, suite)] == ["segv"] and known_bugs(aborts, suite) == []
+    # cut from the same program (summary.json's program_sha256) to other ops: related, whatever
+    # the backend (a user's bf16 policy: a conv2d found first, a layer_norm saved before)
+    for folder in (suite / "segv", other_op):
+        data = json.loads((folder / "summary.json").read_text())
+        (folder / "summary.json").write_text(json.dumps({**data, "program_sha256": "abc"}))
+    related = compare(other_op, suite)[0]
+    assert [(m.name, m.otherwise) for m in related] == [
+        ("segv", "cut from the same program, to other ops (aten.mul) on tensorrt")], related
+    assert related[0].line() == ("looks related to a known bug: segv (cut from the same program, to other ops "
+                                 "(aten.mul) on tensorrt: builder segfault, upstream https://github.com/pytorch/TensorRT/pull/4964)")
+    assert known_bugs(other_op, suite) == [] and compare(other_backend, suite)[0] == []  # another program: nothing
     # backends compare by family: a built-in less its variant; a plugin is one, of a file or a module
     from repros.match import _family
     assert [_family(b) for b in ("executorch:xnnpack", "cmd:run {model}", "my/plug.py:fn", "mypkg.backends:fn")] == [
