@@ -127,17 +127,16 @@ def log_position() -> int | None:
 
 
 def log_since(position: int | None, limit: int = 64 << 10) -> str:
-    """What the log gained after `position` (its last `limit` bytes): a job's native
-    output, the compiler's words of an error it only returns a code for."""
+    """What the log gained after `position` (its first `limit` bytes: a cause is logged
+    first): a job's native output, the compiler's words of an error it only returns a code for."""
     if position is None:
         return ""
     sys.stdout.flush()
     sys.stderr.flush()
     try:
         with open("/proc/self/fd/2", "rb") as log:
-            end = log.seek(0, os.SEEK_END)
-            log.seek(max(position, end - limit))
-            return log.read().decode(errors="replace")
+            log.seek(position)
+            return log.read(limit).decode(errors="replace")
     except OSError:
         return ""
 

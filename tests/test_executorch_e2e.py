@@ -236,3 +236,29 @@ def test_what_executorch_logged_behind_its_bare_error_code_is_reported(tmp_path)
     report = (out / "report.md").read_text()
     assert report.index("**The compiler logged** (to stderr, not in the error):") < report.index(cause) \
         < report.index("```python"), report[:1500]
+
+
+class SoftmaxToUint16(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.softmax(torch.tanh(self.l(x)) * 2 + 1, -1) * 100
+        return (h.to(torch.uint16).to(torch.float32) + torch.sigmoid(x)).sum(-1)
+
+
+def test_a_failure_at_execute_is_reduced_by_its_logged_cause_not_the_first_runs_noise(tmp_path):
+    """A real ExecuTorch 1.4 failure at execute time: the portable kernel has no uint16
+    (error 0x12, "[op__to_dim_order_copy.cpp:106] Unhandled dtype UInt16 ..."). A worker's
+    first threaded run logs CPU probes first, in the same form ("[cpuinfo_utils.cpp:87]
+    Failed to open midr file"): taken for the cause, no later candidate matched it and the
+    reduction cut nothing (11 -> 11 in 25 calls)."""
+    model, inputs = save_program(SoftmaxToUint16().eval(), (torch.randn(4, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                "executorch:portable", "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["final_nodes"] == 1 and "Unhandled dtype UInt16" in summary["native_errors"][0], summary
+    assert not any("cpuinfo" in line for line in summary["native_errors"]), summary["native_errors"]

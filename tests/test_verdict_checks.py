@@ -172,8 +172,11 @@ def test_the_cause_a_compiler_logged_behind_a_bare_code_is_part_of_the_signature
     same one are not, and a candidate that fails without logging it is not the same."""
     from oracles.backends.executorch import ExecuTorchBackend
 
-    log = ("W1205 some warning\n[XNNCompiler.cpp:664] Failed to define tensor 0 with code: "
+    log = ("[cpuinfo_utils.cpp:71] Reading file /sys/devices/soc0/image_version\n"  # a first run's probes: noise
+           "[cpuinfo_utils.cpp:87] Failed to open midr file /sys/devices/soc0/image_version\n"
+           "W1205 some warning\n[XNNCompiler.cpp:664] Failed to define tensor 0 with code: "
            "xnn_status_unsupported_parameter\n[method.cpp:128] Init failed for backend XnnpackBackend: 0x1\n"
+           "[method.cpp:1490] arg 0 with type id 1\n"  # of its form, but no failure's words
            "[method.cpp:128] Init failed for backend XnnpackBackend: 0x1\n")
     native = ExecuTorchBackend("executorch:xnnpack").native_errors(log)
     assert native == ["[XNNCompiler.cpp:664] Failed to define tensor 0 with code: xnn_status_unsupported_parameter",

@@ -123,6 +123,8 @@ def args_tuple(args: Sequence[str]) -> str:
 
 
 NATIVE_ERRORS_KEPT = 5  # of a compiler's native error lines: the first is the cause, the rest its echo
+NATIVE_ERROR_WORDS = re.compile(r"fail|error|unhandled|unsupported|not supported|invalid|cannot|can't|unable|missing"
+                                r"|mismatch|abort|assert", re.IGNORECASE)  # a log line that says something went wrong
 
 
 class Backend:
@@ -154,13 +156,19 @@ class Backend:
     # error code means: ExecuTorch's "[XNNCompiler.cpp:664] Failed to define tensor 0 with
     # code: xnn_status_unsupported_parameter" behind "Failed to load method forward, error: 0x:1"
     native_log_line: re.Pattern[str] | None = None
+    # Lines of that form that are no error of the program's (ExecuTorch's cpuinfo probes on a
+    # process's first threaded run: "[cpuinfo_utils.cpp:87] Failed to open midr file ...")
+    native_log_noise: re.Pattern[str] | None = None
 
     def native_errors(self, log: str) -> list[str]:
         """The lines of `log` (what a failed job wrote to stderr) that are the compiler's own
-        words of its error, first first, at most NATIVE_ERRORS_KEPT; none where it logs none."""
+        words of its error (its log's form, words of a failure, not its noise), first first,
+        at most NATIVE_ERRORS_KEPT; none where it logs none."""
         if self.native_log_line is None:
             return []
-        found = [line.strip() for line in log.splitlines() if self.native_log_line.match(line.strip())]
+        found = [line.strip() for line in log.splitlines()
+                 if self.native_log_line.match(line.strip()) and NATIVE_ERROR_WORDS.search(line)
+                 and not (self.native_log_noise and self.native_log_noise.match(line.strip()))]
         return list(dict.fromkeys(found))[:NATIVE_ERRORS_KEPT]
 
     def own_code(self) -> str | None:

@@ -154,6 +154,7 @@ class ExecuTorchBackend(Backend):
     name = "executorch"
     devices: tuple[str, ...] = ("cpu",)
     native_log_line = re.compile(r"\[[\w.-]+\.(?:cpp|cc|c|h|hpp):\d+\] \S")  # its ET_LOG: "[method.cpp:128] Init failed ..."
+    native_log_noise = re.compile(r"\[cpuinfo_utils\.cpp:\d+\] ")  # its probe of the CPU, on a first threaded run
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)
