@@ -347,9 +347,9 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
                   f"{summary['oracle_calls']} oracle calls, {seconds:.0f} s{parts}")
     timing = summary.get("timing") or {}
-    if timing.get("sessions"):  # --resume: this command's time is the last session's alone
-        console.print(f"the run's {timing['sessions']} sessions: {timing['all_sessions_seconds']:.0f} s in all, "
-                      f"{timing['replayed_verdicts']} verdicts replayed from the journal", highlight=False)
+    if timing.get("sessions"):  # --resume: the time above is this command's; the earlier ones' up to their last verdict
+        console.print(f"the run's {timing['sessions']} sessions: {timing['earlier_sessions_seconds'] + seconds:.0f} s "
+                      f"in all, {timing['replayed_verdicts']} verdicts replayed from the journal", highlight=False)
     console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
     if summary.get("native_errors"):  # the cause, where the error itself is a bare code
         console.print(f"logged: {summary['native_errors'][0]}", highlight=False, markup=False)

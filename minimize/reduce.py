@@ -6,6 +6,7 @@ interrupted run continues with `--resume` and reaches the same repro.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -153,7 +154,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         summary["timing"]["replayed_verdicts"] = len(journal.cache) if resume else 0
         if journal.session > 1:  # what the whole run cost: the earlier sessions, each up to its last verdict
             summary["timing"].update(sessions=journal.session,
-                                     all_sessions_seconds=round(journal.earlier_seconds + summary["seconds"], 2))
+                                     earlier_sessions_seconds=round(journal.earlier_seconds, 2))
         _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase, known_bugs)
         return summary
 
@@ -304,6 +305,8 @@ def _mismatch_shrank(original: Verdict, final: Verdict) -> str | None:
     fall by up to 3 decades (upstream drift cut away), so a smaller bug met on the way (a
     bf16 conv's rounding where a layer_norm carried the error) may be what is left."""
     if original.kind != "mismatch" or final.kind != "mismatch" or not original.max_abs or not final.max_abs:
+        return None
+    if not (math.isfinite(original.max_abs) and math.isfinite(final.max_abs)):  # a NaN lost: no size to compare
         return None
     if output_dtype(original) != output_dtype(final) or final.max_abs * SHRANK_FACTOR > original.max_abs:
         return None

@@ -376,6 +376,11 @@ def test_a_far_smaller_mismatch_left_is_said_with_the_atol_that_avoids_it(tmp_pa
     but = next(line for line in r.stderr.splitlines() if line.startswith("but: the program left is off by 0.01"))
     assert "x less than the original's" in but and "--atol" in but, but
     assert "- Size: the program left is off by 0.01" in (tmp_path / "out" / "report.md").read_text()
+    from minimize.reduce import _mismatch_shrank  # no size to compare where a NaN or an inf is lost
+    from oracles.verdict import Verdict
+    for before, after in ((float("inf"), float("inf")), (float("nan"), 0.001), (5.0, float("nan"))):
+        assert _mismatch_shrank(Verdict("mismatch", output=0, max_abs=before),
+                                Verdict("mismatch", output=0, max_abs=after)) is None, (before, after)
     atol = but.split("--atol ")[1].split()[0]
     summary, r = reduce_cli_run(model, inputs, tmp_path / "again", "mismatch", plugin("small_relu_large_exp"),
                                 "--no-verify", "--atol", atol)
