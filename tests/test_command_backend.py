@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -198,7 +199,7 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         # shell syntax: exec would take VAR=1 for the program and pass > log.txt on as arguments
         "cmd:VAR=1 python run.py {model}": "VAR=1 sets a variable, as a shell would; the command runs without a shell",
         "cmd:python run.py {model} > log.txt": "'>' is shell syntax, which would reach the program as an argument",
-        "cmd:python run.py {model} 2>/dev/null": "'2>/dev/null' is shell syntax",
+        "cmd:python run.py {model} 2>/dev/null": "'2>' is shell syntax",
         "cmd:python run.py {model} | tee log": "'|' is shell syntax",
     }
     for backend, said in cases.items():
@@ -207,6 +208,19 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (backend, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / "out" / "journal.jsonl").exists()
+
+
+def test_shell_operators_are_refused_outside_quotes_alone():
+    """A quoted '>' is an argument of the program's (the diff review: `--cmp '>'` was
+    refused); &>, 1> and |tee with no space are redirections all the same."""
+    from oracles.backends.command import parse_command
+    from oracles.errors import TrtminError
+    for fine in ("cmd:python run.py --cmp '>' {model}", 'cmd:python run.py --filter "<=0.5" --sep ";" {model}',
+                 "cmd:sh -c 'python run.py \"$1\" > /tmp/log' sh {model}", "cmd:python run.py a\\>b {model}"):
+        parse_command(fine)
+    for bad, operator in (("&>log", "&>"), ("1>log", "1>"), ("|tee x", "|"), ("2>&1", "2>&1"), ("&& echo", "&&")):
+        with pytest.raises(TrtminError, match=f"'{re.escape(operator)}' is shell syntax"):
+            parse_command(f"cmd:python run.py {{model}} {bad}")
 
 
 @pytest.mark.parametrize("kind", ["command", "plugin"])

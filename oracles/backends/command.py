@@ -105,7 +105,28 @@ def command_failure(returncode, stdout, stderr):
     return f"{how}: {said[-1].strip() if said else '(it printed nothing)'}\n" + "\n".join(said[-30:])
 
 
-SHELL_TOKENS = ("|", "||", "&&", ";", "&", ">", ">>", "<", "2>&1")  # what a shell does, and exec passes on
+def unquoted_operator(line: str) -> str | None:
+    """The first shell operator outside quotes in a command line (`>`, `2>&1`, `&>`, `|`, `;`,
+    `&&`): what a shell would do, and exec passes on as an argument. `'>'` quoted is an argument."""
+    quote, i = "", 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            quote = "" if c == quote else quote
+            i += 2 if c == "\\" and quote == '"' else 1
+            continue
+        if c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1  # an escaped character is an argument's
+        elif c in "|;&<>":
+            start = i - 1 if i and line[i - 1].isdigit() and (i < 2 or line[i - 2].isspace()) else i  # 2>
+            end = i
+            while end < len(line) and (line[end] in "|;&<>" or (line[end].isdigit() and line[end - 1] in "&<>")):
+                end += 1
+            return line[start:end]
+        i += 1
+    return None
 
 
 def parse_command(spec: str) -> list[str]:
@@ -123,7 +144,7 @@ def parse_command(spec: str) -> list[str]:
                 "script, or use sh -c '...' with absolute paths inside")
     if re.fullmatch(r"[A-Za-z_]\w*=.*", args[0]):  # VAR=1 python run.py: a shell's assignment
         raise TrtminError(f"--backend {spec!r}: {args[0]} sets a variable, as a shell would; {no_shell}")
-    shell = next((a for a in args if a in SHELL_TOKENS or a.startswith((">", "2>", "<"))), None)
+    shell = unquoted_operator(line)
     if shell is not None:  # passed to the program as an argument, not done
         raise TrtminError(f"--backend {spec!r}: {shell!r} is shell syntax, which would reach the program as an "
                           f"argument; {no_shell}")
