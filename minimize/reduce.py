@@ -266,7 +266,7 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
         ran = {}
         for spec in summary["emitted"]:  # --emit's, and the backend without its delegate where it took nothing
             path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
-                                      reduced_with=opts.backend)
+                                      reduced_with=backend.describe_shared())  # no user folder
             if opts.verify:
                 log(f"running {path.name} alone, for {spec}")
                 on_phase(f"verifying: {path.name} runs alone, in a new process")

@@ -240,7 +240,7 @@ def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
 
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
                        settings: dict[str, Any], generated: dict[str, str] | None = None,
-                       reduced_with: str = "") -> Path:
+                       reduced_with: str = "") -> Path:  # the backend reduced with, as titles show it
     """A script for another backend than the one reduced with (--emit).
 
     `tensorrt` writes the TensorRT-only script (tensorrt + numpy, an .onnx and an .npz);
