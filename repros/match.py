@@ -35,6 +35,7 @@ class Fingerprint:
     kind: str                          # crash, mismatch, nan, oom, hang
     error: str                         # a crash's normalized message, else ""
     program: str = ""                  # the sha256 of the program it was cut from (summary.json's), where known
+    cause: str = ""                    # a crash's first logged native error, normalized (summary.json's), where any
 
 
 def ops_of(script: str) -> Counter[str]:
@@ -73,8 +74,17 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     error = normalize_message(verdict.split(":", 1)[1]) if kind == "crash" and ":" in verdict else ""
     if error.startswith("Signal: "):  # a death's site (its Python caller) may move between releases: the signal
         error = "Signal: " + signal_of(error.removeprefix("Signal: "))
+    native = data.get("native_errors") if kind == "crash" else None
+    cause = normalize_message(str(native[0])) if isinstance(native, list) and native else ""
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error,
-                       str(data.get("program_sha256") or ""))
+                       str(data.get("program_sha256") or ""), cause)
+
+
+def _same_failure(theirs: Fingerprint, mine: Fingerprint) -> bool:
+    """The same kind and error, and the same logged cause where both were saved with one
+    (a repro saved before causes were logged matches by its error alone)."""
+    return (theirs.kind, theirs.error) == (mine.kind, mine.error) and (
+        not theirs.cause or not mine.cause or theirs.cause == mine.cause)
 
 
 def _less_overloads(ops: tuple[tuple[str, int], ...]) -> Counter[str]:
@@ -89,9 +99,9 @@ def _less_overloads(ops: tuple[tuple[str, int], ...]) -> Counter[str]:
 def _how_it_differs(theirs: Fingerprint, mine: Fingerprint) -> str:
     """How a saved repro of the same ops (by name) and backend differs from a reduction;
     "" where it is the same bug."""
-    if (theirs.ops, theirs.backend, theirs.kind, theirs.error) == (mine.ops, mine.backend, mine.kind, mine.error):
+    if (theirs.ops, theirs.backend) == (mine.ops, mine.backend) and _same_failure(theirs, mine):
         return ""
-    failing = "" if (theirs.kind, theirs.error) == (mine.kind, mine.error) else f"as {theirs.kind}" + (
+    failing = "" if _same_failure(theirs, mine) else f"as {theirs.kind}" + (
         " with another error" if theirs.kind == mine.kind else "")
     if theirs.ops != mine.ops:
         other = Counter(dict(theirs.ops)) - Counter(dict(mine.ops))  # the overloads it calls more often
@@ -155,6 +165,8 @@ def compare(folder: Path, suite: Path | None = None,
                       tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"), otherwise))
         elif mine.program and theirs.program == mine.program:  # other ops, or another backend: said, not a twin
             ops = ", ".join(sorted(_less_overloads(theirs.ops)))
+            same_ops = _less_overloads(theirs.ops) == _less_overloads(mine.ops)
             related.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
-                                 otherwise=f"cut from the same program, to other ops ({ops}) on {theirs.backend}"))
+                                 otherwise=f"cut from the same program, to {'the same' if same_ops else 'other'} ops "
+                                           f"({ops}) on {theirs.backend}"))
     return found + related, blind, unread

@@ -340,6 +340,9 @@ def test_an_inputs_file_torch_cannot_read_is_one_line(host_program, tmp_path):
         f.write_bytes(data)                                                   # with weights_only=True (KeyError: 101)"
         assert_one_line_error(check_here(str(model), "--inputs", str(f)), f"{what}, not a file torch.save wrote",
                               "torch.save(args, path)")
+    torch.save((torch.zeros(4, 8),), f)
+    f.write_bytes(f.read_bytes()[:300])  # a copy cut short: not "of another format", nor torch's miniz blurb
+    assert_one_line_error(check_here(str(model), "--inputs", str(f)), "is cut short or damaged")
     import numpy
     numpy.save(tmp_path / "in.npy", numpy.zeros((4, 8), numpy.float32))  # was torch's weights_only blurb, cut
     assert_one_line_error(check_here(str(model), "--inputs", str(tmp_path / "in.npy")),

@@ -804,6 +804,12 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
     theirs = Fingerprint((("aten.div.Tensor", 2),), "inductor", "crash", "E1")
     mine_ = Fingerprint((("aten.div.Scalar", 1), ("aten.div.Tensor", 1)), "inductor", "crash", "E2")
     assert _how_it_differs(theirs, mine_) == "by other overloads (div.Tensor), failing as crash with another error"
+    # one error code, two logged causes (ExecuTorch's 0x1 of any delegate init failure): two bugs;
+    # a repro saved before causes were logged matches by its error alone
+    logged = [Fingerprint((("aten.view.default", 1),), "executorch", "crash", "E 0x1", "", cause)
+              for cause in ("unsupported_parameter", "invalid_state", "")]
+    assert _how_it_differs(logged[0], logged[1]) == "where it fails otherwise, as crash with another error"
+    assert _how_it_differs(logged[0], logged[2]) == _how_it_differs(logged[2], logged[1]) == ""
     hand_written = [suite / "by_hand_inductor", suite / "by_hand_trt"]  # no summary.json: not compared
     for folder, backend in zip(hand_written, ("inductor", "torch_tensorrt")):
         folder.mkdir()
@@ -831,6 +837,11 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
     assert related[0].line() == ("looks related to a known bug: segv (cut from the same program, to other ops "
                                  "(aten.mul) on tensorrt: builder segfault, upstream https://github.com/pytorch/TensorRT/pull/4964)")
     assert known_bugs(other_op, suite) == [] and compare(other_backend, suite)[0] == []  # another program: nothing
+    for folder in (saved, other_backend):  # the same ops on another backend, from the same program
+        data = json.loads((folder / "summary.json").read_text())
+        (folder / "summary.json").write_text(json.dumps({**data, "program_sha256": "def"}))
+    assert [m.otherwise for m in compare(other_backend, suite)[0]] == [
+        "cut from the same program, to the same ops (aten.div, aten.permute) on torch_tensorrt"]
     # backends compare by family: a built-in less its variant; a plugin is one, of a file or a module
     from repros.match import _family
     assert [_family(b) for b in ("executorch:xnnpack", "cmd:run {model}", "my/plug.py:fn", "mypkg.backends:fn")] == [

@@ -461,8 +461,12 @@ def check_inputs_file(path: Path) -> None:
                           "torch.save(args, path) wrote of the arguments given to torch.export.export")
     with open(path, "rb") as f:
         head = f.read(512)
-    if other is None and not zipfile.is_zipfile(path) and not head.startswith(b"\x80"):  # torch.save's: a zip,
-        what = ("a NumPy array (numpy.save)" if head.startswith(b"\x93NUMPY") else  # or a pickle (legacy format)
+    if head.startswith(b"PK\x03\x04") and not zipfile.is_zipfile(path):  # torch.save's zip, its end gone
+        raise TrtminError(f"--inputs {path} is cut short or damaged (a zip archive without its end, as torch.save "
+                          "writes them); save the model's arguments again with torch.save(args, path)")
+    # torch.save writes a zip or, in its legacy format, a pickle
+    if other is None and not zipfile.is_zipfile(path) and not head.startswith(b"\x80"):
+        what = ("a NumPy array (numpy.save)" if head.startswith(b"\x93NUMPY") else
                 "text" if all(32 <= b < 127 or b in b"\t\r\n" for b in head) else "of another format")
         raise TrtminError(f"--inputs {path} is {what}, not a file torch.save wrote; save the model's arguments "
                           "with torch.save(args, path), args as given to torch.export.export")
