@@ -12,7 +12,7 @@ import time
 import warnings
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -204,6 +204,7 @@ def reduce(
     console = Console(stderr=True, soft_wrap=True)
     _stop_like_ctrl_c()
     started = time.time()
+    suite_notes: list[str] = []  # what the known-bug check says of the suites it read, said at the end
     try:
         oracle, backend = the_question(oracle, backend, "reduce")
         check_numbers(atol, rtol, timeout, repeat, memory_limit)
@@ -231,7 +232,8 @@ def reduce(
                     view.phase(f"starting: workers, torch, and {model.name}")
                     from minimize.reduce import reduce as run_reduce
                     summary = run_reduce(opts, out, resume=resume, force=force, on_change=view.update, log=view.log,
-                                         workers=workers, on_phase=view.phase, known=known, known_bugs=_known_bugs)
+                                         workers=workers, on_phase=view.phase, known=known,
+                                         known_bugs=lambda out_dir, summary: _known_bugs(out_dir, summary, suite_notes))
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -244,7 +246,7 @@ def reduce(
         else:
             code = _say_interrupted("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
         raise typer.Exit(code)
-    _print_result(console, summary, out, time.time() - started)
+    _print_result(console, summary, out, time.time() - started, suite_notes)
 
 
 @app.command()
@@ -338,7 +340,8 @@ def seconds_parts(summary: dict[str, Any], seconds: float) -> list[tuple[float, 
             (seconds - summary["seconds"] - alone - emitted, "starting and writing the files")]
 
 
-def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds: float) -> None:
+def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds: float,
+                  suite_notes: Sequence[str] = ()) -> None:
     """The end of a reduction on screen: sizes, the bug, 1-minimal, the passes that ran, what
     repro.py printed alone, the files, a known bug it looks like. `seconds`: the command's wall time."""
     from minimize.emit.script import nodes  # torch is loaded by now
@@ -390,8 +393,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     for match in known:
         console.print(f"[yellow]note[/]: {escape(match['line'])}: {escape(run_command(match))} checks it",
                       highlight=False)
-    if summary.get("known_bugs_note"):  # $TRTMIN_SUITE names no suite: the team's known bugs were not read
-        console.print(f"[yellow]note[/]: {escape(summary['known_bugs_note'])}", highlight=False)
+    for note in suite_notes:  # $TRTMIN_SUITE names no suite: the team's known bugs were not read
+        console.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
         console.print(f"[yellow]note[/]: {escape(', '.join(earlier))} in {escape(str(out))} are from an earlier run, "
@@ -413,25 +416,26 @@ def _check_out_not_in_a_suite(out: Path) -> None:
                           f"the result with `trtmin repros add OUT --name NAME{suite_words(inside)}`")
 
 
-def _known_bugs(out: Path, summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _known_bugs(out: Path, summary: dict[str, Any], notes: list[str] | None = None) -> list[dict[str, Any]]:
     """The saved repros a reduction looks like (the same bug first, then related ones), for
     report.md, under what fails, and the screen, before the user files a duplicate. Asked
     while the outputs are written (reduce's `known_bugs`), so report.md and summary.json
     are written whole, once: {name, line, same, where}."""
     from repros.match import compare
     from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
+    said = notes if notes is not None else []  # what the end of the run says of the suites read
     try:
         try:
             found = compare(out, summary=summary)[0]
         except TrtminError as e:  # $TRTMIN_SUITE names no suite: said, and the shipped one read alone
             if not os.environ.get(SUITE_VARIABLE, "").strip():
                 return []
-            summary["known_bugs_note"] = f"{e}; compared with the shipped suite alone"  # said at the end:
-            found = compare(out, SHIPPED_SUITE, summary=summary)[0] if SHIPPED_SUITE.is_dir() else []  # the live
-    except TrtminError:                                                  # line swallows a print now
+            said.append(f"{e}; compared with the shipped suite alone")  # at the end: the live line swallows
+            found = compare(out, SHIPPED_SUITE, summary=summary)[0] if SHIPPED_SUITE.is_dir() else []  # a print now
+    except TrtminError:
         return []
     except Exception as e:  # noqa: BLE001 - a damaged suite: the reduction's results are written, keep them
-        summary["known_bugs_note"] = f"the saved suite could not be compared with ({type(e).__name__}: {e})"
+        said.append(f"the saved suite could not be compared with ({type(e).__name__}: {e})")
         return []
     shipped = {m.name: m.path.parent.resolve() == SHIPPED_SUITE.resolve() for m in found}
     return [{"name": m.name, "line": m.line(), "same": not m.otherwise, "shipped": shipped[m.name],
