@@ -29,6 +29,14 @@ def first_line(error: BaseException | str, limit: int = 200) -> str:
     return (cut if len(cut) > limit // 2 else line[:limit]) + "..."
 
 
+def kind_of(value: object) -> str:
+    """A value's type with its article, for a message: "an int", "a dict", "None"."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
+
+
 def without_colours(text: str) -> str:
     """A compiler's words without the terminal's colour codes it printed them with (torch's
     bold, torch.onnx's cyan). Repro scripts hold the same line (onnx_export.export_error)."""

@@ -740,6 +740,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
             os.replace(tmp, target)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and str(e.filename or "").startswith(str(out_dir)):  # a file of the run's unread
+            raise TrtminError(f"cannot read {e.filename} ({e.strerror or e}); check the --out folder's files, or "
+                              "run the reduction again") from None
         if isinstance(e, OSError):  # a full disk mid-copy: the entry as it was, and one line
             raise _unwritable(root, e) from None
         raise

@@ -94,7 +94,7 @@ def test_bad_plugin_specs(host_program, tmp_path):
     assert_one_line_error(check_here(str(model), "--backend", plugin("no_such_fn")), "no function 'no_such_fn'")
     assert_one_line_error(check_here(str(model), "--backend", plugin("crash_on_sinn")),
                           "no function 'crash_on_sinn'; did you mean ")  # a typo: the name meant
-    assert_one_line_error(check_here(str(model), "--backend", plugin("NOT_CALLABLE")), "not callable")
+    assert_one_line_error(check_here(str(model), "--backend", plugin("NOT_CALLABLE")), "is an int, not callable")
     assert_one_line_error(check_here(str(model), "--backend", "tvm"), "unknown backend")
     assert_one_line_error(check_here(str(model), "--backend", "[bold]tvm"), "unknown backend '[bold]tvm'")  # no markup
     for typed, meant in (("tensorrt_rtx", "tensorrt"), ("xnnpack", "executorch:xnnpack"), ("inductr", "inductor"), ("onnx", "onnxruntime")):

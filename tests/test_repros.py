@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import signal
 import shutil
 import socket
@@ -1202,6 +1203,23 @@ def test_add_and_match_say_in_one_line_what_they_cannot_write_or_read(tmp_path: 
             assert r.returncode == 2 and "Traceback" not in r.stderr, (text, args, r.stderr)
             assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "suite").exists()
+
+
+def test_add_names_a_file_of_the_run_it_cannot_read_as_such(tmp_path: Path, monkeypatch) -> None:
+    """A file of the --out folder that cannot be read was said as a suite that cannot be
+    written ("choose a suite folder you can write to"): the wrong fix."""
+    out = _reduce_out(tmp_path / "out")
+    real = shutil.copy2
+
+    def copy2(src, dst, **kw):
+        if Path(src).name == "report.md":
+            raise PermissionError(13, "Permission denied", str(src))
+        return real(src, dst, **kw)
+    monkeypatch.setattr(shutil, "copy2", copy2)
+    with pytest.raises(TrtminError, match=f"^cannot read {re.escape(str(out / 'report.md'))} \\(Permission denied\\); "
+                                          "check the --out folder's files"):
+        add_repro(out, "unread", tmp_path / "suite")
+    assert [p.name for p in (tmp_path / "suite").iterdir()] == []  # nothing half-saved
 
 
 def test_add_says_when_the_repro_did_not_reproduce_alone(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from torch.export.graph_signature import InputKind
 
 from minimize.program.peek import (flatten_like_export, input_places, input_words, wrong_dtype_error, wrong_inputs_error,
                                    wrong_shape_error)
-from oracles.errors import TrtminError, first_line, without_colours
+from oracles.errors import TrtminError, first_line, kind_of, without_colours
 
 SEED = 0
 
@@ -139,9 +139,7 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     flat = _flatten_like_export(loaded, ep, [n for n, _ in metas])
     if flat is None:
         if not isinstance(loaded, (tuple, list, dict, torch.Tensor)):
-            kind = type(loaded).__name__
-            raise TrtminError(f"inputs file {path} holds {'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}; "
-                              "save a tuple of the program's inputs")
+            raise TrtminError(f"inputs file {path} holds {kind_of(loaded)}; save a tuple of the program's inputs")
         raise wrong_inputs_error(path, loaded, [n for n, _ in metas], _serialized_call_spec(ep))
     sizes: dict[Any, tuple[str, int, int]] = {}  # a dynamic dim's symbol -> the first input, dim and size given
     places = input_places(_serialized_call_spec(ep))
@@ -153,8 +151,7 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
                                   f"with {name}={got!r}")
             continue
         if not isinstance(got, torch.Tensor):
-            got_words = "None" if got is None else f"{'an' if type(got).__name__[0] in 'aeiou' else 'a'} {type(got).__name__}"
-            raise TrtminError(f"input {name!r} in {path} is {got_words}, the program expects a tensor")
+            raise TrtminError(f"input {name!r} in {path} is {kind_of(got)}, the program expects a tensor")
         which = input_words(name, places, index)  # the user's key in a dict of the arguments, or the name
         if got.layout != torch.strided:  # torch.export traced dense tensors; a sparse one has no storage to copy
             raise TrtminError(f"{which} in {path} is a sparse tensor ({got.layout}); "

@@ -28,7 +28,7 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, compile_off_guard, reset_dynamo
 from oracles.backend_names import parse_backend, plugin_own_modules
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, kind_of
 from oracles.out_folder import PLUGIN_COPY_PREFIX
 
 
@@ -81,7 +81,7 @@ def load_plugin_module(spec: str) -> ModuleType:
             f" ({', '.join(sorted(defined)[:8])})" if defined else "")
         raise TrtminError(f"plugin {target} has no function {fn_name!r}; {hint}")
     if not callable(fn):
-        raise TrtminError(f"plugin {target}:{fn_name} is a {type(fn).__name__}, not callable; "
+        raise TrtminError(f"plugin {target}:{fn_name} is {kind_of(fn)}, not callable; "
                           "name a function fn(gm, example_inputs) -> callable")
     return module
 
