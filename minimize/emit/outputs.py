@@ -240,8 +240,9 @@ def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
 
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
                        settings: dict[str, Any], generated: dict[str, str] | None = None,
-                       reduced_with: str = "") -> Path:  # the backend reduced with, as titles show it
-    """A script for another backend than the one reduced with (--emit).
+                       reduced_with: str = "") -> Path:
+    """A script for another backend than the one reduced with (--emit; `reduced_with`: that
+    one, as titles show it, whose name the script's title trades for its own).
 
     `tensorrt` writes the TensorRT-only script (tensorrt + numpy, an .onnx and an .npz);
     any other backend name writes repro_<name>.py with that backend's part. These

@@ -38,8 +38,9 @@ def compare_line(info: ReproInfo, outputs: Sequence[Any] | None = None) -> str:
     returns them in (ONNX Runtime's on the host, TensorRT's int32 for int64). Where the bug
     is judged against a float64 run (eager's own error is the yardstick there), a print of
     how far the output is off. Empty where it is no mismatch, or where an output
-    (`outputs`: the graph's example values) is no real tensor. On any device: TensorRT's engine writes GPU buffers for a --device cpu run
-    (measured on the H200, 2026-12-05); rtol 0 where every output is an integer."""
+    (`outputs`: the graph's example values) is no real tensor. On any device: TensorRT's
+    engine writes GPU buffers for a --device cpu run (measured on the H200, 2026-12-05);
+    rtol 0 where every output is an integer."""
     if info.verdict.kind not in ("mismatch", "nan"):
         return ""
     if outputs is not None and not all(isinstance(v, torch.Tensor) and not v.is_complex() for v in outputs):

@@ -21,10 +21,9 @@ Nothing imports executorch at module import time.
 
 from __future__ import annotations
 
-import re
-
 import importlib.util
 import operator
+import re
 import textwrap
 from typing import Any, Callable, Sequence
 
