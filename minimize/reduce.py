@@ -165,10 +165,11 @@ def _new_problem(opts: Options, session: Session, journal: Journal, match: re.Pa
     """The reduction problem of this run: the session's oracle, the journal's verdicts
     replayed, what the backend and the options allow the passes."""
     backend = session.backend
+    session.on_verdict = journal.record  # as each candidate's runs land, not when their batch ends
     problem = ReductionProblem(session.program, session.evaluate, rules_of(opts, backend, match),
                                settings=opts.settings, jobs=opts.jobs,
                                partitions=session.partitions if backend.reports_partitions else None,
-                               on_change=on_change, on_evaluated=journal.record, check_original=check)
+                               on_change=on_change, check_original=check)
     problem.preload(journal.cache)
     return problem
 

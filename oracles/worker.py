@@ -317,12 +317,16 @@ class WorkerPool:
                 phases[step] = round(phases.get(step, 0.0) + seconds, 2)
         return phases or None
 
-    def run(self, jobs: list[Any], while_waiting: Callable[[], None] | None = None) -> list[Any]:
+    def run(self, jobs: list[Any], while_waiting: Callable[[], None] | None = None,
+            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
         """Results in job order. A job whose worker dies is run once more (by whichever
         worker is ready first; the dead one is replaced): a worker killed from outside (the
         OOM killer, a stray SIGKILL) is a retry, a compiler that kills its process every
-        time is a verdict. `while_waiting` runs once, when the first jobs are out."""
+        time is a verdict. `while_waiting` runs once, when the first jobs are out;
+        `on_result(j, result)` as each job's result lands (the journal keeps it at once: a
+        stop while a slower job of the batch runs loses none)."""
         results: list[Any] = [None] * len(jobs)
+        landed = on_result or (lambda j, result: None)
         pending = list(range(len(jobs)))[::-1]
         tries = [0] * len(jobs)
         busy: dict[int, int] = {}  # slot -> job index
@@ -337,6 +341,7 @@ class WorkerPool:
                 pending.append(j)  # next in line
             else:
                 results[j] = death_verdict(w.exit_description(), w.log_tail(), death_site(w.log_text()))
+                landed(j, results[j])
 
         # While jobs wait, every slot has a worker (missing ones start together and import
         # torch in parallel). A job goes to whichever worker is ready first (their starts
@@ -391,11 +396,13 @@ class WorkerPool:
                         w.stop()  # it asked for a fresh process (e.g. a broken CUDA context)
                         self.workers[slot] = None
                         self.restarts += 1
+                    landed(j, payload)
                 elif time.monotonic() - w.job_started >= w.job_timeout:
                     site = w.stuck_site()
                     w.kill()
                     results[j] = hang_verdict(w.job_timeout, site)
                     del busy[slot]
+                    landed(j, results[j])
         return results
 
     def close(self) -> None:

@@ -198,6 +198,24 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
     assert in_all >= done, r.stderr[-2000:]
 
 
+def test_a_verdict_is_journaled_as_it_lands_not_when_its_batch_ends(host_program, tmp_path):
+    """With --jobs 2 the original's run and localization's (every value an output, here a
+    minute's compile) are one batch: the original's verdict was journaled only when the
+    slow one ended, so a stop meanwhile said "before the first verdict: nothing to resume"
+    and the resume compiled the original again (a determinism trial)."""
+    model, inputs = host_program
+    args = reduce_args(model, inputs, tmp_path, "mismatch", "mismatch_mul_exp_slow_when_localizing", "--no-verify",
+                       "--jobs", "2")
+    proc = _start(args)
+    _wait_for_journal(tmp_path, 2, proc, limit=45)  # the original's verdict, while the other sleeps its minute
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "progress is saved; continue with the same command and --resume" in err, \
+        err[-2000:]
+    records = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()[1:]]
+    assert records and records[0]["runs"][0]["kind"] == "mismatch", records  # the original's, kept
+
+
 def test_a_run_stopped_before_its_first_verdict_leaves_the_folder_to_the_same_command(host_program, tmp_path):
     """Stopped while the original's first compile is out (here a hang that would take the
     whole --timeout): it says there is nothing to resume, not that progress is saved, and

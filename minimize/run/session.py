@@ -53,6 +53,8 @@ class Session:
             raise TrtminError(f"unknown oracle {opts.oracle!r}; use one of {', '.join(ORACLES)}")
         self.opts = opts
         self._one_op: list[Verdict] | None = None  # the one-op controls' verdicts (setup_problem), once asked
+        # each candidate's runs as they land (reduce's journal); the batch's answer is evaluate's
+        self.on_verdict: Callable[[Candidate, list[Verdict]], None] | None = None
         self.backend = resolve(opts.backend, opts.settings)
         kind = opts.device.split(":")[0]
         if kind not in self.backend.devices:
@@ -101,17 +103,26 @@ class Session:
         return {key: note for key, note in found.items() if note}
 
     def evaluate(self, cands: list[Candidate]) -> list[list[Verdict]]:
-        """Each candidate's runs (--repeat of them), each in a fresh compile."""
+        """Each candidate's runs (--repeat of them), each in a fresh compile; each candidate's
+        runs go to `on_verdict` (the journal) as soon as they are all in, not when the batch
+        ends: a stop while a slower candidate of it runs (a speculative one) loses none."""
         interrupts.check()
         n = self.opts.repeat
         jobs = [job for cand in cands for job in [cand.job()] * n]
-        results = self.pool.run(jobs, while_waiting=collect_parked)
-        verdicts = list(map(_verdict, results))
-        for v in verdicts:  # a full disk is no verdict: stopped before the journal keeps it
+        verdicts: list[Verdict | None] = [None] * len(jobs)
+        left = [n] * len(cands)
+
+        def landed(j: int, result: Any) -> None:
+            v = verdicts[j] = _verdict(result)
             full = disk_full(v.message) if v.kind != "pass" else None
-            if full is not None:
+            if full is not None:  # a full disk is no verdict: stopped before the journal keeps it
                 raise full
-        return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]
+            left[j // n] -= 1
+            if not left[j // n] and self.on_verdict is not None:
+                self.on_verdict(cands[j // n], verdicts[j // n * n:(j // n + 1) * n])  # type: ignore[arg-type]
+
+        self.pool.run(jobs, while_waiting=collect_parked, on_result=landed)
+        return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]  # type: ignore[misc]
 
     def delegation(self, cand: Candidate, static: bool = False) -> dict[str, Any] | None:
         """Which of a candidate's ops the backend's delegate takes (Backend.delegation), from

@@ -96,6 +96,15 @@ def mismatch_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Cal
     return _run(gm, _ExpAfterMul)
 
 
+def mismatch_mul_exp_slow_when_localizing(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    """mismatch_mul_exp, but a graph of many outputs (localization's, every value an output)
+    takes a minute to compile: a batch whose other run lands first."""
+    outputs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    if len(outputs) > 3:
+        time.sleep(60)
+    return _run(gm, _ExpAfterMul)
+
+
 class _SmallThenLarge(_ExpAfterMul):
     """Two bugs of other sizes: relu's values 0.01 high (upstream, the first value off) and
     1.5x from an exp of a mul (the error the user sees, 100s of times larger)."""
