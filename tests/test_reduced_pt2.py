@@ -19,9 +19,12 @@ def test_reduced_pt2_is_the_same_bytes_for_the_same_program(host_program, tmp_pa
     # runs (torch records id(graph) in each node's provenance, meta["from_node"])
     pieces: list[Slice] = [program.materialize(program.all_kept()) for _ in range(2)]
     files = []
+    (tmp_path / "a" / ".reduced-k1ll3d").mkdir(parents=True)  # a kill -9 mid-save left its temporary folder
+    (tmp_path / "a" / ".reduced-k1ll3d" / "reduced.pt2").write_bytes(b"")
     for name, piece in zip("ab", pieces):
-        (tmp_path / name).mkdir()
+        (tmp_path / name).mkdir(exist_ok=True)
         files.append(write_reduced(tmp_path / name, piece.gm, program.inputs_for(piece)))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["reduced.pt2"]  # the next save removes it
     assert files[0].read_bytes() == files[1].read_bytes()
     piece, loaded = pieces[0], torch.export.load(str(files[0]))
     targets = [str(n.target) for n in piece.gm.graph.nodes if n.op == "call_function"]

@@ -110,6 +110,8 @@ def write_reduced(out: Path, gm: fx.GraphModule, inputs: list[Any],
     check_room_for(ep, reduced)
     # torch.export.save names the archive's folder after the file: a temporary
     # reduced.pt2 in a hidden folder, so the archive reads reduced/..., not .tmp-reduced/...
+    for stale in out.glob(".reduced-*"):  # a kill mid-save left it: one run at a time writes here
+        shutil.rmtree(stale, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=".reduced-", dir=out) as tmp:
         torch.export.save(ep, str(Path(tmp) / reduced.name))
         os.replace(Path(tmp) / reduced.name, reduced)
