@@ -375,4 +375,4 @@ def summary_line(results: Sequence[Result], not_finished: Sequence[str] | None =
             f"{c['skipped']} skipped, {c['changed']} changed, {c['error']} error{'s' if c['error'] != 1 else ''}")
     bad = [r.name for r in results if not r.ok]
     tail = f"; NOT as expected: {', '.join(bad)}" if bad else "" if not_finished else "; all as expected"
-    return head + tail + (f"; INTERRUPTED: {len(not_finished)} not run" if not_finished else "")
+    return head + tail + (f"; INTERRUPTED: {len(not_finished)} not finished" if not_finished else "")
