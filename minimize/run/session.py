@@ -117,9 +117,10 @@ class Session:
             full = disk_full(v.message) if v.kind != "pass" else None
             if full is not None:  # a full disk is no verdict: stopped before the journal keeps it
                 raise full
-            left[j // n] -= 1
-            if not left[j // n] and self.on_verdict is not None:
-                self.on_verdict(cands[j // n], verdicts[j // n * n:(j // n + 1) * n])  # type: ignore[arg-type]
+            i = j // n  # the candidate's, whose runs are jobs i*n .. i*n+n-1
+            left[i] -= 1
+            if not left[i] and self.on_verdict is not None:
+                self.on_verdict(cands[i], verdicts[i * n:(i + 1) * n])  # type: ignore[arg-type]
 
         self.pool.run(jobs, while_waiting=collect_parked, on_result=landed)
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]  # type: ignore[misc]

@@ -109,18 +109,16 @@ class ReductionProblem:
                  rules: Rules = Rules(), settings: dict[str, str] | None = None, jobs: int = 1,
                  partitions: Callable[[Candidate], list[list[str]]] | None = None,
                  on_change: Callable[["ReductionProblem"], None] | None = None,
-                 on_evaluated: Callable[[Candidate, list[Verdict]], None] | None = None,
                  check_original: Callable[[Verdict], None] = lambda v: None):
         """`evaluate_batch`: the oracle, each candidate's runs; `settings`: the backend's, to
         start from; `partitions`: the backend's compiled partitions of a candidate, where it
-        reports them; `on_change`: shows the walk; `on_evaluated`: journals each verdict;
-        `check_original`: raises where the original does not fail as asked."""
+        reports them; `on_change`: shows the walk (the journal keeps each verdict as it lands:
+        Session.on_verdict); `check_original`: raises where the original does not fail as asked."""
         self.program, self.rules, self.jobs = program, rules, max(1, jobs)
         self.start = Candidate(program.normalize(program.all_kept()), tuple(sorted((settings or {}).items())))
         self.walk = Walk(self.start)
         self._evaluate_batch, self._partitions = evaluate_batch, partitions
         self.on_change = on_change or (lambda p: None)
-        self.on_evaluated = on_evaluated or (lambda c, v: None)
         self.check_original = check_original
         self.cache: dict[Candidate, list[Verdict]] = {}
         self.partition_cache: dict[Candidate, list[list[str]]] = {}
@@ -151,7 +149,6 @@ class ReductionProblem:
         for c, r in zip(todo, results):
             runs = r if isinstance(r, list) else [r]
             self.cache[c] = runs
-            self.on_evaluated(c, runs)
             if runs[0].kind == "invalid":
                 self.counters.invalid += 1
 
