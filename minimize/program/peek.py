@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, kind_of
 
 # torch/_export/serde/schema.py ScalarType -> torch's dtype name
 _SCHEMA_DTYPES = {1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float16", 7: "float32",
@@ -224,7 +224,7 @@ def describe(x: Any, top: bool = True) -> str:
     if isinstance(x, dict):
         return f"a dict of {len(x)} ({', '.join(repr(k) for k in list(x)[:4])}{', ...' if len(x) > 4 else ''})"
     if not isinstance(x, (tuple, list)):
-        return "a Tensor" if isinstance(x, TensorShape) else f"a {type(x).__name__}"  # read here without torch
+        return "a Tensor" if isinstance(x, TensorShape) else kind_of(x)  # read here without torch
     if top and len(x) == 2 and isinstance(x[0], (tuple, list)) and isinstance(x[1], dict):  # (args, kwargs)
         kwargs = _count(len(x[1]), "kwarg") if x[1] else "no kwargs"
         return f"args of {describe(x[0]) if x[0] else 'no input'} and {kwargs}"
@@ -461,15 +461,15 @@ def check_inputs_file(path: Path) -> None:
                           "torch.save(args, path) wrote of the arguments given to torch.export.export")
     with open(path, "rb") as f:
         head = f.read(512)
-    if head.startswith(b"PK\x03\x04") and not zipfile.is_zipfile(path):  # torch.save's zip, its end gone
+    if head.startswith(b"\x80") or zipfile.is_zipfile(path):  # torch.save writes a zip, or a pickle (legacy format)
+        return
+    if head.startswith(b"PK\x03\x04"):  # its zip, the end gone
         raise TrtminError(f"--inputs {path} is cut short or damaged (a zip archive without its end, as torch.save "
                           "writes them); save the model's arguments again with torch.save(args, path)")
-    # torch.save writes a zip or, in its legacy format, a pickle
-    if other is None and not zipfile.is_zipfile(path) and not head.startswith(b"\x80"):
-        what = ("a NumPy array (numpy.save)" if head.startswith(b"\x93NUMPY") else
-                "text" if all(32 <= b < 127 or b in b"\t\r\n" for b in head) else "of another format")
-        raise TrtminError(f"--inputs {path} is {what}, not a file torch.save wrote; save the model's arguments "
-                          "with torch.save(args, path), args as given to torch.export.export")
+    what = ("a NumPy array (numpy.save)" if head.startswith(b"\x93NUMPY") else
+            "text" if all(32 <= b < 127 or b in b"\t\r\n" for b in head) else "of another format")
+    raise TrtminError(f"--inputs {path} is {what}, not a file torch.save wrote; save the model's arguments "
+                      "with torch.save(args, path), args as given to torch.export.export")
 
 
 def _other_format(path: Path, exported: str | None = None) -> str | None:
