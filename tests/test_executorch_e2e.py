@@ -236,6 +236,14 @@ def test_what_executorch_logged_behind_its_bare_error_code_is_reported(tmp_path)
     report = (out / "report.md").read_text()
     assert report.index("**The compiler logged** (to stderr, not in the error):") < report.index(cause) \
         < report.index("```python"), report[:1500]
+    # repro.py alone judges the logged cause too: the same bare code with another cause is CHANGED
+    script = (out / "repro.py").read_text()
+    alone = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=300)
+    assert (alone.returncode, alone.stdout.split(":")[0]) == (1, "REPRODUCED"), alone.stdout + alone.stderr[-2000:]
+    assert cause in alone.stderr, alone.stderr[-2000:]  # caught, then shown on stderr as ever
+    (out / "repro.py").write_text(re.sub(r"(?m)^LOGGED_PATTERN = .*$", "LOGGED_PATTERN = 'tensor 7'", script))
+    other = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=300)
+    assert other.returncode == 3 and "the runtime logged another cause" in other.stdout, other.stdout
 
 
 class SoftmaxToUint16(nn.Module):

@@ -34,6 +34,8 @@ VERDICTS = {
     "crash_signal": Verdict("crash", "Signal", "SIGSEGV"),
     "crash_export": Verdict("crash", "OnnxExportError", "torch.onnx.export failed (ConversionError): no conversion"),
     "crash_wrapped": Verdict("crash", "Exception", "An error occurred when running the 'P' pass: ValueError: x"),
+    "crash_logged": Verdict("crash", "RuntimeError", "Failed to load method forward, error: 0x:1",
+                            extra={"native_errors": ["[XNNCompiler.cpp:664] Failed to define tensor 0"]}),
     "hang": Verdict("hang", message="no result within 5 s"),
     "nan": Verdict("nan", output=0),
     "mismatch": Verdict("mismatch", output=0, max_abs=1.0),

@@ -3,7 +3,8 @@ as real functions copied by source into each script (minimize/emit/script.py).
 
 Lines tagged `# [feature]` go into a script only where its bug needs them (a GPU, packages
 the backend imports, a plugin to load, dynamic sizes, a float64 reference, an error to match,
-a child process, a memory limit, a pass manager's wrapped error, a crash's stack): see oracles/script_checks.tagged_source. The script contract
+the cause a runtime logged, a child process, a memory limit, a pass manager's wrapped error,
+a crash's stack): see oracles/script_checks.tagged_source. The script contract
 (docs/design.md, "The script contract"): exit 1 REPRODUCED, 0 FIXED, 2 SKIPPED (cannot run
 here), 3 CHANGED (it fails another way); TRTMIN_BACKEND=eager runs eager in place of the
 backend. `main` returns the verdict and why; the script's `if __name__ == "__main__":` block
@@ -16,6 +17,7 @@ import importlib
 import os
 import re
 import sys
+import tempfile
 import traceback
 
 import torch
@@ -23,7 +25,7 @@ import torch
 from oracles.reference import Float64
 
 # What each script defines for itself: the program, its inputs, the backend call, the checks.
-DEVICE, ERROR_PATTERN, DYNAMIC = "cpu", "", {}
+DEVICE, ERROR_PATTERN, LOGGED_PATTERN, DYNAMIC = "cpu", "", "", {}
 Repro = make_inputs = compile_backend = load_backend = outcome = None
 mark_dynamic = clone_marked = limit_memory = announce_call = run_in_child = None
 
@@ -53,6 +55,8 @@ def main():
     if cannot:  # [memory]
         return "SKIPPED", f"cannot run: {cannot}"  # [memory]
     announce_call()  # [child]
+    stderr, log = os.dup(2), tempfile.TemporaryFile()  # [logged] the runtime logs its error's cause to stderr alone
+    os.dup2(log.fileno(), 2)  # [logged]
     try:
         actual = call(module if os.environ.get("TRTMIN_BACKEND") == "eager" else compile_backend(module, inputs))  # [!plugin,!failure]
         actual = call(module if backend is None else compile_backend(module, inputs, backend))  # [plugin,!failure]
@@ -64,12 +68,18 @@ def main():
         while x is not None and len(chain) < 8:  # [pattern,!direct] torch.compile wraps the backend's error: match them all
             chain, x = [*chain, x], getattr(x, "inner_exception", None) or x.__cause__  # [pattern,!direct]
         if re.search(ERROR_PATTERN, ": ".join(f"{type(x).__name__}: {str(x) or repr(x)}" for x in chain)):  # [pattern,!direct]
+            if not re.search(LOGGED_PATTERN, os.pread(log.fileno(), 1 << 20, 0).decode(errors="replace")):  # [logged]
+                return "CHANGED: fails differently now", f"{type(e).__name__}: {e} (the same error; the runtime logged another cause)"  # [logged]
             return "REPRODUCED", getattr(e, "inner_exception", None) or e  # [pattern,!direct] the backend's own error
         same = re.search(ERROR_PATTERN, f"{type(e).__name__}: {e}")  # [pattern,direct] compile_backend raised it
         return ("REPRODUCED" if same else "SKIPPED" if isinstance(e, ImportError) else "CHANGED: fails differently now"), e  # [pattern,direct]
         missing = any(isinstance(x, ImportError) for x in (e, e.__cause__, getattr(e, "inner_exception", None)))  # [requires,!direct] raised or wrapped
         return ("SKIPPED" if missing else "CHANGED: fails differently now"), getattr(e, "inner_exception", None) or e  # [requires,!direct]
         return "CHANGED: fails differently now", getattr(e, "inner_exception", None) or e  # [!requires,!direct]
+    finally:  # [logged] stderr back, and what the runtime logged shown there as ever
+        sys.stderr.flush()  # [logged]
+        os.dup2(stderr, 2)  # [logged]
+        sys.stderr.write(os.pread(log.fileno(), 1 << 20, 0).decode(errors="replace"))  # [logged]
     return "FIXED", "compiled and ran without error"  # [failure]
     return outcome(expected, actual) if len(actual) == len(expected) else ("REPRODUCED", f"the backend returns {len(actual)} outputs, eager {len(expected)}")  # [!failure,!float64,!nan]
     return outcome(expected, actual, exact) if len(actual) == len(expected) else ("REPRODUCED", f"the backend returns {len(actual)} outputs, eager {len(expected)}")  # [float64,!nan]

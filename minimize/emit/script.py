@@ -23,7 +23,7 @@ from oracles.backends.base import Backend
 from oracles.checks import shortest
 from oracles.errors import without_colours
 from oracles.reference import ERROR_RATIO
-from oracles.script_checks import OUTCOMES, check_source, error_pattern, tagged_source
+from oracles.script_checks import OUTCOMES, check_source, error_pattern, message_pattern, tagged_source
 from oracles.script_child import CHILD_SOURCE
 from oracles.verdict import Signature, Verdict, signal_of
 
@@ -220,6 +220,7 @@ def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> 
               "nan": info.signature.kind == "nan",  # another count of outputs is a mismatch: another failure
               "wrapped": info.verdict.kind == "crash" and info.verdict.exc_type == "Exception",  # a pass manager's
               "direct": part.raises_own_error,  # the error to match is the one compile_backend raises
+              "logged": bool(info.signature.cause and pattern) and not info.needs_subprocess and not part.raises_own_error,
               "stack": info.verdict.kind in ("crash", "oom") and not info.needs_subprocess and not part.raises_own_error}
     return {name for name, on in wanted.items() if on}
 
@@ -275,7 +276,8 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
            *(["re"] if on & {"pattern", "child"} else []),
-           *(["subprocess"] if "child" in on else []), *(["traceback"] if "stack" in on else [])]
+           *(["subprocess"] if "child" in on else []), *(["traceback"] if "stack" in on else []),
+           *(["tempfile"] if "logged" in on else [])]
     head = HEADER.format(about=_docstring_text(textwrap.fill(about, 110, break_on_hyphens=False)),
                          memory_words=_memory_words(info),
                          std_imports="\n".join(f"import {m}" for m in sorted(set(std))))
@@ -288,6 +290,8 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
          else f"DEVICE = {info.device!r}\n"),
         f"REQUIRES = {part.requires!r}  # packages the backend imports (\"a|b\": either); `trtmin repros run` reads it: SKIPPED at once without them\n" if part.requires else "",
         f"ERROR_PATTERN = {pattern!r}  # the failure's text, as a regex\n" if on & {"pattern", "child"} else "",
+        (f"LOGGED_PATTERN = {message_pattern(info.signature.cause)!r}  # the first error line the runtime "
+         "logged (to stderr), as a regex\n" if "logged" in on else ""),
         dynamic.get("constant", ""),
         (f"MEMORY_LIMIT_MB = {info.memory_limit_mb!r}  # the reduction's --memory-limit (RLIMIT_AS), "
          "set before the backend is called\n" if info.memory_limit_mb else "")])
