@@ -201,6 +201,9 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
         "cmd:python run.py {model} > log.txt": "'>' is shell syntax, which would reach the program as an argument",
         "cmd:python run.py {model} 2>/dev/null": "'2>' is shell syntax",
         "cmd:python run.py {model} | tee log": "'|' is shell syntax",
+        # a mistyped placeholder reaches the program as written: the runner reads a file named {input}
+        "cmd:python run.py {modle} {inputs}": "{modle} is no placeholder of trtmin's; did you mean {model}?",
+        "cmd:python run.py {model} {input}": "{input} is no placeholder of trtmin's; did you mean {inputs}?",
     }
     for backend, said in cases.items():
         r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend,

@@ -20,6 +20,7 @@ runner script) are copied beside repro.py, which runs the copies where the origi
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shlex
@@ -37,6 +38,7 @@ from oracles.errors import TrtminError
 from oracles.supervise import SUPERVISE_SOURCE, supervised
 
 from oracles.backend_names import COMMAND_PREFIX as PREFIX  # noqa: E402
+PLACEHOLDERS = ("model", "inputs", "outputs")  # what trtmin replaces in the command, by files' paths
 RUNNER_MISTAKE = "exit 0"  # how run_command's errors about {outputs} start
 
 
@@ -151,6 +153,11 @@ def parse_command(spec: str) -> list[str]:
     if shutil.which(args[0]) is None:  # else each call "fails", with exec's error: a bug of nothing
         raise TrtminError(f"--backend {spec!r}: {args[0]}, the command's program, is not found; check its "
                           "spelling, or give its path")
+    for name in re.findall(r"\{(\w+)\}", line):  # {modle}, {input}: passed on as written, not a file's path
+        near = difflib.get_close_matches(name, PLACEHOLDERS, n=1, cutoff=0.6)
+        if name not in PLACEHOLDERS and near:
+            raise TrtminError(f"--backend {spec!r}: {{{name}}} is no placeholder of trtmin's; did you mean "
+                              f"{{{near[0]}}}? (they are {{model}}, {{inputs}} and {{outputs}})")
     if not any("{model}" in a for a in args):
         raise TrtminError(f"--backend {spec!r}: the command must take the candidate program as {{model}} "
                           "(a .pt2 written by torch.export.save), e.g. 'cmd:python run.py {model} {inputs}'")
