@@ -216,7 +216,7 @@ def test_bad_commands_are_one_line_errors(host_program, tmp_path):
 def test_shell_operators_are_refused_outside_quotes_alone():
     """A quoted '>' is an argument of the program's (the diff review: `--cmp '>'` was
     refused); &>, 1> and |tee with no space are redirections all the same."""
-    from oracles.backends.command import parse_command
+    from oracles.command_line import parse_command
     from oracles.errors import TrtminError
     for fine in ("cmd:python run.py --cmp '>' {model}", 'cmd:python run.py --filter "<=0.5" --sep ";" {model}',
                  "cmd:sh -c 'python run.py \"$1\" > /tmp/log' sh {model}", "cmd:python run.py a\\>b {model}"):
