@@ -695,8 +695,11 @@ def check_json_file(path: Path) -> None:
         if not (isinstance(earlier, dict) and earlier.get("format") == JSON_FORMAT):  # as `repros table` reads it
             raise TrtminError(f"--json {path} exists and is no run file of `trtmin repros run`; it is kept: name "
                               "another file, or remove it first")
-    if not path.parent.is_dir():
-        raise TrtminError(f"--json {path}: {path.parent} is not a folder; name a file in an existing folder")
+    try:  # as pytest's --junitxml: a CI job names out/results.json before out/ exists
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TrtminError(f"--json {path}: its folder {path.parent} cannot be made ({e.strerror or e}); name a file "
+                          "in another folder") from None
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".check"):
             pass

@@ -12,9 +12,11 @@ ok (does this run agree with the manifest?):
   is back where it should be fixed, and a repro that ran where "skipped" was expected,
   are all not ok.
 - SKIPPED is ok when "skipped" is expected, or when the reason says the machine lacks
-  something (a GPU / CUDA / device, or a package: "not installed", "not importable",
-  "cannot be imported", "No module named", "missing"): the contract's exit 2 means "cannot
-  run here", which is no news about the bug. A skip with any other reason is not ok.
+  a CUDA GPU ("no CUDA GPU", "needs a GPU", torch's "not compiled with CUDA", "no NVIDIA
+  driver") or a package ("not installed", "not importable", "cannot be imported", "No module
+  named", "missing package"): the contract's exit 2 means "cannot run here", which is no
+  news about the bug. A skip with any other reason (a device-side assert, a data file
+  missing) is not ok.
   ``strict_skips=True`` (for machines that should run everything, e.g. the GPU CI box)
   makes every unexpected skip not ok.
 - The control run (``TRTMIN_BACKEND=eager``: each script runs eager PyTorch in place of
@@ -43,8 +45,13 @@ from repros.suite import Repro, find_repros
 EXPECTATION_OF = {FIXED: "fixed", REPRODUCED: "reproduces", SKIPPED: "skipped", ERROR: "error"}
 DEFAULT_TIMEOUT = 600.0
 JSON_FORMAT = "trtmin-repros-run/1"
-ENV_SKIP = re.compile(r"\b(gpus?|cuda|device|missing)\b|not installed|not importable|cannot be imported"
-                      r"|no module named", re.IGNORECASE)
+# What a skip says when the machine lacks a GPU or a package, in the words trtmin's scripts,
+# torch and Python use; not any mention of a device ("device-side assert triggered" is a
+# crash) or of something missing (a data file beside the script: a broken repro).
+ENV_SKIP = re.compile(r"\bno (?:CUDA )?GPUs?\b|\bneeds an? (?:CUDA )?GPU\b|no CUDA GPUs are available|"
+                      r"no NVIDIA driver|not compiled with CUDA|CUDA is not available|no CUDA-capable device|"
+                      r"not installed|not importable|cannot be imported|no module named|missing (?:package|module)",
+                      re.IGNORECASE)
 
 
 # ---------------------------------------------------------------- the machine
@@ -126,6 +133,7 @@ class Result:
     backend: str = ""            # the manifest's: what a CI job groups or filters the rows by
     oracle: str = ""
     device: str = ""
+    timed_out: bool = False      # killed at --timeout (status CHANGED: no verdict in time, or one and a hang after)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -240,7 +248,7 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
         note = reason
     tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
     return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
-                  note=note, expected_because=because, returncode=rc, stderr_tail=tail, **where)
+                  note=note, expected_because=because, returncode=rc, stderr_tail=tail, timed_out=timed_out, **where)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -304,10 +312,13 @@ def exit_code(results: Sequence[Result]) -> int:
 
 # ---------------------------------------------------------------- reporting
 
-def counts(results: Sequence[Result]) -> dict[str, int]:
+def counts(results: Sequence[Result], not_finished: Sequence[str] | None = None) -> dict[str, Any]:
+    """The summary a CI job reads: per status, not_ok, not_finished (an interrupted run's)
+    and all_ok, true only where every repro ran and agreed with its manifest."""
     c = {s: sum(r.status == s for r in results) for s in (REPRODUCED, FIXED, SKIPPED, CHANGED, ERROR)}
-    return {"total": len(results), **{k.lower(): v for k, v in c.items()},
-            "not_ok": sum(not r.ok for r in results)}
+    not_ok, stopped = sum(not r.ok for r in results), len(not_finished or ())
+    return {"total": len(results), **{k.lower(): v for k, v in c.items()}, "not_ok": not_ok,
+            "not_finished": stopped, "all_ok": not not_ok and not stopped}
 
 
 def results_to_json(results: Sequence[Result], env: dict[str, Any] | None = None,
@@ -316,7 +327,7 @@ def results_to_json(results: Sequence[Result], env: dict[str, Any] | None = None
     ``repros.table.merge_tables``. ``not_finished``: an interrupted run's unfinished repros, kept
     under "interrupted" so the record cannot pass for a whole run."""
     record = {"format": JSON_FORMAT, "environment": env if env is not None else environment(),
-              "summary": counts(results), "results": [r.to_dict() for r in results]}
+              "summary": counts(results, not_finished), "results": [r.to_dict() for r in results]}
     if not_finished is not None:
         record["interrupted"] = {"not_finished": list(not_finished)}
     return record

@@ -164,6 +164,7 @@ def test_a_timeout_is_changed_and_kills_the_process_group(tmp_path: Path) -> Non
     assert (r.status, r.ok) == (CHANGED, False)  # a release that hangs now fails differently; no broken script
     assert r.reason.startswith("no verdict within 0.5 s: working: it hangs now") and "raise --timeout" in r.reason
     assert r.verdict == "CHANGED: no verdict within 0.5 s (a hang?)"
+    assert r.timed_out and r.to_dict()["timed_out"] is True  # a CI job need not read the words
     assert r.note == r.reason  # not "its error changed ... update the repro": maybe a --timeout too short
     time.sleep(2)
     assert not marker.exists()
@@ -204,6 +205,15 @@ def test_skip_rules_and_expected_when(tmp_path: Path) -> None:
                                 strict_skips=True))
     assert (strict["pkg_skip"].ok, strict["expects_skip"].ok) == (False, True)
     assert judge(SKIPPED, "reproduces", "no CUDA GPU") == (True, "cannot run here: says nothing about the bug")
+    for lacks in ("no CUDA GPU is visible here", "cannot run: AssertionError: Torch not compiled with CUDA enabled",
+                  "TensorRT-RTX 1.4.0.76 needs a CUDA GPU, and none is visible here",
+                  "cannot run: RuntimeError: Found no NVIDIA driver on your system.", "No module named 'onnxscript'"):
+        assert judge(SKIPPED, "reproduces", lacks)[0], lacks
+    # a script's own skip for what is no lack of this machine's: not ok, whatever words it uses
+    for broken in ("cannot run: RuntimeError: CUDA error: device-side assert triggered",
+                   "cannot run: the reference data file is missing", "cannot run: FileNotFoundError: repro_inputs.pt"):
+        assert judge(SKIPPED, "reproduces", broken) == (
+            False, "skipped for a reason that is not a missing GPU or package"), broken
     assert judge(REPRODUCED, "skipped")[0] is False
     # a stack where it is known to fail otherwise (TensorRT-RTX for two bugs saved on full
     # TensorRT): CHANGED there is as expected, and the bug back or gone is not
@@ -249,7 +259,9 @@ def test_json_shape(suite: Path, tmp_path: Path) -> None:
     assert data["environment"]["versions"]["torch"].startswith("2.")
     assert data["environment"]["date"] == date.today().isoformat()
     assert {"python", "platform", "gpu", "cuda", "trtmin"} <= set(data["environment"])
-    assert data["summary"] == {"total": 2, "reproduced": 1, "fixed": 0, "skipped": 1, "changed": 0, "error": 0, "not_ok": 0}
+    assert data["summary"] == {"total": 2, "reproduced": 1, "fixed": 0, "skipped": 1, "changed": 0, "error": 0, "not_ok": 0,
+                               "not_finished": 0, "all_ok": True}
+    assert data["results"][0]["timed_out"] is False
     first = data["results"][0]
     assert first["name"] == "a_reproduces" and first["status"] == "REPRODUCED" and first["ok"] is True
     assert first["upstream"] == ["https://github.com/pytorch/TensorRT/pull/4964"]
@@ -565,6 +577,8 @@ def test_a_terminated_run_leaves_no_repro_running_and_keeps_what_finished(tmp_pa
     record = json.loads((tmp_path / "run.json").read_text())
     assert [r["name"] for r in record["results"]] == ["a_quick"]
     assert record["interrupted"] == {"not_finished": ["b_hangs", "c_later"]}
+    # what a CI step reads first cannot pass for a whole run: not_ok is 0, all_ok is not
+    assert record["summary"]["not_ok"] == 0 and (record["summary"]["not_finished"], record["summary"]["all_ok"]) == (2, False)
     assert "(interrupted)" in merge_tables([tmp_path / "run.json"]).splitlines()[0]
     time.sleep(5)
     assert not finished.exists()
@@ -922,16 +936,17 @@ def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Pa
 
 
 def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path: Path, monkeypatch) -> None:
-    """A --json file in a folder that is missing (or a file) was found out after the whole
-    suite ran, as a traceback; a mistyped TRTMIN_BACKEND (EAGER) ran the backends and passed
-    for a green control run. Both are refused at once, in one line, with no repro run."""
+    """A --json file in a folder that is a file was found out after the whole suite ran, as
+    a traceback; a mistyped TRTMIN_BACKEND (EAGER) ran the backends and passed for a green
+    control run. Both are refused at once, in one line, with no repro run. A folder that is
+    missing is made, as pytest's --junitxml makes its."""
     from tests.helpers import run_cli_here
     marker = tmp_path / "ran"
     make_repro(tmp_path / "ours", "good", f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n" + exits(1, "REPRODUCED: x"))
     (tmp_path / "afile").write_text("not a folder")
-    for path in (tmp_path / "missing" / "run.json", tmp_path / "afile" / "run.json"):
-        r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(path))
-        assert r.returncode == 2 and "is not a folder; name a file in an existing folder" in r.stderr, r.stderr
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "afile" / "run.json"))
+    assert r.returncode == 2 and "its folder " + str(tmp_path / "afile") + " cannot be made" in r.stderr, r.stderr
+    assert not marker.exists()
     manifest_file = tmp_path / "ours" / "good" / "manifest.toml"  # a file no run wrote: kept, not written over
     for path, before in ((tmp_path / "afile", "not a folder"), (manifest_file, manifest_file.read_text())):
         r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(path))
@@ -941,6 +956,8 @@ def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path:
     (tmp_path / "link.json").symlink_to(tmp_path / "mine.json")  # a link to an empty file: not replaced by a file
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "link.json"))
     assert r.returncode == 2 and (tmp_path / "link.json").is_symlink(), r.stderr
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "new" / "ci" / "r.json"))
+    assert r.returncode == 0 and json.loads((tmp_path / "new" / "ci" / "r.json").read_text())["summary"]["all_ok"], r.stderr
     (tmp_path / "run.json").write_text("")  # empty, as mktemp makes it: written
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))
     again = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--json", str(tmp_path / "run.json"))
