@@ -367,7 +367,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"was: {summary['original_verdict']}", highlight=False, markup=False)
     minimal = notes.get("one_minimal") or {}
     if minimal.get("proven") and not minimal.get("cuts_tried"):
-        console.print("1-minimal: yes, a single call node is left")
+        console.print("1-minimal: yes, a single op is left")
     else:
         console.print("1-minimal: " + ("yes, no single call node can be cut" if minimal.get("proven") else
                                        "not proven") + f" ({minimal.get('cuts_tried', 0)} one-node cuts tried, "

@@ -467,3 +467,32 @@ def test_a_window_whose_every_node_is_needed_costs_one_call_a_node(chain: Progra
     assert stats["keep_needed"].accepted == 0 and stats["delete_chunks"].accepted == 0
     assert stats["keep_needed"].calls <= len(core) + 2 * len(core).bit_length()
     assert stats["delete_chunks"].calls <= 1
+
+
+class MaxAndIndex(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        v, i = (x * 2).max(dim=-1)
+        return v + 1, i
+
+
+def test_an_op_of_several_values_left_without_its_getitems_returns_each(tmp_path):
+    """max.dim kept, its getitems cut (a candidate of the op alone): the slice returned the
+    tuple as one nested output. repro.py's eager half then had 1 output to the compiler's 2
+    and said REPRODUCED for that, whatever the compiler computed, and its eager control
+    failed in the comparison. The slice returns each value, by getitem, flat."""
+    from oracles.backends import BUILTIN
+    from oracles.verdict import Verdict
+    from tests.helpers import run_repro, write_repro
+
+    x = torch.tensor([[1.0, float("nan"), 2.0], [0.0, 3.0, 1.0]])
+    program = Program(prepare(torch.export.export(MaxAndIndex(), (x,)), "cpu"), [x])
+    [kept] = [i for i, n in enumerate(program.nodes) if n.target is torch.ops.aten.max.dim]
+    piece = program.materialize((kept,))
+    out = piece.gm(*program.inputs_for(piece))
+    assert isinstance(out, tuple) and len(out) == 2 and all(isinstance(o, torch.Tensor) for o in out), out
+    assert all(torch.allclose(a.double(), b.double(), equal_nan=True)
+               for a, b in zip(out, flatten_outputs(program.values[program.nodes[kept].name])))
+    write_repro(tmp_path, piece.gm, dict(zip(piece.input_names, program.inputs_for(piece))), {},
+                Verdict("mismatch", output=0, max_abs=1.0), BUILTIN["inductor"]("inductor", {}))
+    r = run_repro(tmp_path, backend="eager")
+    assert (r.returncode, r.stdout.strip()) == (0, "FIXED: the backend matches eager PyTorch"), r.stdout + r.stderr

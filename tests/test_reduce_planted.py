@@ -54,7 +54,7 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     assert str(ROOT) not in report  # run_cli puts trtmin's checkout on PYTHONPATH: repro.py needs none of it
     assert "printed `REPRODUCED" in report
     # one node left is 1-minimal with nothing to cut; more are by the one-node cuts tried
-    assert ("- 1-minimal: a single call node is left." if len(core) == 1 else
+    assert ("- 1-minimal: a single op is left." if len(core) == 1 else
             "- 1-minimal: no single call node can be cut with the bug still there (each of the") in report, report
     # The script runs alone: it imports torch and the copied plugin, not trtmin.
     assert "minimize" not in (tmp_path / "repro.py").read_text() and (tmp_path / "plugin.py").exists()

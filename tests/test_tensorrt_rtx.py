@@ -213,7 +213,7 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     stage = "parser failure" if "parser failed" in summary["final_verdict"] else "build failure"
     assert f") {stage}: " in report.splitlines()[0] and " on cpu" not in report.splitlines()[0], report.splitlines()[0]
     # one node left: nothing to cut, said so (not "each of the 0 one-node cuts was tried")
-    assert "- 1-minimal: a single call node is left." in report and "0 one-node" not in report + r.stdout
+    assert "- 1-minimal: a single op is left." in report and "0 one-node" not in report + r.stdout
     # where the script makes every input it reads, no words of eager PyTorch computing them
     forward = next(f for f in ast.walk(ast.parse((out / "repro.py").read_text()))
                    if isinstance(f, ast.FunctionDef) and f.name == "forward")

@@ -83,7 +83,7 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
                      "started there).")
     minimal = notes.get("one_minimal")
     if minimal and minimal.get("proven") and not minimal.get("cuts_tried"):
-        lines.append("- 1-minimal: a single call node is left.")
+        lines.append("- 1-minimal: a single op is left.")
     elif minimal and minimal.get("proven"):
         lines.append(f"- 1-minimal: no single call node can be cut with the bug still there (each of the "
                      f"{minimal['cuts_tried']} one-node cuts was tried, with the program's own values, before "

@@ -341,12 +341,28 @@ class Program:
                     if i in sinks or isinstance(self.values.get(self.nodes[i].name), torch.Tensor)]
         else:
             outs = [self.nodes[i].name for i in sinks]
-        graph.output(tuple(env[o] for o in outs))
+        graph.output(tuple(value for o in outs for value in self._returned(graph, env[o], o)))
         root = torch.nn.Module()
         for name in constants:
             root.register_buffer(self.attributes.get(name, name), (replaced or {}).get(name, self.values[name]))
         gm = fx.GraphModule(root, graph)
         return Slice(gm, inputs, outs, constants, {n: self.attributes[n] for n in constants if n in self.attributes})
+
+    def _returned(self, graph: fx.Graph, node: fx.Node, name: str) -> list[fx.Node]:
+        """What a slice returns of an output node: the node, or, for an op of several
+        values (max.dim, batch norm's) whose getitems were cut, each value by getitem. The
+        tuple itself would be one nested output: repro.py's eager half returned 1 output
+        against the compiler's 2, said REPRODUCED for that, and its eager control failed."""
+        value = self.values.get(name)
+        if node.target is operator.getitem or not isinstance(value, (tuple, list)):
+            return [node]
+        items = []
+        for k in range(len(value)):
+            item = graph.call_function(operator.getitem, (node, k))
+            val = node.meta.get("val")
+            item.meta["val"] = val[k] if isinstance(val, (tuple, list)) and k < len(val) else value[k]
+            items.append(item)
+        return items
 
     def leaf_nodes(self, output_names: Sequence[str]) -> list[int]:
         """The node each flattened output comes from, for outputs that are these nodes'
