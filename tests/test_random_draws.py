@@ -117,3 +117,42 @@ def test_the_report_speaks_of_draws_only_where_the_reduced_program_has_them(tmp_
     report = (out / "report.md").read_text()
     assert "torch.ops.aten.randn" not in (out / "repro.py").read_text() and "Random draws" not in report, report
     assert "- Inputs: no --inputs: the program ran on inputs made" in report, report
+
+
+class Uninitialized(nn.Module):
+    def forward(self, x):
+        return x + torch.empty_like(x)
+
+
+class OnlyDraws(nn.Module):
+    def forward(self, p):
+        return torch.multinomial(p, 4, replacement=True)
+
+
+def test_uninitialized_memory_is_fed_in_as_draws_are(tmp_path):
+    """A trial: `x + torch.empty_like(x)` FAILS (nan) on Inductor 3 runs of 3, and reduced to
+    `empty` alone, whose repro.py said REPRODUCED: eager's and the compiler's garbage differ
+    by chance. The allocation's value is eager's, fed in; no bug is left to find."""
+    torch.manual_seed(0)
+    x = torch.randn(64, 64)
+    program = Program(prepare(torch.export.export(Uninitialized(), (x,)), "cpu"), [x], fixed_random=True)
+    assert [str(n.target) for n in program.random_draws] == ["aten.empty_like.default"]
+    assert not any("empty" in str(n.target) for n in program.nodes)
+    model, inputs = save_program(Uninitialized(), (x,), tmp_path)
+    for oracle in ("mismatch", "nan"):
+        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", oracle, "--backend", "inductor")
+        assert r.returncode == 0 and "does not fail" in r.stdout, r.stdout + r.stderr[-2000:]
+        assert "leaves memory uninitialized (aten.empty_like.default x1)" in r.stderr, r.stderr[-2000:]
+
+
+def test_a_program_of_draws_alone_is_said_so_not_called_empty(tmp_path):
+    """multinomial alone: fed in, no op is left, and the refusal said the graph has no call
+    nodes. Under --oracle crash, its compiled draws were compared with eager's and the user
+    sent to --oracle mismatch, which then refused."""
+    model, inputs = save_program(OnlyDraws(), (torch.softmax(torch.randn(2, 8), -1),), tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager")
+    assert r.returncode == 2 and "each op of it makes values no compiler can match eager's " \
+        "(aten.multinomial.default: random draws or uninitialized memory)" in r.stderr, r.stderr[-2000:]
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "inductor")
+    assert r.returncode == 0 and "it compiled and ran (its values are not judged: the program draws random " \
+        "numbers (aten.multinomial.default x1)" in r.stdout and "--oracle mismatch" not in r.stdout, r.stdout

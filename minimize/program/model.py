@@ -117,6 +117,24 @@ def draws_random(node: fx.Node) -> bool:
                 or any(values.get(k) is False for k in ("train", "training")))
 
 
+# Ops whose values are whatever the allocator hands back: eager's and a compiler's differ
+# by chance (a trial reduced `x + torch.empty_like(x)` to `empty` alone and called it a bug).
+UNINITIALIZED_OPS = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided",
+                               "empty_permuted"})
+
+
+def uninitialized(node: fx.Node) -> bool:
+    """torch.empty and its kin: memory no one has written, which no comparison can judge."""
+    packet = getattr(node.target, "_overloadpacket", None)
+    return getattr(node.target, "namespace", None) == "aten" and getattr(packet, "__name__", "") in UNINITIALIZED_OPS
+
+
+def unjudgeable(node: fx.Node) -> bool:
+    """A value the compiled program must be fed eager's of, for a value oracle: a random
+    draw or uninitialized memory."""
+    return draws_random(node) or uninitialized(node)
+
+
 def _argument_values(node: fx.Node) -> dict[str, Any]:
     """The node's arguments by schema name, defaults included; {} without a schema."""
     schema = getattr(node.target, "_schema", None)
@@ -133,16 +151,22 @@ def _argument_values(node: fx.Node) -> dict[str, Any]:
     return values
 
 
-def random_draws_note(program: "Program") -> str | None:
-    """What the user is told when random draws are fed in (Program's fixed_random)."""
-    if not (program.fixed_random and program.random_draws):
+def random_draws_note(program: "Program", fed: bool = True) -> str | None:
+    """What the user is told when random draws are fed in (Program's fixed_random), or,
+    `fed` False, that the program has such values, which a compiler makes its own."""
+    if not (program.random_draws and (program.fixed_random or not fed)):
         return None
-    counts: dict[str, int] = {}
-    for n in program.random_draws:
-        counts[str(n.target)] = counts.get(str(n.target), 0) + 1
-    ops = ", ".join(f"{op} x{k}" for op, k in counts.items())
-    return (f"the program draws random numbers ({ops}): eager PyTorch draws them once, seeded, and the compiled "
-            "program gets them as inputs, since a compiler's own draws cannot match eager's")
+    said = []
+    for kind, nodes in (("draws random numbers", [n for n in program.random_draws if not uninitialized(n)]),
+                        ("leaves memory uninitialized", [n for n in program.random_draws if uninitialized(n)])):
+        counts: dict[str, int] = {}
+        for n in nodes:
+            counts[str(n.target)] = counts.get(str(n.target), 0) + 1
+        said += [f"{kind} ({', '.join(f'{op} x{k}' for op, k in counts.items())})"] if counts else []
+    if not fed:
+        return f"the program {' and '.join(said)}, and a compiler's values of those cannot match eager's"
+    return (f"the program {' and '.join(said)}: eager PyTorch makes these values once (draws seeded) and the "
+            "compiled program gets them as inputs, since a compiler's own cannot match eager's")
 
 
 def _is_reducible(node: fx.Node) -> bool:
@@ -248,7 +272,7 @@ class Program:
         self.device = device
         self.attributes = attributes  # weight -> its attribute's name in a slice, where they differ
         self.fixed_random = fixed_random
-        self.random_draws = [n for n in graph.nodes if n.op == "call_function" and draws_random(n)]
+        self.random_draws = [n for n in graph.nodes if n.op == "call_function" and unjudgeable(n)]
         self.graph = graph
         self.user_outputs = set(user_outputs)
         self.output_order = user_outputs  # a slice returns these first, in this order (outputs_of)
@@ -260,7 +284,7 @@ class Program:
         # as candidate outputs they would be compared for nothing.
         self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
                                      and (n.users or n.name in user_outputs)
-                                     and not (fixed_random and draws_random(n))]
+                                     and not (fixed_random and unjudgeable(n))]
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         # users restricted to reducible nodes, for sink computation
         self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}

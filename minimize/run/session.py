@@ -87,6 +87,11 @@ class Session:
         self.program = Program(prepared, to_device(user_inputs, opts.device), device=opts.device,
                                fixed_random=opts.oracle in VALUE_ORACLES)
         clock.step("eager_values")
+        if not self.program.nodes and self.program.random_draws:  # each op's values fed in: none left
+            ops = ", ".join(sorted({str(n.target) for n in self.program.random_draws}))
+            raise TrtminError(f"{opts.model}: each op of it makes values no compiler can match eager's ({ops}: "
+                              f"random draws or uninitialized memory); --oracle {opts.oracle} feeds eager's in, which "
+                              "leaves nothing to compile; --oracle crash compiles them as they are")
         if not self.program.nodes:  # no candidate to make: a reduce raised "empty candidate", a check died
             raise TrtminError(f"{opts.model} computes nothing: its graph has no call nodes (it returns its inputs "
                               "or constants as they are), so no compiler has anything to get wrong; export the "
