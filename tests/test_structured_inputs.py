@@ -263,5 +263,22 @@ def test_an_output_is_named_by_its_key_in_what_the_model_returns(tmp_path):
                   plugin("every_output_off_with_tanh"))
     assert r.returncode == 1 and "MISMATCH: output 1 ['value'] differs from eager" in r.stdout, r.stdout + r.stderr
     tuple_ep = torch.export.export(nn.Sequential(nn.ReLU()), (x,))
-    assert output_paths(tuple_ep, 1) == []
-    assert output_paths(torch.export.export(_DictPolicy(), (x,)), 2) == ["['action']", "['value']"]
+    assert output_paths(tuple_ep, ["relu"]) == []
+    dict_ep = torch.export.export(_DictPolicy(), (x,))
+    assert output_paths(dict_ep, [s.arg.name for s in dict_ep.graph_signature.output_specs]) == ["['action']", "['value']"]
+
+
+class _InputAndNoneFirst(nn.Module):
+    def forward(self, x):
+        return x.sin(), x, None, (x * 2).argmax(-1)
+
+
+def test_a_tuple_output_after_an_input_or_none_is_numbered_as_the_model_returns_it(tmp_path):
+    """A trial: (x.sin(), x, None, argmax) with argmax off was "output 1", the slice's
+    number (no slice returns x or None); the user's is 3."""
+    from minimize.program.inputs import prepare
+    from minimize.program.model import Program
+
+    x = torch.randn(2, 3)
+    program = Program(prepare(torch.export.export(_InputAndNoneFirst(), (x,)), "cpu"), [x])
+    assert program.output_names == ["", "(the model's output 3)"]

@@ -199,17 +199,26 @@ def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None
     return found
 
 
-def output_paths(ep: ExportedProgram, count: int) -> list[str]:
-    """Each output's place in what the model returns (`['action']`, `.logits`) where it
-    returns a dict or a dataclass: "output 1" alone says little about a policy's
-    {"action": ..., "log_prob": ...}. [] where it returns a tensor or a tuple (the index
-    is the name), or where outputs repeat (one value returned twice is one output here)."""
+def output_paths(ep: ExportedProgram, returned: Sequence[str]) -> list[str]:
+    """For each value the whole program's slice returns (node names, one per flattened
+    output), its place in what the model returns, where the slice's number alone would
+    mislead: a dict's or dataclass's key (`['action']`, `.logits`: "output 1" alone says
+    little about a policy's {"action": ..., "log_prob": ...}); in a tuple, the model's own
+    index where the slice's differs (the model returns an input or None before it, which
+    no slice returns: "output 1 (the model's output 3)"); "" where the number is the name,
+    or the value is no output of the model's. [] where the spec cannot be read."""
     spec = getattr(ep.call_spec, "out_spec", None)
-    if spec is None or spec.num_leaves != count:
+    user = [getattr(s.arg, "name", "") for s in ep.graph_signature.output_specs if s.kind == OutputKind.USER_OUTPUT]
+    if spec is None or spec.num_leaves != len(user):
         return []
-    tree = pytree.tree_unflatten(list(range(count)), spec)
+    tree = pytree.tree_unflatten(list(range(len(user))), spec)
     paths = [pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(tree)[0]]
-    return paths if any(not re.fullmatch(r"(\[\d+\])*", p) for p in paths) else []
+    keyed = any(not re.fullmatch(r"(\[\d+\])*", p) for p in paths)
+    places = []
+    for j, name in enumerate(returned):
+        k = user.index(name) if name and name in user else None
+        places.append("" if k is None else paths[k] if keyed else "" if k == j else f"(the model's output {k})")
+    return places if any(places) else []
 
 
 class Program:
@@ -230,8 +239,9 @@ class Program:
         self._setup(ep.graph_module.graph, user_outputs, constants, device, fixed_random,
                     weight_attributes(ep, constants))
         self.values = self._capture(ep, user_inputs)
+        returned = [self.nodes[i].name for i in self.outputs_of(self.normalize(self.all_kept()))]
+        self.output_names = output_paths(ep, [name for name in returned for _ in flatten_outputs(self.values[name])])
         self.dynamic = dynamic_bounds(ep.graph_module.graph)
-        self.output_names = output_paths(ep, len(user_outputs))
 
     def digest(self) -> str | None:
         """sha256 of what a reduction reads of the model: the graph's code, every input's
