@@ -385,3 +385,20 @@ def test_a_far_smaller_mismatch_left_is_said_with_the_atol_that_avoids_it(tmp_pa
     summary, r = reduce_cli_run(model, inputs, tmp_path / "again", "mismatch", plugin("small_relu_large_exp"),
                                 "--no-verify", "--atol", atol)
     assert "exp.default" in ops_in(tmp_path / "again" / "repro.py") and "but: the program left" not in r.stderr
+
+
+class SinAlone(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x)
+
+
+def test_a_program_with_nothing_to_cut_is_reported_without_the_cutting_words(tmp_path):
+    """A maintainer read "cut it down to 1 call node in 1 oracle calls; every removed node's
+    value ... is fed in ..., so the failure is not upstream drift" and an empty pass table,
+    for a program of one op: nothing had been cut."""
+    model, inputs = save_program(SinAlone(), (torch.randn(4),), tmp_path)
+    reduce_cli(model, inputs, tmp_path / "out", "crash", plugin("crash_on_sin"), "--no-verify")
+    report = " ".join((tmp_path / "out" / "report.md").read_text().split())
+    assert f"is `{model.name}` as it is (1 call node; 1 oracle call): there was nothing to cut." in report, report
+    assert "No pass ran: the original was checked, and there was nothing to cut." in report, report
+    assert "fed in" not in report and "| pass |" not in report and "oracle calls" not in report.split("##")[1]

@@ -182,8 +182,8 @@ def _fed_words(input_names: Iterable[str], generated: Iterable[str]) -> str:
     inputs = set(input_names)
     if not inputs or inputs <= set(generated):
         return ""
-    return ("; every removed node's value a kept one reads is fed in as an input computed by eager PyTorch, "
-            "so the failure is not upstream drift")
+    return ("; every value of a cut node that a kept one reads is fed in as eager PyTorch computed it, so no error "
+            "of the cut nodes reaches the kept ones")
 
 
 def _beside(script: str, backend: Backend) -> str:
@@ -321,6 +321,13 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     diagnosis = _diagnosis_lines(summary)
     stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in stats.items()
                           if s["calls"] or s["removed"])  # passes that ran
+    passes = ("| pass | oracle calls | accepted | nodes removed |\n|---|---|---|---|\n" + stat_rows if stat_rows
+              else "No pass ran: the original was checked, and there was nothing to cut.")
+    calls = f"{info.oracle_calls} oracle call{'' if info.oracle_calls == 1 else 's'}"
+    cut = (f"is `{info.source_model}` as it is ({nodes(info.final_nodes)}; {calls}): there was nothing to cut"
+           if info.original_nodes == info.final_nodes else
+           f"is what\nis left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to\n"
+           f"{nodes(info.final_nodes)} in {calls}{_fed_words(input_names, summary.get('generated_values') or {})}")
     where = "above" if snippet else "in `repro.py` below"
     snippet_words = ""
     if snippet:
@@ -339,9 +346,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 **What fails:** {info.verdict.describe()}
 
-{_native_section(info.verdict)}{_whose_bug(summary, backend.describe_shared())}{_flaky_section(summary)}{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} is what
-is left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to
-{nodes(info.final_nodes)} in {info.oracle_calls} oracle calls{_fed_words(input_names, summary.get('generated_values') or {})}.{snippet_words}
+{_native_section(info.verdict)}{_whose_bug(summary, backend.describe_shared())}{_flaky_section(summary)}{_whole_message(info.verdict)}{_known_section(summary)}{_snippet_section(snippet)}{_values_section(info.verdict)}{_nonfinite_section(inputs or {})}Backend `{backend.describe_shared()}` on `{info.device}`, oracle `{info.oracle}`{reference_words(info)}{_memory_words(info)}.{_dynamic_sentence(info)} The program {where} {cut}.{snippet_words}
 
 {diagnosis}## Reproduce
 
@@ -364,7 +369,5 @@ It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 w
 
 ## How it was reduced
 
-| pass | oracle calls | accepted | nodes removed |
-|---|---|---|---|
-{stat_rows}
+{passes}
 """

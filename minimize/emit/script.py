@@ -271,8 +271,9 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     on = script_features(info, part, pattern, bool(dynamic))
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""
+    calls = f"{info.oracle_calls} oracle call{'' if info.oracle_calls == 1 else 's'}"
     about = (f"{info.title}: {info.verdict.describe()}. trtmin {env['trtmin']} cut {info.source_model} from "
-             f"{info.original_nodes} to {nodes(info.final_nodes)} in {info.oracle_calls} oracle calls on torch "
+             f"{info.original_nodes} to {nodes(info.final_nodes)} in {calls} on torch "
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
            *(["re"] if on & {"pattern", "child"} else []),
