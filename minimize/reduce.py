@@ -7,6 +7,7 @@ interrupted run continues with `--resume` and reaches the same repro.
 from __future__ import annotations
 
 import math
+import operator
 import re
 import threading
 import time
@@ -208,6 +209,9 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     shrank = _mismatch_shrank(original, final_verdict)
     if shrank:
         problem.notes["shrank"] = shrank
+    read_off = None if session.backend.oracle_problem("mismatch") else _read_values_off(session.program, problem, found)
+    if read_off:
+        problem.notes["read_off"] = read_off
     seconds = time.monotonic() - t0
     summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                        session.pool.restarts)
@@ -220,7 +224,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     info = ReproInfo(
         title=f"{backend.describe_shared()} "
               f"{session.backend.failure_words(final_verdict) or f'{final_verdict.kind} on {opts.device}'}: "
-              f"{', '.join(sorted({str(n.target).removeprefix('aten.') for n in final.gm.graph.nodes if n.op == 'call_function'}))[:120]}",
+              f"{', '.join(sorted({op_name(n) for n in final.gm.graph.nodes if _titled(n)}))[:120]}",
         source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
         oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
         verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
@@ -368,6 +372,42 @@ def _delegation_note(session: Session, found: Candidate, static: bool) -> tuple[
     return (f"the delegate took none of the program's ops: ExecuTorch ran {ops} on its portable kernels, so the "
             "bug is likely theirs, not the delegate's" + (f" (`{emitted_names(alone)[0]}`, for {alone}, tells)"
                                                           if alone else "")), True
+
+
+def op_name(node: Any) -> str:
+    """How a title or a note names a node's op: `remainder.Scalar`, not `aten.remainder.Scalar`,
+    nor `<built-in function getitem>`."""
+    return getattr(node.target, "__name__", None) if not isinstance(node.target, torch._ops.OpOverload) \
+        else str(node.target).removeprefix("aten.")
+
+
+def _titled(node: Any) -> bool:
+    """A call node the title names: not a getitem, which only picks one of an op's values."""
+    return node.op == "call_function" and node.target is not operator.getitem
+
+
+def _read_values_off(program: Any, problem: ReductionProblem, found: Candidate) -> str | None:
+    """For a crash of two ops or more: the ops before the last ones (those no kept op reads)
+    compiled alone, one call, and what differs from eager if they already compute other
+    values. A maintainer read ExecuTorch's "embedding: indices_ptr[0] -7 < 0" as a user's
+    negative index, where the remainder before it gives -7 for eager's 5: its bug. Not
+    asked where the backend cannot judge values here (TensorRT without a GPU builds alone)."""
+    if problem.signature.kind != "crash" or len(found.nodes) < 2:
+        return None
+    kept = set(found.nodes)
+    read = {program.index.get(dep.name) for i in kept for dep in program.nodes[i].all_input_nodes}
+    before = program.normalize(kept & read)
+    if not before:
+        return None
+    inputs = set(program.materialize(before).input_names)
+    v = problem.verdict(found.but(nodes=before, made={k: e for k, e in found.made if k in inputs}))
+    if v.kind not in ("mismatch", "nan"):
+        return None
+    ops = ", ".join(dict.fromkeys(op_name(program.nodes[i]) for i in before))
+    first = v.extra.get("first_off") or {}
+    at = (f"; at {first['index'][0]}: eager {first['eager'][0]}, backend {first['backend'][0]}"
+          if first.get("index") and first.get("eager") and first.get("backend") else "")
+    return f"the ops before the failing ones ({ops}), compiled alone, already differ from eager: {v.describe()}{at}"
 
 
 def _forget_run(out: Path) -> None:

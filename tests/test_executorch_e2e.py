@@ -270,3 +270,31 @@ def test_a_failure_at_execute_is_reduced_by_its_logged_cause_not_the_first_runs_
     summary = json.loads((out / "summary.json").read_text())
     assert summary["final_nodes"] == 1 and "Unhandled dtype UInt16" in summary["native_errors"][0], summary
     assert not any("cpuinfo" in line for line in summary["native_errors"]), summary["native_errors"]
+
+
+class PhaseEmbedding(nn.Module):
+    """A step counter wrapped into 12 phases, then looked up: ExecuTorch 1.4's portable
+    remainder keeps the dividend's sign (-7 % 12 = -7, eager 5), and the embedding fails on
+    the negative index."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(12, 4)
+
+    def forward(self, step: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+        return self.emb((step - offset) % 12)
+
+
+def test_a_crash_on_a_value_an_earlier_op_got_wrong_names_that_op(tmp_path):
+    """A maintainer read "[op_embedding.cpp:52] Check failed ... indices_ptr[0] -7 < 0" as a
+    user's negative index and would close it; the remainder before it is the bug. The ops
+    the failing one reads are compiled alone (one call): they already differ from eager."""
+    model, inputs = save_program(PhaseEmbedding().eval(), (torch.arange(10), torch.tensor(7)), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                "executorch:portable", "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    said = "the ops before the failing ones (remainder.Scalar), compiled alone, already differ from eager: MISMATCH"
+    assert f"but: {said}" in " ".join(r.stderr.split()), r.stderr[-2000:]
+    assert "eager 5, backend -7" in r.stderr, r.stderr[-2000:]
+    assert f"- What the failing ops read: {said}" in (out / "report.md").read_text()

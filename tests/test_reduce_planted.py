@@ -326,8 +326,8 @@ def test_the_report_says_eager_computed_the_inputs_only_where_it_did():
     from minimize.emit.report import _fed_words
 
     names = ["x", "input", "mask"]
-    assert "computed by eager PyTorch" in _fed_words(names, {})
-    assert "computed by eager PyTorch" in _fed_words(names, {"x": "torch.randn(2)", "input": "torch.randn(2)"})
+    assert "fed in as eager PyTorch computed it" in _fed_words(names, {})
+    assert "fed in as eager PyTorch computed it" in _fed_words(names, {"x": "torch.randn(2)", "input": "torch.randn(2)"})
     assert _fed_words(names, {"x": "", "input": "", "mask": ""}) == ""
     assert _fed_words([], {}) == ""
 

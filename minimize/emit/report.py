@@ -94,6 +94,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- Symptom: {notes['original_symptom']}.")
     elif summary.get("original_verdict") not in (None, summary.get("final_verdict")):  # the user's, to tie it to
         lines.append(f"- The original program failed as {summary['original_verdict'].rstrip('.')}.")
+    if "read_off" in notes:
+        lines.append(f"- What the failing ops read: {notes['read_off']}.")
     if "shrank" in notes:
         lines.append(f"- Size: {notes['shrank']}.")
     if "made_inputs" in notes:
