@@ -149,6 +149,20 @@ def test_a_tensorrt_build_failure_snippet_parses_and_builds_as_trtmin_did(tmp_pa
     assert "config.builder_optimization_level = 1" in built.setup and built.last.startswith("assert builder.build")
     parsed = backend.snippet_call(["x"], Verdict("crash", "TensorRTError", "the ONNX parser failed: In node 0"))
     assert parsed.last.startswith("assert parser.parse_from_file(") and not any("config" in s for s in parsed.setup)
+    # the builder segfaulting (a trial's two attentions): the build is last, no input goes to a GPU
+    died = backend.snippet_call(["x"], Verdict("crash", "Signal", "SIGSEGV in build_plan (called from compile)"))
+    assert died.last == built.last and not any("cuda" in s for s in died.setup), died
+    import dataclasses
+
+    from minimize.emit.outputs import export_passed
+    from tests.helpers import repro_info
+    death = Verdict("crash", "Signal", "SIGSEGV in build_plan (called from compile)")  # model.onnx goes beside it
+    assert export_passed(dataclasses.replace(repro_info(death), needs_subprocess=True))
+    assert not export_passed(dataclasses.replace(repro_info(Verdict("crash", "Signal", "SIGSEGV in export_onnx")),
+                                                 needs_subprocess=True))
+    # the export failing: TensorRT never sees the model, and the snippet stops at the export
+    export = backend.snippet_call(["x"], Verdict("crash", "OnnxExportError", "torch.onnx.export failed (X): y"))
+    assert export.last.startswith("torch.onnx.export(f, (x,)") and not export.setup and not export.imports, export
     ran = backend.snippet_call(["x"], Verdict("mismatch", output=0, max_abs=1.0))
     assert ran.last.startswith("context.execute_async_v3(") and "config.clear_flag(trt.BuilderFlag.TF32)" in ran.setup
     assigned = [line.split(" = ")[0] for line in ran.setup]  # the inputs are read before a name is taken

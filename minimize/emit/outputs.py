@@ -92,8 +92,10 @@ def export_passed(info: ReproInfo) -> bool:
     again in its own process (Backend.upstream_files): a mismatch, NaN or a crash after the
     export; not an export error, a bug that ends the process (a death, whose site may be the
     exporter's, or a hang: needs_subprocess), or OOM."""
+    from oracles.backends.tensorrt import died_building  # a death whose site is after the export
+
     v = info.verdict
-    return v.kind in ("mismatch", "nan") or (
+    return v.kind in ("mismatch", "nan") or died_building(v) or (
         v.kind == "crash" and not info.needs_subprocess and v.exc_type != OnnxExportError.__name__)
 
 

@@ -230,9 +230,13 @@ def _native_section(v: Verdict) -> str:
 
 
 def _whose_bug(summary: dict[str, Any], backend: str) -> str:
-    """Where the delegate took none of the program's ops and the script without it
-    (`summary["undelegated"]`) reproduced alone, whose bug it is, at the top: a maintainer of
-    the delegate must not be asked about the portable kernels' bug."""
+    """Whose bug it is, at the top, where the backend named is not its owner: an ONNX export
+    failure is PyTorch's exporter's (TensorRT or ONNX Runtime never saw the model); where the
+    delegate took none of the program's ops and the script without it (`summary["undelegated"]`)
+    reproduced alone, the portable kernels': a delegate's maintainer must not be asked."""
+    if str(summary.get("final_verdict", "")).startswith("CRASH: OnnxExportError"):
+        return (f"**Whose bug:** PyTorch's ONNX exporter's (`torch.onnx.export`, onnxscript): the export fails, so "
+                f"{backend} never sees the model. File it with PyTorch (module: onnx).\n\n")
     alone = summary.get("undelegated")
     ran = (summary.get("emitted_alone") or {}).get(emitted_names(alone)[0], {}) if alone else {}
     if ran.get("status") != "REPRODUCED":

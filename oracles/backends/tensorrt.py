@@ -315,6 +315,13 @@ def build_failure(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.kind == "crash" and verdict.message.startswith(BUILD_FAILURES)
 
 
+def died_building(verdict: Verdict | None) -> bool:
+    """Whether the bug killed the process inside build_plan (TensorRT's builder segfaulting):
+    after the export, before any engine ran. Its report's snippet builds and stops there."""
+    return (verdict is not None and verdict.kind == "crash" and verdict.exc_type == "Signal"
+            and f" in {build_plan.__name__} " in f"{verdict.message} ")
+
+
 class TensorRTBackend(Backend):
     name = "tensorrt"
     devices = ("cpu", "cuda")  # the ONNX export is device-free; buffers are copied to the GPU
@@ -421,7 +428,10 @@ class TensorRTBackend(Backend):
             return None
         opset = f", opset_version={self.options['opset']}" if self.options.get("opset") else ""
         typed = self._network_flags()
-        at_build = build_failure(verdict)
+        if verdict.kind == "crash" and verdict.exc_type == "OnnxExportError":  # TensorRT never sees the model
+            return SnippetCall(module=True, last=f"torch.onnx.export(f, {args_tuple(args)}, {SNIPPET_ONNX!r}, "
+                                                 f"dynamo=True{opset})")
+        at_build = build_failure(verdict) or died_building(verdict)
         setup = [f"torch.onnx.export(f, {args_tuple(args)}, {SNIPPET_ONNX!r}, dynamo=True{opset})"]
         if not at_build:  # read the inputs before the names below are taken (an input called context)
             setup.append(f"feed = [t.cuda().contiguous() for t in {args_tuple(args)} if isinstance(t, torch.Tensor)]"
