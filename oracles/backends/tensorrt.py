@@ -382,6 +382,10 @@ class TensorRTBackend(Backend):
                         if normalize_message(str(e)) != failed:
                             continue
                         words = str(e).split(": ", 1)[-1] if str(e).startswith(BUILD_FAILURES) else str(e)
+                        if "cuda" in words.lower() and not torch.cuda.is_available():  # REFIT: a JIT needing a GPU
+                            return (f"--set {key}={value}: {tensorrt_name(trt)} fails a one-layer network with it the "
+                                    f"same way here, and its error names CUDA ({words[:240]}): this machine has no "
+                                    "GPU, which the setting may need; try it on a GPU, or drop it here")
                         return (f"--set {key}={value}: {tensorrt_name(trt)} fails a one-layer network with it the "
                                 f"same way, so the setting fails, not your model ({words[:240]}); drop it "
                                 "or change it")
