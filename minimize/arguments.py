@@ -15,7 +15,9 @@ from typing import Any, Optional
 
 from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
-from oracles.backend_names import DEVICE_WORDS, check_backend_name, check_compile_on, check_emit, is_device
+from oracles.backend_names import (COMMAND_PREFIX, DEVICE_WORDS, check_backend_name, check_compile_on, check_emit,
+                                   is_device)
+from oracles.command_line import parse_command
 from oracles.errors import TrtminError
 from oracles.verdict import ERROR_ORACLES
 
@@ -107,6 +109,8 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     other fields as they are)."""
     check_model_file(model, inputs)  # these, before any worker starts or torch is imported: an answer in a second
     check_backend_name(backend)
+    if backend.startswith(COMMAND_PREFIX):  # the command line's mistakes now, before torch loads; not a
+        parse_command(backend)  # manifest's, whose program may be on another machine
     check_compile_on(backend)
     check_emit(list(emit or []), backend)
     if inputs is not None and not inputs.is_file():

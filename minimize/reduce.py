@@ -27,7 +27,7 @@ from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, jour
 from minimize.program.candidate import Candidate, make
 from minimize.search import DONE
 from minimize.search.problem import ReductionProblem, Rules
-from minimize.program.model import Slice
+from minimize.program.model import Slice, fed_from_eager
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
@@ -397,7 +397,7 @@ def _read_values_off(program: Any, problem: ReductionProblem, found: Candidate) 
     kept = set(found.nodes)
     read = {program.index.get(dep.name) for i in kept for dep in program.nodes[i].all_input_nodes}
     before = program.normalize(kept & read)
-    if not before:
+    if not before or any(fed_from_eager(program.nodes[i]) for i in before):  # a draw's values differ by chance
         return None
     inputs = set(program.materialize(before).input_names)
     v = problem.verdict(found.but(nodes=before, made={k: e for k, e in found.made if k in inputs}))

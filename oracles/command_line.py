@@ -62,9 +62,9 @@ def parse_command(spec: str) -> list[str]:
     if shutil.which(args[0]) is None:  # else each call "fails", with exec's error: a bug of nothing
         raise TrtminError(f"--backend {spec!r}: {args[0]}, the command's program, is not found; check its "
                           "spelling, or give its path")
-    for name in re.findall(r"\{(\w+)\}", line):  # {modle}, {input}: passed on as written, not a file's path
-        near = difflib.get_close_matches(name, PLACEHOLDERS, n=1, cutoff=0.6)
-        if name not in PLACEHOLDERS and near:
+    for name in re.findall(r"(?<!\$)\{(\w+)\}", line):  # {modle}, {input}: passed on as written; not ${var}
+        near = difflib.get_close_matches(name, PLACEHOLDERS, n=1, cutoff=0.75)
+        if name not in PLACEHOLDERS and near and f"{{{near[0]}}}" not in line:  # {model} twice, once mistyped: fine
             raise TrtminError(f"--backend {spec!r}: {{{name}}} is no placeholder of trtmin's; did you mean "
                               f"{{{near[0]}}}? (they are {{model}}, {{inputs}} and {{outputs}})")
     if not any("{model}" in a for a in args):

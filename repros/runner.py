@@ -49,7 +49,8 @@ JSON_FORMAT = "trtmin-repros-run/1"
 # torch and Python use; not any mention of a device ("device-side assert triggered" is a
 # crash) or of something missing (a data file beside the script: a broken repro).
 ENV_SKIP = re.compile(r"\bno (?:CUDA )?GPUs?\b|\bneeds an? (?:CUDA )?GPU\b|no CUDA GPUs are available|"
-                      r"no NVIDIA driver|not compiled with CUDA|CUDA is not available|no CUDA-capable device|"
+                      r"no NVIDIA driver|driver on your system is too old|no kernel image is available|"
+                      r"not compiled with CUDA|CUDA is not available|no CUDA-capable device|"
                       r"not installed|not importable|cannot be imported|no module named|missing (?:package|module)",
                       re.IGNORECASE)
 

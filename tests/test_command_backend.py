@@ -219,7 +219,10 @@ def test_shell_operators_are_refused_outside_quotes_alone():
     from oracles.command_line import parse_command
     from oracles.errors import TrtminError
     for fine in ("cmd:python run.py --cmp '>' {model}", 'cmd:python run.py --filter "<=0.5" --sep ";" {model}',
-                 "cmd:sh -c 'python run.py \"$1\" > /tmp/log' sh {model}", "cmd:python run.py a\\>b {model}"):
+                 "cmd:sh -c 'python run.py \"$1\" > /tmp/log' sh {model}", "cmd:python run.py a\\>b {model}",
+                 # braces of the user's own (the review): a shell's ${out}, a format, a word near a placeholder
+                 "cmd:sh -c 'python run.py \"$1\" --save ${output}' sh {model}", "cmd:python run.py {model} {node}_{index}",
+                 "cmd:python run.py {model} --tag {modelname}"):
         parse_command(fine)
     for bad, operator in (("&>log", "&>"), ("1>log", "1>"), ("|tee x", "|"), ("2>&1", "2>&1"), ("&& echo", "&&")):
         with pytest.raises(TrtminError, match=f"'{re.escape(operator)}' is shell syntax"):

@@ -156,3 +156,19 @@ def test_a_program_of_draws_alone_is_said_so_not_called_empty(tmp_path):
     r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "inductor")
     assert r.returncode == 0 and "it compiled and ran (its values are not judged: the program draws random " \
         "numbers (aten.multinomial.default x1)" in r.stdout and "--oracle mismatch" not in r.stdout, r.stdout
+
+
+class DrawAndBug(nn.Module):
+    def forward(self, x):
+        return x + torch.rand_like(x), torch.exp(x * 2)
+
+
+def test_a_real_mismatch_beside_a_draw_is_still_named_under_the_crash_oracle(tmp_path):
+    """The review: any draw anywhere turned every mismatch into 'not judged' under --oracle
+    crash. Only an output that reads a draw is; an exp of a mul off on another output is
+    named, with the oracle that asks about it (exit 3)."""
+    model, inputs = save_program(DrawAndBug(), (torch.randn(4, 8),), tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("mismatch_mul_exp"))
+    assert r.returncode == 3 and "but: MISMATCH: output 1" in r.stdout and "--oracle mismatch asks about that" \
+        in r.stdout, r.stdout + r.stderr[-2000:]

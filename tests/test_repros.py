@@ -207,7 +207,9 @@ def test_skip_rules_and_expected_when(tmp_path: Path) -> None:
     assert judge(SKIPPED, "reproduces", "no CUDA GPU") == (True, "cannot run here: says nothing about the bug")
     for lacks in ("no CUDA GPU is visible here", "cannot run: AssertionError: Torch not compiled with CUDA enabled",
                   "TensorRT-RTX 1.4.0.76 needs a CUDA GPU, and none is visible here",
-                  "cannot run: RuntimeError: Found no NVIDIA driver on your system.", "No module named 'onnxscript'"):
+                  "cannot run: RuntimeError: Found no NVIDIA driver on your system.", "No module named 'onnxscript'",
+                  "cannot run: RuntimeError: The NVIDIA driver on your system is too old (found version 11040)",
+                  "cannot run: RuntimeError: CUDA error: no kernel image is available for execution on the device"):
         assert judge(SKIPPED, "reproduces", lacks)[0], lacks
     # a script's own skip for what is no lack of this machine's: not ok, whatever words it uses
     for broken in ("cannot run: RuntimeError: CUDA error: device-side assert triggered",

@@ -282,3 +282,19 @@ def test_a_tuple_output_after_an_input_or_none_is_numbered_as_the_model_returns_
     x = torch.randn(2, 3)
     program = Program(prepare(torch.export.export(_InputAndNoneFirst(), (x,)), "cpu"), [x])
     assert program.output_names == ["", "(the model's output 3)"]
+
+
+class _Nested(nn.Module):
+    def forward(self, x):
+        return (x.sin(), x), (x * 2).cos()
+
+
+def test_a_nested_tuples_outputs_are_named_by_their_paths():
+    """The review: ((sin, x), cos) named cos "(the model's output 2)", its flat index; the
+    model's own is out[1]."""
+    from minimize.program.inputs import prepare
+    from minimize.program.model import Program
+
+    x = torch.randn(2, 3)
+    program = Program(prepare(torch.export.export(_Nested(), (x,)), "cpu"), [x])
+    assert program.output_names == ["[0][0]", "[1]"]

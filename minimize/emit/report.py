@@ -101,7 +101,7 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "made_inputs" in notes:
         lines.append(f"- Inputs: {notes['made_inputs']}.")
     if "random_draws" in notes:
-        lines.append(f"- Random draws: {notes['random_draws']}.")
+        lines.append(f"- Values fed in: {notes['random_draws']}.")
     if "delegation" in notes:
         lines.append(f"- Delegation: {notes['delegation']}.")
     if "static" in notes:
@@ -331,7 +331,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
               else "No pass ran: the original was checked, and there was nothing to cut.")
     calls = f"{info.oracle_calls} oracle call{'' if info.oracle_calls == 1 else 's'}"
     cut = (f"is `{info.source_model}` as it is ({nodes(info.final_nodes)}; {calls}): there was nothing to cut"
-           if info.original_nodes == info.final_nodes else
+           if info.original_nodes == info.final_nodes and not stat_rows else
            f"is what\nis left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to\n"
            f"{nodes(info.final_nodes)} in {calls}{_fed_words(input_names, summary.get('generated_values') or {})}")
     where = "above" if snippet else "in `repro.py` below"

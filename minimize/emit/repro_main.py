@@ -79,7 +79,7 @@ def main():
     finally:  # [logged] stderr back, and what the runtime logged shown there as ever
         sys.stderr.flush()  # [logged]
         os.dup2(stderr, 2)  # [logged]
-        sys.stderr.write(os.pread(log.fileno(), 1 << 20, 0).decode(errors="replace"))  # [logged]
+        sys.stderr.write(os.pread(log.fileno(), os.fstat(log.fileno()).st_size, 0).decode(errors="replace"))  # [logged] all of it
     return "FIXED", "compiled and ran without error"  # [failure]
     return outcome(expected, actual) if len(actual) == len(expected) else ("REPRODUCED", f"the backend returns {len(actual)} outputs, eager {len(expected)}")  # [!failure,!float64,!nan]
     return outcome(expected, actual, exact) if len(actual) == len(expected) else ("REPRODUCED", f"the backend returns {len(actual)} outputs, eager {len(expected)}")  # [float64,!nan]

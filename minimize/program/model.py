@@ -129,7 +129,7 @@ def uninitialized(node: fx.Node) -> bool:
     return getattr(node.target, "namespace", None) == "aten" and getattr(packet, "__name__", "") in UNINITIALIZED_OPS
 
 
-def unjudgeable(node: fx.Node) -> bool:
+def fed_from_eager(node: fx.Node) -> bool:
     """A value the compiled program must be fed eager's of, for a value oracle: a random
     draw or uninitialized memory."""
     return draws_random(node) or uninitialized(node)
@@ -214,10 +214,11 @@ def output_paths(ep: ExportedProgram, returned: Sequence[str]) -> list[str]:
     tree = pytree.tree_unflatten(list(range(len(user))), spec)
     paths = [pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(tree)[0]]
     keyed = any(not re.fullmatch(r"(\[\d+\])*", p) for p in paths)
+    nested = any(p.count("[") > 1 for p in paths)  # ((a, b), c): c is [1], not the third
     places = []
     for j, name in enumerate(returned):
         k = user.index(name) if name and name in user else None
-        places.append("" if k is None else paths[k] if keyed else "" if k == j else f"(the model's output {k})")
+        places.append("" if k is None else paths[k] if keyed or nested else "" if k == j else f"(the model's output {k})")
     return places if any(places) else []
 
 
@@ -282,7 +283,7 @@ class Program:
         self.device = device
         self.attributes = attributes  # weight -> its attribute's name in a slice, where they differ
         self.fixed_random = fixed_random
-        self.random_draws = [n for n in graph.nodes if n.op == "call_function" and unjudgeable(n)]
+        self.random_draws = [n for n in graph.nodes if n.op == "call_function" and fed_from_eager(n)]
         self.graph = graph
         self.user_outputs = set(user_outputs)
         self.output_order = user_outputs  # a slice returns these first, in this order (outputs_of)
@@ -294,7 +295,7 @@ class Program:
         # as candidate outputs they would be compared for nothing.
         self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
                                      and (n.users or n.name in user_outputs)
-                                     and not (fixed_random and unjudgeable(n))]
+                                     and not (fixed_random and fed_from_eager(n))]
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         # users restricted to reducible nodes, for sink computation
         self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}
@@ -397,6 +398,23 @@ class Program:
             item.meta["val"] = val[k] if isinstance(val, (tuple, list)) and k < len(val) else value[k]
             items.append(item)
         return items
+
+    def output_reads_draws(self, output: int) -> bool:
+        """Whether the whole program's flattened output `output` depends on a random draw or
+        uninitialized memory (random_draws): its value differs between eager and a compiler
+        by chance where those are compiled (--oracle crash)."""
+        leaves = self.leaf_nodes([self.nodes[i].name for i in self.outputs_of(self.normalize(self.all_kept()))])
+        if not 0 <= output < len(leaves):
+            return bool(self.random_draws)
+        draws, seen, todo = {n.name for n in self.random_draws}, set(), [self.nodes[leaves[output]]]
+        while todo:
+            node = todo.pop()
+            if node.name in draws:
+                return True
+            if node.name not in seen:
+                seen.add(node.name)
+                todo.extend(node.all_input_nodes)
+        return False
 
     def leaf_nodes(self, output_names: Sequence[str]) -> list[int]:
         """The node each flattened output comes from, for outputs that are these nodes'
