@@ -377,8 +377,9 @@ def _delegation_note(session: Session, found: Candidate, static: bool) -> tuple[
 def op_name(node: Any) -> str:
     """How a title or a note names a node's op: `remainder.Scalar`, not `aten.remainder.Scalar`,
     nor `<built-in function getitem>`."""
-    return getattr(node.target, "__name__", None) if not isinstance(node.target, torch._ops.OpOverload) \
-        else str(node.target).removeprefix("aten.")
+    if isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target).removeprefix("aten.")
+    return getattr(node.target, "__name__", None) or str(node.target)
 
 
 def _titled(node: Any) -> bool:
