@@ -14,6 +14,7 @@ import keyword
 import logging
 import operator
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -157,11 +158,8 @@ def random_draws_note(program: "Program", fed: bool = True) -> str | None:
     if not (program.random_draws and (program.fixed_random or not fed)):
         return None
     said = []
-    for kind, nodes in (("draws random numbers", [n for n in program.random_draws if not uninitialized(n)]),
-                        ("leaves memory uninitialized", [n for n in program.random_draws if uninitialized(n)])):
-        counts: dict[str, int] = {}
-        for n in nodes:
-            counts[str(n.target)] = counts.get(str(n.target), 0) + 1
+    for kind, empty in (("draws random numbers", False), ("leaves memory uninitialized", True)):
+        counts = Counter(str(n.target) for n in program.random_draws if uninitialized(n) == empty)
         said += [f"{kind} ({', '.join(f'{op} x{k}' for op, k in counts.items())})"] if counts else []
     if not fed:
         return f"the program {' and '.join(said)}, and a compiler's values of those cannot match eager's"
@@ -240,8 +238,8 @@ class Program:
         self._setup(ep.graph_module.graph, user_outputs, constants, device, fixed_random,
                     weight_attributes(ep, constants))
         self.values = self._capture(ep, user_inputs)
-        returned = [self.nodes[i].name for i in self.outputs_of(self.normalize(self.all_kept()))]
-        self.output_names = output_paths(ep, [name for name in returned for _ in flatten_outputs(self.values[name])])
+        self.output_names = output_paths(ep, [name for name in self.whole_outputs()
+                                              for _ in flatten_outputs(self.values[name])])
         self.dynamic = dynamic_bounds(ep.graph_module.graph)
 
     def digest(self) -> str | None:
@@ -399,22 +397,31 @@ class Program:
             items.append(item)
         return items
 
+    def whole_outputs(self) -> list[str]:
+        """The names of the nodes the whole program's slice returns, in its order."""
+        return [self.nodes[i].name for i in self.outputs_of(self.normalize(self.all_kept()))]
+
+    def cone(self, sink: int, within: Iterable[int] | None = None) -> tuple[int, ...]:
+        """The nodes of `within` (default: all) that node `sink` depends on, itself included."""
+        keep = set(range(len(self.nodes)) if within is None else within)
+        seen, stack = {sink}, [sink]
+        while stack:
+            for dep in self.nodes[stack.pop()].all_input_nodes:
+                i = self.index.get(dep.name)
+                if i is not None and i in keep and i not in seen:
+                    seen.add(i)
+                    stack.append(i)
+        return self.normalize(seen)
+
     def output_reads_draws(self, output: int) -> bool:
         """Whether the whole program's flattened output `output` depends on a random draw or
-        uninitialized memory (random_draws): its value differs between eager and a compiler
-        by chance where those are compiled (--oracle crash)."""
-        leaves = self.leaf_nodes([self.nodes[i].name for i in self.outputs_of(self.normalize(self.all_kept()))])
+        uninitialized memory (random_draws) that is compiled, not fed in (--oracle crash):
+        its value differs between eager and a compiler by chance."""
+        leaves = self.leaf_nodes(self.whole_outputs())
         if not 0 <= output < len(leaves):
             return bool(self.random_draws)
-        draws, seen, todo = {n.name for n in self.random_draws}, set(), [self.nodes[leaves[output]]]
-        while todo:
-            node = todo.pop()
-            if node.name in draws:
-                return True
-            if node.name not in seen:
-                seen.add(node.name)
-                todo.extend(node.all_input_nodes)
-        return False
+        compiled = {self.index[n.name] for n in self.random_draws if n.name in self.index}
+        return not compiled.isdisjoint(self.cone(leaves[output]))
 
     def leaf_nodes(self, output_names: Sequence[str]) -> list[int]:
         """The node each flattened output comes from, for outputs that are these nodes'

@@ -10,18 +10,7 @@ from minimize.search.problem import ReductionProblem
 
 def cone(problem: ReductionProblem, sink: int, within: Sequence[int] | None = None) -> Nodes:
     """The nodes of `within` (default: the current candidate) that `sink` depends on."""
-    prog = problem.program
-    keep = set(problem.current.nodes if within is None else within)
-    seen = {sink}
-    stack = [sink]
-    while stack:
-        node = prog.nodes[stack.pop()]
-        for dep in node.all_input_nodes:
-            i = prog.index.get(dep.name)
-            if i is not None and i in keep and i not in seen:
-                seen.add(i)
-                stack.append(i)
-    return prog.normalize(seen)
+    return problem.program.cone(sink, problem.current.nodes if within is None else within)
 
 
 def keep_one_output(problem: ReductionProblem) -> None:
