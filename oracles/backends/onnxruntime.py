@@ -22,7 +22,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
+from oracles.backends.onnx_export import (OnnxExportError, checked_opset, export_error, export_onnx, export_statement,
                                           script_source, upstream_onnx)
 from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import MissingPackageError, TrtminError
@@ -51,6 +51,8 @@ def parse_ort_settings(settings: dict[str, Any] | None, backend: str = "onnxrunt
             if level not in OPT_LEVELS:
                 raise TrtminError(f"--set {key}={text}: use one of {', '.join(OPT_LEVELS)}")
             parsed[key] = level
+        elif key == "opset":
+            parsed[key] = checked_opset(text)
         else:
             try:
                 parsed[key] = int(text)

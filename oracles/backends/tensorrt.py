@@ -39,7 +39,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
+from oracles.backends.onnx_export import (OnnxExportError, checked_opset, export_error, export_onnx, export_statement,
                                           named_node_text, script_source, upstream_onnx)
 from oracles.backends.onnxruntime import check_onnx_export
 from oracles.errors import MissingPackageError, NotRunHere, TrtminError
@@ -77,6 +77,8 @@ def parse_trt_settings(settings: dict[str, Any] | None, backend: str = "tensorrt
                     flags[name] = True
         elif key == "strongly_typed":
             parsed[key] = _bool(key, text) if isinstance(value, str) else bool(value)
+        elif key == "opset":
+            parsed[key] = checked_opset(text)
         else:
             parsed[key] = _int(key, text) if isinstance(value, str) else int(value)
     if flags:
