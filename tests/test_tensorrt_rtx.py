@@ -91,6 +91,28 @@ def test_mismatch_without_a_gpu_is_one_line_exit_2(tmp_path: Path) -> None:
     assert r.stderr.strip().splitlines()[-1].startswith("error: --oracle mismatch needs the TensorRT engine run")
 
 
+def test_dynamic_sizes_tensorrt_builds_static_are_said_before_the_first_call(tmp_path: Path) -> None:
+    """A program exported with a dynamic batch, on the tensorrt backend (static engines: no
+    optimization profile): check says so with its first notes, naming the input's dim, so
+    a user chasing a bug of the dynamic batch knows it cannot show. Inductor keeps the
+    dynamic sizes: no such note."""
+    from tests.helpers import run_cli_here
+
+    x = torch.randn(4, 8)
+    ep = torch.export.export(nn.ReLU(), (x,), dynamic_shapes={"input": {0: torch.export.Dim("batch", min=2, max=64)}})
+    torch.export.save(ep, str(tmp_path / "dyn.pt2"))
+    torch.save((x,), str(tmp_path / "dyn_inputs.pt"))
+    said = {}
+    for backend in ("tensorrt", "inductor"):
+        r = run_cli_here("check", str(tmp_path / "dyn.pt2"), "--inputs", str(tmp_path / "dyn_inputs.pt"),
+                         "--oracle", "crash", "--backend", backend)
+        assert "Traceback" not in r.stderr, r.stderr[-2000:]
+        said[backend] = r.stderr
+    assert ("note: the program was exported with dynamic sizes (input dim 0); backend tensorrt builds each candidate "
+            "with the inputs' own sizes, so a bug that needs them dynamic does not show here") in said["tensorrt"]
+    assert "dynamic" not in said["inductor"], said["inductor"]
+
+
 @needs_no_gpu
 def test_a_built_candidate_is_a_pass_that_says_it_did_not_run() -> None:
     torch.manual_seed(0)

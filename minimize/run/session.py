@@ -102,10 +102,22 @@ class Session:
     def notes(self) -> dict[str, str]:
         """What check and reduce say before the first verdict, by report.md's keys: how the
         backend judges here, that the inputs were made (no --inputs), that the program draws
-        random values."""
+        random values, and that a backend of static shapes drops the export's dynamic sizes."""
         found = {"backend": self.backend.note(), "made_inputs": self.inputs_note,
-                 "random_draws": random_draws_note(self.program)}
+                 "random_draws": random_draws_note(self.program), "static": self._static_note()}
         return {key: note for key, note in found.items() if note}
+
+    def _static_note(self) -> str | None:
+        """The export's dynamic dims a backend that builds static shapes (TensorRT through
+        ONNX: no optimization profile) does not keep: a bug of symbolic sizes cannot show."""
+        if self.backend.keeps_dynamic or not self.program.dynamic:
+            return None
+        inputs = [n.name for n in self.program.placeholders if self.program.dynamic.get(n.name)]
+        if not inputs:
+            return None
+        dims = ", ".join(f"{name} dim {d}" for name in inputs for d in sorted(self.program.dynamic[name]))
+        return (f"the program was exported with dynamic sizes ({dims}); backend {self.opts.backend} builds each "
+                "candidate with the inputs' own sizes, so a bug that needs them dynamic does not show here")
 
     def evaluate(self, cands: list[Candidate]) -> list[list[Verdict]]:
         """Each candidate's runs (--repeat of them), each in a fresh compile; each candidate's
