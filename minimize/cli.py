@@ -312,8 +312,7 @@ def check(
         raise typer.Exit(1)
     if v.kind == oracle.value:  # it fails as asked, but --match does not take its message
         print(f"does not fail the {oracle.value} oracle {where} as --match {match!r} asks: {v.describe()}")
-    elif (v.kind in ("mismatch", "nan") and not session.program.fixed_random and v.output is not None
-          and session.program.output_reads_draws(v.output)):
+    elif session.program.off_by_chance(v.kind, v.output):
         from minimize.program.model import random_draws_note  # the crash oracle compiles them as they are
         print(f"does not fail the {oracle.value} oracle {where}: it compiled and ran (its values are not judged: "
               f"{random_draws_note(session.program, fed=False)})")

@@ -27,7 +27,7 @@ from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, jour
 from minimize.program.candidate import Candidate, make
 from minimize.search import DONE
 from minimize.search.problem import ReductionProblem, Rules
-from minimize.program.model import Slice, fed_from_eager
+from minimize.program.model import Program, Slice, fed_from_eager, random_draws_note
 from minimize.search.scheduler import run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
@@ -119,7 +119,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                 mistake = session.setup_problem(v) if v.kind == "crash" else None
                 if mistake:
                     raise TrtminError(f"{mistake} (the original program, on {session.backend.describe()})")
-                _require_failure(opts, v, match)
+                _require_failure(opts, v, match, session.program)
             except TrtminError:
                 nothing_to_reduce = True
                 raise
@@ -417,23 +417,34 @@ def _forget_run(out: Path) -> None:
     (out / JOURNAL).unlink(missing_ok=True)  # the folder, if this run made it, goes with the lock
 
 
-def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None) -> None:
+def _require_failure(opts: Options, v: Verdict, match: re.Pattern[str] | None, program: Program) -> None:
+    """Refuses an original that does not fail as asked, saying what to change."""
     if v.kind == "invalid":
         raise unjudgeable(v.exc_type, v.message)
     if not answers(v, opts.oracle, match):  # the original as asked; --any-failure is for the candidates
-        hint = (f"no result within --timeout {opts.timeout:g} s: if the compile is only slow (a big graph), raise "
-                f"--timeout; if it never ends, try --oracle hang" if v.kind == "hang" and opts.oracle != "hang"
-                else f"it fails as {v.kind} instead; try --oracle {v.kind}" if v.failed and v.kind != opts.oracle
-                else f"check --backend, --device{' and the tolerances' if opts.oracle == 'mismatch' else ''}"
-                     + (", or, if it fails only sometimes, measure it with trtmin check --repeat 10 and reduce "
-                        "with --repeat" if opts.repeat == 1 else "")
-                if not v.failed
-                else f"its error does not match --match {opts.match!r} (a failure that comes first, as the "
-                     "parser's before the builder's, hides a later one: cut the model before it, or reduce this "
-                     "one first)")
         how = (f"fails otherwise than --match {opts.match!r} asks" if v.failed and v.kind == opts.oracle and match
                else f"does not fail the {opts.oracle} oracle")
-        raise TrtminError(f"the original program {how} on {opts.backend} ({v.describe()}); nothing to reduce: {hint}")
+        raise TrtminError(f"the original program {how} on {opts.backend} ({v.describe()}); nothing to reduce: "
+                          f"{_refusal_hint(opts, v, program)}")
+
+
+def _refusal_hint(opts: Options, v: Verdict, program: Program) -> str:
+    """What to change where the original does not fail as asked: a longer --timeout, the
+    oracle it does fail, --match; none where its values read random draws (a difference by
+    chance, which check too calls no failure)."""
+    if program.off_by_chance(v.kind, v.output):
+        return f"it compiled and ran (its values are not judged: {random_draws_note(program, fed=False)})"
+    if v.kind == "hang" and opts.oracle != "hang":
+        return (f"no result within --timeout {opts.timeout:g} s: if the compile is only slow (a big graph), raise "
+                "--timeout; if it never ends, try --oracle hang")
+    if v.failed and v.kind != opts.oracle:
+        return f"it fails as {v.kind} instead; try --oracle {v.kind}"
+    if not v.failed:
+        return (f"check --backend, --device{' and the tolerances' if opts.oracle == 'mismatch' else ''}"
+                + (", or, if it fails only sometimes, measure it with trtmin check --repeat 10 and reduce "
+                   "with --repeat" if opts.repeat == 1 else ""))
+    return (f"its error does not match --match {opts.match!r} (a failure that comes first, as the parser's before "
+            "the builder's, hides a later one: cut the model before it, or reduce this one first)")
 
 
 def _summary(opts: Options, problem: ReductionProblem, original: Verdict, final: Verdict,

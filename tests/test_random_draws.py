@@ -10,7 +10,7 @@ from torch import nn
 from minimize.program.inputs import prepare
 from minimize.program.model import Program
 from tests.conftest import plugin, save_program
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_cli_here
 
 
 class Denoiser(nn.Module):
@@ -156,6 +156,11 @@ def test_a_program_of_draws_alone_is_said_so_not_called_empty(tmp_path):
     r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "inductor")
     assert r.returncode == 0 and "it compiled and ran (its values are not judged: the program draws random " \
         "numbers (aten.multinomial.default x1)" in r.stdout and "--oracle mismatch" not in r.stdout, r.stdout
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "inductor",
+                     "--out", str(tmp_path / "out"))  # reduce's refusal says the same, not "try --oracle mismatch"
+    said = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and "nothing to reduce: it compiled and ran (its values are not judged: the program " \
+        "draws random numbers" in said and "--oracle mismatch" not in said, r.stderr[-2000:]
 
 
 class DrawAndBug(nn.Module):

@@ -423,6 +423,12 @@ class Program:
         compiled = {self.index[n.name] for n in self.random_draws if n.name in self.index}
         return not compiled.isdisjoint(self.cone(leaves[output]))
 
+    def off_by_chance(self, kind: str, output: int | None) -> bool:
+        """Whether a verdict of this kind on this output (a mismatch or NaN of the whole
+        program, the random draws compiled as they are) says nothing: its value reads a draw."""
+        return kind in ("mismatch", "nan") and not self.fixed_random and output is not None \
+            and self.output_reads_draws(output)
+
     def leaf_nodes(self, output_names: Sequence[str]) -> list[int]:
         """The node each flattened output comes from, for outputs that are these nodes'
         values (a node may return several tensors), in the order outputs are compared."""
