@@ -25,10 +25,10 @@ from minimize.emit.run_header import header_before_loading
 from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts, keep_edited
 from minimize.program.candidate import Candidate, make
-from minimize.search import DONE
+from minimize.search import CHECK_STATIC_SIZES, DONE, READ_VALUES_OFF
 from minimize.search.problem import ReductionProblem, Rules
 from minimize.program.model import Program, Slice, fed_from_eager, random_draws_note
-from minimize.search.scheduler import run_reduction
+from minimize.search.scheduler import counted, run_reduction
 from minimize.emit.script import ReproInfo, environment
 from minimize.run.session import Options, Session
 from minimize.emit.verify import run_alone
@@ -346,7 +346,8 @@ def _needed_dynamic(problem: ReductionProblem, found: Candidate,
     if not kept:
         return kept
     problem.current_pass = "static sizes"  # on the live line while it compiles
-    static = problem.failures(found.but(static=True)) >= problem.min_failures  # journaled: a --resume replays it
+    with counted(problem, CHECK_STATIC_SIZES):
+        static = problem.failures(found.but(static=True)) >= problem.min_failures  # journaled: a --resume replays it
     problem.current_pass = DONE
     if static:
         problem.notes["static"] = ("the program was exported with dynamic sizes, and the bug shows with them "
@@ -400,8 +401,9 @@ def _read_values_off(program: Any, problem: ReductionProblem, found: Candidate) 
     before = program.normalize(kept & read)
     if not before or any(fed_from_eager(program.nodes[i]) for i in before):  # a draw's values differ by chance
         return None
-    inputs = set(program.materialize(before).input_names)
-    v = problem.verdict(found.but(nodes=before, made={k: e for k, e in found.made if k in inputs}))
+    read_before = {dep.name for i in before for dep in program.nodes[i].all_input_nodes}  # inputs and weights
+    with counted(problem, READ_VALUES_OFF):
+        v = problem.verdict(found.but(nodes=before, made={k: e for k, e in found.made if k in read_before}))
     if v.kind not in ("mismatch", "nan"):
         return None
     ops = ", ".join(dict.fromkeys(op_name(program.nodes[i]) for i in before))

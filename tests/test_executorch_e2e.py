@@ -298,3 +298,7 @@ def test_a_crash_on_a_value_an_earlier_op_got_wrong_names_that_op(tmp_path):
     assert f"but: {said}" in " ".join(r.stderr.split()), r.stderr[-2000:]
     assert "eager 5, backend -7" in r.stderr, r.stderr[-2000:]
     assert f"- What the failing ops read: {said}" in (out / "report.md").read_text()
+    summary = json.loads((out / "summary.json").read_text())  # its one call has a row of the per-pass table
+    assert summary["passes"]["read_values_off"]["calls"] == 1, summary["passes"]
+    assert sum(s["calls"] for s in summary["passes"].values()) == summary["oracle_calls"], summary["passes"]
+    assert "| read_values_off | 1 | 0 | 0 |" in (out / "report.md").read_text()

@@ -45,7 +45,9 @@ def test_planted_bug_reduces_to_its_core(host_program, tmp_path, oracle, fn, cor
     assert summary["original_nodes"] >= 15
     assert ops_in(tmp_path / "repro.py") == core
     assert summary["oracle"] == oracle and summary["signature"].startswith(oracle)
-    assert set(summary["passes"]) >= {"bisect_window", "delete_chunks"}
+    assert set(summary["passes"]) >= {"check_original", "bisect_window", "delete_chunks"}
+    # the per-pass rows, the original's check among them, add up to the calls the report states
+    assert sum(s["calls"] for s in summary["passes"].values()) == summary["oracle_calls"], summary["passes"]
     assert (tmp_path / "report.md").read_text().startswith("# ")
     # trtmin ran the script alone at the end, and says so
     assert summary["repro_alone"]["status"] == "REPRODUCED" and summary["repro_alone"]["exit"] == 1

@@ -352,3 +352,36 @@ def test_complex_tensors_are_made_too_even_small_ones() -> None:
     with_nan[0, 0] = complex(float("nan"), 0.0)
     assert expression(with_nan, 1) is None
     assert make(expression(torch.full((4, 5), complex(0.5, -1.0)), 0)).eq(complex(0.5, -1.0)).all()
+
+
+def test_the_ops_before_a_crash_are_compiled_with_the_weights_made_for_them() -> None:
+    """A crash of two ops, its values made and shrunk (the Linear's weight too): the check of
+    what the failing op reads compiles the ops before it with every value made for them. It
+    took only the made inputs, and the Linear met its original 32x32 weight against a
+    shrunk input: "mat1 and mat2 shapes cannot be multiplied", unjudged and unsaid."""
+    from types import SimpleNamespace
+
+    from minimize.reduce import _read_values_off
+
+    x = torch.randn(4, 32)
+    program = Program(torch.export.export(torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU()).eval(), (x,)), [x])
+    linear = [i for i, n in enumerate(program.nodes) if "linear" in str(n.target) or "addmm" in str(n.target)]
+    relu = [i for i, n in enumerate(program.nodes) if "relu" in str(n.target)]
+    assert len(linear) == 1 and len(relu) == 1, [str(n.target) for n in program.nodes]
+    weights = [dep.name for dep in program.nodes[linear[0]].all_input_nodes if dep.name != "input"]
+    made = {name: f"torch.randn({(2, 2) if 'weight' in name else (2,)})" for name in weights}
+    made["input"] = "torch.randn((4, 2))"
+    asked = []
+
+    def verdict(cand: Candidate) -> Verdict:
+        asked.append(cand)
+        return Verdict("pass")
+
+    from minimize.search.problem import Counters
+
+    found = Candidate(tuple(linear + relu)).but(made=made, sizes={})
+    problem = SimpleNamespace(signature=SimpleNamespace(kind="crash"), verdict=verdict, pass_stats={},
+                              counters=Counters(), current=found)
+    assert _read_values_off(program, problem, found) is None  # the ops before match eager: nothing to say
+    assert [c.nodes for c in asked] == [tuple(linear)], asked
+    assert dict(asked[0].made) == made, asked[0].made  # the weights' made values too, not the input's alone

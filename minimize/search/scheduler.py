@@ -4,23 +4,35 @@ keeping per-pass statistics."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from minimize.search.passes import FINISHERS, PROOF, TIERS, Pass
 from minimize.search.problem import PassStats, ReductionProblem
-from minimize.search import DONE
+from minimize.search import CHECK_ORIGINAL, DONE
 from minimize.search.speculate import next_runs
 
 
-def _run(problem: ReductionProblem, name: str, run_pass: Pass) -> None:
+@contextmanager
+def counted(problem: ReductionProblem, name: str) -> Iterator[None]:
+    """The oracle calls, accepted steps, nodes removed and seconds of what runs inside, as
+    row `name` of the per-pass table: the passes, and the checks outside them (the
+    original's, the static sizes', the values the failing ops read), so the rows add up
+    to the calls the report states."""
     stats = problem.pass_stats.setdefault(name, PassStats())
     calls0, acc0, size0 = problem.counters.oracle_calls, problem.counters.accepted, len(problem.current.nodes)
     t0 = time.monotonic()
-    problem.current_pass = name
-    run_pass(problem)
+    yield
     stats.calls += problem.counters.oracle_calls - calls0
     stats.accepted += problem.counters.accepted - acc0
     stats.removed += size0 - len(problem.current.nodes)
     stats.seconds += time.monotonic() - t0
+
+
+def _run(problem: ReductionProblem, name: str, run_pass: Pass) -> None:
+    problem.current_pass = name
+    with counted(problem, name):
+        run_pass(problem)
 
 
 def reduce_to_fixpoint(problem: ReductionProblem, max_rounds: int = 20) -> None:
@@ -39,7 +51,8 @@ def reduce_to_fixpoint(problem: ReductionProblem, max_rounds: int = 20) -> None:
 def reduction(problem: ReductionProblem) -> None:
     """Everything the reducer asks the oracle, in order: a pure function of the verdicts,
     so that speculation can replay it (minimize/search/speculate.py)."""
-    problem.establish_original()
+    with counted(problem, CHECK_ORIGINAL):
+        problem.establish_original()
     reduce_to_fixpoint(problem)
 
 
