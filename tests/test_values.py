@@ -385,3 +385,17 @@ def test_the_ops_before_a_crash_are_compiled_with_the_weights_made_for_them() ->
     assert _read_values_off(program, problem, found) is None  # the ops before match eager: nothing to say
     assert [c.nodes for c in asked] == [tuple(linear)], asked
     assert dict(asked[0].made) == made, asked[0].made  # the weights' made values too, not the input's alone
+
+
+def test_a_made_value_writes_no_scale_or_shift_that_does_nothing() -> None:
+    """A layer_norm's output (mean 5.5e-10, spread 1) was made as randn(...).mul(1.0).add(5.502e-10):
+    rounding noise in the script a maintainer reads. A mean under a thousandth of the spread
+    and a spread of 1 at the digits written are left out; a real shift and scale stay."""
+    torch.manual_seed(0)
+    normed = torch.nn.functional.layer_norm(torch.randn(2, 12, 32), (32,))
+    made = expression(normed, 0)
+    assert made is not None and ".add(" not in made, made
+    assert expression(normed / normed.std(), 0) == ("torch.randn((2, 12, 32), generator=torch.Generator()"
+                                                   ".manual_seed(0), dtype=torch.float64).to(torch.float32)")
+    shifted = expression(torch.randn(64, 64) * 3 + 2, 0)
+    assert shifted is not None and ".mul(2.9" in shifted and ".add(1.9" in shifted, shifted

@@ -63,6 +63,14 @@ def _mean_digits(mean: complex, std: float) -> int:
     return min(17, 4 + max(0, math.ceil(math.log10(abs(mean) / std)))) if mean else 4
 
 
+def _scaled(mean: float, std: float) -> str:
+    """randn's `.mul(std).add(mean)`, less what does nothing at the digits written: a mean
+    under a thousandth of the spread (a layer_norm's 5.5e-10 is rounding noise), a spread
+    that rounds to 1."""
+    return ((f".mul({_number(std)})" if _number(std) != "1.0" else "")
+            + (f".add({_number(mean, _mean_digits(mean, std))})" if abs(mean) >= std / 1000 else ""))
+
+
 def _float_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: str,
                       top: float | None = None) -> str | None:
     """`top`: the largest value the tensor's own dtype holds (randn's tails clamp there)."""
@@ -85,7 +93,7 @@ def _float_expression(v: torch.Tensor, shape: tuple[int, ...], dtype: str, gen: 
         return None  # float64 beyond 1e154 overflows the variance, near 1.8e308 the rounding: "inf"
     if std == 0.0:  # its one value, exactly (a scale of 1/sqrt(128) is not 0.08839)
         return f"torch.full({shape!r}, {float(v64.reshape(-1)[0])!r}, dtype={dtype})"
-    scaled = f".mul({_number(std)}).add({_number(mean, _mean_digits(mean, std))})"
+    scaled = _scaled(mean, std)
     top = torch.finfo(v.dtype).max if top is None else top
     if abs(mean) + 10 * std > top:  # randn's tails past the dtype's range: an inf the original has not
         scaled += f".clamp({-top!r}, {top!r})"
