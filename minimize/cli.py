@@ -45,8 +45,8 @@ err = Console(stderr=True, soft_wrap=True)  # a line that is not a terminal's st
 
 def _version(value: bool) -> None:
     if value:
-        from minimize import __version__
-        print(f"trtmin {__version__}")
+        from minimize import version
+        print(f"trtmin {version()}")
         raise typer.Exit(0)
 
 

@@ -1047,3 +1047,24 @@ def test_resume_takes_the_same_plugin_file_by_another_path():
     for other in (header("plug.py:crash_sin"), header("plug.py:crash_tanh", "cd" * 32)):
         cut = _recorded_by_both(then, other)
         assert cut[0] != cut[1], other
+
+
+def test_version_names_the_commit_of_a_checkout(tmp_path):
+    """Every commit is 0.1.0: `trtmin --version` and report.md name the commit where trtmin runs
+    from a git checkout (this one: its HEAD, read from .git's files), so results from two
+    checkouts can be told apart; a copy without .git says the version alone."""
+    import os
+    import shutil
+
+    import minimize
+
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode != 0 or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    r = run_cli_here("--version")
+    assert (r.returncode, r.stdout.strip()) == (0, f"trtmin {minimize.__version__} (git {head.stdout.strip()})"), r
+    (tmp_path / "minimize").mkdir()
+    shutil.copy(ROOT / "minimize" / "__init__.py", tmp_path / "minimize" / "__init__.py")
+    out = subprocess.run([sys.executable, "-c", "import minimize; print(minimize.version())"], cwd=tmp_path,
+                 capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert out.stdout.strip() == minimize.__version__, out

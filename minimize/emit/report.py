@@ -323,7 +323,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
     # The shape of Torch-TensorRT's bug template, so the section pastes into an issue as is.
     env_lines = (format_environment(collect_environment(), backend.spec, info.device)
-                 + f"\n - trtmin Version: {minimize.__version__}")
+                 + f"\n - trtmin Version: {minimize.version()}")
     stats = summary.get("passes", {})
     diagnosis = _diagnosis_lines(summary)
     ran = {name: s for name, s in stats.items() if s["calls"] or s["removed"]}  # the checks' rows add up too

@@ -40,7 +40,7 @@ def environment(packages: Sequence[str] = ()) -> dict[str, str]:
     """What a run records of where it ran (summary.json): with the versions of the installed
     compilers, and of `packages` (a plugin's), which `repros add` keeps as first_seen."""
     from oracles.environment import KEY_PACKAGES, NOT_INSTALLED, package_version
-    env = {"trtmin": minimize.__version__, "torch": torch.__version__, "python": platform.python_version(),
+    env = {"trtmin": minimize.version(), "torch": torch.__version__, "python": platform.python_version(),
            "os": platform.platform(), "cuda": str(torch.version.cuda or "none")}
     for package in dict.fromkeys((*KEY_PACKAGES, *packages)):
         version = env.get(package) or package_version(package)
