@@ -343,3 +343,24 @@ def test_an_inductor_script_with_torch_compile_switched_off_says_skipped(piece, 
             2, "SKIPPED: TORCH_COMPILE_DISABLE or TORCHDYNAMO_DISABLE is 1: torch.compile is off"), r.stdout + r.stderr
     r = run_script(tmp_path, TORCH_COMPILE_DISABLE="0")  # torch's own reading: "1" alone switches it off
     assert r.returncode in (0, 1) and not r.stdout.startswith("SKIPPED"), r.stdout + r.stderr
+
+
+def test_a_message_cut_short_keeps_its_ellipsis_in_the_docstring_and_the_report(piece) -> None:
+    """A TensorRT message of 300+ characters is cut with "...": the report's Diagnosis took
+    the dots off with the full stop ("... at /_."), and repro.py's docstring added one
+    ("/_...."). Both end it once."""
+    from minimize.emit.report import _diagnosis_lines
+
+    sliced, values = piece
+    long = Verdict("crash", "TensorRTError", "In replicaSymbolicDims at /_src/optimizer/api/network.cpp:306 " * 10)
+    cut = long.describe()
+    assert cut.endswith("..."), cut
+    info = ReproInfo(title="cut", source_model="model.pt2", original_nodes=18, final_nodes=3, oracle_calls=3,
+                     oracle="crash", verdict=long, signature=Signature.of(long), match=None, atol=1e-3, rtol=1e-3,
+                     device="cpu", needs_subprocess=False, timeout=5.0)
+    script, _ = render_script(info, sliced.gm, {n: values[n] for n in sliced.input_names}, sliced.weights(values),
+                              BUILTIN["inductor"]("inductor", {}))
+    docstring = " ".join(script.split('"""')[1].split())
+    assert f"{' '.join(cut.split())} trtmin" in docstring and "...." not in docstring, docstring
+    said = _diagnosis_lines({"original_verdict": cut, "final_verdict": "CRASH: another", "notes": {}})
+    assert f"- The original program failed as {cut}\n" in said, said

@@ -10,7 +10,7 @@ import torch.fx as fx
 
 import minimize
 from minimize.emit.script import (INPUTS_FILE, ReproInfo, forward_source, nodes, output_values, reference_words,
-                                  tensor_expressions)
+                                  sentence, tensor_expressions)
 from minimize.emit.snippet import snippet_source
 from minimize.search import CHECKS
 from oracles.backends.base import Backend
@@ -94,7 +94,7 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
     if "original_symptom" in notes:
         lines.append(f"- Symptom: {notes['original_symptom']}.")
     elif summary.get("original_verdict") not in (None, summary.get("final_verdict")):  # the user's, to tie it to
-        lines.append(f"- The original program failed as {summary['original_verdict'].rstrip('.')}.")
+        lines.append(f"- The original program failed as {sentence(summary['original_verdict'])}")
     if "read_off" in notes:
         lines.append(f"- What the failing ops read: {notes['read_off']}.")
     if "shrank" in notes:

@@ -256,6 +256,12 @@ def script_pattern(info: ReproInfo, backends_own: str | None = None) -> str:
     return backends_own if backends_own and not info.match else error_pattern(info.signature, info.match)
 
 
+def sentence(text: str) -> str:
+    """text ended with one full stop: none added after its own, or after the "..." of a
+    message cut short (which a strip of full stops would take away)."""
+    return text if text.endswith(".") else text + "."
+
+
 def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], constants: dict[str, Any],
                   backend: Backend, generated: dict[str, str] | None = None) -> tuple[str, dict[str, torch.Tensor]]:
     """repro.py's text and the tensors for the file beside it. The program and the backend
@@ -272,7 +278,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""
     calls = f"{info.oracle_calls} oracle call{'' if info.oracle_calls == 1 else 's'}"
-    about = (f"{info.title}: {info.verdict.describe()}. trtmin {env['trtmin']} cut {info.source_model} from "
+    about = (f"{info.title}: {sentence(info.verdict.describe())} trtmin {env['trtmin']} cut {info.source_model} from "
              f"{info.original_nodes} to {nodes(info.final_nodes)} in {calls} on torch "
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
