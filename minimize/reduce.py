@@ -35,7 +35,7 @@ from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
 from oracles.backend_names import parse_backend
 from oracles.backends import resolve
-from oracles.errors import TrtminError, unjudgeable
+from oracles.errors import TrtminError, unjudgeable, write_failure
 from oracles.verdict import VALUE_ORACLES, Verdict, answers, output_dtype, precision_note
 
 
@@ -281,9 +281,9 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
     try:
         write_outputs(out, info, final, values, backend, summary, verify if opts.verify else None, generated, others,
                       known_bugs, on_phase)
-    except OSError as e:  # a full disk: every verdict is in the journal, so nothing is lost
-        raise TrtminError(f"cannot write the results into {out} ({e.strerror or e}); free space, then "
-                          "rerun with --resume (it replays the journal, no oracle call)") from None
+    except OSError as e:  # a full disk, say: every verdict is in the journal, so nothing is lost
+        raise write_failure(f"the results into {out}", e, "rerun with --resume (it replays the journal, no oracle "
+                            "call)") from None
 
 
 def _symptom_moved(original: Verdict, final: Verdict) -> str | None:

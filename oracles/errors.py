@@ -73,3 +73,22 @@ def disk_full(message: str) -> TrtminError | None:
     return TrtminError(f"a disk is full ({first_line(said)}); free space there (the temporary folder is "
                        f"{tempfile.gettempdir()}; TMPDIR=DIR moves it), then run again (a reduction goes on with "
                        "--resume, from the verdicts before it)")
+
+
+def write_failure(what: str, e: OSError, then: str) -> TrtminError:
+    """A write that failed, in one line, with the fix its cause asks for: "free space" for
+    a full disk only; a folder made read-only, or a file gone that was to be copied (a
+    plugin file deleted mid-run), each says so and names the file. `then`: how to go on."""
+    import errno
+
+    named = f" {e.filename}" if e.filename and str(e.filename) not in what else ""
+    why = f"{e.strerror or e}{':' + named if named else ''}"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free space or choose another --out"
+    elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = "make it writable or choose another --out"
+    elif e.errno == errno.ENOENT:
+        fix = "put back what is missing (or choose another --out)"
+    else:
+        fix = "fix that"
+    return TrtminError(f"cannot write {what} ({why}); {fix}, then {then}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -1053,7 +1054,6 @@ def test_version_names_the_commit_of_a_checkout(tmp_path):
     """Every commit is 0.1.0: `trtmin --version` and report.md name the commit where trtmin runs
     from a git checkout (this one: its HEAD, read from .git's files), so results from two
     checkouts can be told apart; a copy without .git says the version alone."""
-    import os
     import shutil
 
     import minimize
@@ -1068,3 +1068,60 @@ def test_version_names_the_commit_of_a_checkout(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import minimize; print(minimize.version())"], cwd=tmp_path,
                  capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert out.stdout.strip() == minimize.__version__, out
+
+
+def test_a_full_disk_mid_journal_is_one_line_not_a_traceback(tmp_path):
+    """The disk fills while a verdict's line is written: the write says so in one line, and
+    the close that follows (the `finally` of the run) flushes the line's rest into the full
+    disk again. Its OSError replaced the one-line error with a 257-line traceback, exit 1
+    (the resilience trial, on a 4 KiB tmpfs)."""
+    import errno
+
+    from minimize.emit.journal import Journal
+    from minimize.program.candidate import Candidate
+    from oracles.errors import TrtminError
+    from oracles.verdict import Verdict
+
+    class FullDisk:
+        """A buffered file whose disk is full: what is written stays in its buffer."""
+
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def fileno(self) -> int:
+            raise AssertionError("flush fails first")
+
+        close = flush
+
+    journal = Journal(tmp_path, {"model_sha256": "ab" * 32}, resume=False)
+    journal._file.close()
+    journal._file = FullDisk()
+    with pytest.raises(TrtminError, match=r"cannot write .*journal.jsonl \(No space left on device\); free space"):
+        journal.record(Candidate((1, 2)), [Verdict("pass")])
+    journal.close()  # the error said already, not a second one
+    healthy = Journal(tmp_path / "other", {"model_sha256": "ab" * 32}, resume=False)
+    healthy._file.close()
+    healthy._file = FullDisk()
+    with pytest.raises(OSError):  # a close that fails where no write did is not swallowed
+        healthy.close()
+
+
+def test_a_failed_write_names_the_fix_its_cause_asks_for():
+    """Every write error at the end said "free space": a folder made read-only too
+    ("Operation not permitted; free space"), and a plugin file deleted mid-run, whose copy
+    failed ("No such file or directory; free space"), without naming the file."""
+    import errno
+
+    from oracles.errors import write_failure
+
+    said = {code: str(write_failure("the results into /o", OSError(code, os.strerror(code), *names), "rerun"))
+            for code, names in ((errno.ENOSPC, ()), (errno.EPERM, ("/o/report.md",)), (errno.ENOENT, ("/w/p.py",)))}
+    assert said[errno.ENOSPC] == ("cannot write the results into /o (No space left on device); free space or choose "
+                                  "another --out, then rerun")
+    assert said[errno.EPERM] == ("cannot write the results into /o (Operation not permitted: /o/report.md); make it "
+                                 "writable or choose another --out, then rerun")
+    assert said[errno.ENOENT] == ("cannot write the results into /o (No such file or directory: /w/p.py); put back "
+                                  "what is missing (or choose another --out), then rerun")

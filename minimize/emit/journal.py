@@ -19,7 +19,7 @@ from typing import Any
 
 from minimize.emit.run_header import same_run
 from minimize.program.candidate import Candidate
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, write_failure
 from oracles.out_folder import JOURNAL, header_digest
 from oracles.verdict import Verdict
 
@@ -36,6 +36,7 @@ class Journal:
         self.started = time.monotonic()
         self.session = 1  # this command's place among the sessions of the run (--resume: later ones)
         self.earlier_seconds = 0.0  # what the earlier sessions ran, each up to its last verdict
+        self._write_failed = False
         if resume:
             data = self._load(header)
             self._cut_torn_tail(data)
@@ -99,13 +100,19 @@ class Journal:
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as e:  # a full disk: say so in one line; the verdicts written so far stay
+            self._write_failed = True
             then = "--resume" if "header" not in record else "--force"  # a header cut short cannot resume
-            raise TrtminError(f"cannot write {self.path} ({e.strerror or e}); free space or choose another "
-                              f"--out, then rerun with {then}") from None
+            raise write_failure(str(self.path), e, f"rerun with {then}") from None
 
     def record(self, cand: Candidate, runs: list[Verdict]) -> None:
         self._write({**cand.record(), "runs": [v.to_dict() for v in runs], "session": self.session,
                      "elapsed": round(time.monotonic() - self.started, 2)})
 
     def close(self) -> None:
-        self._file.close()
+        """Closes the file. After a write that failed (a full disk, said in one line), the
+        bytes of it left in the buffer fail again here: that error is the one said already."""
+        try:
+            self._file.close()
+        except OSError:
+            if not self._write_failed:
+                raise
