@@ -420,6 +420,10 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path, monkeypatc
     from minimize.emit.run_header import _difference  # a compiler of another version: named, with both
     said = _difference({"compilers": {"mycompiler": "1.0"}}, {"compilers": {"mycompiler": "2.0"}})[0]
     assert said == "with mycompiler 1.0 (this is 2.0): its verdicts are that compiler's", said
+    # a plugin file gone since the run began is gone, not "another version" (the resilience trial)
+    assert _difference({"plugin_sha256": "ab"}, {"plugin_sha256": None}) == (
+        "with a plugin file that is not there now", "put the plugin file back where it was, then rerun")
+    assert _difference({"plugin_sha256": "ab"}, {"plugin_sha256": "cd"})[0].startswith("with another version")
     del header["header"]["verdict_format"]  # a journal from before the format was recorded: verdicts worded otherwise
     journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     assert_one_line_error(reduce_here(str(model), *args, "--resume"), "by another trtmin, which words verdicts otherwise")

@@ -173,6 +173,8 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
                 f"{ran_on(then.get('example_inputs_sha256'), 'other example inputs saved in the model file')} there, "
                 f"{ran_on(now.get('example_inputs_sha256'), 'the example inputs saved in the model file')} now)",
                 START_OVER)
+    if then.get("plugin_sha256") and not now.get("plugin_sha256"):  # gone, not changed
+        return ("with a plugin file that is not there now", "put the plugin file back where it was, then rerun")
     if then.get("plugin_sha256") != now.get("plugin_sha256"):
         return ("with another version of the plugin file (its contents, or those of the modules of its folder "
                 "that it imports, differ)", "rerun with the plugin files it was made with, or start over with --force")
