@@ -21,7 +21,7 @@ import torch
 from minimize.emit.outputs import atomic_write, write_extra_script, write_outputs
 from oracles.out_folder import emitted_names, file_digest
 from minimize.emit.journal import Journal
-from minimize.emit.run_header import header_before_loading
+from minimize.emit.run_header import header_before_loading, plugin_changed
 from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts, keep_edited
 from minimize.program.candidate import Candidate, make
@@ -156,6 +156,9 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         if journal.session > 1:  # what the whole run cost: the earlier sessions, each up to its last verdict
             summary["timing"].update(sessions=journal.session,
                                      earlier_sessions_seconds=round(journal.earlier_seconds, 2))
+        changed = plugin_changed(opts, header.get("plugin_sha256"))  # the journal holds every verdict: none lost
+        if changed:
+            raise TrtminError(changed)
         _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase, known_bugs)
         return summary
 

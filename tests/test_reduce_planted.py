@@ -210,6 +210,39 @@ def test_plugin_file_gone_cannot_run(host_program, tmp_path):
     assert run_repro(tmp_path, backend="eager").returncode == 0  # the control needs no backend
 
 
+def test_a_plugin_edited_during_the_run_is_not_copied_beside_repro_py(host_program, tmp_path):
+    """The resilience trial: a plugin file edited mid-run was copied beside repro.py as it
+    was at the end, not as the verdicts ran it; the script said FIXED, blamed on a flaky
+    compiler. The run now stops before writing (exit 2, one line): the journal holds every
+    verdict, and --resume with the file put back writes them, no oracle call."""
+    model, inputs = host_program
+    original = (ROOT / "tests" / "plugins" / "planted.py").read_text()
+    plugin_file = tmp_path / "mine.py"
+    plugin_file.write_text(original + '''
+
+def mismatch_and_edit(gm, example_inputs):  # the user saves an edit while trtmin runs
+    import pathlib
+    me = pathlib.Path(__file__)
+    edit = "\\n# " + "edited\\n"  # not this line's own text
+    if edit not in me.read_text():
+        me.write_text(me.read_text() + edit)
+    return mismatch_mul_exp(gm, example_inputs)
+''')
+    began = plugin_file.read_text()
+    out = tmp_path / "out"
+    args = (str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", f"{plugin_file}:mismatch_and_edit",
+            "--out", str(out), "--no-verify")
+    r = run_cli("reduce", *args)
+    said = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert said.startswith(f"error: the plugin file {plugin_file} (or a module of its folder that it imports) changed "
+                           "since the run began"), said
+    assert not (out / "repro.py").exists() and not (out / "plugin.py").exists()
+    plugin_file.write_text(began)
+    r = run_cli("reduce", *args, "--resume")
+    assert r.returncode == 0 and (out / "plugin.py").read_text() == began, r.stderr[-3000:]
+
+
 def test_plugin_module_not_importable_cannot_run(host_program, tmp_path):
     """A plugin named as a module that is not importable where the script runs (here: no
     PYTHONPATH) is exit 2 naming the module, not exit 3, CHANGED: ModuleNotFoundError."""

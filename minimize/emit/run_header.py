@@ -64,6 +64,23 @@ def header_before_loading(opts: Options) -> dict[str, Any]:
             "verdict_format": VERDICT_FORMAT}
 
 
+def plugin_changed(opts: Options, began_with: str | None) -> str | None:
+    """Why repro.py cannot be written with the plugin file as it is now: edited (or gone)
+    since the run began, its copy beside repro.py would not be the code the verdicts came
+    from, and the script would say FIXED for a bug it never ran. None where it is the same."""
+    plugin = parse_backend(opts.backend).plugin_file
+    if not began_with or plugin is None:
+        return None
+    if not plugin.is_file():
+        return (f"the plugin file {plugin} is gone since the run began, and repro.py carries a copy of it; put it "
+                "back, then rerun with --resume (it replays the journal, no oracle call)")
+    if plugin_digest(plugin) != began_with:
+        return (f"the plugin file {plugin} (or a module of its folder that it imports) changed since the run "
+                "began: its copy beside repro.py would not be the code the reduction ran; put back the version it "
+                "began with and rerun with --resume (no oracle call), or reduce with the new one: --force")
+    return None
+
+
 RERUN_SAME = "rerun with the same arguments, or start over with --force"  # a resume refused for an argument
 START_OVER = "start over with --force"  # for what no argument gives back: another trtmin, compiler, torch
 
