@@ -243,6 +243,36 @@ def mismatch_and_edit(gm, example_inputs):  # the user saves an edit while trtmi
     assert r.returncode == 0 and (out / "plugin.py").read_text() == began, r.stderr[-3000:]
 
 
+def test_an_out_folder_removed_during_the_run_gets_no_results_of_no_run(host_program, tmp_path):
+    """The resilience trial removed --out mid-run: the run made it again and wrote its
+    results there without a journal, a folder trtmin then refused for good ("no trtmin run
+    wrote them", --force too), and a second run on the path went ahead beside the first.
+    Now the run stops before writing, saying why; the same command then runs."""
+    model, inputs = host_program
+    plugin_file = tmp_path / "mine.py"
+    out = tmp_path / "out"
+    plugin_file.write_text((ROOT / "tests" / "plugins" / "planted.py").read_text() + f'''
+
+def mismatch_and_remove_out(gm, example_inputs):  # the user removes the folder while trtmin runs
+    import pathlib, shutil
+    done = pathlib.Path({str(tmp_path / "removed")!r})
+    if not done.exists():
+        done.touch()
+        shutil.rmtree({str(out)!r}, ignore_errors=True)
+    return mismatch_mul_exp(gm, example_inputs)
+''')
+    args = (str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+            f"{plugin_file}:mismatch_and_remove_out", "--out", str(out), "--no-verify")
+    r = run_cli("reduce", *args)
+    said = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 2 and said == (f"error: --out {out} lost its journal.jsonl during the run (the folder was "
+                                          "removed or emptied): nothing is written, as its files would belong to no "
+                                          "run; run the command again"), r.stderr[-3000:]
+    assert not (out / "repro.py").exists()
+    r = run_cli("reduce", *args)
+    assert r.returncode == 0 and (out / "repro.py").exists(), r.stderr[-3000:]
+
+
 def test_plugin_module_not_importable_cannot_run(host_program, tmp_path):
     """A plugin named as a module that is not importable where the script runs (here: no
     PYTHONPATH) is exit 2 naming the module, not exit 3, CHANGED: ModuleNotFoundError."""
