@@ -159,9 +159,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         changed = plugin_changed(opts, header.get("plugin_sha256"))  # the journal holds every verdict: none lost
         if changed:
             raise TrtminError(changed)
-        if not (out / JOURNAL).is_file():  # the folder was removed mid-run: results there would be no run's
-            raise TrtminError(f"--out {out} lost its {JOURNAL} during the run (the folder was removed or emptied): "
-                              "nothing is written, as its files would belong to no run; run the command again")
+        if not journal.still_in_place():  # the folder was removed mid-run: results there would be no run's
+            raise TrtminError(f"--out {out} lost this run's {JOURNAL} during the run (the folder was removed or "
+                              "emptied): nothing is written, as its files would belong to no run, or to another; "
+                              "run the command again")
         _write(out, opts, backend, problem.current, info, final, values, summary, log, on_phase, known_bugs)
         return summary
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -246,8 +247,10 @@ def mismatch_and_edit(gm, example_inputs):  # the user saves an edit while trtmi
 def test_an_out_folder_removed_during_the_run_gets_no_results_of_no_run(host_program, tmp_path):
     """The resilience trial removed --out mid-run: the run made it again and wrote its
     results there without a journal, a folder trtmin then refused for good ("no trtmin run
-    wrote them", --force too), and a second run on the path went ahead beside the first.
-    Now the run stops before writing, saying why; the same command then runs."""
+    wrote them", --force too), and a second run on the path went ahead beside the first,
+    the first writing its results into the second's folder. Here the folder is removed and
+    made again with another run's journal: the run stops before writing, saying why, and
+    leaves that folder alone; the same command then runs."""
     model, inputs = host_program
     plugin_file = tmp_path / "mine.py"
     out = tmp_path / "out"
@@ -259,16 +262,20 @@ def mismatch_and_remove_out(gm, example_inputs):  # the user removes the folder 
     if not done.exists():
         done.touch()
         shutil.rmtree({str(out)!r}, ignore_errors=True)
+        pathlib.Path({str(out)!r}).mkdir()
+        pathlib.Path({str(out / "journal.jsonl")!r}).write_text("another run's\\n")
     return mismatch_mul_exp(gm, example_inputs)
 ''')
     args = (str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
             f"{plugin_file}:mismatch_and_remove_out", "--out", str(out), "--no-verify")
     r = run_cli("reduce", *args)
     said = r.stderr.strip().splitlines()[-1]
-    assert r.returncode == 2 and said == (f"error: --out {out} lost its journal.jsonl during the run (the folder was "
-                                          "removed or emptied): nothing is written, as its files would belong to no "
-                                          "run; run the command again"), r.stderr[-3000:]
-    assert not (out / "repro.py").exists()
+    assert r.returncode == 2 and said == (f"error: --out {out} lost this run's journal.jsonl during the run (the folder "
+                                          "was removed or emptied): nothing is written, as its files would belong to "
+                                          "no run, or to another; run the command again"), r.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["journal.jsonl"] and (out / "journal.jsonl").read_text() == \
+        "another run's\n"
+    shutil.rmtree(out)
     r = run_cli("reduce", *args)
     assert r.returncode == 0 and (out / "repro.py").exists(), r.stderr[-3000:]
 

@@ -48,6 +48,8 @@ class Journal:
             header = {**header, "run_id": uuid.uuid4().hex}  # this run, not the next with the same options (--force):
             self._write({"header": header})  # outputs an interrupted --force left are known as the earlier run's
             self.digest = header_digest(header_line(header))
+        stat = os.fstat(self._file.fileno())
+        self._identity = (stat.st_dev, stat.st_ino)
 
     def _load(self, header: dict[str, Any]) -> bytes:
         """Check the header against this run's and read the verdicts; returns the file as read."""
@@ -107,6 +109,15 @@ class Journal:
     def record(self, cand: Candidate, runs: list[Verdict]) -> None:
         self._write({**cand.record(), "runs": [v.to_dict() for v in runs], "session": self.session,
                      "elapsed": round(time.monotonic() - self.started, 2)})
+
+    def still_in_place(self) -> bool:
+        """Whether the journal file at `path` is still the one this run writes: not gone with
+        a folder removed mid-run, nor another run's, started on the path since."""
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == self._identity
 
     def close(self) -> None:
         """Closes the file. After a write that failed (a full disk, said in one line), the
