@@ -421,8 +421,12 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path, monkeypatc
     said = _difference({"compilers": {"mycompiler": "1.0"}}, {"compilers": {"mycompiler": "2.0"}})[0]
     assert said == "with mycompiler 1.0 (this is 2.0): its verdicts are that compiler's", said
     # a plugin file gone since the run began is gone, not "another version" (the resilience trial)
-    assert _difference({"plugin_sha256": "ab"}, {"plugin_sha256": None}) == (
-        "with a plugin file that is not there now", "put the plugin file back where it was, then rerun")
+    from minimize.emit.run_header import _recorded_by_both
+    plugin_run = {"plugin_sha256": "ab", "options": {"backend": "/x/plug.py:fn"}}
+    for backend, said in (("/y/plug.py:fn", "with a plugin file that is not there now (the file --backend names)"),
+                          ("inductor", "with other options (--backend '/x/plug.py:fn' there, --backend 'inductor' now)")):
+        then, now = _recorded_by_both(plugin_run, {"plugin_sha256": None, "options": {"backend": backend}})
+        assert _difference(then, now)[0] == said, (backend, _difference(then, now))
     assert _difference({"plugin_sha256": "ab"}, {"plugin_sha256": "cd"})[0].startswith("with another version")
     del header["header"]["verdict_format"]  # a journal from before the format was recorded: verdicts worded otherwise
     journal.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))

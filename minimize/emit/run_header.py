@@ -190,9 +190,13 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
                 f"{ran_on(then.get('example_inputs_sha256'), 'other example inputs saved in the model file')} there, "
                 f"{ran_on(now.get('example_inputs_sha256'), 'the example inputs saved in the model file')} now)",
                 START_OVER)
-    if then.get("plugin_sha256") and not now.get("plugin_sha256"):  # gone, not changed
-        return ("with a plugin file that is not there now", "put the plugin file back where it was, then rerun")
-    if then.get("plugin_sha256") != now.get("plugin_sha256"):
+    # the same plugin function (_recorded_by_both compares the backend by it), its file gone or changed; another
+    # backend is an option's difference, below
+    same_plugin = "backend" not in now.get("options", {})
+    if same_plugin and then.get("plugin_sha256") and not now.get("plugin_sha256"):
+        return ("with a plugin file that is not there now (the file --backend names)",
+                "put the plugin file back where it was, then rerun")
+    if same_plugin and then.get("plugin_sha256") != now.get("plugin_sha256"):
         return ("with another version of the plugin file (its contents, or those of the modules of its folder "
                 "that it imports, differ)", "rerun with the plugin files it was made with, or start over with --force")
     if then.get("verdict_format") != now.get("verdict_format"):
