@@ -77,18 +77,19 @@ def disk_full(message: str) -> TrtminError | None:
 
 def write_failure(what: str, e: OSError, then: str) -> TrtminError:
     """A write that failed, in one line, with the fix its cause asks for: "free space" for
-    a full disk only; a folder made read-only, or a file gone that was to be copied (a
-    plugin file deleted mid-run), each says so and names the file. `then`: how to go on."""
+    a full disk only; a permission refused, or a file gone that was to be copied (a plugin
+    file deleted mid-run), each names the file. `then`: how to go on, in this folder (its
+    journal is what a --resume replays: another --out would start over)."""
     import errno
 
-    named = f" {e.filename}" if e.filename and str(e.filename) not in what else ""
-    why = f"{e.strerror or e}{':' + named if named else ''}"
+    name = str(e.filename) if e.filename else what
+    named = f": {e.filename}" if e.filename and str(e.filename) not in what else ""
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = "free space or choose another --out"
+        fix = "free space on its disk"
     elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        fix = "make it writable or choose another --out"
+        fix = f"fix the permissions of {name} (or the disk's, if it is mounted read-only)"
     elif e.errno == errno.ENOENT:
-        fix = "put back what is missing (or choose another --out)"
+        fix = f"put back {name}"
     else:
-        fix = "fix that"
-    return TrtminError(f"cannot write {what} ({why}); {fix}, then {then}")
+        fix = "mend what the error names"
+    return TrtminError(f"cannot write {what} ({e.strerror or e}{named}); {fix}, then {then}")

@@ -1126,10 +1126,13 @@ def test_a_failed_write_names_the_fix_its_cause_asks_for():
     from oracles.errors import write_failure
 
     said = {code: str(write_failure("the results into /o", OSError(code, os.strerror(code), *names), "rerun"))
-            for code, names in ((errno.ENOSPC, ()), (errno.EPERM, ("/o/report.md",)), (errno.ENOENT, ("/w/p.py",)))}
-    assert said[errno.ENOSPC] == ("cannot write the results into /o (No space left on device); free space or choose "
-                                  "another --out, then rerun")
-    assert said[errno.EPERM] == ("cannot write the results into /o (Operation not permitted: /o/report.md); make it "
-                                 "writable or choose another --out, then rerun")
+            for code, names in ((errno.ENOSPC, ()), (errno.EPERM, ("/o/report.md",)), (errno.ENOENT, ("/w/p.py",)),
+                                (errno.EIO, ()))}
+    assert said[errno.ENOSPC] == "cannot write the results into /o (No space left on device); free space on its disk, " \
+        "then rerun"
+    assert said[errno.EPERM] == ("cannot write the results into /o (Operation not permitted: /o/report.md); fix the "
+                                 "permissions of /o/report.md (or the disk's, if it is mounted read-only), then rerun")
     assert said[errno.ENOENT] == ("cannot write the results into /o (No such file or directory: /w/p.py); put back "
-                                  "what is missing (or choose another --out), then rerun")
+                                  "/w/p.py, then rerun")
+    assert said[errno.EIO] == "cannot write the results into /o (Input/output error); mend what the error names, then " \
+        "rerun"
