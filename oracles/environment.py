@@ -65,6 +65,35 @@ def package_version(package: str) -> str:
         return "unknown (it fails to import)"
 
 
+def trtmin_version(version: str) -> str:
+    """`version` (trtmin's), and the commit where trtmin runs from a git checkout (every
+    commit is 0.1.0): "0.1.0 (git 070e4f1)", so results of two checkouts can be told apart.
+    Read from .git's files (worktrees, submodules, packed refs; no git run); a copy without
+    .git, or one that cannot be read, gives `version` alone."""
+    commit = _git_commit(Path(__file__).resolve().parent.parent)
+    return f"{version} (git {commit[:7]})" if commit else version
+
+
+def _git_commit(checkout: Path) -> str | None:
+    import re
+
+    git = checkout / ".git"
+    try:
+        if git.is_file():  # a worktree or a submodule: "gitdir: PATH", relative to the file's folder
+            git = (checkout / git.read_text().split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            common = git / (git / "commondir").read_text().strip() if (git / "commondir").is_file() else git
+            loose = common / ref
+            head = loose.read_text().strip() if loose.is_file() else next(
+                line.split()[0] for line in (common / "packed-refs").read_text().splitlines()
+                if line.endswith(" " + ref))
+    except (OSError, IndexError, StopIteration):
+        return None
+    return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
+
+
 def torch_tensorrt_line() -> str:
     """Torch-TensorRT's version, and whether it is the build on TensorRT-RTX."""
     version = package_version("torch_tensorrt")

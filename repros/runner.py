@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from oracles.backend_names import plugin_packages
-from oracles.environment import KEY_PACKAGES, package_version
+from oracles.environment import KEY_PACKAGES, package_version, trtmin_version
 from oracles.script_run import (CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, STOPPING, classify, kill_running,
                                 run_script)
 from repros.suite import Repro, find_repros
@@ -106,7 +106,7 @@ def environment(device_label: str | None = None, packages: Sequence[str] = ()) -
         "versions": {p: package_version(p) for p in dict.fromkeys((*KEY_PACKAGES, *packages))},
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
-        "trtmin": package_version("trtmin"),
+        "trtmin": trtmin_version(package_version("trtmin")),
         "date": date.today().isoformat(),
     }
     if os.environ.get("TRTMIN_BACKEND"):  # e.g. eager: the control run, every repro should be FIXED

@@ -1059,23 +1059,31 @@ def test_resume_takes_the_same_plugin_file_by_another_path():
 
 
 def test_version_names_the_commit_of_a_checkout(tmp_path):
-    """Every commit is 0.1.0: `trtmin --version` and report.md name the commit where trtmin runs
-    from a git checkout (this one: its HEAD, read from .git's files), so results from two
-    checkouts can be told apart; a copy without .git says the version alone."""
-    import shutil
-
+    """Every commit is 0.1.0: `trtmin --version`, report.md, repro.py and `repros run --json`
+    name the commit where trtmin runs from a git checkout (this one: its HEAD, read from
+    .git's files), so results from two checkouts can be told apart. A submodule's or a
+    worktree's .git file may name its folder relative to itself; a copy without .git, or a
+    HEAD that is no commit, says the version alone."""
     import minimize
+    from oracles.environment import _git_commit
 
-    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if head.returncode != 0 or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     r = run_cli_here("--version")
-    assert (r.returncode, r.stdout.strip()) == (0, f"trtmin {minimize.__version__} (git {head.stdout.strip()})"), r
-    (tmp_path / "minimize").mkdir()
-    shutil.copy(ROOT / "minimize" / "__init__.py", tmp_path / "minimize" / "__init__.py")
-    out = subprocess.run([sys.executable, "-c", "import minimize; print(minimize.version())"], cwd=tmp_path,
-                 capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
-    assert out.stdout.strip() == minimize.__version__, out
+    assert (r.returncode, r.stdout.strip()) == (0, f"trtmin {minimize.__version__} (git {head.stdout.strip()[:7]})"), r
+    sha = "0123456789abcdef" * 2 + "01234567"
+    real = tmp_path / "super" / ".git" / "modules" / "sub"
+    real.mkdir(parents=True)
+    (real / "HEAD").write_text("ref: refs/heads/main\n")
+    (real / "packed-refs").write_text(f"# pack-refs with: peeled\n{sha} refs/heads/main\n^{'f' * 40}\n")
+    checkout = tmp_path / "super" / "sub"
+    checkout.mkdir()
+    (checkout / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    assert _git_commit(checkout) == sha  # relative to the .git file, from any working directory
+    (real / "HEAD").write_text("garbage\n")
+    assert _git_commit(checkout) is None
+    assert _git_commit(tmp_path) is None  # no .git: the version alone
 
 
 def test_a_full_disk_mid_journal_is_one_line_not_a_traceback(tmp_path):
