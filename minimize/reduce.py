@@ -25,7 +25,7 @@ from minimize.emit.run_header import header_before_loading, plugin_changed
 from minimize.program.libraries import uses_custom_ops
 from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, journaled_verdicts, keep_edited
 from minimize.program.candidate import Candidate, make
-from minimize.search import CHECK_STATIC_SIZES, DONE, READ_VALUES_OFF
+from minimize.search import CHECK_STATIC_SIZES, CHECKS, DONE, READ_VALUES_OFF
 from minimize.search.problem import ReductionProblem, Rules
 from minimize.program.model import Program, Slice, fed_from_eager, random_draws_note
 from minimize.search.scheduler import counted, run_reduction
@@ -474,6 +474,7 @@ def _summary(opts: Options, problem: ReductionProblem, original: Verdict, final:
         "invalid_candidates": problem.counters.invalid,
         "passes": {name: {"calls": s.calls, "accepted": s.accepted, "removed": s.removed}
                    for name, s in problem.pass_stats.items()},
+        "check_rows": [name for name in CHECKS if name in problem.pass_stats],  # of "passes": checks, not passes
         "environment": {k: v for k, v in environment(parse_backend(opts.backend).packages(())).items() if k != "os"},
         "timing": {  # everything that may differ between runs and --jobs values
             "seconds": round(seconds, 2),
