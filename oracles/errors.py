@@ -44,11 +44,21 @@ def without_colours(text: str) -> str:
 
 
 FLOAT64_FAILED = "the float64 run: "  # an invalid verdict's message prefix: eager ran, its float64 run did not
+SETTING_FAILED = "a setting: "  # one's prefix where a backend setting cannot be honoured for the program
+
+
+class SettingNotHonoured(RuntimeError):
+    """A backend setting that cannot be honoured for this program (an ONNX opset the
+    exporter cannot convert it to): no verdict on the candidate (invalid, never the bug),
+    and for the original, the setting's mistake. Its message says the setting and the fix."""
 
 
 def unjudgeable(exc_type: str, message: str) -> TrtminError:
     """The error for an original program that cannot be judged: eager PyTorch fails on it,
-    or its float64 run does (--reference float64: an op with no float64 kernel)."""
+    its float64 run does (--reference float64: an op with no float64 kernel), or the
+    backend cannot honour a setting for it (SettingNotHonoured)."""
+    if message.startswith(SETTING_FAILED):
+        return TrtminError(message.removeprefix(SETTING_FAILED))
     if message.startswith(FLOAT64_FAILED):
         return TrtminError(f"the float64 run of this program fails ({exc_type}: "
                            f"{first_line(message.removeprefix(FLOAT64_FAILED))}); drop --reference float64")

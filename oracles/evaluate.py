@@ -15,7 +15,7 @@ from oracles.backends.base import Backend
 from oracles.checks import (Tolerance, classify_exception, compare_each, compare_outputs, flatten_outputs,
                             in_eager_form, summarize)
 from oracles.dynamic import clone_marked
-from oracles.errors import FLOAT64_FAILED, NotRunHere
+from oracles.errors import FLOAT64_FAILED, SETTING_FAILED, NotRunHere, SettingNotHonoured
 from oracles.reference import float64_outputs
 from oracles.verdict import Verdict
 
@@ -73,6 +73,8 @@ def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, devic
             _sync(device)
         except NotRunHere as e:  # built, and not run here: the build passed, nothing else was judged
             return Verdict("pass", message=str(e))
+        except SettingNotHonoured as e:  # no verdict on the program: never the bug, nor a candidate's failure
+            return Verdict("invalid", exc_type=type(e).__name__, message=f"{SETTING_FAILED}{str(e)[:480]}")
         except BaseException as e:  # noqa: BLE001 - a compiler may raise anything, SystemExit included
             if isinstance(e, KeyboardInterrupt):
                 raise

@@ -188,12 +188,7 @@ class Backend:
         """Why the original program's failure (its error message) is the set-up's mistake,
         not the compiler's bug (what to fix), or None: nothing to reduce then. A module the
         backend imports that is not installed is one, for every backend: each candidate
-        would fail alike, and repro.py calls a missing package SKIPPED. An ONNX export that
-        could not write the --set opset asked for is another."""
-        from oracles.backends.onnx_export import opset_not_made_problem
-
-        if opset_not_made_problem(message):
-            return opset_not_made_problem(message)
+        would fail alike, and repro.py calls a missing package SKIPPED."""
         missing = re.search(r"No module named '([^']+)'", message)
         if missing:
             return (f"the backend imports {missing.group(1)!r}, which is not installed here (No module named "

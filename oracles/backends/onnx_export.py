@@ -30,17 +30,14 @@ import torch
 import torch.fx as fx
 
 from oracles.dynamic import detached, export_dynamic_shapes
-from oracles.errors import TrtminError
+from oracles.errors import SettingNotHonoured, TrtminError
 
 METADATA_KEY = "trtmin.placeholders"
-# the opset torch.onnx.export writes natively; another one is its version converter's work
-EXPORTER_OPSET = 18
-OPSET_NOT_MADE = "torch.onnx.export made opset"
 
 
 def checked_opset(text: str) -> int:
     """--set opset=N as an int, refused at once where ONNX here knows no such opset: the
-    exporter would write its own (18) without a word, and every candidate would run on it."""
+    exporter would write another without a word, and every candidate would run on it."""
     import onnx.defs
 
     try:
@@ -50,17 +47,9 @@ def checked_opset(text: str) -> int:
     newest = onnx.defs.onnx_opset_version()
     if not 1 <= opset <= newest:
         raise TrtminError(f"--set opset={text}: ONNX {onnx.__version__} here knows opsets 1 to {newest}; "
-                          f"torch.onnx.export writes {EXPORTER_OPSET} itself and converts to others: use one of those")
+                          "torch.onnx.export writes the newer ones itself and converts down to older ones where "
+                          "it can: pick one of those")
     return opset
-
-
-def opset_not_made_problem(message: str) -> str | None:
-    """Why the original failed where the exporter could not write the opset asked for
-    (export_onnx's error): the setting's mistake, not a bug to reduce."""
-    if OPSET_NOT_MADE not in message:
-        return None
-    said = message[message.index(OPSET_NOT_MADE):]
-    return f"{said}; drop --set opset or pick another (the exporter writes {EXPORTER_OPSET} itself)"
 
 
 class OnnxExportError(RuntimeError):
@@ -172,8 +161,9 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
         _set_training(module, was_training)
     made = next((o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")), None)
     if opset is not None and made is not None and made != opset:  # its converter failed and it kept its own
-        raise OnnxExportError(f"{OPSET_NOT_MADE} {made}, not the opset {opset} asked for (--set opset={opset}): "
-                              "its version converter cannot convert this program")
+        raise SettingNotHonoured(f"--set opset={opset}: torch.onnx.export made opset {made} for this program, not "
+                                 f"{opset} (its version converter cannot convert it); drop --set opset (the "
+                                 "exporter's default) or pick another")
     runtime_names = [placeholders[i] for i in positions]
     input_names = [v.name for v in program.model.graph.inputs]
     output_names = [v.name for v in program.model.graph.outputs]
