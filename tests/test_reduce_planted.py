@@ -214,8 +214,9 @@ def test_plugin_file_gone_cannot_run(host_program, tmp_path):
 def test_a_plugin_edited_during_the_run_is_not_copied_beside_repro_py(host_program, tmp_path):
     """The resilience trial: a plugin file edited mid-run was copied beside repro.py as it
     was at the end, not as the verdicts ran it; the script said FIXED, blamed on a flaky
-    compiler. The run now stops before writing (exit 2, one line): the journal holds every
-    verdict, and --resume with the file put back writes them, no oracle call."""
+    compiler. The run now stops before writing (exit 2, one line), the journal kept (with
+    the file put back, --resume writes it; the message asks for --force, as a worker started
+    after an edit may have journaled what the new file did)."""
     model, inputs = host_program
     original = (ROOT / "tests" / "plugins" / "planted.py").read_text()
     plugin_file = tmp_path / "mine.py"

@@ -76,8 +76,8 @@ def plugin_changed(opts: Options, began_with: str | None) -> str | None:
                 "back, then rerun with --resume (it replays the journal, no oracle call)")
     if plugin_digest(plugin) != began_with:
         return (f"the plugin file {plugin} (or a module of its folder that it imports) changed since the run "
-                "began: its copy beside repro.py would not be the code the reduction ran; put back the version it "
-                "began with and rerun with --resume (no oracle call), or reduce with the new one: --force")
+                "began: its copy beside repro.py would not be the code the reduction ran, and a worker started "
+                "after the edit ran the new one; reduce again with --force")
     return None
 
 
