@@ -496,3 +496,23 @@ def test_an_op_of_several_values_left_without_its_getitems_returns_each(tmp_path
                 Verdict("mismatch", output=0, max_abs=1.0), BUILTIN["inductor"]("inductor", {}))
     r = run_repro(tmp_path, backend="eager")
     assert (r.returncode, r.stdout.strip()) == (0, "FIXED: the backend matches eager PyTorch"), r.stdout + r.stderr
+
+
+def test_invalid_candidates_are_counted_among_the_calls_at_any_jobs(program: Program):
+    """summary.json's invalid_candidates counted every candidate evaluated, speculation's
+    too, so it grew with --jobs (the review); it counts the oracle calls that were invalid,
+    the same at any N."""
+    from tests.helpers import reduce_with
+
+    core = {2, len(program.nodes) - 3}
+
+    def verdict(cand: Candidate) -> Verdict:
+        if not core <= set(cand.nodes):  # a cut that misses the core: unjudgeable where it keeps an odd count
+            return Verdict("invalid", "RuntimeError", "shapes cannot be multiplied") if len(cand.nodes) % 2 else \
+                Verdict("pass")
+        return Verdict("crash", "E", "planted")
+
+    one, many = (reduce_with(program, verdict, jobs=jobs) for jobs in (1, 4))
+    assert many.current == one.current and many.counters.oracle_calls == one.counters.oracle_calls
+    assert one.counters.invalid > 0 and many.counters.invalid == one.counters.invalid, \
+        (one.counters.invalid, many.counters.invalid, many.counters.evaluations)

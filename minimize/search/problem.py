@@ -40,7 +40,7 @@ class Counters:
     batches: int = 0               # rounds of parallel evaluation: the wall-time currency with --jobs
     first_batch_seconds: float = 0.0  # includes starting the workers
     accepted: int = 0
-    invalid: int = 0
+    invalid: int = 0               # of the oracle calls, the candidates that could not be judged (any --jobs)
     oracle_seconds: float = 0.0
 
 
@@ -149,8 +149,6 @@ class ReductionProblem:
         for c, r in zip(todo, results):
             runs = r if isinstance(r, list) else [r]
             self.cache[c] = runs
-            if runs[0].kind == "invalid":
-                self.counters.invalid += 1
 
     def preload(self, cache: dict[Candidate, list[Verdict]]) -> None:
         """Verdicts from an interrupted run's journal: replaying them is free."""
@@ -163,6 +161,7 @@ class ReductionProblem:
         if cand not in self.charged:
             self.charged.add(cand)
             self.counters.oracle_calls += 1
+            self.counters.invalid += self.cache[cand][0].kind == "invalid"  # of the calls: the same at any --jobs
         self.on_change(self)
         return self.cache[cand]
 
