@@ -65,6 +65,13 @@ class PipeReaderGone:
         return getattr(self._stream, name)
 
 
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed, or no such method
+        return False
+
+
 class ProgressView:
     def __init__(self, console: Console):
         self.console = console
@@ -74,7 +81,10 @@ class ProgressView:
         self.live = Live(self, console=console, refresh_per_second=4, transient=True)
         self.start_nodes: int | None = None
         self._stop = threading.Event()
-        self._beat = None if console.is_terminal else threading.Thread(target=self._heartbeat, daemon=True)
+        # redrawn in place only on a terminal that can (not TERM=dumb, not a pipe that FORCE_COLOR
+        # calls a terminal: its redraws would fill a CI log); elsewhere a plain line each HEARTBEAT_S
+        self.interactive = console.is_interactive and _isatty(console.file)
+        self._beat = None if self.interactive else threading.Thread(target=self._heartbeat, daemon=True)
 
     def _heartbeat(self) -> None:
         """Without a terminal: the state as a plain line each HEARTBEAT_S, also while one
@@ -119,7 +129,8 @@ class ProgressView:
         )
 
     def __enter__(self) -> "ProgressView":
-        self.live.__enter__()
+        if self.interactive:
+            self.live.__enter__()
         if self._beat is not None:
             self._beat.start()
         return self
@@ -128,19 +139,22 @@ class ProgressView:
         self._stop.set()
         if self._beat is not None:
             self._beat.join()
-        self.live.__exit__(*exc)
+        if self.interactive:
+            self.live.__exit__(*exc)
 
     def phase(self, doing: str) -> None:
         """What trtmin does now, outside the search; the next search step replaces it."""
         self.doing = doing
-        self.live.refresh()
+        if self.interactive:
+            self.live.refresh()
 
     def update(self, p: "ReductionProblem") -> None:
         self.doing, self.last_verdict = None, time.monotonic()
         if self.start_nodes is None:
             self.start_nodes = len(p.current.nodes)
         self.problem = p
-        self.live.refresh()
+        if self.interactive:
+            self.live.refresh()
 
     def log(self, message: str) -> None:
         self.said = time.monotonic()

@@ -116,3 +116,35 @@ def test_a_plugin_slow_to_import_is_shown_importing(host_program, monkeypatch, t
     beats = [ln for ln in r.stderr.splitlines()
              if re.match(rf"\d+:\d\d \| importing the plugin {re.escape(slow.name)}:backend \(its module's", ln)]
     assert len(beats) >= 2 and r.returncode == 0, r.stderr
+
+
+class Tty(io.StringIO):
+    """A terminal's stream, as far as isatty goes."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_pipe_forced_to_colour_and_a_dumb_terminal_get_plain_lines_not_redraws(monkeypatch):
+    """FORCE_COLOR in CI made rich call a pipe a terminal: the live line's redraws (carriage
+    returns, erase codes) filled the log and no heartbeat was printed; TERM=dumb in a real
+    terminal got neither redraws nor a heartbeat: silence for a whole reduction (the
+    screen trial). Both get the plain line each HEARTBEAT_S; a real terminal, the live line."""
+    import time
+
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.05)
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+                            counters=SimpleNamespace(oracle_calls=3, accepted=1))
+    for stream, term in ((io.StringIO(), "xterm"), (Tty(), "dumb")):
+        monkeypatch.setenv("TERM", term)
+        console = Console(file=stream, width=200, force_terminal=True)
+        with ProgressView(console) as view:
+            assert not view.interactive, term
+            view.phase("checking the original")
+            view.update(state)
+            time.sleep(0.3)
+        said = stream.getvalue()
+        assert "\r" not in said and "\x1b[2K" not in said, (term, said)
+        assert "reducing [bisect_window] call nodes 40 -> 40" in re.sub(r"\x1b\[[0-9;]*m", "", said), (term, said)
+    monkeypatch.setenv("TERM", "xterm")
+    assert ProgressView(Console(file=Tty(), width=200, force_terminal=True)).interactive
