@@ -354,17 +354,18 @@ STATUS_STYLE = {FIXED: "green", REPRODUCED: "yellow", SKIPPED: "dim", CHANGED: "
 
 
 def render_table(results: Sequence[Result]):
-    """A rich Table: name, status (colored), expected, ok, time, verdict line (or what went wrong)."""
+    """A rich Table, a row a repro: its name with the verdict line (or what went wrong) under
+    it, status (coloured), expected, ok, time. The long texts share the first column, which
+    wraps: at 80 columns a verdict column beside five others had one character a line."""
     from rich.table import Table
     from rich.text import Text
 
     table = Table(show_header=True, header_style="bold", expand=False)
-    table.add_column("repro", no_wrap=True)
+    table.add_column("repro: verdict", overflow="fold", ratio=1, min_width=20)
     table.add_column("status", no_wrap=True)
-    table.add_column("expected", no_wrap=True)
+    table.add_column("expected", overflow="fold", min_width=10, max_width=24)
     table.add_column("ok", no_wrap=True, justify="center")
     table.add_column("time", no_wrap=True, justify="right")
-    table.add_column("verdict", overflow="fold")
     for r in results:
         line = Text(r.verdict or (f"not run: {r.reason}" if r.status == SKIPPED else ""))
         if r.status == ERROR:
@@ -372,9 +373,9 @@ def render_table(results: Sequence[Result]):
         if not r.ok and r.note and r.status != ERROR:
             line.append(f"\n{r.note}", style="red")
         expected = r.expected + (f" ({r.expected_because})" if r.expected_because else "")
-        table.add_row(r.name, Text(r.status, style=STATUS_STYLE.get(r.status, "")), expected,
-                      Text("yes", style="green") if r.ok else Text("NO", style="bold red"),
-                      f"{r.seconds:.1f} s", line)
+        table.add_row(Text.assemble((r.name, "bold"), "\n", line), Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+                      expected, Text("yes", style="green") if r.ok else Text("NO", style="bold red"),
+                      f"{r.seconds:.1f} s")
     return table
 
 

@@ -332,6 +332,29 @@ def test_render_table(suite: Path) -> None:
     assert "NO" in text and "yes" in text
 
 
+def test_the_table_keeps_every_column_readable_at_80_columns() -> None:
+    """A suite repro's long name and verdict at a terminal's 80 columns: the verdict column,
+    beside five no-wrap ones, had one character a line (a verdict a letter a row, 141 lines
+    for one repro: the screen trial). Each column keeps room, the verdict wraps under the name."""
+    from repros.runner import Result
+
+    verdict = ("REPRODUCED: output 0 differs from eager by max abs 1.718e+10 (18 of 24 values off; at [15]: eager "
+               "1.5e+10, backend -2.18e+09)")
+    result = Result(name="inductor_int64_arange_vectorized", title="t", upstream="", status="REPRODUCED",
+                    expected="reproduces", ok=True, seconds=5.8, verdict=verdict, reason="", note="",
+                    expected_because="", returncode=1, stderr_tail="", backend="inductor", oracle="mismatch",
+                    device="cpu", timed_out=False)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(render_table([result]))
+    shown = console.export_text()
+    lines = shown.splitlines()
+    assert max(map(len, lines)) <= 80 and len(lines) <= 12, shown
+    assert "REPRODUCED │" in shown and " yes " in shown and "5.8 s" in shown, shown
+    cells = " ".join(line.split("│")[1].strip() for line in lines if line.startswith("│"))
+    assert "inductor_int64_arange_vectorized" in cells.replace(" ", "") and verdict.replace(" ", "") in \
+        cells.replace(" ", ""), cells
+
+
 def _reduce_out(d: Path) -> Path:
     d.mkdir()
     (d / "repro.py").write_text("import sys\nprint('REPRODUCED: mismatch')\nsys.exit(1)\n")
