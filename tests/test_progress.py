@@ -148,3 +148,26 @@ def test_a_pipe_forced_to_colour_and_a_dumb_terminal_get_plain_lines_not_redraws
         assert "reducing [bisect_window] call nodes 40 -> 40" in re.sub(r"\x1b\[[0-9;]*m", "", said), (term, said)
     monkeypatch.setenv("TERM", "xterm")
     assert ProgressView(Console(file=Tty(), width=200, force_terminal=True)).interactive
+
+
+def test_repros_run_shows_a_live_line_on_a_terminal_only(monkeypatch):
+    """`repros run` on a terminal sat blank until its first repro finished (6 s for one, 10 s
+    and 16 s gaps on the suite: the screen trial): a live line with the clock and the count
+    done now runs under the rows. A pipe gets the rows alone."""
+    from types import SimpleNamespace as Row
+
+    from minimize.cli import RunningRepros
+
+    monkeypatch.setenv("TERM", "xterm")
+    row = Row(status="FIXED", name="a_repro", seconds=1.0, ok=True)
+    tty = Tty()
+    with RunningRepros(Console(file=tty, width=100, force_terminal=True)) as running:
+        assert running.live is not None and running.__rich__().plain == "0:00 | running repros: 0 done"
+        monkeypatch.setattr("minimize.cli.err", Console(file=io.StringIO()))
+        running.finished(row)
+        assert running.__rich__().plain == "0:00 | running repros: 1 done"
+    assert "running repros" in tty.getvalue()
+    pipe = io.StringIO()
+    with RunningRepros(Console(file=pipe, width=100)) as running:
+        assert running.live is None
+    assert pipe.getvalue() == ""
