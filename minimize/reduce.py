@@ -271,7 +271,7 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
 
     def verify(script: Path) -> dict[str, Any]:
         log("running repro.py alone, in a new process, as a maintainer will")
-        on_phase("verifying: repro.py runs alone, in a new process")
+        on_phase("running repro.py alone")  # at 80 columns the result beside it shows whole
         return run_alone(script, opts.timeout)
 
     def others() -> dict[str, dict[str, Any]]:  # each --emit script, run alone too: which backends have the bug
@@ -281,7 +281,7 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
                                       reduced_with=backend.describe_shared())  # no user folder
             if opts.verify:
                 log(f"running {path.name} alone, for {spec}")
-                on_phase(f"verifying: {path.name} runs alone, in a new process")
+                on_phase(f"running {path.name} alone")
                 ran[path.name] = run_alone(path, opts.timeout)
         return ran
 

@@ -42,9 +42,13 @@ def test_a_pass_shows_when_it_starts_not_at_its_first_verdict():
     assert "reducing [bisect_window: localizing] call nodes 40 -> 40 | oracle calls 1" in view.__rich__().plain
     from minimize.search import DONE
     state.current, state.current_pass = Candidate((3, 4)), DONE  # the search has ended; repro.py runs alone
-    view.phase("verifying: repro.py runs alone, in a new process")  # not "reducing [shrink_shapes]" any more
-    assert view.__rich__().plain.endswith("verifying: repro.py runs alone, in a new process | reduced call nodes "
+    view.phase("running repro.py alone")  # not "reducing [shrink_shapes]" any more
+    assert view.__rich__().plain.endswith("running repro.py alone | reduced call nodes "
                                           "40 -> 2 | oracle calls 1"), view.__rich__().plain
+    view.start_nodes, state.counters.oracle_calls = 10_357, 118  # at 80 columns the result shows whole
+    shown = Console(file=io.StringIO(), width=80, force_terminal=True)
+    line = "".join(seg.text for seg in shown.render_lines(view, shown.options)[0])
+    assert line.rstrip().endswith("reduced call nodes 10357 -> 2 | oracle calls 118"), line
 
 
 def test_without_a_terminal_the_state_is_a_plain_line_every_heartbeat(monkeypatch):
