@@ -349,11 +349,11 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                   suite_notes: Sequence[str] = ()) -> None:
     """The end of a reduction on screen: sizes, the bug, 1-minimal, the passes that ran, what
     repro.py printed alone, the files, a known bug it looks like. `seconds`: the command's wall time."""
-    from minimize.emit.script import nodes  # torch is loaded by now
+    from minimize.emit.script import calls, nodes  # torch is loaded by now
     known = summary.get("known_bugs") or []  # found as the outputs were written, into report.md
     parts = f" ({', '.join(f'{s:.0f} s {what}' for s, what in seconds_parts(summary, seconds) if s >= 0.5)})"
     console.print(f"[green]done[/]: {summary['original_nodes']} -> {nodes(summary['final_nodes'])} in "
-                  f"{summary['oracle_calls']} oracle call{'' if summary['oracle_calls'] == 1 else 's'}, {seconds:.0f} s{parts}")
+                  f"{calls(summary['oracle_calls'])}, {seconds:.0f} s{parts}")
     timing = summary.get("timing") or {}
     if timing.get("sessions"):  # --resume: the time above is this command's; the earlier ones' up to their last verdict
         console.print(f"the run's {timing['sessions']} sessions: {timing['earlier_sessions_seconds'] + seconds:.0f} s "

@@ -9,8 +9,8 @@ import torch
 import torch.fx as fx
 
 import minimize
-from minimize.emit.script import (INPUTS_FILE, ReproInfo, forward_source, nodes, output_values, reference_words,
-                                  sentence, tensor_expressions)
+from minimize.emit.script import (INPUTS_FILE, ReproInfo, calls, forward_source, nodes, output_values,
+                                  reference_words, sentence, tensor_expressions)
 from minimize.emit.snippet import snippet_source
 from oracles.backends.base import Backend
 from oracles.errors import without_colours
@@ -330,11 +330,11 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in ran.items())
     passes = ("| pass | oracle calls | accepted | nodes removed |\n|---|---|---|---|\n" + stat_rows
               if set(ran) - checks else "No pass ran: the original was checked, and there was nothing to cut.")
-    calls = f"{info.oracle_calls} oracle call{'' if info.oracle_calls == 1 else 's'}"
-    cut = (f"is `{info.source_model}` as it is ({nodes(info.final_nodes)}; {calls}): there was nothing to cut"
+    cut = (f"is `{info.source_model}` as it is ({nodes(info.final_nodes)}; {calls(info.oracle_calls)}): there was "
+           "nothing to cut"
            if info.original_nodes == info.final_nodes and not set(ran) - checks else
            f"is what\nis left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to\n"
-           f"{nodes(info.final_nodes)} in {calls}{_fed_words(input_names, summary.get('generated_values') or {})}")
+           f"{nodes(info.final_nodes)} in {calls(info.oracle_calls)}{_fed_words(input_names, summary.get('generated_values') or {})}")
     where = "above" if snippet else "in `repro.py` below"
     snippet_words = ""
     if snippet:

@@ -36,6 +36,11 @@ def nodes(n: int) -> str:
     return f"{n} call node" + ("" if n == 1 else "s")
 
 
+def calls(n: int) -> str:
+    """"1 oracle call", "5 oracle calls"."""
+    return f"{n} oracle call" + ("" if n == 1 else "s")
+
+
 def environment(packages: Sequence[str] = ()) -> dict[str, str]:
     """What a run records of where it ran (summary.json): with the versions of the installed
     compilers, and of `packages` (a plugin's), which `repros add` keeps as first_seen."""
@@ -277,9 +282,8 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     on = script_features(info, part, pattern, bool(dynamic))
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""
-    calls = f"{info.oracle_calls} oracle call{'' if info.oracle_calls == 1 else 's'}"
     about = (f"{info.title}: {sentence(info.verdict.describe())} trtmin {env['trtmin']} cut {info.source_model} from "
-             f"{info.original_nodes} to {nodes(info.final_nodes)} in {calls} on torch "
+             f"{info.original_nodes} to {nodes(info.final_nodes)} in {calls(info.oracle_calls)} on torch "
              f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
            *(["re"] if on & {"pattern", "child"} else []),
