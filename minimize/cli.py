@@ -562,39 +562,6 @@ def _print_row(result: Any) -> None:
     err.print(f"{result.status:<10} {result.name}  {result.seconds:.1f} s{ok}", highlight=False, markup=False)
 
 
-class RunningRepros:
-    """`repros run`'s screen: a row as each repro finishes and, on a terminal that redraws
-    (as the reduction's live line: not a pipe, not TERM=dumb), a live line under them with
-    the clock and how many are done, so the first seconds of a slow repro are not blank."""
-
-    def __init__(self, console: Console):
-        from rich.live import Live
-
-        self.t0, self.done = time.monotonic(), 0
-        self.live = Live(self, console=console, refresh_per_second=4, transient=True) \
-            if console.is_interactive and console.file.isatty() else None
-
-    def __rich__(self) -> Any:
-        from rich.text import Text
-
-        seconds = time.monotonic() - self.t0
-        return Text(f"{int(seconds // 60)}:{int(seconds % 60):02d} | running repros: {self.done} done",
-                    no_wrap=True, overflow="ellipsis")
-
-    def finished(self, result: Any) -> None:
-        self.done += 1
-        _print_row(result)
-
-    def __enter__(self) -> "RunningRepros":
-        if self.live is not None:
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.live is not None:
-            self.live.__exit__(*exc)
-
-
 @repros_app.command("list")
 def repros_list(suite: SuiteOpt = None) -> None:
     """The saved repros, one a line: name, backend, oracle, device, what is expected, title."""
@@ -683,7 +650,8 @@ def repros_run(
             check_compile_on(None)
         check_jobs(jobs, "repros")
         try:
-            with RunningRepros(err) as running:  # a live line on a terminal: the clock and how many are done
+            from minimize.progress import RunningRepros  # rich alone
+            with RunningRepros(err, _print_row) as running:  # on a terminal, a live line: the clock, the count done
                 results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips,
                                      jobs=jobs, on_result=running.finished)
         except Interrupted as stop:  # what finished is shown and written, marked as a part

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.console import Console
 from rich.live import Live
@@ -65,11 +65,19 @@ class PipeReaderGone:
         return getattr(self._stream, name)
 
 
-def _isatty(stream: Any) -> bool:
+def redraws(console: Console) -> bool:
+    """Whether a live line may be redrawn in place on this console: a terminal that can (not
+    TERM=dumb), and a real one (not a pipe that FORCE_COLOR calls a terminal: its redraws
+    would fill a CI log). Elsewhere the screens print plain lines."""
     try:
-        return bool(stream.isatty())
+        return console.is_interactive and bool(console.file.isatty())
     except (AttributeError, ValueError):  # closed, or no such method
         return False
+
+
+def clock(seconds: float) -> str:
+    """"2:05": minutes and seconds, the start of each live line."""
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
 class ProgressView:
@@ -81,9 +89,7 @@ class ProgressView:
         self.live = Live(self, console=console, refresh_per_second=4, transient=True)
         self.start_nodes: int | None = None
         self._stop = threading.Event()
-        # redrawn in place only on a terminal that can (not TERM=dumb, not a pipe that FORCE_COLOR
-        # calls a terminal: its redraws would fill a CI log); elsewhere a plain line each HEARTBEAT_S
-        self.interactive = console.is_interactive and _isatty(console.file)
+        self.interactive = redraws(console)  # else a plain line each HEARTBEAT_S
         self._beat = None if self.interactive else threading.Thread(target=self._heartbeat, daemon=True)
 
     def _heartbeat(self) -> None:
@@ -98,13 +104,13 @@ class ProgressView:
         """Rendered at every refresh, so the clock runs while an oracle call (an engine build
         of minutes) is out, not only when a verdict comes in."""
         now = time.monotonic()
-        clock = f"{int((now - self.t0) // 60)}:{int((now - self.t0) % 60):02d} | "
+        at = f"{clock(now - self.t0)} | "
         line = self._state()
         if self.doing is not None:
-            text = Text.assemble(clock, (self.doing, "bold"), Text.assemble(" | ", line) if line is not None else "")
+            text = Text.assemble(at, (self.doing, "bold"), Text.assemble(" | ", line) if line is not None else "")
         elif line is not None:  # a call out for long (an engine build, a hang's timeout) says so
             out = now - self.last_verdict
-            text = Text.assemble(clock, line, f" | waiting {out:.0f} s for a verdict" if out >= WAITING_S else "")
+            text = Text.assemble(at, line, f" | waiting {out:.0f} s for a verdict" if out >= WAITING_S else "")
         else:
             return Text("")
         # the clock first and the end cut, at a width the terminal holds: at 80 columns the
@@ -159,3 +165,30 @@ class ProgressView:
     def log(self, message: str) -> None:
         self.said = time.monotonic()
         self.console.print(message, highlight=False, markup=False)  # a compiler's words may hold [brackets]
+
+
+class RunningRepros:
+    """`repros run`'s screen: a row as each repro finishes (`print_row`) and, where the
+    console redraws, a live line under them with the clock and how many are done, so the
+    first seconds of a slow repro are not blank."""
+
+    def __init__(self, console: Console, print_row: Callable[[Any], None]):
+        self.t0, self.done, self.print_row = time.monotonic(), 0, print_row
+        self.live = Live(self, console=console, refresh_per_second=4, transient=True) if redraws(console) else None
+
+    def __rich__(self) -> Text:
+        return Text(f"{clock(time.monotonic() - self.t0)} | running repros: {self.done} done", no_wrap=True,
+                    overflow="ellipsis")
+
+    def finished(self, result: Any) -> None:
+        self.done += 1
+        self.print_row(result)
+
+    def __enter__(self) -> "RunningRepros":
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)

@@ -160,18 +160,18 @@ def test_repros_run_shows_a_live_line_on_a_terminal_only(monkeypatch):
     done now runs under the rows. A pipe gets the rows alone."""
     from types import SimpleNamespace as Row
 
-    from minimize.cli import RunningRepros
+    from minimize.progress import RunningRepros
 
     monkeypatch.setenv("TERM", "xterm")
     row = Row(status="FIXED", name="a_repro", seconds=1.0, ok=True)
     tty = Tty()
-    with RunningRepros(Console(file=tty, width=100, force_terminal=True)) as running:
+    printed = []
+    with RunningRepros(Console(file=tty, width=100, force_terminal=True), printed.append) as running:
         assert running.live is not None and running.__rich__().plain == "0:00 | running repros: 0 done"
-        monkeypatch.setattr("minimize.cli.err", Console(file=io.StringIO()))
         running.finished(row)
-        assert running.__rich__().plain == "0:00 | running repros: 1 done"
+        assert running.__rich__().plain == "0:00 | running repros: 1 done" and printed == [row]
     assert "running repros" in tty.getvalue()
     pipe = io.StringIO()
-    with RunningRepros(Console(file=pipe, width=100)) as running:
+    with RunningRepros(Console(file=pipe, width=100), printed.append) as running:
         assert running.live is None
     assert pipe.getvalue() == ""
