@@ -157,9 +157,9 @@ def test_a_tensorrt_build_failure_snippet_parses_and_builds_as_trtmin_did(tmp_pa
     from minimize.emit.outputs import export_passed
     from tests.helpers import repro_info
     death = Verdict("crash", "Signal", "SIGSEGV in build_plan (called from compile)")  # model.onnx goes beside it
-    assert export_passed(dataclasses.replace(repro_info(death), needs_subprocess=True))
+    assert export_passed(dataclasses.replace(repro_info(death), needs_subprocess=True), backend)
     assert not export_passed(dataclasses.replace(repro_info(Verdict("crash", "Signal", "SIGSEGV in export_onnx")),
-                                                 needs_subprocess=True))
+                                                 needs_subprocess=True), backend)
     # the export failing: TensorRT never sees the model, and the snippet stops at the export
     export = backend.snippet_call(["x"], Verdict("crash", "OnnxExportError", "torch.onnx.export failed (X): y"))
     assert export.last.startswith("torch.onnx.export(f, (x,)") and not export.setup and not export.imports, export

@@ -87,15 +87,13 @@ def _number_graph_ids(ep: torch.export.ExportedProgram) -> None:
                                       for s in sources if isinstance(s, NodeSource)]
 
 
-def export_passed(info: ReproInfo) -> bool:
+def export_passed(info: ReproInfo, backend: Backend) -> bool:
     """Whether the workers' export of the reduced program passed, so trtmin may export it
     again in its own process (Backend.upstream_files): a mismatch, NaN or a crash after the
     export; not an export error, a bug that ends the process (a death, whose site may be the
-    exporter's, or a hang: needs_subprocess), or OOM."""
-    from oracles.backends.tensorrt import died_building  # a death whose site is after the export
-
+    exporter's, unless the backend knows it came later, or a hang: needs_subprocess), or OOM."""
     v = info.verdict
-    return v.kind in ("mismatch", "nan") or died_building(v) or (
+    return v.kind in ("mismatch", "nan") or backend.died_after_export(v) or (
         v.kind == "crash" and not info.needs_subprocess and v.exc_type != OnnxExportError.__name__)
 
 
@@ -205,7 +203,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         summary["known_bugs"] = known_bugs(out, summary)  # repro.py and this summary: in report.md from the start
     report_and_summary()  # whole before anything that may fail or be stopped: none of it is lost
     written["report"], written["summary"] = out / "report.md", out / "summary.json"
-    if export_passed(info) and type(backend).upstream_files is not Backend.upstream_files:  # in this process:
+    if export_passed(info, backend) and type(backend).upstream_files is not Backend.upstream_files:  # in this process:
         on_phase(f"writing the files for {backend.describe_shared()}'s maintainers (an export again)")
         try:  # not where the export itself may be the bug
             upstream = backend.upstream_files(out, gm, input_values)

@@ -211,6 +211,12 @@ class Backend:
         report.md}; none for most backends."""
         return {}
 
+    def died_after_export(self, verdict: Any) -> bool:
+        """Whether a bug that ended the process (a signal) did so after the export, where
+        upstream_files may export again in trtmin's own process (TensorRT's builder dying in
+        build_plan); no for most backends, whose death may be the exporter's."""
+        return False
+
     def script_part(self) -> ScriptPart:
         raise NotImplementedError
 

@@ -400,6 +400,9 @@ class TensorRTBackend(Backend):
                 "run it; only parser and builder failures are judged, and one that names CUDA may be the GPU's "
                 "absence: confirm it on a GPU")
 
+    def died_after_export(self, verdict: Verdict | None) -> bool:
+        return died_building(verdict)
+
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
         return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"),
                              {k: v for k, v in self.settings.items() if k != "opset"})
