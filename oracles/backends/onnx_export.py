@@ -159,8 +159,8 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
         raise export_error(e) from e
     finally:
         _set_training(module, was_training)
-    made = next((o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")), None)
-    if opset is not None and made is not None and made != opset:  # its converter failed and it kept its own
+    made = program.model.opset_imports.get("") if opset is not None else None  # the IR's: no proto made per export
+    if made is not None and made != opset:  # its converter failed and it kept its own
         raise SettingNotHonoured(f"--set opset={opset}: torch.onnx.export made opset {made} for this program, not "
                                  f"{opset} (its version converter cannot convert it); drop --set opset (the "
                                  "exporter's default) or pick another")
