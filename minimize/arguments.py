@@ -17,6 +17,7 @@ from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
 from oracles.backend_names import (COMMAND_PREFIX, DEVICE_WORDS, check_backend_name, check_compile_on, check_emit,
                                    is_device)
+from oracles.backend_setup import check_before_torch
 from oracles.command_line import parse_command
 from oracles.errors import TrtminError
 from oracles.verdict import ERROR_ORACLES
@@ -113,6 +114,8 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
         parse_command(backend)  # manifest's, whose program may be on another machine
     check_compile_on(backend)
     check_emit(list(emit or []), backend)
+    parsed_settings = parse_settings(settings)
+    check_before_torch(backend, parsed_settings)  # a missing package, a --set typo: in a second, not after torch
     if inputs is not None and not inputs.is_file():
         raise TrtminError(f"--inputs {inputs}: " + ("is a folder; pass the file torch.save wrote" if inputs.is_dir()
                           else "is not a regular file (a pipe or a device); pass the file torch.save wrote"
@@ -140,4 +143,4 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     check_jobs(jobs)
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
-                   settings=parse_settings(settings), emit=list(dict.fromkeys(emit or [])), reference=reference, **more)  # once each
+                   settings=parsed_settings, emit=list(dict.fromkeys(emit or [])), reference=reference, **more)  # once each

@@ -257,17 +257,27 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
 
 def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
     """--import of a module that is not installed, an --emit typo, and --device cuda where
-    the machine shows no GPU, were found only after torch had loaded (7-8 s): now from
-    files alone."""
+    the machine shows no GPU, were found only after torch had loaded (7-8 s); so were the
+    --set mistakes of the backends whose settings trtmin lists (3-4 s): now from files
+    alone. Each ask: the words the error must hold, then the arguments."""
     model, inputs = host_program
-    asks = [["check", "--import", "no_such_lib.ops"], ["reduce", "--emit", "bogus", "--out", str(model.parent / "o")]]
-    asks += [["check", "--device", "cuda"]] if not gpu_driver_seen() else []
-    for command, *ask in asks:
+    inductor = ["--backend", "inductor"]
+    asks = [["--import", "check", *inductor, "--import", "no_such_lib.ops"],
+            ["--emit", "reduce", *inductor, "--emit", "bogus", "--out", str(model.parent / "o")],
+            ["has no setting 'fp61'; did you mean fp16", "check", "--backend", "tensorrt", "--set", "fp61=true"],
+            ["--set optimization_level=9: TensorRT takes 0 to 5", "reduce", "--backend", "tensorrt",
+             "--set", "optimization_level=9", "--out", str(model.parent / "o")],
+            ["graph_optimization_level=max: use one of", "check", "--backend", "onnxruntime",
+             "--set", "graph_optimization_level=max"],
+            ["has no setting 'per_op'", "check", "--backend", "executorch:xnnpack", "--set", "per_op=1"],
+            ["executorch:portable takes no settings", "check", "--backend", "executorch:portable", "--set", "x=1"]]
+    asks += [["--device cuda", "check", *inductor, "--device", "cuda"]] if not gpu_driver_seen() else []
+    for words, command, *ask in asks:
         code = ("import sys\nfrom minimize.cli import run\n"
-                f"code = run({[command, str(model), '--inputs', str(inputs), '--oracle', 'crash', '--backend', 'inductor', *ask]!r})\n"
+                f"code = run({[command, str(model), '--inputs', str(inputs), '--oracle', 'crash', *ask]!r})\n"
                 "print(code, 'torch' in sys.modules)")
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-        assert r.stdout.split() == ["2", "False"] and ask[0] in r.stderr, (ask, r.stdout, r.stderr[-2000:])
+        assert r.stdout.split() == ["2", "False"] and words in r.stderr, (ask, r.stdout, r.stderr[-2000:])
 
 
 def test_an_import_found_where_trtmin_runs_is_not_refused(tmp_path, monkeypatch):

@@ -21,7 +21,6 @@ Nothing imports executorch at module import time.
 
 from __future__ import annotations
 
-import importlib.util
 import operator
 import re
 import textwrap
@@ -34,17 +33,13 @@ from oracles.backends.base import (LOWER_STEP, Backend, ScriptPart, SnippetCall,
                                    scratch_folder)
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.backend_names import EXECUTORCH_VARIANTS as VARIANTS
+from oracles.backend_setup import check_packages, parse_et_settings
 from oracles.errors import MissingPackageError, TrtminError
 
 
-SETTINGS = {"xnnpack": ("per_op_mode",), "portable": (), "cuda": (), "tensorrt": None}  # None: Torch-TensorRT's
-
-
 def check_executorch(spec: str) -> None:
+    check_packages(spec)
     variant = spec.partition(":")[2]
-    if importlib.util.find_spec("executorch") is None:
-        raise MissingPackageError(f"backend {spec} needs the executorch package, which is not installed here; "
-                                  "install it with pip install executorch")
     if variant in ("cuda", "tensorrt") and not torch.cuda.is_available():
         raise TrtminError(f"backend {spec} needs an NVIDIA GPU, and torch {torch.__version__} sees none here")
     if variant == "cuda":
@@ -55,33 +50,14 @@ def check_executorch(spec: str) -> None:
                                       "executorch has none (registered: "
                                       f"{', '.join(Runtime.get().backend_registry.registered_backend_names)}); "
                                       "build executorch from source with EXECUTORCH_BUILD_CUDA=ON")
-    if variant == "tensorrt":
-        from oracles.backends.torch_tensorrt import INSTALL_HINT, is_installed
-
-        if not is_installed():
-            raise MissingPackageError(f"backend {spec} needs the torch_tensorrt package, which is not installed "
-                                      f"here; {INSTALL_HINT}")
-        if importlib.util.find_spec("torch_tensorrt_executorch_runtime") is None:
-            raise MissingPackageError(f"backend {spec} loads the .pte with Torch-TensorRT's ExecuTorch runtime, which "
-                                      "is not installed here; install it with pip install "
-                                      "torch-tensorrt-executorch-runtime (Torch-TensorRT >= 2.14)")
 
 
-def parse_et_settings(spec: str, settings: dict[str, Any] | None) -> dict[str, Any]:
-    from oracles.backends.torch_tensorrt import _bool, parse_settings, unknown_key_error
-
-    variant = spec.partition(":")[2]
-    if variant == "tensorrt":
+def parse_settings_of(spec: str, settings: dict[str, Any] | None) -> dict[str, Any]:
+    """executorch:tensorrt takes Torch-TensorRT's settings; the other variants their flags."""
+    if spec == "executorch:tensorrt":
+        from oracles.backends.torch_tensorrt import parse_settings
         return parse_settings(settings, spec)
-    valid = SETTINGS[variant]
-    parsed: dict[str, Any] = {}
-    for key, value in (settings or {}).items():
-        if key not in valid:
-            if not valid:
-                raise TrtminError(f"--set {key}: backend {spec} takes no settings")
-            raise unknown_key_error(key, valid, spec)
-        parsed[key] = _bool(key, value) if isinstance(value, str) else bool(value)
-    return parsed
+    return parse_et_settings(spec, settings)
 
 
 def lower_with_torch_tensorrt(variant, gm, inputs, folder, options):
@@ -161,7 +137,7 @@ class ExecuTorchBackend(Backend):
         if self.variant not in VARIANTS:
             raise TrtminError(f"unknown ExecuTorch backend {spec!r}; use one of "
                               + ", ".join(f"executorch:{v}" for v in VARIANTS))
-        self.options = parse_et_settings(spec, self.settings)
+        self.options = parse_settings_of(spec, self.settings)
         if self.variant == "tensorrt":
             from oracles.backends.torch_tensorrt import TorchTensorRTBackend
             self.options = {**TorchTensorRTBackend.DEFAULTS, **self.options}

@@ -59,7 +59,7 @@ class InductorBackend(Backend):
 
 def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor") -> tuple[dict[str, Any], dict[str, Any]]:
     """(torch.compile keyword arguments, Inductor config options), each value parsed."""
-    from oracles.backends.torch_tensorrt import _bool
+    from oracles.backend_setup import as_bool
     from torch._inductor import config as inductor_config
 
     defaults = {k: v for k, v in inductor_config.get_config_copy().items() if not k.startswith("_") and k.islower()}
@@ -73,9 +73,9 @@ def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor")
                 raise TrtminError(f"--set mode={text}: use one of {', '.join(modes)}")
             kwargs[key] = text
         elif key == "dynamic":
-            kwargs[key] = None if text.lower() == "none" else _bool(key, text)
+            kwargs[key] = None if text.lower() == "none" else as_bool(key, text)
         elif key == "fullgraph":
-            kwargs[key] = _bool(key, text)
+            kwargs[key] = as_bool(key, text)
         elif key in defaults:
             get_type = getattr(inductor_config, "get_type", None)  # the annotation; older torch: the default's type
             config[key] = _config_value(key, text, get_type(key) if get_type else type(defaults[key]))
@@ -93,16 +93,16 @@ def parse_inductor_settings(settings: dict[str, Any], backend: str = "inductor")
 def _config_value(key: str, text: str, annotated: Any) -> Any:
     """`text` as the config's annotated type (what torch.compile checks `options` against):
     bool, int, float or str, each optional ("none"); other types cannot be given as text."""
-    from oracles.backends.torch_tensorrt import _bool, _int
+    from oracles.backend_setup import as_bool, as_int
     kinds = list(typing.get_args(annotated)) if typing.get_origin(annotated) is not None else [annotated]
     if text.lower() == "none" and type(None) in kinds:
         return None
     for kind in (bool, int, float, str):
         if kind in kinds:
             if kind is bool:
-                return _bool(key, text)
+                return as_bool(key, text)
             if kind is int:
-                return _int(key, text)
+                return as_int(key, text)
             if kind is float:
                 try:
                     return float(text)

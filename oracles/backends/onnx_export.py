@@ -30,26 +30,9 @@ import torch
 import torch.fx as fx
 
 from oracles.dynamic import detached, export_dynamic_shapes
-from oracles.errors import SettingNotHonoured, TrtminError
+from oracles.errors import SettingNotHonoured
 
 METADATA_KEY = "trtmin.placeholders"
-
-
-def checked_opset(text: str) -> int:
-    """--set opset=N as an int, refused at once where ONNX here knows no such opset: the
-    exporter would write another without a word, and every candidate would run on it."""
-    import onnx.defs
-
-    try:
-        opset = int(str(text).strip())
-    except ValueError:
-        raise TrtminError(f"--set opset={text}: expected an integer") from None
-    newest = onnx.defs.onnx_opset_version()
-    if not 1 <= opset <= newest:
-        raise TrtminError(f"--set opset={text}: ONNX {onnx.__version__} here knows opsets 1 to {newest}; "
-                          "torch.onnx.export writes the newer ones itself and converts down to older ones where "
-                          "it can: pick one of those")
-    return opset
 
 
 class OnnxExportError(RuntimeError):

@@ -12,7 +12,6 @@ intra_op_num_threads=N, opset=N (the ONNX opset of the export).
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -22,43 +21,10 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import (OnnxExportError, checked_opset, export_error, export_onnx, export_statement,
+from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
                                           script_source, upstream_onnx)
+from oracles.backend_setup import check_packages, parse_ort_settings
 from oracles.dynamic import export_dynamic_shapes
-from oracles.errors import MissingPackageError, TrtminError
-
-SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
-OPT_LEVELS = ("disable", "basic", "extended", "all")
-
-
-def check_onnx_export(spec: str) -> None:
-    for module, pip in (("onnx", "onnx"), ("onnxscript", "onnxscript")):
-        if importlib.util.find_spec(module) is None:
-            raise MissingPackageError(f"backend {spec} exports the candidate with torch.onnx, which needs the {module} "
-                                      f"package, which is not installed here; install it with pip install {pip}")
-
-
-def parse_ort_settings(settings: dict[str, Any] | None, backend: str = "onnxruntime") -> dict[str, Any]:
-    from oracles.backends.torch_tensorrt import unknown_key_error
-
-    parsed: dict[str, Any] = {}
-    for key, value in (settings or {}).items():
-        if key not in SETTINGS:
-            raise unknown_key_error(key, SETTINGS, backend)
-        text = str(value).strip()
-        if key == "graph_optimization_level":
-            level = text.lower().removeprefix("ort_").removeprefix("enable_").removesuffix("_all")
-            if level not in OPT_LEVELS:
-                raise TrtminError(f"--set {key}={text}: use one of {', '.join(OPT_LEVELS)}")
-            parsed[key] = level
-        elif key == "opset":
-            parsed[key] = checked_opset(text)
-        else:
-            try:
-                parsed[key] = int(text)
-            except ValueError:
-                raise TrtminError(f"--set {key}={text}: expected an integer") from None
-    return parsed
 
 
 def ort_session(onnx_path, options):
@@ -144,10 +110,7 @@ class OnnxRuntimeBackend(Backend):
 
     @staticmethod
     def check_available(spec: str = "onnxruntime") -> None:
-        if importlib.util.find_spec("onnxruntime") is None:
-            raise MissingPackageError(f"backend {spec} needs the onnxruntime package, which is not installed here; "
-                                      "install it with pip install onnxruntime")
-        check_onnx_export(spec)
+        check_packages(spec)
 
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
         return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"),

@@ -29,8 +29,6 @@ value oracles are refused in one line (`oracle_problem`).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -39,52 +37,17 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import (OnnxExportError, checked_opset, export_error, export_onnx, export_statement,
+from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
                                           named_node_text, script_source, upstream_onnx)
-from oracles.backends.onnxruntime import check_onnx_export
-from oracles.errors import MissingPackageError, NotRunHere, TrtminError
+from oracles.backend_setup import FLAG_SETTINGS, check_packages, parse_trt_settings, tensorrt_module_name
+from oracles.errors import NotRunHere, TrtminError
 from oracles.script_checks import message_pattern
 from oracles.verdict import Verdict, normalize_message
 
 ONNX_NAME = "model.onnx"
 SNIPPET_ONNX = "repro.onnx"  # report.md's snippet writes its export here, in the folder it runs in
-TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx")  # NVIDIA's full TensorRT first, then TensorRT-RTX
 # A crash whose message starts so happened in the parser or the builder: it needs no GPU.
 BUILD_FAILURES = ("the ONNX parser failed", "building the engine failed")
-
-FLAG_SETTINGS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "tf32": "TF32",
-                 "strict_nans": "STRICT_NANS"}
-SETTINGS = (*FLAG_SETTINGS, "flags", "strongly_typed", "optimization_level", "workspace", "opset")
-
-
-def parse_trt_settings(settings: dict[str, Any] | None, backend: str = "tensorrt") -> dict[str, Any]:
-    """--set strings -> {"builder_flags": {NAME: bool}, "strongly_typed", "optimization_level",
-    "workspace", "opset"}: the form build_engine takes."""
-    from oracles.backends.torch_tensorrt import _bool, _int, unknown_key_error
-
-    parsed: dict[str, Any] = {}
-    flags: dict[str, bool] = {}
-    for key, value in (settings or {}).items():
-        text = str(value)
-        if key not in SETTINGS:
-            raise unknown_key_error(key, SETTINGS, backend)
-        if key in FLAG_SETTINGS:
-            flags[FLAG_SETTINGS[key]] = _bool(key, text) if isinstance(value, str) else bool(value)
-        elif key == "flags":
-            items = value if isinstance(value, (list, tuple)) else text.split(",")
-            for name in (str(n).strip().upper() for n in items):
-                if name:
-                    flags[name] = True
-        elif key == "strongly_typed":
-            parsed[key] = _bool(key, text) if isinstance(value, str) else bool(value)
-        elif key == "opset":
-            parsed[key] = checked_opset(text)
-        else:
-            parsed[key] = _int(key, text) if isinstance(value, str) else int(value)
-    if flags:
-        parsed["builder_flags"] = flags
-    return parsed
-
 
 # ---- shared with the scripts (pasted in by source) -------------------------------------
 
@@ -266,26 +229,9 @@ def run_engine_torch(trt, built, feeds, output_names):
     return [outputs[n] for n in output_names]
 
 
-def tensorrt_module_name() -> str | None:
-    """The TensorRT import_tensorrt takes here: "tensorrt" (NVIDIA's, by its metadata),
-    "tensorrt_rtx", or None. Torch-TensorRT built on TensorRT-RTX makes `tensorrt` an alias
-    of tensorrt_rtx once it is imported, so a `tensorrt` module alone says nothing."""
-    from oracles.environment import NOT_INSTALLED, package_version
-
-    if package_version("tensorrt") != NOT_INSTALLED and "tensorrt" not in sys.modules:
-        return "tensorrt"
-    if "tensorrt" in sys.modules:
-        return sys.modules["tensorrt"].__name__.split(".")[0]
-    return next((m for m in TENSORRT_MODULES if importlib.util.find_spec(m) is not None), None)
-
-
 def check_tensorrt(spec: str) -> None:
-    module = tensorrt_module_name()
-    if module is None:
-        raise MissingPackageError(f"backend {spec} needs TensorRT, which is not installed here; install it with "
-                                  "pip install tensorrt (NVIDIA's TensorRT) or pip install tensorrt-rtx (TensorRT-RTX)")
-    check_onnx_export(spec)
-    if module != "tensorrt_rtx" and not torch.cuda.is_available():  # NVIDIA's builder needs a GPU to start
+    check_packages(spec)
+    if tensorrt_module_name() != "tensorrt_rtx" and not torch.cuda.is_available():  # NVIDIA's builder needs a GPU to start
         raise TrtminError(f"backend {spec} ({installed_tensorrt_name()}) needs an NVIDIA GPU, and torch "
                           f"{torch.__version__} sees none here; run on a machine with a CUDA GPU, or install "
                           "tensorrt-rtx, whose parser and builder run without one")

@@ -17,20 +17,17 @@ Torch-TensorRT-RTX 2.11.0 (tests/test_torch_tensorrt_gpu.py); CI has no GPU.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib.util
 import inspect
 import textwrap
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple
+from oracles.backend_setup import as_bool, as_int, check_packages, torch_tensorrt_installed, unknown_key_error
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
-from oracles.errors import MissingPackageError, TrtminError
-
-INSTALL_HINT = "install it with pip install torch-tensorrt (needs an NVIDIA GPU and CUDA)"
+from oracles.errors import TrtminError
 
 # dataclasses.fields(CompilationSettings) of pytorch/TensorRT v2.13.0, commit
 # 64f0ed46c01c61fe2a7cc93b47f393c3a7da9f75, py/torch_tensorrt/dynamo/_settings.py.
@@ -116,14 +113,8 @@ class Expr(str):
     (e.g. `torch_tensorrt.EngineCapability.STANDARD`) and evaluated at compile time."""
 
 
-def is_installed() -> bool:
-    return importlib.util.find_spec("torch_tensorrt") is not None
-
-
 def check_available(spec: str = "torch_tensorrt") -> None:
-    if not is_installed():
-        raise MissingPackageError(f"backend {spec} needs the torch_tensorrt package, which is not installed here; "
-                                  f"{INSTALL_HINT}")
+    check_packages(spec)
     if not torch.cuda.is_available():
         raise TrtminError(f"backend {spec} needs an NVIDIA GPU, and torch {torch.__version__} sees none here; "
                           "run trtmin on a machine with a CUDA GPU and a CUDA build of torch")
@@ -131,7 +122,7 @@ def check_available(spec: str = "torch_tensorrt") -> None:
 
 def valid_option_names() -> tuple[tuple[str, ...], str]:
     """The option names compile() takes, and where the list came from."""
-    if is_installed():
+    if torch_tensorrt_installed():
         try:
             from torch_tensorrt.dynamo import compile as trt_compile
             from torch_tensorrt.dynamo._settings import CompilationSettings
@@ -148,40 +139,6 @@ def valid_option_names() -> tuple[tuple[str, ...], str]:
         source = "the list of Torch-TensorRT 2.13 (torch_tensorrt is not installed here)"
     names = set(COMPILATION_SETTINGS_FIELDS_V2_13) | set(COMPILE_ONLY_KWARGS_V2_13) | set(DEPRECATED_KWARGS)
     return tuple(sorted(names - RESERVED)), source
-
-
-def unknown_key_error(key: str, valid: Iterable[str], backend: str, source: str = "") -> TrtminError:
-    valid = list(valid)
-    close = difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(close)}?" if close else f"; valid keys: {', '.join(sorted(valid))}"
-    where = f" (checked against {source})" if source else ""
-    return TrtminError(f"--set {key}: backend {backend} has no setting {key!r}{where}{hint}")
-
-
-def _bool(key: str, text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise TrtminError(f"--set {key}={text}: expected true or false")
-
-
-# TensorRT's builder optimization levels: 9 is taken as 5 without a word, -1 with an error
-# in its log only (TensorRT-RTX 1.4.0.76), so a run would not be the one asked for
-RANGES = {"optimization_level": (0, 5)}
-
-
-def _int(key: str, text: str) -> int:
-    try:
-        n = int(text.strip().replace("_", ""), 0)
-    except ValueError:
-        raise TrtminError(f"--set {key}={text}: expected an integer") from None
-    low, high = RANGES.get(key, (n, n))
-    if not low <= n <= high:
-        raise TrtminError(f"--set {key}={text}: TensorRT takes {low} to {high} (it would use another level "
-                          "than the one asked for)")
-    return n
 
 
 def _dtype(key: str, text: str) -> torch.dtype:
@@ -228,11 +185,11 @@ def parse_value(key: str, value: Any) -> Any:
     if kind is None:
         return guess_value(text)
     if kind == BOOL:
-        return _bool(key, text)
+        return as_bool(key, text)
     if kind == INT:
-        return _int(key, text)
+        return as_int(key, text)
     if kind == OPT_INT:
-        return None if text.lower() == "none" else _int(key, text)
+        return None if text.lower() == "none" else as_int(key, text)
     if kind == FLOAT:
         try:
             return float(text)
