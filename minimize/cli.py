@@ -633,7 +633,7 @@ def repros_run(
     from rich.console import Console as RichConsole
 
     from oracles.environment import NOT_INSTALLED
-    from repros.suite import suite_named
+    from repros.suite import find_repros, suite_named
     from repros.runner import (Interrupted, environment, exit_code, json_text, render_table, run_repros, suite_packages,
                                summary_line, write_json)
     _stop_like_ctrl_c()  # a CI cancel must not leave the running repro behind
@@ -651,7 +651,8 @@ def repros_run(
         check_jobs(jobs, "repros")
         try:
             from minimize.progress import RunningRepros  # rich alone
-            with RunningRepros(err, _print_row) as running:  # on a terminal, a live line: the clock, the count done
+            total = len(find_repros(suite, names or None))  # an unknown name: said here, before any runs
+            with RunningRepros(err, _print_row, total) as running:  # on a terminal, a live line: the clock, done of all
                 results = run_repros(suite, names or None, timeout, device_label, strict_skips=strict_skips,
                                      jobs=jobs, on_result=running.finished)
         except Interrupted as stop:  # what finished is shown and written, marked as a part

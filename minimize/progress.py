@@ -169,15 +169,15 @@ class ProgressView:
 
 class RunningRepros:
     """`repros run`'s screen: a row as each repro finishes (`print_row`) and, where the
-    console redraws, a live line under them with the clock and how many are done, so the
-    first seconds of a slow repro are not blank."""
+    console redraws, a live line under them with the clock and how many of the `total` are
+    done, so the first seconds of a slow repro are not blank, nor the end unknown."""
 
-    def __init__(self, console: Console, print_row: Callable[[Any], None]):
-        self.t0, self.done, self.print_row = time.monotonic(), 0, print_row
+    def __init__(self, console: Console, print_row: Callable[[Any], None], total: int):
+        self.t0, self.done, self.total, self.print_row = time.monotonic(), 0, total, print_row
         self.live = Live(self, console=console, refresh_per_second=4, transient=True) if redraws(console) else None
 
     def __rich__(self) -> Text:
-        return Text(f"{clock(time.monotonic() - self.t0)} | running repros: {self.done} done", no_wrap=True,
+        return Text(f"{clock(time.monotonic() - self.t0)} | running repros: {self.done} of {self.total} done", no_wrap=True,
                     overflow="ellipsis")
 
     def finished(self, result: Any) -> None:

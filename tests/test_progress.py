@@ -157,7 +157,7 @@ def test_a_pipe_forced_to_colour_and_a_dumb_terminal_get_plain_lines_not_redraws
 def test_repros_run_shows_a_live_line_on_a_terminal_only(monkeypatch):
     """`repros run` on a terminal sat blank until its first repro finished (6 s for one, 10 s
     and 16 s gaps on the suite: the screen trial): a live line with the clock and the count
-    done now runs under the rows. A pipe gets the rows alone."""
+    done (of how many) now runs under the rows. A pipe gets the rows alone."""
     from types import SimpleNamespace as Row
 
     from minimize.progress import RunningRepros
@@ -166,12 +166,12 @@ def test_repros_run_shows_a_live_line_on_a_terminal_only(monkeypatch):
     row = Row(status="FIXED", name="a_repro", seconds=1.0, ok=True)
     tty = Tty()
     printed = []
-    with RunningRepros(Console(file=tty, width=100, force_terminal=True), printed.append) as running:
-        assert running.live is not None and running.__rich__().plain == "0:00 | running repros: 0 done"
+    with RunningRepros(Console(file=tty, width=100, force_terminal=True), printed.append, 3) as running:
+        assert running.live is not None and running.__rich__().plain == "0:00 | running repros: 0 of 3 done"
         running.finished(row)
-        assert running.__rich__().plain == "0:00 | running repros: 1 done" and printed == [row]
+        assert running.__rich__().plain == "0:00 | running repros: 1 of 3 done" and printed == [row]
     assert "running repros" in tty.getvalue()
     pipe = io.StringIO()
-    with RunningRepros(Console(file=pipe, width=100), printed.append) as running:
+    with RunningRepros(Console(file=pipe, width=100), printed.append, 3) as running:
         assert running.live is None
     assert pipe.getvalue() == ""
