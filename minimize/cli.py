@@ -93,7 +93,7 @@ ReferenceOpt = Annotated[Reference, typer.Option(rich_help_panel="Tolerance", he
                          "and counts a difference from eager only where the backend is more than twice as far from "
                          "that run as eager is (for bf16 and fp16 programs, whose rounding alone exceeds any atol).")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", rich_help_panel="Flaky, slow or heavy compilers", help="Seconds one oracle call may take before it counts as a hang.")]
-DeviceOpt = Annotated[str, typer.Option("--device", metavar="DEVICE", rich_help_panel="The question", help="cpu or cuda: where the program and the backend run.")]
+DeviceOpt = Annotated[str, typer.Option("--device", metavar="DEVICE", rich_help_panel="The question", help="cpu, cuda or cuda:N: where the program and the backend run.")]
 RepeatOpt = Annotated[int, typer.Option("--repeat", rich_help_panel="Flaky, slow or heavy compilers", metavar="N", help="Run each candidate this many times (flaky compilers); "
                      "the original's failure rate is measured first.")]
 CheckRepeatOpt = Annotated[int, typer.Option("--repeat", rich_help_panel="Flaky, slow or heavy compilers", metavar="N", help="Run the program this many times, each "

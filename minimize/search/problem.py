@@ -265,7 +265,7 @@ class ReductionProblem:
         # An original that fails every run is held to that. One that fails only some runs
         # is a flaky bug: half its count (rounded up), since that count is one sample and a
         # candidate with the bug, failing at the same rate, must pass most of the time (at a
-        # 50% rate and --repeat 4: 85% of the time, against 61% for the whole count). Not
+        # 50% rate and --repeat 4: 81% of the time, against 61% for the whole count). Not
         # for an original that always fails: another, flaky bug of the same signature would
         # then pass as easily as the one asked for.
         n, repeat = self.original_failures, len(self.cache[original])
