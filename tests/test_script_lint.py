@@ -171,6 +171,18 @@ def run_script(folder: Path, **env: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, **env})
 
 
+def test_a_script_run_through_a_link_reads_its_tensors_beside_the_real_file(piece, tmp_path: Path) -> None:
+    """A maintainer who links repro.py into a folder of their own (`ln -s`) got SKIPPED: the
+    tensors file was looked for beside the link (the scripts trial). The eager control says
+    FIXED through the link as in place."""
+    script = write_cpu_script(piece, "mismatch", BUILTIN["eager"]("eager", {}), tmp_path)
+    assert "tensors = torch.load(" in script  # the piece's (4, 8) input is in the file
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "repro.py").symlink_to(tmp_path / "repro.py")
+    linked = run_script(tmp_path / "elsewhere")
+    assert (linked.returncode, linked.stdout.split(":")[0]) == (0, "FIXED"), linked.stdout + linked.stderr[-2000:]
+
+
 @pytest.mark.parametrize("kind", ["crash", "mismatch"])
 def test_a_script_whose_backend_package_is_missing_says_skipped(piece, kind: str, tmp_path: Path) -> None:
     """Not CHANGED ("fails differently"): the import the backend needs fails, which is no news

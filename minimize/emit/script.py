@@ -163,7 +163,7 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
     """Source of Repro.__init__ (the weights) and make_inputs(), and the tensors that go
     to the file beside the script."""
     big: dict[str, torch.Tensor] = {}
-    load = f"torch.load(os.path.join(os.path.dirname(__file__), {INPUTS_FILE!r}), weights_only=True)"
+    load = f"torch.load(os.path.join(os.path.dirname(os.path.realpath(__file__)), {INPUTS_FILE!r}), weights_only=True)"
     weight_exprs = tensor_expressions(constants, generated, big)
     input_exprs = tensor_expressions(inputs, generated, big)
     weights = [f"        self.register_buffer({n!r}, {e})" for n, e in weight_exprs.items()]

@@ -71,7 +71,7 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     if re.search(r"\b(inf|nan)\b", text):
         head.append('inf, nan = float("inf"), float("nan")')
     if loads_file:
-        head.append(f"tensors = torch.load({loads_file!r}, weights_only=True)  # beside repro.py")
+        head.append(f"tensors = torch.load({loads_file!r}, weights_only=True)  # run in repro.py's folder")
     return "\n".join(head) + ("\n\n\n" if text.startswith(("def ", "class ")) else "\n\n") + text
 
 

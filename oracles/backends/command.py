@@ -178,7 +178,7 @@ class CommandBackend(Backend):
             copies = {copies!r}  # a file the command names -> its copy beside this script
             command = []
             for arg in {self.command!r}:
-                copy = pathlib.Path(__file__).with_name(copies[arg]) if arg in copies else None
+                copy = pathlib.Path(__file__).resolve().with_name(copies[arg]) if arg in copies else None
                 if copy is not None and not os.path.exists(arg) and copy.exists():
                     arg = str(copy)
                 if arg in {files!r} and not os.path.exists(arg):

@@ -198,7 +198,7 @@ class PluginBackend(Backend):
             own = plugin_own_modules(plugin_file)
             # The plugin file is copied beside the script, so the folder is self-contained.
             load = ("import importlib.util, pathlib\n"
-                    "    path = pathlib.Path(__file__).with_name('plugin.py')\n"
+                    "    path = pathlib.Path(__file__).resolve().with_name('plugin.py')\n"
                     "    if not path.is_file():\n"
                     "        raise FileNotFoundError(f'{path.name}, the plugin backend, must sit beside "
                     "{pathlib.Path(__file__).name}')\n" + _own_modules_finder(own) +
