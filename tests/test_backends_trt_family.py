@@ -408,6 +408,25 @@ def test_tensorrt_script_without_its_npz_cannot_run(small, tmp_path: Path) -> No
     assert r.stdout.startswith("SKIPPED: cannot run") and "repro_tensorrt.npz" in r.stdout, r.stdout
 
 
+@needs_ort
+def test_tensorrt_script_without_its_onnx_or_with_another_control_cannot_run(small, tmp_path: Path) -> None:
+    """The scripts trial: without model.onnx beside it, the parser's "file cannot be found"
+    (and ONNX Runtime's, for the control) said CHANGED, exit 3; and TRTMIN_BACKEND=onnxruntim,
+    a typo of the control, ran TensorRT. Both cannot run: SKIPPED, exit 2, saying why."""
+    gm, inputs = small
+    export = export_onnx(gm, inputs, tmp_path / "work" / "model.onnx")
+    script = write_tensorrt_script(tmp_path / "out", export.path, inputs, flatten_outputs(gm(*inputs)), "mismatch",
+                                   1e-3, 1e-3, "Small: planted header", child=False)
+    typo = _run_script(script, TRTMIN_BACKEND="onnxruntim")
+    assert (typo.returncode, typo.stdout.strip()) == (
+        2, "SKIPPED: TRTMIN_BACKEND takes onnxruntime or eager alone (ONNX Runtime in place of TensorRT)"), typo.stdout
+    (script.parent / "model.onnx").unlink()
+    for control in ("onnxruntime", ""):
+        r = _run_script(script, TRTMIN_BACKEND=control)
+        assert (r.returncode, r.stdout.strip()) == (2, "SKIPPED: cannot run: model.onnx must sit beside this script"), \
+            (control, r.stdout + r.stderr[-2000:])
+
+
 def test_npz_round_trips_bf16_and_ints(tmp_path: Path) -> None:
     from oracles.backends.tensorrt_script import save_npz
 

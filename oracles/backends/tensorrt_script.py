@@ -194,6 +194,7 @@ Control:  TRTMIN_BACKEND=onnxruntime python {script}   (or =eager, as for repro.
 
 HERE = pathlib.Path(__file__).resolve().parent
 ONNX_FILE = HERE / {onnx!r}
+ONNX_FILES = [HERE / name for name in {onnx_names!r}]  # the model and its external data
 NPZ_FILE = HERE / {npz!r}
 OUTPUT_NAMES = {output_names!r}  # the ONNX model's, in order
 TRT_SETTINGS = {settings!r}
@@ -298,7 +299,7 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
              "TensorRT needs one)." if "build" in on else
              "Running the engine needs cuda-python and an NVIDIA GPU.")
     head = SCRIPT.format(header=header.replace('"""', "'''").strip(), needs=needs, script=SCRIPT_NAME,
-                         onnx_files=", ".join(onnx_files), npz=NPZ_NAME, onnx=ONNX_NAME,
+                         onnx_files=", ".join(onnx_files), onnx_names=onnx_files, npz=NPZ_NAME, onnx=ONNX_NAME,
                          imports="\n".join(f"import {m}" for m in sorted(imports)), output_names=output_names,
                          settings=settings, oracle=oracle, constants="\n".join(constants))
     body = "\n\n\n".join(part.strip() for part in pasted)

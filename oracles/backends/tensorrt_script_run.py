@@ -19,6 +19,7 @@ from oracles.backends.tensorrt import TensorRTError, build_plan, engine_io, impo
 
 # What each script defines for itself: its files, the question and the checks.
 ONNX_FILE = NPZ_FILE = ORACLE = ERROR_PATTERN = ""
+ONNX_FILES: list = []
 ATOL = RTOL = ERROR_RATIO = 0.0
 TRT_SETTINGS: dict = {}
 OUTPUT_NAMES: list = []
@@ -143,6 +144,10 @@ def run():
     except Exception as e:  # the .npz is gone or unreadable: no news about the bug
         print(f"SKIPPED: cannot run: {type(e).__name__}: {e}")
         return 2
+    gone = [path.name for path in ONNX_FILES if not path.is_file()]
+    if gone:  # not the parser's failure: no news about the bug
+        print(f"SKIPPED: cannot run: {', '.join(gone)} must sit beside this script")
+        return 2
     meta["output_names"] = OUTPUT_NAMES
     announce_call()  # [child]
     try:
@@ -196,6 +201,9 @@ def missing_requirements():
 
 
 def main():
+    if os.environ.get("TRTMIN_BACKEND", "") not in ("", *CONTROL):  # a typo of the control must not run TensorRT
+        print(f"SKIPPED: TRTMIN_BACKEND takes {' or '.join(CONTROL)} alone (ONNX Runtime in place of TensorRT)")
+        return 2
     reason = missing_requirements()
     if reason:
         print(f"SKIPPED: {reason}")
