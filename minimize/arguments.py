@@ -114,8 +114,6 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
         parse_command(backend)  # manifest's, whose program may be on another machine
     check_compile_on(backend)
     check_emit(list(emit or []), backend)
-    parsed_settings = parse_settings(settings)
-    check_before_torch(backend, parsed_settings)  # a missing package, a --set typo: in a second, not after torch
     if inputs is not None and not inputs.is_file():
         raise TrtminError(f"--inputs {inputs}: " + ("is a folder; pass the file torch.save wrote" if inputs.is_dir()
                           else "is not a regular file (a pipe or a device); pass the file torch.save wrote"
@@ -141,6 +139,8 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     if jobs is None:
         jobs = default_jobs(device)
     check_jobs(jobs)
+    parsed_settings = parse_settings(settings)
+    check_before_torch(backend, parsed_settings)  # a missing package, a --set typo: in a second, not after torch
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
                    settings=parsed_settings, emit=list(dict.fromkeys(emit or [])), reference=reference, **more)  # once each

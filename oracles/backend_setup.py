@@ -19,12 +19,12 @@ from oracles.errors import MissingPackageError, TrtminError
 TORCH_TENSORRT_HINT = "install it with pip install torch-tensorrt (needs an NVIDIA GPU and CUDA)"
 TENSORRT_MODULES = ("tensorrt", "tensorrt_rtx")  # NVIDIA's full TensorRT first, then TensorRT-RTX
 
-ORT_SETTINGS = ("graph_optimization_level", "intra_op_num_threads", "opset")
+ORT_KEYS = ("graph_optimization_level", "intra_op_num_threads", "opset")
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 FLAG_SETTINGS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "tf32": "TF32",
                  "strict_nans": "STRICT_NANS"}
-TRT_SETTINGS = (*FLAG_SETTINGS, "flags", "strongly_typed", "optimization_level", "workspace", "opset")
-ET_SETTINGS = {"xnnpack": ("per_op_mode",), "portable": (), "cuda": (), "tensorrt": None}  # None: Torch-TensorRT's
+TRT_KEYS = (*FLAG_SETTINGS, "flags", "strongly_typed", "optimization_level", "workspace", "opset")
+ET_KEYS = {"xnnpack": ("per_op_mode",), "portable": (), "cuda": (), "tensorrt": None}  # None: Torch-TensorRT's
 # TensorRT's builder optimization levels: 9 is taken as 5 without a word, -1 with an error
 # in its log only (TensorRT-RTX 1.4.0.76), so a run would not be the one asked for
 RANGES = {"optimization_level": (0, 5)}
@@ -59,15 +59,19 @@ def as_int(key: str, text: str) -> int:
     return n
 
 
-def checked_opset(text: str) -> int:
+def checked_opset(text: str, known_here: bool = True) -> int:
     """--set opset=N as an int, refused at once where ONNX here knows no such opset: the
-    exporter would write another without a word, and every candidate would run on it."""
-    import onnx.defs
-
+    exporter would write another without a word, and every candidate would run on it.
+    `known_here` False: the int alone (onnx's import, 1.2 s, is not worth it before the
+    workers start; the backend asks again when it is made)."""
     try:
         opset = int(str(text).strip())
     except ValueError:
         raise TrtminError(f"--set opset={text}: expected an integer") from None
+    if not known_here:
+        return opset
+    import onnx.defs
+
     newest = onnx.defs.onnx_opset_version()
     if not 1 <= opset <= newest:
         raise TrtminError(f"--set opset={text}: ONNX {onnx.__version__} here knows opsets 1 to {newest}; "
@@ -76,11 +80,12 @@ def checked_opset(text: str) -> int:
     return opset
 
 
-def parse_ort_settings(settings: dict[str, Any] | None, backend: str = "onnxruntime") -> dict[str, Any]:
+def parse_ort_settings(settings: dict[str, Any] | None, backend: str = "onnxruntime",
+                       opset_known_here: bool = True) -> dict[str, Any]:
     parsed: dict[str, Any] = {}
     for key, value in (settings or {}).items():
-        if key not in ORT_SETTINGS:
-            raise unknown_key_error(key, ORT_SETTINGS, backend)
+        if key not in ORT_KEYS:
+            raise unknown_key_error(key, ORT_KEYS, backend)
         text = str(value).strip()
         if key == "graph_optimization_level":
             level = text.lower().removeprefix("ort_").removeprefix("enable_").removesuffix("_all")
@@ -88,7 +93,7 @@ def parse_ort_settings(settings: dict[str, Any] | None, backend: str = "onnxrunt
                 raise TrtminError(f"--set {key}={text}: use one of {', '.join(OPT_LEVELS)}")
             parsed[key] = level
         elif key == "opset":
-            parsed[key] = checked_opset(text)
+            parsed[key] = checked_opset(text, opset_known_here)
         else:
             try:
                 parsed[key] = int(text)
@@ -97,15 +102,16 @@ def parse_ort_settings(settings: dict[str, Any] | None, backend: str = "onnxrunt
     return parsed
 
 
-def parse_trt_settings(settings: dict[str, Any] | None, backend: str = "tensorrt") -> dict[str, Any]:
+def parse_trt_settings(settings: dict[str, Any] | None, backend: str = "tensorrt",
+                       opset_known_here: bool = True) -> dict[str, Any]:
     """--set strings -> {"builder_flags": {NAME: bool}, "strongly_typed", "optimization_level",
     "workspace", "opset"}: the form build_engine takes."""
     parsed: dict[str, Any] = {}
     flags: dict[str, bool] = {}
     for key, value in (settings or {}).items():
         text = str(value)
-        if key not in TRT_SETTINGS:
-            raise unknown_key_error(key, TRT_SETTINGS, backend)
+        if key not in TRT_KEYS:
+            raise unknown_key_error(key, TRT_KEYS, backend)
         if key in FLAG_SETTINGS:
             flags[FLAG_SETTINGS[key]] = as_bool(key, text) if isinstance(value, str) else bool(value)
         elif key == "flags":
@@ -116,7 +122,7 @@ def parse_trt_settings(settings: dict[str, Any] | None, backend: str = "tensorrt
         elif key == "strongly_typed":
             parsed[key] = as_bool(key, text) if isinstance(value, str) else bool(value)
         elif key == "opset":
-            parsed[key] = checked_opset(text)
+            parsed[key] = checked_opset(text, opset_known_here)
         else:
             parsed[key] = as_int(key, text) if isinstance(value, str) else int(value)
     if flags:
@@ -127,7 +133,7 @@ def parse_trt_settings(settings: dict[str, Any] | None, backend: str = "tensorrt
 def parse_et_settings(spec: str, settings: dict[str, Any] | None) -> dict[str, Any]:
     """The settings of ExecuTorch's xnnpack, portable and cuda variants (each a flag);
     executorch:tensorrt takes Torch-TensorRT's, parsed by the backend."""
-    valid = ET_SETTINGS[spec.partition(":")[2]]
+    valid = ET_KEYS[spec.partition(":")[2]]
     parsed: dict[str, Any] = {}
     for key, value in (settings or {}).items():
         if key not in valid:
@@ -191,11 +197,12 @@ def check_packages(spec: str) -> None:
                                       "torch-tensorrt-executorch-runtime (Torch-TensorRT >= 2.14)")
 
 
-# The built-in backends whose settings are parsed here: (spec, settings) -> parsed
-SETTINGS_PARSERS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
-    "onnxruntime": lambda spec, settings: parse_ort_settings(settings, spec),
-    "tensorrt": lambda spec, settings: parse_trt_settings(settings, spec),
-    **{f"executorch:{v}": parse_et_settings for v, keys in ET_SETTINGS.items() if keys is not None},
+# The built-in backends whose settings are parsed here, before the workers start: (spec,
+# settings) -> parsed, an opset checked as an int (its range is asked when the backend is made)
+EARLY_PARSERS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
+    "onnxruntime": lambda spec, settings: parse_ort_settings(settings, spec, opset_known_here=False),
+    "tensorrt": lambda spec, settings: parse_trt_settings(settings, spec, opset_known_here=False),
+    **{f"executorch:{v}": parse_et_settings for v, keys in ET_KEYS.items() if keys is not None},
 }
 
 
@@ -204,5 +211,5 @@ def check_before_torch(spec: str, settings: dict[str, Any]) -> None:
     lists them: each refused as the backend itself refuses it, before torch is imported.
     Anything else (a plugin, a command, inductor's settings) is checked when it is made."""
     check_packages(spec)
-    if settings and spec in SETTINGS_PARSERS:
-        SETTINGS_PARSERS[spec](spec, settings)
+    if settings and spec in EARLY_PARSERS:
+        EARLY_PARSERS[spec](spec, settings)

@@ -181,7 +181,7 @@ def test_every_tensorrt_setting_shows_in_its_snippet():
     """The snippet writes the builder's settings as text, beside build_plan's code that
     applies them: each --set key the backend takes must change the snippet's text, so a
     setting added to one and not the other fails here."""
-    from oracles.backend_setup import TRT_SETTINGS
+    from oracles.backend_setup import TRT_KEYS
     from oracles.backends.tensorrt import TensorRTBackend
     from oracles.verdict import Verdict
 
@@ -191,7 +191,7 @@ def test_every_tensorrt_setting_shows_in_its_snippet():
 
     plain = text({})
     values = {"flags": "FP16", "strongly_typed": "true", "optimization_level": "1", "workspace": "1024", "opset": "18"}
-    for key in TRT_SETTINGS:
+    for key in TRT_KEYS:
         assert text({key: values.get(key, "true")}) != plain, f"--set {key}=... leaves the snippet as it was"
 
 

@@ -33,7 +33,7 @@ from oracles.backends.base import (LOWER_STEP, Backend, ScriptPart, SnippetCall,
                                    scratch_folder)
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.backend_names import EXECUTORCH_VARIANTS as VARIANTS
-from oracles.backend_setup import check_packages, parse_et_settings
+from oracles.backend_setup import ET_KEYS, check_packages, parse_et_settings
 from oracles.errors import MissingPackageError, TrtminError
 
 
@@ -54,7 +54,7 @@ def check_executorch(spec: str) -> None:
 
 def parse_settings_of(spec: str, settings: dict[str, Any] | None) -> dict[str, Any]:
     """executorch:tensorrt takes Torch-TensorRT's settings; the other variants their flags."""
-    if spec == "executorch:tensorrt":
+    if ET_KEYS[spec.partition(":")[2]] is None:
         from oracles.backends.torch_tensorrt import parse_settings
         return parse_settings(settings, spec)
     return parse_et_settings(spec, settings)
