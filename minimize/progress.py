@@ -75,6 +75,12 @@ def redraws(console: Console) -> bool:
         return False
 
 
+def live_line(renderable: Any, console: Console) -> Live | None:
+    """A line that redraws `renderable` (its __rich__) in place, where the console redraws;
+    None elsewhere, where the screens print plain lines."""
+    return Live(renderable, console=console, refresh_per_second=4, transient=True) if redraws(console) else None
+
+
 def clock(seconds: float) -> str:
     """"2:05": minutes and seconds, the start of each live line."""
     return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
@@ -86,11 +92,10 @@ class ProgressView:
         self.t0 = self.said = self.last_verdict = time.monotonic()
         self.problem: "ReductionProblem | None" = None  # read at each refresh: a pass that starts shows at once
         self.doing: str | None = None  # a phase outside the search (start-up, the original, verifying)
-        self.live = Live(self, console=console, refresh_per_second=4, transient=True)
+        self.live = live_line(self, console)  # else a plain line each HEARTBEAT_S
         self.start_nodes: int | None = None
         self._stop = threading.Event()
-        self.interactive = redraws(console)  # else a plain line each HEARTBEAT_S
-        self._beat = None if self.interactive else threading.Thread(target=self._heartbeat, daemon=True)
+        self._beat = None if self.live is not None else threading.Thread(target=self._heartbeat, daemon=True)
 
     def _heartbeat(self) -> None:
         """Without a terminal: the state as a plain line each HEARTBEAT_S, also while one
@@ -135,7 +140,7 @@ class ProgressView:
         )
 
     def __enter__(self) -> "ProgressView":
-        if self.interactive:
+        if self.live is not None:
             self.live.__enter__()
         if self._beat is not None:
             self._beat.start()
@@ -145,13 +150,13 @@ class ProgressView:
         self._stop.set()
         if self._beat is not None:
             self._beat.join()
-        if self.interactive:
+        if self.live is not None:
             self.live.__exit__(*exc)
 
     def phase(self, doing: str) -> None:
         """What trtmin does now, outside the search; the next search step replaces it."""
         self.doing = doing
-        if self.interactive:
+        if self.live is not None:
             self.live.refresh()
 
     def update(self, p: "ReductionProblem") -> None:
@@ -159,7 +164,7 @@ class ProgressView:
         if self.start_nodes is None:
             self.start_nodes = len(p.current.nodes)
         self.problem = p
-        if self.interactive:
+        if self.live is not None:
             self.live.refresh()
 
     def log(self, message: str) -> None:
@@ -174,7 +179,7 @@ class RunningRepros:
 
     def __init__(self, console: Console, print_row: Callable[[Any], None], total: int):
         self.t0, self.done, self.total, self.print_row = time.monotonic(), 0, total, print_row
-        self.live = Live(self, console=console, refresh_per_second=4, transient=True) if redraws(console) else None
+        self.live = live_line(self, console)
 
     def __rich__(self) -> Text:
         return Text(f"{clock(time.monotonic() - self.t0)} | running repros: {self.done} of {self.total} done", no_wrap=True,

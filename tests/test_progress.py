@@ -143,7 +143,7 @@ def test_a_pipe_forced_to_colour_and_a_dumb_terminal_get_plain_lines_not_redraws
         monkeypatch.setenv("TERM", term)
         console = Console(file=stream, width=200, force_terminal=True)
         with ProgressView(console) as view:
-            assert not view.interactive, term
+            assert view.live is None, term
             view.phase("checking the original")
             view.update(state)
             time.sleep(0.3)
@@ -151,7 +151,7 @@ def test_a_pipe_forced_to_colour_and_a_dumb_terminal_get_plain_lines_not_redraws
         assert "\r" not in said and "\x1b[2K" not in said, (term, said)
         assert "reducing [bisect_window] call nodes 40 -> 40" in re.sub(r"\x1b\[[0-9;]*m", "", said), (term, said)
     monkeypatch.setenv("TERM", "xterm")
-    assert ProgressView(Console(file=Tty(), width=200, force_terminal=True)).interactive
+    assert ProgressView(Console(file=Tty(), width=200, force_terminal=True)).live is not None
 
 
 def test_repros_run_shows_a_live_line_on_a_terminal_only(monkeypatch):
