@@ -13,27 +13,41 @@ import sys
 # this launcher is sent SIGTERM, SIGINT or SIGHUP (unless ignored; a terminal's Ctrl-C or hang-up reaches
 # the whole foreground group, this launcher too, but not the command, in a group of its own:
 # a KeyboardInterrupt here left the command running under init), PR_SET_PDEATHSIG wakes
-# the launcher, which kills the
+# the launcher, which ends the
 # whole group (a shell script's own children too, which a PDEATHSIG on the command alone
 # left running) and removes the folder of exported files. When the command ends, what it
-# left running in its group is killed too. Its exit status, or the signal that killed it,
-# is the command's (a signal re-raised, without a core file of the launcher's own).
+# left running in its group is ended too. Ending is SIGTERM, then SIGKILL after up to a
+# second each: a launcher in the group (a cmd: repro.py's, run by `repros run`'s) then
+# ends its own command's group, which a SIGKILL at once left running under init. Its exit
+# status, or the signal that killed it, is the command's (a signal re-raised, without a core file of the launcher's own).
 # Arguments: the parent's pid, the folder ("": none), the command.
 SUPERVISE_SOURCE = """\
-import ctypes, os, shutil, signal, sys
+import ctypes, os, shutil, signal, sys, time
 parent, folder, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 pid = 0
+def end_group():  # SIGTERM first: a launcher like this one inside ends its own group (SIGKILL left it running)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try: os.killpg(pid, sig)
+        except OSError: return
+        for _ in range(50):  # up to 1 s for the group to go
+            time.sleep(0.02)
+            try:  # the dead reaped (the command; orphans, sent here): no zombie holds the group
+                while os.waitpid(-1, os.WNOHANG)[0]: pass
+            except OSError: pass
+            try: os.killpg(pid, 0)
+            except OSError: return
 def parent_died(*_):
     if pid:
-        try: os.killpg(pid, signal.SIGKILL)
-        except OSError: pass
+        end_group()
     if folder:
         shutil.rmtree(folder, True)
     os._exit(137)
 stops = {signal.SIGTERM} | {s for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN}
 for sig in stops:  # one the caller ignores (nohup, a background job) stays ignored, here and in the command
     signal.signal(sig, parent_died)
-try: ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+try:
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    ctypes.CDLL(None).prctl(36, 1)  # a subreaper: orphans of the group come here, not to an init that may not reap
 except (OSError, AttributeError): pass
 if os.getppid() != parent: parent_died()
 signal.pthread_sigmask(signal.SIG_BLOCK, stops)
@@ -51,8 +65,7 @@ try: os.setpgid(pid, pid)
 except OSError: pass
 signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
 status = os.waitpid(pid, 0)[1]
-try: os.killpg(pid, signal.SIGKILL)  # what it left running in its group ends with it
-except OSError: pass
+end_group()  # what it left running in its group ends with it
 if os.WIFSIGNALED(status):
     sig = os.WTERMSIG(status)
     try:

@@ -348,6 +348,34 @@ def test_a_stop_signal_the_caller_ignores_stays_ignored_by_the_launcher():
         assert proc.wait(timeout=10) == (0 if ignored else 137)
 
 
+def test_a_launcher_inside_a_launchers_group_ends_its_own_command_too(tmp_path):
+    """`repros run` stopping a repro (--timeout, its own SIGTERM) ends the repro's process
+    group; a cmd: repro.py runs its command under a launcher of its own, in another group,
+    which the outer launcher's SIGKILL left running under init with the hung command. The
+    outer one now sends SIGTERM first, so the inner one ends its group."""
+    from oracles.supervise import supervised
+
+    pid_file = tmp_path / "inner.pid"
+    inner = (f"import subprocess, sys; sys.path.insert(0, {str(ROOT)!r}); from oracles.supervise import supervised; "
+             f"p = subprocess.Popen(supervised('') + ['sleep', '300']); open({str(pid_file)!r}, 'w').write(str(p.pid)); "
+             "p.wait()")
+    outer = subprocess.Popen(supervised("") + [sys.executable, "-c", inner], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not pid_file.exists():
+        time.sleep(0.05)
+    launcher, sleeper = int(pid_file.read_text()), []
+    while time.monotonic() < deadline and not sleeper:  # the inner launcher's fork: the command
+        sleeper = [int(p) for p in subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True,
+                                                  text=True).stdout.split()]
+    assert sleeper, "the inner launcher started no command"
+    outer.send_signal(signal.SIGTERM)  # as oracles/script_run.py's _kill_group sends it
+    outer.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (running(launcher) or any(map(running, sleeper))):
+        time.sleep(0.1)
+    assert not running(launcher) and not any(map(running, sleeper)), "the inner command outlived the outer launcher"
+
+
 def test_a_one_op_control_that_hangs_says_nothing_and_is_ended(host_program):
     """The controls run the command once more each; one that does not end within its time
     (--timeout here, at most ONE_OP_TIMEOUT_S) tells nothing about the failure, and its
