@@ -532,7 +532,7 @@ def repros_add(
         said += f"; kept from its manifest: {', '.join(kept)}, and its notes" if kept else ""
         said += f"; kept your files there: {', '.join(mine)}" if mine else ""
         edited = sorted(p.name for p in path.iterdir() if EDITED.search(p.name) and p.name not in before)
-        said += f"; kept its hand-written or edited scripts as {', '.join(edited)}" if edited else ""
+        said += f"; kept its hand-written or edited files as {', '.join(edited)}" if edited else ""
     print(said + (f"\n{root} did not exist: it is a new suite, with this repro alone" if new_suite else ""))
     from repros.match import compare
     for related in (m for m in compare(path, suite)[0] if m.otherwise):  # worth a line in each one's notes
@@ -668,9 +668,9 @@ def repros_run(
     env = environment(device_label, suite_packages(suite, names or None))
     if results:
         console.print(render_table(results))
-        console.print(summary_line(results, not_finished), highlight=False, markup=False)
+        console.print(summary_line(results, not_finished), highlight=False, markup=False, soft_wrap=True)  # a line
     console.print(f"on {env['device_label']}: " + ", ".join(f"{name} {version}" for name, version in env["versions"].items()
-                                                           if version != NOT_INSTALLED), highlight=False)
+                                                           if version != NOT_INSTALLED), highlight=False, soft_wrap=True)
     if to_stdout:
         sys.stdout.write(json_text(results, env, not_finished))
     elif json_file:

@@ -247,9 +247,26 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
     ok, note = judge(status, expected, reason, strict_skips)
     if timed_out and status == CHANGED:  # no verdict in time: a hang now, or too short a --timeout; no error changed
         note = reason
+    elif status == CHANGED and not ok and (was := reduced_bug(repro.path)):  # what it was, beside what it is now
+        note += f"; the reduced bug: {_short_line(was)}"
     tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
     return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
                   note=note, expected_because=because, returncode=rc, stderr_tail=tail, timed_out=timed_out, **where)
+
+
+def reduced_bug(folder: Path) -> str | None:
+    """The bug a saved repro was reduced for, as its reduction's summary.json says it
+    ("MISMATCH: output 0 differs ..."); None for a hand-written one."""
+    try:
+        verdict = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("final_verdict")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return verdict if isinstance(verdict, str) and verdict.strip() else None
+
+
+def _short_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0]
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 class Interrupted(KeyboardInterrupt):

@@ -578,18 +578,37 @@ def _check_same_bug(out_dir: Path, entry: Path, manifest: Manifest | None, summa
     if differs:
         title = f" ({manifest.title})" if manifest is not None else ""
         raise TrtminError(f"{_shown(entry)} holds another bug{title}: its {' and '.join(differs)} "
-                          f"differ{'s' if len(differs) == 1 else ''} from "
+                          f"differ{'s' if differs == ['backend'] else ''} from "
                           f"{_shown(out_dir)}'s; --force replaces a repro by a newer reduction of the same bug: "
                           "choose another --name")
 
 
-def _edited_scripts(entry: Path, new: Path) -> list[tuple[str, str]]:
-    """The scripts of a saved repro that `repros add --force` would write over and that are
-    someone's work: a hand-written entry's repro.py (no summary.json), or files edited since
-    `repros add` saved them. Returned as (name, the name kept under: NAME.edited, ...)."""
+def _edited_files(entry: Path, new: Path, previous: Manifest | None) -> list[tuple[str, str]]:
+    """The files of a saved repro that `repros add --force` would write over and that are
+    someone's work: a hand-written entry's repro.py (no summary.json), scripts and report.md
+    edited since `repros add` saved them, and a manifest with more than its fields (comments
+    saying why a release is expected to fix it; the fields themselves are carried over).
+    Returned as (name, the name kept under: NAME.edited, ...)."""
     written = (entry / "summary.json").is_file()
     edited = edited_since_written(entry) if written else [SCRIPT] if (entry / SCRIPT).is_file() else []
-    return [(name, edited_copy_name(name, new, entry)) for name in edited if name.endswith(".py")]
+    if previous is not None and (entry / MANIFEST).read_text(encoding="utf-8-sig") not in (
+            manifest_text(previous), manifest_text(previous, comment_example=False)):
+        edited.append(MANIFEST)
+    return [(name, edited_copy_name(name, new, entry)) for name in edited
+            if name.endswith(".py") or name in ("report.md", MANIFEST)]
+
+
+def _previous_manifest(entry: Path) -> Manifest | None:
+    """The manifest `repros add --force` replaces (None where the entry has none). One that
+    does not read is refused: what people wrote in it (the links, [expected_when], notes)
+    would be dropped without a word."""
+    if not (entry / MANIFEST).is_file():
+        return None
+    try:
+        return parse_manifest(entry / MANIFEST)
+    except TrtminError as e:
+        raise TrtminError(f"{e}; --force keeps what was written in the manifest it replaces: mend it first, or "
+                          f"move {_shown(entry)} away to save this reduction afresh") from None
 
 
 def _recover(root: Path, name: str) -> None:
@@ -681,7 +700,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                         backend=_shown_backend(summary["backend"]), oracle=summary["oracle"], device=summary["device"],
                         added=date.today().isoformat(), expected=expected, upstream=tuple(upstream),
                         first_seen=first_seen, notes="\n".join(notes))
-    previous = readable_manifest(root / name) if force else None
+    previous = _previous_manifest(root / name) if force else None
     if previous is not None:  # a newer reduction of the repro: what people wrote into it stays
         kept = kept_fields(previous, root / name, title is not None, bool(tuple(upstream)))
         manifest = _keep_written(manifest, previous, kept, out_dir)
@@ -721,7 +740,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         (tmp / MANIFEST).write_text(text, encoding="utf-8")
         _forget_itself(tmp, name)
         if target.exists():
-            for was, kept in _edited_scripts(target, tmp):  # hand-written, or edited since `repros add`
+            for was, kept in _edited_files(target, tmp, previous):  # hand-written, or edited since saved
                 shutil.copy2(target / was, tmp / kept)
             for own in users_files(target, tmp):  # the user's own files in the entry stay with it, links as links
                 if own.is_dir() and not own.is_symlink():

@@ -4,10 +4,12 @@ Rows are repros (title with upstream links, and the folder name), sorted by name
 Columns are runs, headed "device label / key versions" (the installed ones of torch,
 torch_tensorrt, tensorrt, executorch, onnxruntime), sorted by device label, then versions
 (numerically), then date, then file name, so the output does not depend on the order of
-the files given. Cells: "reproduces", "fixed", "skipped (short reason)", "changed (short verdict)" (fails,
-but not as the reduced bug did), "error", or "—"
-where that run did not include the repro; a cell is **bold** when the run disagreed with
-the repro's manifest (the runner's ``ok`` was false).
+the files given; runs whose headers are alike are told apart by platform, date, then file
+(a file given twice is one run). Cells: "reproduces", "fixed", "skipped (short reason)",
+"changed (how it fails now)" (fails, but not as the reduced bug did), "error (why)", or "—"
+where that run did not include the repro; a cell is **bold**, with what was expected, when
+the run disagreed with the repro's manifest (the runner's ``ok`` was false). Paths in the
+reasons are cut to their file names: the row names the repro.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from oracles.errors import TrtminError
 from repros.runner import JSON_FORMAT
 from repros.suite import version_tuple
 
-REASON_MAX = 40
+REASON_MAX = 60
 CELL_WORD = {"FIXED": "fixed", "REPRODUCED": "reproduces", "SKIPPED": "skipped", "CHANGED": "changed",
              "ERROR": "error"}
 
@@ -59,6 +61,7 @@ def _md(text: str) -> str:
 
 def _short(text: str, limit: int = REASON_MAX) -> str:
     text = re.sub(r"\s+", " ", text).strip().rstrip(".")
+    text = re.sub(r"(?<![\w.])(?:/[^/\s:]+)+/([^/\s:]+)", r"\1", text)  # /suite/bad/manifest.toml: manifest.toml
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
@@ -79,12 +82,14 @@ def cell(result: dict[str, Any] | None) -> str:
     text = CELL_WORD[status]
     if status == "SKIPPED":
         text += f" ({_short(result.get('reason') or 'no reason')})"
-    elif status == "CHANGED":  # how it fails now, from its "CHANGED: ..." line
-        text += f" ({_short((result.get('verdict') or '').split(':', 1)[-1] or 'no verdict line')})"
+    elif status == "CHANGED":  # how it fails now, from its "CHANGED: fails differently now: ..." line
+        now = re.sub(r"^\s*fails differently now\b:?", "", (result.get("verdict") or "").split(":", 1)[-1])
+        text += f" ({_short(now or 'no verdict line')})"
     elif status == "ERROR":  # what broke: the table is read without the run's screen
         text += f" ({_short(result.get('reason') or 'no reason')})"
     text = _md(text)
-    return text if result.get("ok", True) else f"**{text}**"
+    expected = result.get("expected")
+    return text if result.get("ok", True) else f"**{text}**" + (f" (expected: {_md(expected)})" if expected else "")
 
 
 def _link_label(url: str) -> str:
@@ -110,23 +115,29 @@ def _vkey(env: dict[str, Any]) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+def _told_apart(headers: list[str], words: list[str]) -> list[str]:
+    """Each header that others share, with its run's `words` added where those differ
+    within the group: a platform, a date or a file that is the same for all tells nothing."""
+    def group(h: str) -> set[str]:
+        return {w for other, w in zip(headers, words) if other == h}
+    return [f"{h} {w}" if headers.count(h) > 1 and len(group(h)) > 1 else h for h, w in zip(headers, words)]
+
+
 def merge_tables(json_files: Sequence[Path | str]) -> str:
     """The markdown matrix of the runs in ``json_files`` (see the module docstring)."""
     if not json_files:
         raise TrtminError("no run files given; pass one or more files written by `trtmin repros run --json FILE`")
-    runs = [(Path(f), load_run(f)) for f in json_files]
+    runs: list[tuple[Path, dict[str, Any]]] = []
+    for f in json_files:
+        if all(Path(f).resolve() != path.resolve() for path, _ in runs):  # a file given twice is one run
+            runs.append((Path(f), load_run(f)))
     runs.sort(key=lambda fr: (str(fr[1]["environment"].get("device_label", "")).lower(), _vkey(fr[1]["environment"]),
                               str(fr[1]["environment"].get("date", "")), fr[0].name, str(fr[0])))
-    base = [column_header(d["environment"]) + (" (interrupted)" if d.get("interrupted") else "") for _, d in runs]
-    # two runs of one setup: tell them apart by date, then by the file each came from
-    dated = [f"{h} ({d['environment'].get('date', '?')})" if base.count(h) > 1 else h
-             for h, (_, d) in zip(base, runs)]
-    named = [f"{h} [{path.name}]" if dated.count(h) > 1 else h for h, (path, _) in zip(dated, runs)]
-    seen: dict[str, int] = {}
-    headers = []
-    for h in named:  # the same file given twice: numbered
-        seen[h] = seen.get(h, 0) + 1
-        headers.append(f"{h} #{seen[h]}" if named.count(h) > 1 else h)
+    headers = [column_header(d["environment"]) + (" (interrupted)" if d.get("interrupted") else "") for _, d in runs]
+    for told in (lambda path, env: f"({env.get('platform') or 'platform unknown'})",
+                 lambda path, env: f"({env.get('date', '?')})", lambda path, env: f"[{path.name}]",
+                 lambda path, env: f"[{path}]"):  # two runs of one setup: by what tells them apart
+        headers = _told_apart(headers, [told(path, d["environment"]) for path, d in runs])
     by_run = [{r["name"]: r for r in d["results"]} for _, d in runs]
     names = sorted({n for rs in by_run for n in rs})
     # titles and links from the most recent run that has the repro
@@ -134,8 +145,9 @@ def merge_tables(json_files: Sequence[Path | str]) -> str:
     lines = ["| bug | repro | " + " | ".join(_md(h) for h in headers) + " |",
              "|---|---|" + "---|" * len(headers)]
     for name in names:
-        source = next(by_run[i][name] for i in reversed(latest) if name in by_run[i])
-        row = [_bug_cell(source.get("title") or name, source.get("upstream") or []), f"`{_md(name)}`"]
+        sources = [by_run[i][name] for i in reversed(latest) if name in by_run[i]]
+        links = dict.fromkeys(u for r in sources for u in r.get("upstream") or [])  # each run's, the latest's first
+        row = [_bug_cell(sources[0].get("title") or name, list(links)), f"`{_md(name)}`"]
         row += [cell(rs.get(name)) for rs in by_run]
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "**Bold**: differs from what the repro's manifest expects on that run. —: not run there."]

@@ -110,7 +110,7 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert (suite / "view_above_8_dims" / "repro.py.edited").read_bytes() == (
         ROOT / "repros" / "suite" / "view_above_8_dims" / "repro.py").read_bytes()  # the hand-written script kept
     assert replaced.stdout.rstrip().endswith("; kept your files there: NOTES.txt, repro_fp16.py; kept its "
-                                             "hand-written or edited scripts as repro.py.edited"), replaced.stdout
+                                             "hand-written or edited files as repro.py.edited"), replaced.stdout
     # what people wrote into the manifest stays: its title, when it was added and first seen, its notes
     assert "kept from its manifest: title, added, first_seen, and its notes" in replaced.stdout, replaced.stdout
     before = parse_manifest(ROOT / "repros" / "suite" / "view_above_8_dims" / "manifest.toml")

@@ -114,23 +114,27 @@ def test_exit_3_with_its_line_is_changed_not_a_broken_script(tmp_path: Path) -> 
     ok where the bug should reproduce, shown as such by `repros run` (exit 1), in the JSON and
     in `repros table`; an exit 3 without the line is still an ERROR."""
     suite = tmp_path / "suite"
-    make_repro(suite, "changed", exits(3, "CHANGED: fails differently now: TypeError: bad dtype"))
-    make_repro(suite, "own_exit3", "sys.exit(3)\n")
+    changed_name, exit3_name = "changed_" + "c" * 90, "own_exit3_" + "e" * 90  # a summary line of over 160
+    make_repro(suite, changed_name, exits(3, "CHANGED: fails differently now: TypeError: bad dtype"))
+    make_repro(suite, exit3_name, "sys.exit(3)\n")
+    (suite / changed_name / "summary.json").write_text(json.dumps({"final_verdict": "MISMATCH: output 0 differs"}))
     r = run_cli("repros", "run", "--suite", str(suite), "--json", str(tmp_path / "run.json"), "--timeout", "20")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "CHANGED" in r.stdout and "fails differently from the reduced bug" in r.stdout, r.stdout
     assert "1 changed, 1 error" in r.stdout, r.stdout
+    assert f"NOT as expected: {changed_name}, {exit3_name}\n" in r.stdout, r.stdout  # one line in a pipe
     data = json.loads((tmp_path / "run.json").read_text())
     results = {x["name"]: x for x in data["results"]}
-    changed = results["changed"]
+    changed = results[changed_name]
     assert (changed["status"], changed["ok"], changed["returncode"]) == (CHANGED, False, 3)
     assert changed["verdict"] == "CHANGED: fails differently now: TypeError: bad dtype"
     assert "did not run to a verdict" not in changed["note"] and "reproduces is expected" in changed["note"]
-    assert (results["own_exit3"]["status"], results["own_exit3"]["reason"]) == (ERROR, "exit code 3, no output")
+    assert changed["note"].endswith("; the reduced bug: MISMATCH: output 0 differs")  # what it was, beside what it is
+    assert (results[exit3_name]["status"], results[exit3_name]["reason"]) == (ERROR, "exit code 3, no output")
     assert data["summary"]["changed"] == 1 and data["summary"]["error"] == 1
     table = run_cli("repros", "table", str(tmp_path / "run.json"))
     assert table.returncode == 0, table.stderr
-    assert "| **changed (fails differently now: TypeError: bad d…)** |" in table.stdout, table.stdout
+    assert "| **changed (TypeError: bad dtype)** (expected: reproduces) |" in table.stdout, table.stdout
 
 
 def test_names_select_and_unknown_name_is_an_error(suite: Path) -> None:
@@ -304,18 +308,40 @@ def test_merge_tables(tmp_path: Path) -> None:
     assert md.splitlines()[:5] == [
         "| bug | repro | cpu / torch 2.13.0+cpu | H200 / torch 2.15.0, torch_tensorrt 2.15.0, tensorrt 11.4 |",
         "|---|---|---|---|",
-        f"| segfault ({link}) | `segfault` | — | **error (killed by SIGKILL)** |",
-        f"| uint8 permute ({link}) | `uint8_permute` | skipped (torch_tensorrt is not installed) | **fixed** |",
-        f"| view above 8 ({link}) | `view_above_8` "
-        "| skipped (no CUDA GPU is visible here, and none w…) | reproduces |",
+        f"| segfault ({link}) | `segfault` | — | **error (killed by SIGKILL)** (expected: reproduces) |",
+        f"| uint8 permute ({link}) | `uint8_permute` | skipped (torch_tensorrt is not installed) "
+        "| **fixed** (expected: reproduces) |",
+        f"| view above 8 ({link}) | `view_above_8` | skipped (no CUDA GPU is visible here, and none will ever be) "
+        "| reproduces |",
     ]
     assert merge_tables([tmp_path / "cpu.json", tmp_path / "h200.json"]) == md  # order of files does not matter
-    # two runs of one setup are told apart
-    twice = merge_tables([tmp_path / "cpu.json", tmp_path / "cpu.json"])
-    assert "cpu / torch 2.13.0+cpu (2026-11-30) [cpu.json] #1 | cpu / torch 2.13.0+cpu (2026-11-30) [cpu.json] #2" in twice
-    (tmp_path / "cpu_later.json").write_bytes((tmp_path / "cpu.json").read_bytes())  # by file: which column is which
+    # a file given twice (a shell pattern and its name) is one run
+    assert merge_tables([tmp_path / "cpu.json", tmp_path / "h200.json", tmp_path / "cpu.json"]) == md
+    # two runs of one setup are told apart by what differs: the platform, the date, the file
+    (tmp_path / "cpu_later.json").write_bytes((tmp_path / "cpu.json").read_bytes())
     named = merge_tables([tmp_path / "cpu.json", tmp_path / "cpu_later.json"])
-    assert "(2026-11-30) [cpu.json] | cpu / torch 2.13.0+cpu (2026-11-30) [cpu_later.json] |" in named
+    assert "| cpu / torch 2.13.0+cpu [cpu.json] | cpu / torch 2.13.0+cpu [cpu_later.json] |" in named
+    (tmp_path / "arm").mkdir()  # another machine's run, of the same file name
+    later_link = "https://github.com/pytorch/TensorRT/issues/9"  # the later run's manifest gained a link
+    (tmp_path / "arm" / "cpu.json").write_text(json.dumps({**cpu, "environment": {
+        **cpu["environment"], "platform": "Linux-aarch64", "date": "2026-12-01"}, "results": [
+            {**cpu["results"][0], "upstream": [later_link]}, cpu["results"][1]]}))
+    arm = merge_tables([tmp_path / "cpu.json", tmp_path / "arm" / "cpu.json"]).splitlines()
+    assert "cpu / torch 2.13.0+cpu (platform unknown) | cpu / torch 2.13.0+cpu (Linux-aarch64) |" in arm[0], arm
+    assert f"([pytorch/TensorRT#9]({later_link}), {link})" in arm[2], arm  # each run's links, the latest's first
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "cpu.json").write_bytes((tmp_path / "cpu.json").read_bytes())
+    both = merge_tables([tmp_path / "cpu.json", tmp_path / "b" / "cpu.json"]).splitlines()[0]
+    assert f"[{tmp_path / 'b' / 'cpu.json'}]" in both and f"[{tmp_path / 'cpu.json'}]" in both, both
+    # a reason's paths cut to file names; a CHANGED cell says how it fails now; a bold one what was expected
+    odd = _run_json("cpu", {"torch": "2.13.0+cpu"}, {
+        "bad_cond": ("ERROR", False, f"{tmp_path}/suite/bad_cond/manifest.toml: expected must be one of reproduces"),
+        "uint8_permute": ("CHANGED", False, "")})
+    odd["results"][1]["verdict"] = "CHANGED: fails differently now: RuntimeError: new message"
+    (tmp_path / "odd.json").write_text(json.dumps(odd))
+    rows = merge_tables([tmp_path / "odd.json"]).splitlines()
+    assert "| **error (manifest.toml: expected must be one of reproduces)** (expected: reproduces) |" in rows[2], rows
+    assert "| **changed (RuntimeError: new message)** (expected: reproduces) |" in rows[3], rows
     (tmp_path / "bad.json").write_text('{"results": []}')
     with pytest.raises(TrtminError, match="not a trtmin repros run"):
         merge_tables([tmp_path / "bad.json"])
@@ -1189,10 +1215,11 @@ def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> No
     repro.py.edited, never lost."""
     root = tmp_path / "suite"
     entry = add_repro(_ops_out(tmp_path / "a", ["relu.default", "_to_copy.default"], "mismatch: max abs 3"), "cast", root)
-    for ops, verdict, backend, differs in [(["sin.default"], "mismatch: max abs 1", "inductor", "ops"),
-                                           (["relu.default"], "mismatch: max abs 1", "executorch:xnnpack", "backend")]:
-        other = _ops_out(tmp_path / f"other_{differs}", ops, verdict, backend)
-        with pytest.raises(TrtminError, match=f"holds another bug .*its {differs} differs.*choose another --name"):
+    for ops, verdict, backend, differs in [(["sin.default"], "mismatch: max abs 1", "inductor", "ops differ"),
+                                           (["relu.default"], "mismatch: max abs 1", "executorch:xnnpack",
+                                            "backend differs")]:
+        other = _ops_out(tmp_path / f"other_{differs.split()[0]}", ops, verdict, backend)
+        with pytest.raises(TrtminError, match=f"holds another bug .*its {differs} from.*choose another --name"):
             add_repro(other, "cast", root, force=True, duplicate=True)
     assert parse_manifest(entry / "manifest.toml").backend == "inductor"
     nan = _ops_out(tmp_path / "nan", ["relu.default"], "nan: output 0")  # reduced again with --oracle nan
@@ -1204,6 +1231,24 @@ def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> No
     add_repro(newer, "cast", root, force=True, duplicate=True)
     assert "by hand on the Orin" in (entry / "repro.py.edited").read_text()
     assert (entry / "repro.py").read_bytes() == (newer / "repro.py").read_bytes()
+    assert not (entry / "manifest.toml.edited").exists()  # as `repros add` wrote it
+
+    # a report annotated, a manifest commented: each kept beside the new one, as a script is
+    (entry / "report.md").write_text((entry / "report.md").read_text() + "\nSeen on the Orin too.\n")
+    commented = (entry / "manifest.toml").read_text().replace("[first_seen]", "# owner: alice\n[first_seen]")
+    (entry / "manifest.toml").write_text(commented)
+    add_repro(newer, "cast", root, force=True, duplicate=True)
+    assert "Seen on the Orin" in (entry / "report.md.edited").read_text()
+    assert (entry / "manifest.toml.edited").read_text() == commented
+    assert "# owner" not in (entry / "manifest.toml").read_text()  # the fields carried over, the comment beside
+
+    # a manifest that does not read: replacing it would drop what was written there, unsaid
+    broken = (entry / "manifest.toml").read_text().replace('expected = "reproduces"', 'expected = "reproduce"')
+    (entry / "manifest.toml").write_text(broken)
+    with pytest.raises(TrtminError, match=r"expected.*--force keeps what was written in the manifest.*mend it first"):
+        add_repro(newer, "cast", root, force=True, duplicate=True)
+    assert (entry / "manifest.toml").read_text() == broken
+    (entry / "manifest.toml").write_text(commented)
 
     hand = root / "by_hand"  # the seeds' kind: a script and a manifest, no summary.json
     hand.mkdir()
