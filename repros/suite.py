@@ -335,6 +335,10 @@ def load_repro(folder: Path) -> Repro:
     folder = Path(folder)
     manifest: Manifest | None = None
     problem: str | None = None
+    if folder.is_symlink() and not folder.exists():
+        link = Path(_shown(folder.parent)) / folder.name  # the link's own path: _shown follows it
+        return Repro(folder.name, folder, None, f"{link}: a link to {os.readlink(folder)}, which is gone; "
+                                                "link it to the repro's folder again, or remove the link")
     try:
         manifest = parse_manifest(folder / MANIFEST)
     except TrtminError as e:
@@ -363,7 +367,11 @@ def files_the_script_reads_that_are_gone(script: Path) -> list[str]:
 
 
 def _is_entry(p: Path) -> bool:
-    return p.is_dir() and not p.name.startswith((".", "_")) and ((p / SCRIPT).exists() or (p / MANIFEST).exists())
+    """A repro's folder in a suite; a link whose target is gone too (listed as broken, where
+    skipping it lost a repro from every run without a word)."""
+    if p.name.startswith((".", "_")):
+        return False
+    return (p.is_dir() and ((p / SCRIPT).exists() or (p / MANIFEST).exists())) or (p.is_symlink() and not p.exists())
 
 
 def find_repros(root: Path | str | None = None, names: Sequence[str] | None = None) -> list[Repro]:

@@ -515,8 +515,11 @@ def test_bad_entries_do_not_stop_the_others(tmp_path: Path) -> None:
     (tmp_path / "not_a_repro").mkdir()
     loads = "tensors = __import__('torch').load(__import__('os').path.join(__import__('os').path.dirname(__file__), "
     make_repro(tmp_path, "no_inputs", loads + "'repro_inputs.pt'))\n")  # its inputs file deleted
+    (tmp_path / "shared_elsewhere").symlink_to(tmp_path / "moved_away")  # a link to a repro that is gone
     results = by_name(run_repros(tmp_path, timeout=20))
-    assert sorted(results) == ["bad", "good", "manifest_a_folder", "no_inputs", "no_script"]
+    assert sorted(results) == ["bad", "good", "manifest_a_folder", "no_inputs", "no_script", "shared_elsewhere"]
+    link = results["shared_elsewhere"]  # listed as broken: skipped, it was gone from every run unsaid
+    assert link.status == ERROR and f"a link to {tmp_path / 'moved_away'}, which is gone" in link.reason, link
     assert results["manifest_a_folder"].status == ERROR and "cannot be read" in results["manifest_a_folder"].reason
     gone = results["no_inputs"]  # an ERROR of the folder, not a SKIPPED as if the machine lacked something
     assert (gone.status, gone.expected, gone.ok, gone.seconds) == (ERROR, "reproduces", False, 0.0), gone
@@ -527,7 +530,7 @@ def test_bad_entries_do_not_stop_the_others(tmp_path: Path) -> None:
     assert "no repro.py" in results["no_script"].reason
     with pytest.raises(TrtminError) as e:
         validate_suite(tmp_path)
-    assert str(e.value).count("\n") == 4 and str(e.value).startswith("4 bad repro folders")
+    assert str(e.value).count("\n") == 5 and str(e.value).startswith("5 bad repro folders")
 
 
 def test_list_names_every_repro_and_what_is_wrong_with_a_bad_one(tmp_path: Path) -> None:
