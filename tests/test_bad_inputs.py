@@ -55,7 +55,8 @@ def test_missing_file(tmp_path):
 def test_oracle_never_fires(host_program, tmp_path):
     model, inputs = host_program
     out = tmp_path / "o"
-    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager", "--out", str(out))
+    r = reduce_here(str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager",
+                    "--out", str(out))
     assert_one_line_error(r, "does not fail the mismatch oracle", "if it fails only sometimes, measure it with trtmin check --repeat 10")
     assert not (out / "repro.py").exists()
 
@@ -76,7 +77,7 @@ def test_eager_run_fails(tmp_path):
 
     model, _ = save_program(Gather(), (torch.randn(4), torch.tensor([0, 1])), tmp_path, "gather")
     torch.save((torch.randn(4), torch.tensor([0, 9])), wrong)
-    r = run_check(str(model), "--inputs", str(wrong))
+    r = check_here(str(model), "--inputs", str(wrong))
     assert_one_line_error(r, "eager PyTorch fails")
 
 
@@ -325,8 +326,8 @@ def test_usage_errors_are_one_line_too(host_program):
 
 def test_a_memory_limit_below_a_workers_own_start_is_named_not_called_a_crash(host_program, tmp_path):
     model, inputs = host_program
-    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
-                plugin("crash_on_sin"), "--out", str(tmp_path / "o"), "--memory-limit", "64")
+    r = reduce_here(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                    plugin("crash_on_sin"), "--out", str(tmp_path / "o"), "--memory-limit", "64")
     assert_one_line_error(r, "--memory-limit 64 MiB is below", "use at least --memory-limit")
 
 
@@ -388,7 +389,7 @@ def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, t
     mine.mkdir()
     (mine / "repro.py").write_text("my own script")
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin")]
-    r = run_reduce(str(model), *args, "--out", str(mine), "--force")
+    r = reduce_here(str(model), *args, "--out", str(mine), "--force")
     assert_one_line_error(r, "repro.py", "no trtmin run wrote", "another folder")
     assert_one_line_error(reduce_here(str(model), *args, "--out", str(mine), "--resume"),  # not "drop --resume"
                           "repro.py", "no trtmin run wrote", "another folder")
@@ -398,7 +399,7 @@ def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, t
     assert_one_line_error(reduce_here(str(model), *args, "--out", str(tmp_path / "other"), "--resume"),
                           "no interrupted run", "drop --resume and choose another folder, or pass --force")
     # --resume where nothing was journaled yet (Ctrl-C before the first verdict): a fresh run
-    fresh = run_reduce(str(model), *args, "--out", str(tmp_path / "new"), "--resume", "--no-verify")
+    fresh = reduce_here(str(model), *args, "--out", str(tmp_path / "new"), "--resume", "--no-verify")
     assert fresh.returncode == 0 and "starting the run afresh" in fresh.stderr, fresh.stderr[-2000:]
     ro = tmp_path / "read-only"  # root writes anywhere but on a read-only file system: mount one where allowed
     ro.mkdir()
@@ -414,7 +415,7 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path, monkeypatc
     model, inputs = host_program
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path),
             "--no-verify"]  # what is tested is the journal's options, not the script
-    assert run_reduce(str(model), *args).returncode == 0
+    assert reduce_here(str(model), *args).returncode == 0
     results = (tmp_path / "summary.json").read_text()
     (tmp_path / "summary.json").unlink()  # as if stopped before its end: a finished run has nothing to resume
     with monkeypatch.context() as patched:  # said before any worker starts, so before the model loads
@@ -461,7 +462,7 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path, monkeypatc
     assert "replaying" in replayed.stderr and json.loads((tmp_path / "summary.json").read_text())["oracle_calls"]
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
     assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds a finished run", "--force")
-    r = run_reduce(str(model), *args, "--timeout", "60", "--force")
+    r = reduce_here(str(model), *args, "--timeout", "60", "--force")
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "repro.py").exists()
     header = json.loads((tmp_path / "journal.jsonl").read_text().splitlines()[0])["header"]
@@ -629,8 +630,8 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
     mine = tmp_path / "inputs.pt"
     shutil.copy(inputs, mine)
     out = tmp_path / "out"
-    r = run_cli("reduce", str(model), "--inputs", str(mine), "--oracle", "crash", "--backend", plugin("crash_on_sin"),
-                "--out", str(out), "--no-verify")
+    r = run_cli_here("reduce", str(model), "--inputs", str(mine), "--oracle", "crash", "--backend",
+                     plugin("crash_on_sin"), "--out", str(out), "--no-verify")
     assert r.returncode == 0, r.stderr[-2000:]
     lines = (out / "journal.jsonl").read_text().splitlines()
     (out / "journal.jsonl").write_text("\n".join(lines[:3]) + "\n")  # as if killed after two verdicts
@@ -644,8 +645,8 @@ def test_resume_refuses_inputs_whose_contents_changed(host_program, tmp_path):
                      "--resume", "--no-verify")  # none given: not "contents differ"
     assert r.returncode == 2 and "with an --inputs file (none is given now)" in r.stderr, r.stderr
     shutil.copy(inputs, mine)
-    r = run_cli("reduce", str(model), "--inputs", str(Path(os.path.relpath(mine))), "--oracle", "crash",
-                "--backend", plugin("crash_on_sin"), "--out", str(out), "--resume", "--no-verify")
+    r = run_cli_here("reduce", str(model), "--inputs", str(Path(os.path.relpath(mine))), "--oracle", "crash",
+                     "--backend", plugin("crash_on_sin"), "--out", str(out), "--resume", "--no-verify")
     assert r.returncode == 0 and "replaying 2 journaled verdicts" in r.stderr + r.stdout, r.stderr[-2000:]
     assert json.loads(lines[0])["header"]["torch"] == torch.__version__
 
@@ -784,8 +785,8 @@ def test_a_setting_the_plugin_function_does_not_take_is_refused(host_program, tm
     compile a TypeError, which --oracle crash reduced as if it were the bug."""
     model, inputs = host_program
     out = tmp_path / "o"
-    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"), "--oracle",
-                "crash", "--set", "min_block_size=1", "--out", str(out))
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--backend", plugin("crash_on_sin"), "--oracle",
+                     "crash", "--set", "min_block_size=1", "--out", str(out))
     assert_one_line_error(r, "--set min_block_size", "crash_on_sin", "no keyword argument 'min_block_size'")
     assert not (out / "repro.py").exists()
     assert_one_line_error(check_here(str(model), "--backend", plugin("crash_on_sin"), "--set", "x=1"),
@@ -833,7 +834,7 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     model, inputs = host_program
     out = tmp_path / "o"
     args = ["reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--out", str(out), "--no-verify"]
-    r = run_cli(*args, "--backend", plugin("crash_on_sin"), "--emit", "executorch:portable")
+    r = run_cli_here(*args, "--backend", plugin("crash_on_sin"), "--emit", "executorch:portable")
     assert r.returncode == 0, r.stderr[-2000:]
     first = json.loads((out / "summary.json").read_text())["files"]
     assert "plugin.py" in first and "repro_executorch_portable.py" in first and "journal.jsonl" not in first
@@ -844,7 +845,7 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     edited = (out / "repro.py").read_text() + "# my fix\n"  # the user's edit of the earlier run's script
     (out / "repro.py").write_text(edited)
     (out / "model.onnx").write_text("my own")  # trtmin's name, which the run there did not write: the user's
-    r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--force")  # a module: no plugin.py
+    r = run_cli_here(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--force")  # a module: no plugin.py
     assert r.returncode == 0, r.stderr[-2000:]
     said = " ".join((r.stdout + r.stderr).split())
     assert "note: repro.py was edited since trtmin wrote it; --force keeps that copy as repro.py.edited" in said, said
@@ -860,7 +861,7 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     saved = {p.name for p in add_repro(out, "sin", tmp_path / "suite").iterdir()}
     assert "plugin.py" not in saved and "repro_executorch_portable.py" not in saved and "repro.py" in saved, saved
     (out / "repro_tensorrt.py").write_text("mine too")  # a replay of that run with --emit tensorrt: kept
-    r = run_cli(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--resume", "--emit", "tensorrt")
+    r = run_cli_here(*args, "--backend", "tests.plugins.planted:crash_on_sin", "--resume", "--emit", "tensorrt")
     assert r.returncode == 0 and (out / "repro_tensorrt.py.edited").read_text() == "mine too", r.stderr[-2000:]
     assert "not written by the run there; --resume keeps that copy as repro_tensorrt.py.edited" in \
         " ".join(r.stderr.split()), r.stderr[-2000:]

@@ -239,18 +239,19 @@ def test_a_command_or_plugin_that_fails_on_any_program_is_no_bug_to_reduce(host_
     backend, whose, trigger = ((command("always_fails"), "the command", command("crash_on_sin")) if kind == "command"
                                else (plugin("fails_on_any_program"), "plugin planted.py:fails_on_any_program",
                                      plugin("crash_on_sin")))
-    for cmd in ("check", "reduce"):
-        r = run_cli(cmd, str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
+    for cmd in ("check", "reduce"):  # in this process: what is tested is the refusal's words and code
+        r = run_cli_here(cmd, str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
                     *(["--out", str(tmp_path / "out")] if cmd == "reduce" else []))
         said = " ".join(r.stderr.split())
         assert r.returncode == 2 and f"{whose} fails the same way on one-op programs (x + 1, x * 2): " in said, \
             r.stderr
         assert "cannot open /dev/npu0" in said and "no compiler's bug" in said and "Traceback" not in said, r.stderr
     assert not (tmp_path / "out" / "repro.py").exists()
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", trigger)
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", trigger)
     assert r.returncode == 1 and "FAILS (crash)" in r.stdout and "sin" in r.stdout, r.stdout + r.stderr
     if kind == "plugin":  # a bug of add's own fails on x + 1 too, not on x * 2: a bug, not the plugin's mistake
-        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_add"))
+        r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                         plugin("crash_on_add"))
         assert r.returncode == 1 and "no converter for aten.add.Tensor" in r.stdout, r.stdout + r.stderr
 
 
@@ -258,14 +259,14 @@ def test_a_command_that_writes_no_outputs_is_no_bug_to_reduce(host_program, tmp_
     """Exit 0 without {outputs} failed every call: under --oracle crash the reduction took
     the runner's mistake for the bug."""
     model, inputs = host_program
-    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
-                command("no_outputs", outputs=True), "--out", str(tmp_path / "out"))
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                     command("no_outputs", outputs=True), "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "the command exits 0 (it ran), but without writing {outputs}" in r.stderr, r.stderr
     assert not (tmp_path / "out" / "repro.py").exists()
     # check says the same, where it said "FAILS (crash)": in CI, a broken harness passed for a bug
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
-                command("no_outputs", outputs=True))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                     command("no_outputs", outputs=True))
     assert r.returncode == 2 and "the command exits 0 (it ran), but without writing {outputs}" in r.stderr, r.stderr
     assert "FAILS" not in r.stdout
 
@@ -274,7 +275,8 @@ def test_the_command_runs_from_the_folder_of_its_files_as_in_repro_py(host_progr
     """Workers ran the command from trtmin's folder, repro.py from its own: a runner that
     reads relative paths passed in one and failed in the other."""
     model, inputs = host_program
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", command("elsewhere"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                     command("elsewhere"))
     assert r.returncode == 0, r.stdout + r.stderr
 
 

@@ -17,7 +17,7 @@ from minimize.program.model import dynamic_bounds
 from oracles.backends import resolve
 from oracles.dynamic import mark_dynamic
 from tests.conftest import plugin
-from tests.helpers import run_cli, run_repro
+from tests.helpers import run_cli, run_cli_here, run_repro
 
 
 class Head(nn.Module):
@@ -86,9 +86,10 @@ def test_a_bug_that_needs_a_dynamic_size_is_seen_reduced_and_reproduced_alone(tm
     static_model, inputs = _save(tmp_path, dynamic=False)
     model, _ = _save(tmp_path, dynamic=True)
     backend = plugin("crash_on_dynamic_softmax")
-    r = run_cli("check", str(static_model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend)
+    # the checks and the resume in this process (the same words and codes); the reduction in a process of its own
+    r = run_cli_here("check", str(static_model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend)
     assert r.returncode == 0, r.stdout + r.stderr  # the planted converter takes static sizes
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend)
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend)
     assert r.returncode == 1 and "dynamic dimension" in r.stdout, r.stdout + r.stderr
     out = tmp_path / "out"
     r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
@@ -108,8 +109,8 @@ def test_a_bug_that_needs_a_dynamic_size_is_seen_reduced_and_reproduced_alone(tm
     assert [int(r.upper) for r in reduced.range_constraints.values()] == [64]
     report = (out / "report.md").read_text()
     assert "dim 0 dynamic" in report and "compiled with static sizes it does not show" in report, report
-    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
-                "--out", str(out), "--no-verify", "--resume")
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,
+                     "--out", str(out), "--no-verify", "--resume")
     again = json.loads((out / "summary.json").read_text())  # every verdict replayed, the static check's too
     assert r.returncode == 0 and again["timing"]["evaluations"] == 0 and again["dynamic"] == summary["dynamic"], r.stderr
 

@@ -424,7 +424,7 @@ class ReturnsOutOfGraphOrder(torch.nn.Module):
 
 def test_outputs_are_numbered_as_the_model_returns_them(tmp_path):
     from tests.conftest import plugin, save_program
-    from tests.helpers import run_check
+    from tests.helpers import check_here
     x, y = torch.randn(4, 8), torch.randn(4, 8)
     program = Program(prepare(torch.export.export(ReturnsOutOfGraphOrder(), (x, y)), "cpu"), [x, y])
     targets = [str(program.nodes[i].target) for i in program.outputs_of(program.all_kept())]
@@ -436,7 +436,7 @@ def test_outputs_are_numbered_as_the_model_returns_them(tmp_path):
     assert [str(program.nodes[i].target) for i in program.outputs_of(no_exp)] == [
         "aten.sin.default", "aten.relu.default", "aten.mul.Tensor"]
     model, inputs = save_program(ReturnsOutOfGraphOrder(), (x, y), tmp_path)
-    r = run_check(str(model), "--inputs", str(inputs), "--backend", plugin("mismatch_mul_exp"))
+    r = check_here(str(model), "--inputs", str(inputs), "--backend", plugin("mismatch_mul_exp"))
     assert r.returncode == 1 and "MISMATCH: output 0 differs" in r.stdout, r.stdout + r.stderr[-2000:]
 
 

@@ -52,11 +52,11 @@ def test_draws_are_fed_in_for_value_oracles_and_kept_for_the_others():
 def test_eager_and_a_correct_compiler_agree_with_eager_on_a_noisy_program(tmp_path):
     model, inputs = save_program(Denoiser().eval(), (torch.randn(4, 8),), tmp_path)
     for backend in ("eager", "inductor"):
-        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend)
+        r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", backend)
         assert r.returncode == 0, r.stdout + r.stderr[-2000:]  # both failed against eager's own draw before
         assert "draws random numbers (aten.randn.default x1)" in r.stderr
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
-                "--backend", plugin("mismatch_mul_exp"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                     "--backend", plugin("mismatch_mul_exp"))
     assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]  # a real bug still shows
 
 
@@ -94,8 +94,8 @@ def test_a_bug_in_attention_is_seen_by_the_value_oracles(tmp_path):
     attention, fed in as a draw, used to leave the graph, and the check said PASS)."""
     qkv = tuple(torch.randn(1, 2, 6, 4) for _ in range(3))
     model, inputs = save_program(Attention(0.0, 0.1).eval(), qkv, tmp_path)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
-                "--backend", plugin("mismatch_on_attention"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                     "--backend", plugin("mismatch_on_attention"))
     assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]
     assert "draws random numbers" not in r.stderr
 
@@ -140,7 +140,7 @@ def test_uninitialized_memory_is_fed_in_as_draws_are(tmp_path):
     assert not any("empty" in str(n.target) for n in program.nodes)
     model, inputs = save_program(Uninitialized(), (x,), tmp_path)
     for oracle in ("mismatch", "nan"):
-        r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", oracle, "--backend", "inductor")
+        r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", oracle, "--backend", "inductor")
         assert r.returncode == 0 and "does not fail" in r.stdout, r.stdout + r.stderr[-2000:]
         assert "leaves memory uninitialized (aten.empty_like.default x1)" in r.stderr, r.stderr[-2000:]
 
@@ -150,10 +150,10 @@ def test_a_program_of_draws_alone_is_said_so_not_called_empty(tmp_path):
     nodes. Under --oracle crash, its compiled draws were compared with eager's and the user
     sent to --oracle mismatch, which then refused."""
     model, inputs = save_program(OnlyDraws(), (torch.softmax(torch.randn(2, 8), -1),), tmp_path)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager")
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager")
     assert r.returncode == 2 and "each op of it makes values no compiler can match eager's " \
         "(aten.multinomial.default: random draws or uninitialized memory)" in r.stderr, r.stderr[-2000:]
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "inductor")
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "inductor")
     assert r.returncode == 0 and "it compiled and ran (its values are not judged: the program draws random " \
         "numbers (aten.multinomial.default x1)" in r.stdout and "--oracle mismatch" not in r.stdout, r.stdout
     r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "inductor",
@@ -173,7 +173,7 @@ def test_a_real_mismatch_beside_a_draw_is_still_named_under_the_crash_oracle(tmp
     crash. Only an output that reads a draw is; an exp of a mul off on another output is
     named, with the oracle that asks about it (exit 3)."""
     model, inputs = save_program(DrawAndBug(), (torch.randn(4, 8),), tmp_path)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
-                plugin("mismatch_mul_exp"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                     plugin("mismatch_mul_exp"))
     assert r.returncode == 3 and "but: MISMATCH: output 1" in r.stdout and "--oracle mismatch asks about that" \
         in r.stdout, r.stdout + r.stderr[-2000:]

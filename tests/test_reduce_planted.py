@@ -110,12 +110,21 @@ def test_check_prints_one_verdict(host_program, tmp_path):
     assert r.returncode == 3 and "in any of 2 runs, but 2 fail otherwise: CRASH" in r.stdout, r.stdout
 
 
-def test_same_result_for_any_jobs(host_program, tmp_path):
+@pytest.fixture(scope="module")
+def mismatch_run(host_program, tmp_path_factory) -> Path:
+    """The host's planted mul -> exp mismatch reduced once (--jobs 1, --no-verify), for the
+    tests that read it: run with nobody reading its screen (`2>&1 | head -1`), which must
+    not cut the run short."""
     model, inputs = host_program
-    # with nobody reading its screen (`2>&1 | head -1`): the run is not cut short by the closed pipe
+    out = tmp_path_factory.mktemp("mismatch") / "out"
     assert run_cli_unread("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
-                          plugin("mismatch_mul_exp"), "--out", str(tmp_path / "j1"), "--no-verify") == 0
-    one = json.loads((tmp_path / "j1" / "summary.json").read_text())
+                          plugin("mismatch_mul_exp"), "--out", str(out), "--no-verify") == 0
+    return out
+
+
+def test_same_result_for_any_jobs(host_program, mismatch_run, tmp_path):
+    model, inputs = host_program
+    one = json.loads((mismatch_run / "summary.json").read_text())  # --jobs 1, its screen unread
     three, run3 = reduce_cli_run(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "--jobs", "3",
                                  "--no-verify")
     # More workers than CPU cores is said once, not silently slow (on 2 cores it was 2-3x slower).
@@ -123,7 +132,7 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     assert "leaked" not in run3.stderr  # workers end at once, yet release what they hold (oracles/worker.py)
     strip = lambda s: {k: v for k, v in s.items() if k not in ("timing", "seconds", "journal_header_sha256")}  # the run's own
     assert strip(one) == strip(three)
-    assert (tmp_path / "j1" / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
+    assert (mismatch_run / "repro.py").read_bytes() == (tmp_path / "j3" / "repro.py").read_bytes()
     # Idle workers take the runs the reduction asks next, across passes: the original with
     # the localization run, the localized node's two shortest suffixes, the last deletion;
     # then the generated values at smaller shapes, in one (minimize/search/passes/shapes.py
@@ -138,18 +147,18 @@ def test_same_result_for_any_jobs(host_program, tmp_path):
     assert (three["timing"]["batches"], three["timing"]["evaluations"]) == (3, 8), three["timing"]
 
 
-def test_localization_is_only_a_guess(host_program, tmp_path):
+def test_localization_is_only_a_guess(host_program, mismatch_run, tmp_path):
     """The all-outputs run names the planted mismatch's first off value and saves prefix
     probes; turned off, the search is a plain binary search to the same repro."""
     model, inputs = host_program
-    guided = reduce_cli(model, inputs, tmp_path / "on", "mismatch", plugin("mismatch_mul_exp"), "--no-verify")
+    guided = json.loads((mismatch_run / "summary.json").read_text())  # localization on, the default
     plain = reduce_cli(model, inputs, tmp_path / "off", "mismatch", plugin("mismatch_mul_exp"), "--no-localize",
                        "--no-verify")
     assert "exp" in guided["diagnosis"]["first_off_value"] and "first_off_value" not in plain["diagnosis"]
     assert "first_off_value_cut" not in guided["diagnosis"]  # the exp named is the one left
     assert guided["passes"]["bisect_window"]["calls"] < plain["passes"]["bisect_window"]["calls"]
-    graph = lambda d: (tmp_path / d / "repro.py").read_text().split("class Repro")[1].split("def main")[0]  # noqa: E731
-    assert graph("on") == graph("off")  # the header differs: it counts the oracle calls
+    graph = lambda d: (d / "repro.py").read_text().split("class Repro")[1].split("def main")[0]  # noqa: E731
+    assert graph(mismatch_run) == graph(tmp_path / "off")  # the header differs: it counts the oracle calls
 
 
 def test_a_first_value_off_that_the_reduction_cut_is_said_to_be_cut(host_program, tmp_path):
@@ -352,11 +361,10 @@ def test_the_run_alone_names_each_folder_of_pythonpath_once(tmp_path, monkeypatc
     assert f"(with PYTHONPATH={once}) printed `REPRODUCED: it fails`" in report_line(alone)
 
 
-def test_a_mismatch_repro_whose_backend_now_returns_nan_says_changed(host_program, tmp_path):
+def test_a_mismatch_repro_whose_backend_now_returns_nan_says_changed(mismatch_run, tmp_path):
     """trtmin calls a NaN where eager is finite a `nan`, not the mismatch it reduced: the
     script says CHANGED (exit 3), not FIXED (its difference read NaN as 0) nor REPRODUCED."""
-    model, inputs = host_program
-    reduce_cli(model, inputs, tmp_path, "mismatch", plugin("mismatch_mul_exp"), "--no-verify")
+    tmp_path = Path(shutil.copytree(mismatch_run, tmp_path / "out"))  # its plugin.py is rewritten below
     assert run_repro(tmp_path).returncode == 1
     (tmp_path / "plugin.py").write_text(
         "import torch\n\n\ndef mismatch_mul_exp(gm, example_inputs):\n"

@@ -14,7 +14,7 @@ import torch
 from oracles.checks import Tolerance, compare_outputs
 from oracles.reference import ERROR_RATIO, float64_outputs
 from tests.conftest import Host, plugin, save_program
-from tests.helpers import run_cli, run_repro
+from tests.helpers import run_cli, run_cli_here, run_repro
 from tests.test_reduce_planted import ops_in
 
 
@@ -102,10 +102,10 @@ def test_check_counts_rounding_only_against_eager(bf16_host):
     rounding by more than atol, yet closer to the exact answer than eager."""
     model, inputs = bf16_host
     base = ["check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", plugin("float32_inside")]
-    r = run_cli(*base)
+    r = run_cli_here(*base)
     assert r.returncode == 1 and "dtype bfloat16" in r.stdout, r.stdout + r.stderr
     assert "note: the mismatch is in a bfloat16 output, where rounding alone differs from eager" in r.stderr
-    r = run_cli(*base, "--reference", "float64")
+    r = run_cli_here(*base, "--reference", "float64")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "its error from the float64 run is" in r.stdout and "eager's own (a bug above 2x)" in r.stdout, r.stdout
 
@@ -256,8 +256,8 @@ def test_a_program_the_float64_run_cannot_run_is_refused_as_such(tmp_path):
     """Not as 'eager PyTorch fails on this program': eager runs it; the float64 run does not."""
     torch.manual_seed(0)
     model, inputs = save_program(WidenedBits(), (torch.randn(4, 8, dtype=torch.bfloat16),), tmp_path)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager",
-                "--reference", "float64")
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager",
+                     "--reference", "float64")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
     assert "the float64 run of this program fails (NotImplementedError: the float64 run cannot reinterpret" in r.stderr
     assert "eager PyTorch fails" not in r.stderr and "drop --reference float64" in r.stderr, r.stderr

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from tests.conftest import plugin, save_program
-from tests.helpers import run_check, run_cli
+from tests.helpers import check_here, run_cli, run_cli_here
 from tests.test_bad_inputs import assert_one_line_error
 from tests.test_reduce_planted import ops_in
 
@@ -55,14 +55,14 @@ def test_ops_inside_a_no_grad_region_are_cut_like_others(tmp_path):
 
 def test_an_autocast_region_keeps_its_casts(tmp_path):
     model, inputs = save_program(AutocastRegion().eval(), (torch.randn(4, 8),), tmp_path)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager")
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "eager")
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]  # eager against itself: the casts made it bf16 both times
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
-                "--backend", plugin("mismatch_mul_exp"))
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                     "--backend", plugin("mismatch_mul_exp"))
     assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout + r.stderr[-2000:]
 
 
 def test_a_cond_is_refused_in_one_line(tmp_path):
     model, inputs = save_program(CondBranch(), (torch.randn(4, 8),), tmp_path)
-    assert_one_line_error(run_check(str(model), "--inputs", str(inputs), "--backend", "eager"),
+    assert_one_line_error(check_here(str(model), "--inputs", str(inputs), "--backend", "eager"),
                           "torch.cond", "subgraph")

@@ -14,7 +14,7 @@ from torch import nn
 from minimize.program.inputs import load_inputs
 from oracles.errors import TrtminError
 from tests.conftest import plugin
-from tests.helpers import run_check, run_cli, run_repro
+from tests.helpers import check_here, run_cli, run_cli_here, run_repro
 from tests.test_bad_inputs import assert_one_line_error
 
 
@@ -77,7 +77,7 @@ def test_without_inputs_the_arguments_export_was_given_are_used(policy, tmp_path
     want = [batch["observation.state"], batch["observation.image"], noise]
     got = saved_example_inputs(torch.export.load(str(path)))
     assert got is not None and len(got) == 3 and all(torch.equal(g, w) for g, w in zip(got, want))
-    r = run_cli("check", str(path), "--oracle", "crash", "--backend", plugin("crash_on_sin"))
+    r = run_cli_here("check", str(path), "--oracle", "crash", "--backend", plugin("crash_on_sin"))
     assert r.returncode == 0 and "note: no --inputs: the program ran on the example inputs saved in the model " \
         "file" in " ".join(r.stderr.split()), r.stderr
     ep = torch.export.load(str(path))
@@ -95,10 +95,10 @@ def test_a_resume_without_inputs_refuses_other_example_inputs(tmp_path):
     torch.export.save(torch.export.export(_Head().eval(), (torch.randn(4, 8),)), str(model))
     out = tmp_path / "out"
     args = [str(model), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(out), "--no-verify"]
-    assert run_cli("reduce", *args).returncode == 0
+    assert run_cli_here("reduce", *args).returncode == 0
     (out / "summary.json").unlink()  # as if stopped before its end
     torch.export.save(torch.export.export(_Head().eval(), (torch.randn(4, 8) * 3,)), str(model))
-    r = run_cli("reduce", *args, "--resume")
+    r = run_cli_here("reduce", *args, "--resume")
     said = " ".join(r.stderr.split())
     assert r.returncode == 2 and "Traceback" not in said, r.stderr
     assert "was made with other inputs (without --inputs: other example inputs saved in the model file there" in said, said
@@ -172,7 +172,7 @@ def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
     path, batch, noise = policy
     f = tmp_path / "in.pt"
     torch.save((batch,), f)  # the kwargs are missing
-    assert_one_line_error(run_check(str(path), "--inputs", str(f)),
+    assert_one_line_error(check_here(str(path), "--inputs", str(f)),
                           "holds a tuple of 1 (a dict of 2 ('observation.state', 'observation.image')), the args "
                           "alone, and the program also takes keyword arguments (noise)", "(args, kwargs)")
     for saved, words in ((((batch,), {"noise": noise, "seed": 1}), "kwargs has 'seed', which the program does not "
@@ -188,9 +188,9 @@ def test_a_structure_the_program_does_not_take_is_one_line(policy, tmp_path):
                          (((batch["observation.state"], batch["observation.image"]), {"noise": noise}),  # tensors
                           "args holds 2 and the program takes 1: a dict of 'observation.state', 'observation.image'")):
         torch.save(saved, f)  # the key that differs, by its path in the arguments
-        assert_one_line_error(run_check(str(path), "--inputs", str(f)), words)
+        assert_one_line_error(check_here(str(path), "--inputs", str(f)), words)
     torch.save(((batch,), {"noise": noise.double()}), f)  # the right structure, a wrong dtype: named by input
-    assert_one_line_error(run_check(str(path), "--inputs", str(f)), "'noise'", "torch.float64")
+    assert_one_line_error(check_here(str(path), "--inputs", str(f)), "'noise'", "torch.float64")
 
 
 def test_reduce_reads_the_batch_and_its_repro_reproduces(policy, tmp_path):
@@ -240,8 +240,8 @@ def test_inputs_the_exported_program_cannot_take_are_refused(tmp_path: Path) -> 
         load_inputs(path, ep)
     torch.export.save(ep, tmp_path / "model.pt2")
     torch.save(next(iter(cases)), path)
-    assert_one_line_error(run_cli("check", str(tmp_path / "model.pt2"), "--inputs", str(path), "--oracle", "mismatch",
-                                  "--backend", "inductor"), "'stride'", "pass 2")
+    assert_one_line_error(run_cli_here("check", str(tmp_path / "model.pt2"), "--inputs", str(path), "--oracle",
+                                       "mismatch", "--backend", "inductor"), "'stride'", "pass 2")
 
 
 class _DictPolicy(nn.Module):
@@ -259,8 +259,8 @@ def test_an_output_is_named_by_its_key_in_what_the_model_returns(tmp_path):
 
     x = torch.randn(4, 8)
     model, inputs = save_program(_DictPolicy().eval(), (x,), tmp_path)
-    r = run_check(str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
-                  plugin("every_output_off_with_tanh"))
+    r = check_here(str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
+                   plugin("every_output_off_with_tanh"))
     assert r.returncode == 1 and "MISMATCH: output 1 ['value'] differs from eager" in r.stdout, r.stdout + r.stderr
     tuple_ep = torch.export.export(nn.Sequential(nn.ReLU()), (x,))
     assert output_paths(tuple_ep, ["relu"]) == []

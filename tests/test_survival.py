@@ -67,8 +67,8 @@ def test_host_oom_under_memory_limit_is_a_verdict(host_oom_run):
 def test_check_confirms_a_host_oom_under_memory_limit(host_program):
     """check takes --memory-limit as reduce does: without it there is no host OOM to see."""
     model, inputs = host_program
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "oom", "--backend",
-                plugin("host_oom_on_tanh"), "--memory-limit", "6000")
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "oom", "--backend",
+                     plugin("host_oom_on_tanh"), "--memory-limit", "6000")
     assert r.returncode == 1 and r.stdout.startswith("FAILS (oom)") and "allocate" in r.stdout, r.stdout + r.stderr
 
 
@@ -112,11 +112,11 @@ def test_host_oom_repro_that_cannot_set_the_limit_is_skipped(host_oom_run, tmp_p
 def test_flaky_compiler_is_measured_and_reduced(host_program, tmp_path, monkeypatch):
     monkeypatch.setenv("TRTMIN_TEST_STATE", str(tmp_path))
     model, inputs = host_program
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "crash",
-                "--backend", plugin("flaky_crash_on_tanh"), "--repeat", "4")
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "crash",
+                     "--backend", plugin("flaky_crash_on_tanh"), "--repeat", "4")
     assert r.returncode == 1 and "in 2 of 4 runs" in r.stdout, r.stdout + r.stderr[-1000:]
     out = tmp_path / "out"
-    r = run_cli(*reduce_args(model, inputs, out, "crash", "flaky_crash_on_tanh", "--repeat", "4"))
+    r = run_cli(*reduce_args(model, inputs, out, "crash", "flaky_crash_on_tanh", "--repeat", "4", "--no-verify"))
     assert r.returncode == 0, r.stderr[-2000:]
     s = summary(out)
     assert s["flakiness"] == {"repeat": 4, "original_failures": 2, "final_failures": 2, "min_failures": 1}
@@ -126,8 +126,8 @@ def test_flaky_compiler_is_measured_and_reduced(host_program, tmp_path, monkeypa
            "one run: run it several times" in (out / "report.md").read_text()
     # an original that fails every run holds every candidate to that (another, flaky bug of
     # the same signature must not pass as easily)
-    r = run_cli(*reduce_args(model, inputs, tmp_path / "always", "crash", "crash_on_sin", "--repeat", "2",
-                             "--no-verify"))
+    r = run_cli_here(*reduce_args(model, inputs, tmp_path / "always", "crash", "crash_on_sin", "--repeat", "2",
+                                  "--no-verify"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert summary(tmp_path / "always")["flakiness"]["min_failures"] == 2
     assert "**Flaky:**" not in (tmp_path / "always" / "report.md").read_text()  # it failed every run
@@ -274,11 +274,12 @@ def test_a_full_disk_stops_the_run_and_is_no_verdict(host_program, tmp_path, mon
     monkeypatch.setenv("TRTMIN_TEST_STATE", str(tmp_path))
     model, inputs = host_program
     out = tmp_path / "out"
-    r = run_cli(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify"))
+    r = run_cli_here(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify"))
     assert r.returncode == 2 and "error: a disk is full (" in r.stderr and "goes on with --resume" in r.stderr, r.stderr
     assert "No space left on device" not in (out / "journal.jsonl").read_text()
     (tmp_path / "freed").touch()
-    r = run_cli(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify", "--resume"))
+    r = run_cli_here(*reduce_args(model, inputs, out, "crash", "crash_on_sin_then_disk_full", "--no-verify",
+                                  "--resume"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert summary(out)["final_nodes"] == 1 and "aten.sin.default" in (out / "repro.py").read_text()
 

@@ -27,7 +27,7 @@ from oracles.checks import Tolerance
 from oracles.errors import TrtminError
 from oracles.evaluate import evaluate
 from tests.conftest import save_program
-from tests.helpers import report_snippet_text, run_cli, run_report_snippet, run_repro
+from tests.helpers import report_snippet_text, run_cli, run_cli_here, run_report_snippet, run_repro
 from tests.test_backends_trt_family import candidate
 
 HAS_TRT = any(importlib.util.find_spec(m) is not None for m in ("tensorrt", "tensorrt_rtx"))
@@ -86,7 +86,7 @@ def test_value_oracles_need_a_gpu_and_crash_does_not() -> None:
 def test_mismatch_without_a_gpu_is_one_line_exit_2(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model, inputs = save_program(RankNine().eval(), (torch.randn(64, 16),), tmp_path)
-    r = run_cli("check", str(model), "--inputs", str(inputs), "--backend", "tensorrt", "--oracle", "mismatch")
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--backend", "tensorrt", "--oracle", "mismatch")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert r.stderr.strip().splitlines()[-1].startswith("error: --oracle mismatch needs the TensorRT engine run")
 
@@ -158,12 +158,13 @@ def test_a_setting_that_fails_any_network_is_refused_not_reduced(tmp_path: Path)
     model, saved = save_program(Linear16().eval(), inputs, tmp_path)
     from tests.test_bad_inputs import assert_one_line_error
     if rtx:  # NVIDIA's TensorRT builds with FP16
-        assert_one_line_error(run_cli("check", str(model), "--inputs", str(saved), "--oracle", "crash", "--backend",
-                                      "tensorrt", "--set", "fp16=true"), "--set fp16=true: ", "fails a one-layer network")
+        assert_one_line_error(run_cli_here("check", str(model), "--inputs", str(saved), "--oracle", "crash",
+                                           "--backend", "tensorrt", "--set", "fp16=true"), "--set fp16=true: ",
+                              "fails a one-layer network")
     # a model the parser refuses never reaches the flags: a flag TensorRT lacks is refused all the same
     model, saved = save_program(RankNine().eval(), inputs, tmp_path, name="rank9")
-    assert_one_line_error(run_cli("check", str(model), "--inputs", str(saved), "--oracle", "crash", "--backend",
-                                  "tensorrt", "--set", "flags=NOPE"), "--set flags: ", "has no BuilderFlag.NOPE")
+    assert_one_line_error(run_cli_here("check", str(model), "--inputs", str(saved), "--oracle", "crash", "--backend",
+                                       "tensorrt", "--set", "flags=NOPE"), "--set flags: ", "has no BuilderFlag.NOPE")
 
 
 class Linear16(nn.Module):
