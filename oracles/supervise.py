@@ -18,7 +18,9 @@ import sys
 # left running) and removes the folder of exported files. When the command ends, what it
 # left running in its group is ended too. Ending is SIGTERM, then SIGKILL after up to a
 # second each: a launcher in the group (a cmd: repro.py's, run by `repros run`'s) then
-# ends its own command's group, which a SIGKILL at once left running under init. Its exit
+# ends its own command's group, which a SIGKILL at once left running under init; and as a
+# subreaper it kills the groups of the orphans sent to it (that command, where its launcher
+# was killed first: it ignored SIGTERM). Its exit
 # status, or the signal that killed it, is the command's (a signal re-raised, without a core file of the launcher's own).
 # Arguments: the parent's pid, the folder ("": none), the command.
 SUPERVISE_SOURCE = """\
@@ -28,15 +30,23 @@ pid = 0
 def end_group():  # SIGTERM first: a launcher like this one inside ends its own group (SIGKILL left it running)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try: os.killpg(pid, sig)
-        except OSError: return
+        except OSError: break
         for _ in range(50):  # up to 1 s for the group to go
             time.sleep(0.02)
             try:  # the dead reaped (the command; orphans, sent here): no zombie holds the group
                 while os.waitpid(-1, os.WNOHANG)[0]: pass
             except OSError: pass
             try: os.killpg(pid, 0)
-            except OSError: return
+            except OSError: break
+        else: continue
+        break
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:  # orphans sent here in groups of their
+        try:  # own (an inner launcher's command, its launcher killed before it ended it): those groups too
+            if entry.isdigit() and int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                if os.getpgid(int(entry)) != os.getpgrp(): os.killpg(os.getpgid(int(entry)), signal.SIGKILL)
+        except (OSError, ValueError, IndexError): pass
 def parent_died(*_):
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # once: a second signal must not start the wait over
     if pid:
         end_group()
     if folder:
@@ -65,6 +75,7 @@ try: os.setpgid(pid, pid)
 except OSError: pass
 signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
 status = os.waitpid(pid, 0)[1]
+signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # the command's status stands, whatever comes now
 end_group()  # what it left running in its group ends with it
 if os.WIFSIGNALED(status):
     sig = os.WTERMSIG(status)

@@ -350,32 +350,49 @@ def test_a_stop_signal_the_caller_ignores_stays_ignored_by_the_launcher():
         assert proc.wait(timeout=10) == (0 if ignored else 137)
 
 
-def test_a_launcher_inside_a_launchers_group_ends_its_own_command_too(tmp_path):
+def _group_runs(pgid: int) -> bool:
+    """Whether a process of group `pgid` runs (zombies do not)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state not in ("Z", "X"):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("inner", ["sleep 300", "trap '' TERM; sleep 300"], ids=["ends", "ignores_sigterm"])
+def test_a_launcher_inside_a_launchers_group_ends_its_own_command_too(tmp_path, inner):
     """`repros run` stopping a repro (--timeout, its own SIGTERM) ends the repro's process
     group; a cmd: repro.py runs its command under a launcher of its own, in another group,
     which the outer launcher's SIGKILL left running under init with the hung command. The
-    outer one now sends SIGTERM first, so the inner one ends its group."""
+    outer one sends SIGTERM first, so the inner one ends its group; a command that ignores
+    SIGTERM outlives its launcher's wait, and the outer one, its subreaper, kills it."""
     from oracles.supervise import supervised
 
     pid_file = tmp_path / "inner.pid"
-    inner = (f"import subprocess, sys; sys.path.insert(0, {str(ROOT)!r}); from oracles.supervise import supervised; "
-             f"p = subprocess.Popen(supervised('') + ['sleep', '300']); open({str(pid_file)!r}, 'w').write(str(p.pid)); "
-             "p.wait()")
-    outer = subprocess.Popen(supervised("") + [sys.executable, "-c", inner], start_new_session=True)
+    inner_launcher = (
+        f"import os, subprocess, sys; sys.path.insert(0, {str(ROOT)!r}); from oracles.supervise import supervised; "
+        f"p = subprocess.Popen(supervised('') + ['sh', '-c', {inner!r}]); "
+        f"open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid)); os.replace({str(pid_file)!r} + '.tmp', "
+        f"{str(pid_file)!r}); p.wait()")
+    outer = subprocess.Popen(supervised("") + [sys.executable, "-c", inner_launcher], start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not pid_file.exists():
         time.sleep(0.05)
-    launcher, sleeper = int(pid_file.read_text()), []
-    while time.monotonic() < deadline and not sleeper:  # the inner launcher's fork: the command
-        sleeper = [int(p) for p in subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True,
-                                                  text=True).stdout.split()]
-    assert sleeper, "the inner launcher started no command"
+    launcher, command_group = int(pid_file.read_text()), None
+    while time.monotonic() < deadline and command_group is None:  # the inner launcher's fork: the command
+        found = subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True, text=True).stdout.split()
+        command_group = int(found[0]) if found else None  # it leads its group
+    assert command_group is not None, "the inner launcher started no command"
+    time.sleep(0.3)  # the shell has set its trap
     outer.send_signal(signal.SIGTERM)  # as oracles/script_run.py's _kill_group sends it
-    outer.wait(timeout=30)
+    assert outer.wait(timeout=30) == 137
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (running(launcher) or any(map(running, sleeper))):
+    while time.monotonic() < deadline and (running(launcher) or _group_runs(command_group)):
         time.sleep(0.1)
-    assert not running(launcher) and not any(map(running, sleeper)), "the inner command outlived the outer launcher"
+    assert not running(launcher) and not _group_runs(command_group), "the inner command outlived the outer launcher"
 
 
 def test_a_one_op_control_that_hangs_says_nothing_and_is_ended(host_program):
