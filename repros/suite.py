@@ -598,12 +598,19 @@ def _edited_files(entry: Path, new: Path, previous: Manifest | None) -> list[tup
     saying why a release is expected to fix it; the fields themselves are carried over).
     Returned as (name, the name kept under: NAME.edited, ...)."""
     written = (entry / "summary.json").is_file()
-    edited = edited_since_written(entry) if written else [SCRIPT] if (entry / SCRIPT).is_file() else []
-    if previous is not None and (entry / MANIFEST).read_text(encoding="utf-8-sig") not in (
-            manifest_text(previous), manifest_text(previous, comment_example=False)):
+    edited = edited_since_written(entry) if written else [n for n in (SCRIPT, "report.md") if (entry / n).is_file()]
+    if previous is not None and _without_our_example((entry / MANIFEST).read_text(encoding="utf-8-sig")).strip() != (
+            manifest_text(previous, comment_example=False).strip()):
         edited.append(MANIFEST)
     return [(name, edited_copy_name(name, new, entry)) for name in edited
             if name.endswith(".py") or name in ("report.md", MANIFEST)]
+
+
+def _without_our_example(text: str) -> str:
+    """A manifest's text less the commented [expected_when] example `repros add` writes (any
+    trtmin's: its package and version are the run's), so that only a person's lines differ."""
+    return re.sub(r'\n# Once a release fixes it, say where[^\n]*\n# \[expected_when\]\n# "[^\n]*" = "fixed"\n', "\n",
+                  text).replace("\n\n\n", "\n\n")
 
 
 def _previous_manifest(entry: Path) -> Manifest | None:
@@ -735,7 +742,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if target.exists() and not target.is_dir():
         raise TrtminError(f"{_shown(target)} exists and is not a folder; move it away first")
     if target.exists():
-        _check_same_bug(out_dir, target, previous or readable_manifest(target), summary)
+        _check_same_bug(out_dir, target, previous, summary)
     tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"  # hidden: find_repros skips it
     try:
         tmp.mkdir()

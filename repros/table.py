@@ -61,7 +61,7 @@ def _md(text: str) -> str:
 
 def _short(text: str, limit: int = REASON_MAX) -> str:
     text = re.sub(r"\s+", " ", text).strip().rstrip(".")
-    text = re.sub(r"(?<![\w.])(?:/[^/\s:]+)+/([^/\s:]+)", r"\1", text)  # /suite/bad/manifest.toml: manifest.toml
+    text = re.sub(r"(?<![\w.:/])(?:/[^/\s:]+)+/([^/\s:]+)", r"\1", text)  # /suite/x/manifest.toml: manifest.toml
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 

@@ -342,6 +342,8 @@ def test_merge_tables(tmp_path: Path) -> None:
     rows = merge_tables([tmp_path / "odd.json"]).splitlines()
     assert "| **error (manifest.toml: expected must be one of reproduces)** (expected: reproduces) |" in rows[2], rows
     assert "| **changed (RuntimeError: new message)** (expected: reproduces) |" in rows[3], rows
+    from repros.table import _short
+    assert _short("see https://github.com/a/b") == "see https://github.com/a/b"  # a URL is no path to cut
     (tmp_path / "bad.json").write_text('{"results": []}')
     with pytest.raises(TrtminError, match="not a trtmin repros run"):
         merge_tables([tmp_path / "bad.json"])
@@ -1235,6 +1237,11 @@ def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> No
     assert "by hand on the Orin" in (entry / "repro.py.edited").read_text()
     assert (entry / "repro.py").read_bytes() == (newer / "repro.py").read_bytes()
     assert not (entry / "manifest.toml.edited").exists()  # as `repros add` wrote it
+    older = re.sub(r'# "[^\n]*" = "fixed"', '# "torch >= 2.16" = "fixed"', (entry / "manifest.toml").read_text())
+    assert older != (entry / "manifest.toml").read_text()
+    (entry / "manifest.toml").write_text(older)  # an older trtmin's example comment: nobody's work either
+    add_repro(newer, "cast", root, force=True, duplicate=True)
+    assert not (entry / "manifest.toml.edited").exists()
 
     # a report annotated, a manifest commented: each kept beside the new one, as a script is
     (entry / "report.md").write_text((entry / "report.md").read_text() + "\nSeen on the Orin too.\n")
@@ -1256,9 +1263,11 @@ def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> No
     hand = root / "by_hand"  # the seeds' kind: a script and a manifest, no summary.json
     hand.mkdir()
     (hand / "repro.py").write_text("print('REPRODUCED: by hand')\nraise SystemExit(1)\n")
+    (hand / "report.md").write_text("# Found by hand on the Orin\n")
     (hand / "manifest.toml").write_text((entry / "manifest.toml").read_text())
     add_repro(newer, "by_hand", root, force=True, duplicate=True)
     assert (hand / "repro.py.edited").read_text().startswith("print('REPRODUCED: by hand')")
+    assert (hand / "report.md.edited").read_text() == "# Found by hand on the Orin\n"
     assert sorted(p.name for p in root.iterdir()) == ["by_hand", "cast"]
 
 
