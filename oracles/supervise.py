@@ -10,18 +10,18 @@ import sys
 # Runs the command (in a worker, and in repro.py) or the script: it gets a process group of
 # its own, and this launcher waits for it. When the process that started it dies (a worker
 # killed for --timeout, repro.py's child killed for a hang, trtmin killed by kill -9), or
-# this launcher is sent SIGTERM, SIGINT or SIGHUP (unless ignored; a terminal's Ctrl-C or hang-up reaches
-# the whole foreground group, this launcher too, but not the command, in a group of its own:
-# a KeyboardInterrupt here left the command running under init), PR_SET_PDEATHSIG wakes
-# the launcher, which ends the
-# whole group (a shell script's own children too, which a PDEATHSIG on the command alone
-# left running) and removes the folder of exported files. When the command ends, what it
-# left running in its group is ended too. Ending is SIGTERM, then SIGKILL after up to a
-# second each: a launcher in the group (a cmd: repro.py's, run by `repros run`'s) then
-# ends its own command's group, which a SIGKILL at once left running under init; and as a
-# subreaper it kills the groups of the orphans sent to it (that command, where its launcher
-# was killed first: it ignored SIGTERM). Its exit
-# status, or the signal that killed it, is the command's (a signal re-raised, without a core file of the launcher's own).
+# this launcher is sent SIGTERM, SIGINT or SIGHUP (unless ignored; a terminal's Ctrl-C or
+# hang-up reaches the whole foreground group, this launcher too, but not the command, in a
+# group of its own: a KeyboardInterrupt here left the command running under init),
+# PR_SET_PDEATHSIG wakes the launcher, which ends the whole group (a shell script's own
+# children too, which a PDEATHSIG on the command alone left running) and removes the folder
+# of exported files. When the command ends, what it left running in its group is ended too.
+# Ending is SIGTERM, then SIGKILL after up to a second each: a launcher in the group (a cmd:
+# repro.py's, run by `repros run`'s) then ends its own command's group, which a SIGKILL at
+# once left running under init; and, a subreaper, it kills the groups of the orphans sent
+# to it (that command, where it ignored SIGTERM past its own launcher's wait). Its exit
+# status, or the signal that killed it, is the command's (a signal re-raised, without a
+# core file of the launcher's own).
 # Arguments: the parent's pid, the folder ("": none), the command.
 SUPERVISE_SOURCE = """\
 import ctypes, os, shutil, signal, sys, time
