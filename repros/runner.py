@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 from oracles.backend_names import plugin_packages
 from oracles.environment import KEY_PACKAGES, package_version, trtmin_version
+from oracles.errors import first_line
 from oracles.script_run import (CHANGED, ERROR, FIXED, REPRODUCED, SKIPPED, STOPPING, classify, kill_running,
                                 run_script)
 from repros.suite import Repro, find_repros
@@ -248,7 +249,7 @@ def run_one(repro: Repro, timeout: float = DEFAULT_TIMEOUT, facts: Facts | None 
     if timed_out and status == CHANGED:  # no verdict in time: a hang now, or too short a --timeout; no error changed
         note = reason
     elif status == CHANGED and not ok and (was := reduced_bug(repro.path)):  # what it was, beside what it is now
-        note += f"; the reduced bug: {_short_line(was)}"
+        note += f"; the reduced bug: {first_line(was)}"
     tail = [ln for ln in err.splitlines() if ln.strip()][-8:] if status == ERROR else []
     return Result(repro.name, title, upstream, status, expected, ok, round(seconds, 2), verdict, reason=reason,
                   note=note, expected_because=because, returncode=rc, stderr_tail=tail, timed_out=timed_out, **where)
@@ -262,11 +263,6 @@ def reduced_bug(folder: Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return verdict if isinstance(verdict, str) and verdict.strip() else None
-
-
-def _short_line(text: str, limit: int = 200) -> str:
-    line = text.strip().splitlines()[0]
-    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 class Interrupted(KeyboardInterrupt):
