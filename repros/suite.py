@@ -431,6 +431,10 @@ def _toml_multiline(s: str) -> str:
     return f'"""\n{s}\n"""'
 
 
+# The commented [expected_when] example a manifest without one gets, less its condition line
+EXAMPLE_HEAD = ("# Once a release fixes it, say where (first condition that holds wins):", "# [expected_when]")
+
+
 def manifest_text(m: Manifest, comment_example: bool = True) -> str:
     """manifest.toml for ``m`` (the inverse of ``parse_manifest``)."""
     lines = [f"title = {_toml_str(m.title)}",
@@ -449,8 +453,7 @@ def manifest_text(m: Manifest, comment_example: bool = True) -> str:
     elif comment_example:  # the compiler's own release where it has one (executorch > 1.4.1), else torch's
         package, seen = next(((k, v) for k, v in m.first_seen.items() if k != "torch"),
                              next(iter(m.first_seen.items()), ("torch", "2.16")))
-        lines += ["", "# Once a release fixes it, say where (first condition that holds wins):",
-                  "# [expected_when]", f'# "{package} > {seen}" = "fixed"']
+        lines += ["", *EXAMPLE_HEAD, f'# "{package} > {seen}" = "fixed"']
     return "\n".join(lines) + "\n"
 
 
@@ -609,8 +612,8 @@ def _edited_files(entry: Path, new: Path, previous: Manifest | None) -> list[tup
 def _without_our_example(text: str) -> str:
     """A manifest's text less the commented [expected_when] example `repros add` writes (any
     trtmin's: its package and version are the run's), so that only a person's lines differ."""
-    return re.sub(r'\n# Once a release fixes it, say where[^\n]*\n# \[expected_when\]\n# "[^\n]*" = "fixed"\n', "\n",
-                  text).replace("\n\n\n", "\n\n")
+    head = "".join(f"\n{re.escape(line)}" for line in EXAMPLE_HEAD)
+    return re.sub(head + r'\n# "[^\n]*" = "fixed"\n', "\n", text).replace("\n\n\n", "\n\n")
 
 
 def _previous_manifest(entry: Path) -> Manifest | None:
