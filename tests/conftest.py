@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = Path(__file__).resolve().parent / "plugins" / "planted.py"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# The suite tests what trtmin does on Ctrl-C. Run under nohup or as a shell's `&` job, pytest
+# and all it starts inherit SIGINT ignored, and those tests would test the caller instead:
+# every process the tests start takes SIGINT as a terminal's foreground job does.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Host(nn.Module):
