@@ -257,6 +257,22 @@ def test_numbers_that_would_mean_nothing_are_refused_before_anything_starts(host
     assert_one_line_error(run_cli_here("repros", "run", "--timeout", "-1"), "--timeout -1")
 
 
+def test_the_edges_of_what_the_numbers_and_settings_take():
+    """0 is a tolerance (--atol 0 --rtol 0: what the rounding note suggests); --jobs starts
+    at 1; a --set key given twice with one value is that value, with two is refused."""
+    from minimize.arguments import check_jobs, check_numbers, parse_settings
+    from oracles.errors import TrtminError
+    check_numbers(0.0, 0.0, 300.0, 1)
+    with pytest.raises(TrtminError, match="--atol -1 must be"):
+        check_numbers(-1.0, 0.0, 300.0, 1)
+    check_jobs(1)
+    with pytest.raises(TrtminError, match="--jobs 0 must be between 1 and"):
+        check_jobs(0)
+    assert parse_settings(["a=1", "a = 1"]) == {"a": "1"}
+    with pytest.raises(TrtminError, match="--set a is given twice"):
+        parse_settings(["a=1", "a=2"])
+
+
 def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
     """--import of a module that is not installed, an --emit typo, and --device cuda where
     the machine shows no GPU, were found only after torch had loaded (7-8 s); so were the

@@ -54,3 +54,15 @@ def test_consider_adopts_only_a_smaller_failing_candidate():
     assert problem.consider(whole.but(nodes=whole.nodes[1:])) and problem.current.nodes == whole.nodes[1:]
     assert problem.consider(problem.current.but(settings=())) and problem.current.settings == ()
     assert problem.counters.accepted == 2 and whole.settings == (("a", "1"),)
+
+
+def test_under_repeat_a_candidates_verdict_is_a_run_that_failed_not_the_first():
+    """--repeat 2 on a flaky compiler: runs [pass, crash]. The candidate's verdict (what the
+    screen, the report and localization's failing output read) is the crash."""
+    x = torch.randn(4, 8)
+    program = Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
+    flaky = [Verdict("pass"), Verdict("crash", "E", "bug")]
+    problem = ReductionProblem(program, lambda cands: [list(flaky) for _ in cands])
+    problem.establish_original()
+    assert problem.verdict(problem.current).kind == "crash"
+    assert problem.is_interesting(problem.at(problem.current.nodes[1:])) and problem.last_verdict.kind == "crash"

@@ -342,6 +342,12 @@ def test_merge_tables(tmp_path: Path) -> None:
     rows = merge_tables([tmp_path / "odd.json"]).splitlines()
     assert "| **error (manifest.toml: expected must be one of reproduces)** (expected: reproduces) |" in rows[2], rows
     assert "| **changed (RuntimeError: new message)** (expected: reproduces) |" in rows[3], rows
+    # one machine on two releases: columns by version, 2.9 before 2.15 (by its name, 2.15 first)
+    for name, torch_version in (("a.json", "2.15.0"), ("b.json", "2.9.0")):
+        (tmp_path / name).write_text(json.dumps(_run_json("H200", {"torch": torch_version}, {
+            "view_above_8": ("REPRODUCED", True, "")})))
+    releases = merge_tables([tmp_path / "a.json", tmp_path / "b.json"]).splitlines()[0]
+    assert releases.index("torch 2.9.0") < releases.index("torch 2.15.0"), releases
     from repros.table import _short
     assert _short("see https://github.com/a/b") == "see https://github.com/a/b"  # a URL is no path to cut
     (tmp_path / "bad.json").write_text('{"results": []}')

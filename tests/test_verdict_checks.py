@@ -440,3 +440,70 @@ def test_integers_are_compared_exactly_past_float64s_53_bits():
         assert tight["outcome"]([e], [a])[0] == "REPRODUCED", (eager, backend)
     _, why = tight["outcome"]([torch.tensor([2**63 - 1])], [torch.tensor([-2**63])])
     assert "max abs 1.845e+19" in why, why
+
+
+def test_any_failure_is_a_failure_of_the_backend_never_a_broken_cut():
+    """--any-failure takes any failure; a candidate on which eager itself fails ("invalid":
+    a cut that broke the program) is no failure of the backend, nor is a pass."""
+    crash = Verdict("crash", "RuntimeError", "no converter for aten::sin")
+    broken = Verdict("invalid", "RuntimeError", "eager fails on this candidate")
+    assert answers(crash, "mismatch", any_failure=True) and not Signature.of(crash).matches(broken)
+    assert not answers(broken, "crash", any_failure=True) and not answers(Verdict("pass"), "crash", any_failure=True)
+    assert not Signature.of(crash).matches(broken, any_failure=True)
+
+
+def test_a_mismatch_may_shrink_three_decades_and_stay_the_same_bug_not_four():
+    sig = Signature.of(Verdict("mismatch", max_abs=2.0))
+    assert sig.matches(Verdict("mismatch", max_abs=1e-3))  # 2.0's decade is 0: -3 is as far as it goes
+    assert not sig.matches(Verdict("mismatch", max_abs=9e-4))
+
+
+def test_the_comparisons_edges():
+    """oracles/checks.compare_outputs at its edges: a Python float output gets the relative
+    tolerance as a tensor does; an inf where eager is finite is a NaN bug like a NaN;
+    --atol 0 --rtol 0 passes equal values; of several outputs, one NaN decides over a
+    mismatch elsewhere, and among mismatches the worst output."""
+    tol = Tolerance(1e-3, 1e-3)
+    assert compare_outputs([1e6], [1e6 + 1], tol).kind == "pass"
+    assert compare_outputs([1.0], [1.5], tol).kind == "mismatch"
+    inf = torch.ones(4)
+    inf[2] = float("inf")
+    assert compare_outputs([torch.ones(4)], [inf], tol).kind == "nan"
+    e = torch.randn(3, 5)
+    assert compare_outputs([e], [e.clone()], Tolerance(0.0, 0.0)).kind == "pass"
+    assert compare_outputs([e], [e + 1e-6], Tolerance(0.0, 0.0)).kind == "mismatch"
+    nan = torch.ones(4)
+    nan[0] = float("nan")
+    v = compare_outputs([torch.ones(4), torch.ones(4)], [torch.ones(4) + 5, nan], tol)
+    assert (v.kind, v.output) == ("nan", 1), v
+    v = compare_outputs([torch.ones(4), torch.ones(4)], [torch.ones(4) + 0.5, torch.ones(4) + 5], tol)
+    assert (v.kind, v.output, v.max_abs) == ("mismatch", 1, 5.0), v
+
+
+def test_the_scripts_judges_at_their_edges():
+    """repro.py's own outcome (oracles/script_checks.py, as the script holds it): a NaN the
+    program makes and the backend keeps is no mismatch; an inf where eager is finite is
+    CHANGED for a mismatch bug, as a NaN is; the worst of several outputs is named. The
+    NaN bug's judge counts only non-finite values where eager is finite."""
+    ns = {"torch": torch, "ATOL": 1e-3, "RTOL": 1e-3}
+    exec(check_source(Signature("mismatch")), ns)  # noqa: S102 - the function as repro.py holds it
+    made_nan = torch.tensor([1.0, float("nan"), 3.0])
+    assert ns["outcome"]([made_nan], [made_nan.clone()])[0] == "FIXED"
+    verdict, why = ns["outcome"]([torch.ones(3)], [torch.tensor([1.0, float("inf"), 1.0])])
+    assert verdict == "CHANGED: fails differently now" and "non-finite" in why, why
+    _, why = ns["outcome"]([torch.ones(2), torch.ones(2)], [torch.ones(2) + 0.5, torch.ones(2) + 5])
+    assert why.startswith("output 1 differs from eager by max abs 5 "), why
+    nan_ns = {"torch": torch}
+    exec(check_source(Signature("nan")), nan_ns)  # noqa: S102
+    assert nan_ns["outcome"]([made_nan], [made_nan.clone()])[0] == "FIXED"
+    assert nan_ns["outcome"]([torch.ones(3)], [made_nan])[0] == "REPRODUCED"
+
+
+def test_a_full_disk_is_found_on_any_line_of_the_error():
+    """Inductor's C++ compiler says "No space left on device" deep in its error: missed, the
+    candidate would be journaled as another crash and the run end wrongly 1-minimal."""
+    from oracles.errors import disk_full
+    said = "CppCompileError: C++ compile error\n\nCommand:\ng++ /tmp/x.cpp\n/tmp/x.o: No space left on device"
+    error = disk_full(said)
+    assert error is not None and "a disk is full (/tmp/x.o: No space left on device)" in str(error)
+    assert disk_full("CppCompileError: C++ compile error\nundefined reference") is None
