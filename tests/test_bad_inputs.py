@@ -1149,7 +1149,8 @@ def test_a_full_disk_mid_journal_is_one_line_not_a_traceback(tmp_path):
     journal = Journal(tmp_path, {"model_sha256": "ab" * 32}, resume=False)
     journal._file.close()
     journal._file = FullDisk()
-    with pytest.raises(TrtminError, match=r"cannot write .*journal.jsonl \(No space left on device\); free space"):
+    with pytest.raises(TrtminError, match=r"cannot write .*journal.jsonl \(No space left on device\); free space.*"
+                                          r"rerun with --resume"):  # not --force: the verdicts so far are kept
         journal.record(Candidate((1, 2)), [Verdict("pass")])
     journal.close()  # the error said already, not a second one
     healthy = Journal(tmp_path / "other", {"model_sha256": "ab" * 32}, resume=False)
@@ -1157,6 +1158,29 @@ def test_a_full_disk_mid_journal_is_one_line_not_a_traceback(tmp_path):
     healthy._file = FullDisk()
     with pytest.raises(OSError):  # a close that fails where no write did is not swallowed
         healthy.close()
+
+
+def test_a_resumed_journal_counts_every_earlier_session_and_a_damaged_last_line(tmp_path):
+    """Two sessions before this one (10 s, then 5 s): the run's time is their sum, not the
+    longest. A whole last line that is not JSON is damage to say, not a line cut short by a
+    kill (which has no newline)."""
+    from minimize.emit.journal import Journal
+    from minimize.program.candidate import Candidate
+    from oracles.verdict import Verdict
+
+    header = {"model_sha256": "ab" * 32, "options": {"oracle": "crash"}}
+    Journal(tmp_path, header, resume=False).close()
+    path = tmp_path / "journal.jsonl"
+    records = [{**Candidate((0, i)).record(), "runs": [Verdict("pass").to_dict()], "session": session,
+                "elapsed": elapsed} for i, (session, elapsed) in enumerate([(1, 10.0), (2, 5.0)], start=1)]
+    path.write_text(path.read_text() + "".join(json.dumps(r) + "\n" for r in records))
+    journal = Journal(tmp_path, header, resume=True)
+    assert (journal.session, journal.earlier_seconds, journal.damaged) == (3, 15.0, [])
+    journal.close()
+    path.write_text(path.read_text() + "not json\n")
+    journal = Journal(tmp_path, header, resume=True)
+    assert journal.damaged == [len(path.read_text().splitlines())]
+    journal.close()
 
 
 def test_a_failed_write_names_the_fix_its_cause_asks_for():

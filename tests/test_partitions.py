@@ -148,3 +148,39 @@ def test_lowering_toggle_says_whether_the_bug_vanished_or_changed(toggled: str, 
 
     problem = reduce_with(program, verdict, passes, lowering_toggles=(("lowering_pass", "false"),))
     assert problem.notes["lowering"].endswith(note), problem.notes
+
+
+def _host_problem(evaluate, **kwargs):
+    """A ReductionProblem on the tests' 18-node host, its verdicts from `evaluate(candidate)`."""
+    from minimize.program.model import Program
+    from minimize.search.problem import ReductionProblem
+    from tests.conftest import Host
+    x = torch.randn(4, 8)
+    program = Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
+    problem = ReductionProblem(program, lambda cands: [evaluate(c) for c in cands], **kwargs)
+    problem.establish_original()
+    return problem
+
+
+def test_one_setting_the_bug_does_not_need_is_dropped_from_the_repro_too():
+    """--set a=1 --set b=2 where the bug needs a alone: the report's "dropped b" and the
+    candidate the repro is written from agree (they did not where one setting was left out)."""
+    from minimize.search.passes.partitions import bisect_settings
+    from oracles.verdict import Verdict
+    problem = _host_problem(lambda c: Verdict("crash", "E", "bug") if ("a", "1") in c.settings else Verdict("pass"),
+                            settings={"a": "1", "b": "2"})
+    bisect_settings(problem)
+    assert problem.notes["settings_dropped"] == ["b"] and problem.current.settings == (("a", "1"),)
+
+
+def test_the_failing_engine_is_numbered_among_all_the_compilers_engines():
+    """Engine 0 holds nothing of the candidate (no cut to try): the failing one is still
+    "engine 2 of 3", as the compiler numbers them, not the 2nd of those tried."""
+    from minimize.search.passes.partitions import isolate_partition
+    from oracles.verdict import Verdict
+    problem = _host_problem(lambda c: Verdict("crash", "E", "bug") if 17 in c.nodes or len(c.nodes) > 12
+                            else Verdict("pass"), partitions=lambda cand: parts)
+    names = [problem.program.nodes[i].name for i in problem.current.nodes]
+    parts = [["not_a_node_of_ours"], names[:9], names[9:]]
+    isolate_partition(problem)
+    assert problem.notes["failing_engine"].startswith("engine 2 of 3 "), problem.notes

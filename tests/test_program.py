@@ -166,6 +166,9 @@ def test_a_right_localization_replaces_the_binary_search_with_two_probes(chain: 
     assert guided.counters.oracle_calls <= plain.counters.oracle_calls - 3
     assert str(chain.nodes[max(core)].name) in guided.notes["first_off_value"]
     assert guided.notes["localized_nodes"] == len(chain.nodes)
+    # a wider core: localization runs again on the smaller program; the report says the first
+    wide = reduce_with_pure_oracle(chain, set(range(20, 40)), jobs=1, kind="mismatch", localize=True)
+    assert wide.notes["localized_nodes"] == len(chain.nodes), wide.notes
 
 
 def test_a_large_program_is_localized_on_growing_prefixes(chain: Program, monkeypatch):
@@ -327,6 +330,13 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     moved = re.sub(r'File "[^"]*/', 'File "/elsewhere/checkout/', source)
     assert moved != source and guess("aten.sin.default", moved) == "sin"
     assert guess("aten.rsqrt.default", "") == "rsqrt"  # no stack: the only rsqrt
+    targets = [str(program.nodes[i].target) for i in cand]
+    shared = next(t for t in targets if targets.count(t) > 1)
+    assert guess(shared, "") is None  # no stack, and two nodes have the target: no guess
+    # a source line of several ops (h + sin(h) * 0.5): the one of the error's target
+    on_line = [names[k] for k, i in enumerate(cand) if program.nodes[i].meta.get("stack_trace") == source]
+    add = next(n for n in on_line if n.startswith("add"))
+    assert on_line[0] != add and guess("aten.add.Tensor", source) == add
     assert guess("aten.rsqrt.default", 'File "lib.py", line 3, in f\n    return g(x)') is None
     problem.rules = Rules()  # without --localize: no guess
     assert guess("aten.sin.default", source) is None

@@ -312,6 +312,20 @@ def test_real_inductors_lowering_error_names_the_node_too(host_program, tmp_path
     assert named["passes"]["bisect_window"]["calls"] <= 2, named["passes"]  # it probes the prefix ending at sin
 
 
+def test_the_run_alone_allows_for_start_up_and_quotes_what_the_script_printed(tmp_path):
+    """minimize/emit/verify.py: a script's start (an interpreter, torch, the compile) is not
+    counted against --timeout, or a slow start reads as a hang; the report quotes the line
+    the script printed, not the runner's reason; --repeat's advice scales with it."""
+    from minimize.emit.verify import report_line, run_alone
+    script = tmp_path / "repro.py"
+    script.write_text('import time\ntime.sleep(1.5)\nprint("REPRODUCED: it fails")\nraise SystemExit(1)\n')
+    assert run_alone(script, 0.5)["status"] == "REPRODUCED"
+    script.write_text('print("SKIPPED: no GPU here")\nraise SystemExit(2)\n')
+    alone = run_alone(script, 30.0)
+    assert (alone["status"], alone["line"]) == ("SKIPPED", "SKIPPED: no GPU here")
+    assert "`trtmin check --repeat 16`" in report_line({"status": "FIXED", "exit": 0, "line": "FIXED: x"}, repeat=4)
+
+
 def test_a_repro_that_does_not_reproduce_alone_is_said_loudly(host_program, tmp_path):
     """The reduction's verdicts come from warm workers; run alone, this bug's repro passes
     (the bug needs process state, as a flaky compiler's may): trtmin says so, in the CLI's

@@ -124,6 +124,12 @@ def test_flaky_compiler_is_measured_and_reduced(host_program, tmp_path, monkeypa
     # report.md says so: repro.py judges one run, which passed half the time
     assert "**Flaky:** the original program failed 2 of 4 runs, the reduced program 2 of 4. `repro.py` judges " \
            "one run: run it several times" in (out / "report.md").read_text()
+    # each candidate's 4 runs are journaled: a resumed run replays the same counts
+    records = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()[1:]]
+    runs = [r["runs"] for r in records if "runs" in r]
+    assert runs and all(len(each) == 4 for each in runs), records[:2]
+    from minimize.emit.report import _flaky_section  # failing every run, then less: flaky too
+    assert "**Flaky:**" in _flaky_section({"flakiness": {"repeat": 4, "original_failures": 4, "final_failures": 2}})
     # an original that fails every run holds every candidate to that (another, flaky bug of
     # the same signature must not pass as easily)
     r = run_cli_here(*reduce_args(model, inputs, tmp_path / "always", "crash", "crash_on_sin", "--repeat", "2",

@@ -399,3 +399,11 @@ def test_a_made_value_writes_no_scale_or_shift_that_does_nothing() -> None:
                                                    ".manual_seed(0), dtype=torch.float64).to(torch.float32)")
     shifted = expression(torch.randn(64, 64) * 3 + 2, 0)
     assert shifted is not None and ".mul(2.9" in shifted and ".add(1.9" in shifted, shifted
+
+
+def test_weights_that_go_to_the_file_are_read_from_it():
+    """Only a weight is too big to write in the script: Repro's __init__ loads the file
+    itself (repro.py raised NameError: tensors where only the inputs' code loaded it)."""
+    from minimize.emit.script import tensors_source
+    init, _, big = tensors_source({"x": torch.randn(2)}, {"w": torch.randn(64, 64)})
+    assert set(big) == {"w"} and "tensors = torch.load(" in init, init

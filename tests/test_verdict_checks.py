@@ -507,3 +507,17 @@ def test_a_full_disk_is_found_on_any_line_of_the_error():
     error = disk_full(said)
     assert error is not None and "a disk is full (/tmp/x.o: No space left on device)" in str(error)
     assert disk_full("CppCompileError: C++ compile error\nundefined reference") is None
+
+
+def test_the_users_match_is_the_scripts_pattern_over_the_backends_own():
+    """A TensorRT build failure's script has its own pattern (all TensorRT logged); where
+    the user gave --match, that is the question, and repro.py asks it too."""
+    from dataclasses import replace
+
+    from minimize.emit.script import ReproInfo, script_pattern
+    failed = Verdict("crash", "TensorRTError", "building the engine failed: Error Code 10: Internal Error")
+    info = ReproInfo(title="t", source_model="model.pt2", original_nodes=3, final_nodes=1, oracle_calls=1,
+                     oracle="crash", verdict=failed, signature=Signature.of(failed), match="Error Code 10",
+                     atol=1e-3, rtol=1e-3, device="cpu", needs_subprocess=False, timeout=300.0)
+    assert script_pattern(info, "the backend's own") == error_pattern(info.signature, "Error Code 10")
+    assert script_pattern(replace(info, match=None), "the backend's own") == "the backend's own"
