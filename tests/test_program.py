@@ -526,3 +526,37 @@ def test_invalid_candidates_are_counted_among_the_calls_at_any_jobs(program: Pro
     assert many.current == one.current and many.counters.oracle_calls == one.counters.oracle_calls
     assert one.counters.invalid > 0 and many.counters.invalid == one.counters.invalid, \
         (one.counters.invalid, many.counters.invalid, many.counters.evaluations)
+
+
+class _Block(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x) * 2 + 1
+
+
+class FourBlocks(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(_Block() for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_whole_blocks_the_bug_does_not_need_go_in_one_step_each():
+    """minimize/search/passes/module_blocks.py: a bug that needs a node of block 1 and one of
+    block 3 keeps those two blocks whole, and blocks 0 and 2 go, a call each."""
+    from minimize.search.passes.module_blocks import delete_module_blocks
+    x = torch.randn(4, 8)
+    program = Program(prepare(torch.export.export(FourBlocks(), (x,)), "cpu"), [x])
+    block = {i: program.module_path(i)[0] for i in range(len(program.nodes)) if program.module_path(i)}
+    assert sorted(set(block.values())) == [f"blocks.{k}" for k in range(4)], block
+    sin = {block[i]: i for i in block if "sin" in str(program.nodes[i].target)}
+    core = {sin["blocks.1"], sin["blocks.3"]}
+    problem = ReductionProblem(program, lambda cands: [Verdict("crash", "E", "bug") if core <= set(c.nodes)
+                                                       else Verdict("pass") for c in cands])
+    problem.establish_original()
+    delete_module_blocks(problem)
+    assert {block[i] for i in problem.current.nodes} == {"blocks.1", "blocks.3"}, problem.current.nodes
+    assert problem.counters.accepted == 2

@@ -407,3 +407,26 @@ def test_weights_that_go_to_the_file_are_read_from_it():
     from minimize.emit.script import tensors_source
     init, _, big = tensors_source({"x": torch.randn(2)}, {"w": torch.randn(64, 64)})
     assert set(big) == {"w"} and "tensors = torch.load(" in init, init
+
+
+class FiveSizes(torch.nn.Module):
+    def forward(self, a, b, c, d, e):
+        return a.sum() + b.sum() + c.sum() + d.sum() + e.sum()
+
+
+def test_where_one_value_is_the_bug_the_largest_others_are_made_one_at_a_time() -> None:
+    """generate_values' last step: all made at once lost the bug (it needs `a`'s own
+    values), so the largest float tensors are made each alone, which is what shrinks
+    repro_inputs.pt; the smallest stay."""
+    from minimize.search.passes.values import ONE_AT_A_TIME, generate_values
+    from minimize.search.problem import Rules
+    from minimize.program.inputs import prepare
+    sizes = [(8, 8), (8, 9), (8, 10), (8, 11), (8, 12)]  # each too big to write in the script
+    args = [torch.randn(s) for s in sizes]
+    program = Program(prepare(torch.export.export(FiveSizes(), tuple(args)), "cpu"), args)
+    problem = ReductionProblem(program, lambda cands: [Verdict("pass") if "a" in dict(c.made)
+                                                       else Verdict("crash", "E", "bug") for c in cands],
+                               Rules(generate_values=True))
+    problem.establish_original()
+    generate_values(problem)
+    assert ONE_AT_A_TIME == 3 and sorted(dict(problem.current.made)) == ["c", "d", "e"], problem.current.made
