@@ -362,6 +362,30 @@ def _group_runs(pgid: int) -> bool:
     return False
 
 
+def test_a_launcher_whose_parent_is_killed_ends_its_command_and_removes_its_folder(tmp_path):
+    """kill -9 of the process that started the launcher (a worker ended for --timeout,
+    trtmin itself): the command goes, and so does the launcher's folder of exported files,
+    which nothing else removes."""
+    folder, pid_file = tmp_path / "exported", tmp_path / "launcher.pid"
+    folder.mkdir()
+    (folder / "model.pt2").write_text("x")
+    parent = subprocess.Popen([sys.executable, "-c", (
+        f"import os, subprocess, sys, time; sys.path.insert(0, {str(ROOT)!r}); from oracles.supervise import supervised; "
+        f"p = subprocess.Popen(supervised({str(folder)!r}) + ['sleep', '300']); "
+        f"open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid)); os.replace({str(pid_file)!r} + '.tmp', "
+        f"{str(pid_file)!r}); time.sleep(300)")])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not pid_file.exists():
+        time.sleep(0.05)
+    launcher = int(pid_file.read_text())
+    parent.kill()
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (running(launcher) or folder.exists()):
+        time.sleep(0.05)
+    assert not running(launcher) and not folder.exists()
+
+
 @pytest.mark.parametrize("inner", ["sleep 300", "trap '' TERM; sleep 300"], ids=["ends", "ignores_sigterm"])
 def test_a_launcher_inside_a_launchers_group_ends_its_own_command_too(tmp_path, inner):
     """`repros run` stopping a repro (--timeout, its own SIGTERM) ends the repro's process
