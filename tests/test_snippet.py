@@ -46,6 +46,8 @@ def test_no_snippet_for_subgraphs_on_self_or_long_graphs():
     long = FORWARD.replace("    return", "".join(f"    y{i} = torch.ops.aten.sin.default(x)\n" for i in range(MAX_LINES))
                            + "    return")
     assert snippet_source(long, {"x": ("1", False), "w": ("2", False)}, None, "cpu", "f") is None
+    many = {**{f"t{i}": ("1", False) for i in range(MAX_LINES)}, "x": ("1", False), "w": ("2", False)}
+    assert snippet_source(FORWARD, many, None, "cpu", "f") is None  # a short graph, a line per input: as long
 
 
 def test_every_made_value_form_runs_on_another_device():
