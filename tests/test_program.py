@@ -546,7 +546,7 @@ class FourBlocks(torch.nn.Module):
 
 def test_whole_blocks_the_bug_does_not_need_go_in_one_step_each():
     """minimize/search/passes/module_blocks.py: a bug that needs a node of block 1 and one of
-    block 3 keeps those two blocks whole, and blocks 0 and 2 go, a call each."""
+    block 3 keeps those two blocks whole, and blocks 0 and 2 go, in one accepted step each."""
     from minimize.search.passes.module_blocks import delete_module_blocks
     x = torch.randn(4, 8)
     program = Program(prepare(torch.export.export(FourBlocks(), (x,)), "cpu"), [x])
