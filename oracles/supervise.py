@@ -27,23 +27,25 @@ SUPERVISE_SOURCE = """\
 import ctypes, os, shutil, signal, sys, time
 parent, folder, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 pid = 0
+def group_gone():  # within 1 s, the dead reaped (the command; orphans, sent here): no zombie holds the group
+    for _ in range(50):
+        time.sleep(0.02)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]: pass
+        except OSError: pass
+        try: os.killpg(pid, 0)
+        except OSError: return True
+    return False
 def end_group():  # SIGTERM first: a launcher like this one inside ends its own group (SIGKILL left it running)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try: os.killpg(pid, sig)
         except OSError: break
-        for _ in range(50):  # up to 1 s for the group to go
-            time.sleep(0.02)
-            try:  # the dead reaped (the command; orphans, sent here): no zombie holds the group
-                while os.waitpid(-1, os.WNOHANG)[0]: pass
-            except OSError: pass
-            try: os.killpg(pid, 0)
-            except OSError: break
-        else: continue
-        break
+        if group_gone(): break
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:  # orphans sent here in groups of their
         try:  # own (an inner launcher's command, its launcher killed before it ended it): those groups too
             if entry.isdigit() and int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == os.getpid():
-                if os.getpgid(int(entry)) != os.getpgrp(): os.killpg(os.getpgid(int(entry)), signal.SIGKILL)
+                group = os.getpgid(int(entry))
+                if group != os.getpgrp(): os.killpg(group, signal.SIGKILL)
         except (OSError, ValueError, IndexError): pass
 def parent_died(*_):
     signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # once: a second signal must not start the wait over
