@@ -128,14 +128,8 @@ def test_lowering_toggle_says_whether_the_bug_vanished_or_changed(toggled: str, 
     only where the program then passes; where it fails another way (Torch-TensorRT-RTX 2.11
     with attn_bias_is_causal=false crashes in add_cast on the video policy), the note says so."""
     from minimize.search.passes.partitions import lowering_toggle
-    from minimize.program.model import Program
     from oracles.verdict import Verdict
-    from minimize.program.inputs import prepare
-    from tests.conftest import Host
     from tests.helpers import reduce_with
-
-    x = torch.randn(4, 8)
-    program = Program(prepare(torch.export.export(Host().eval(), (x,)), "cpu"), [x])
 
     def verdict(cand) -> Verdict:
         if ("lowering_pass", "false") in cand.settings:
@@ -146,20 +140,18 @@ def test_lowering_toggle_says_whether_the_bug_vanished_or_changed(toggled: str, 
         problem.establish_original()  # the bug, as the reduction saw it first
         lowering_toggle(problem)
 
-    problem = reduce_with(program, verdict, passes, lowering_toggles=(("lowering_pass", "false"),))
+    problem = reduce_with(_host_program(), verdict, passes, lowering_toggles=(("lowering_pass", "false"),))
     assert problem.notes["lowering"].endswith(note), problem.notes
 
 
-def _host_problem(evaluate, **kwargs):
-    """A ReductionProblem on the tests' 18-node host, its verdicts from `evaluate(candidate)`."""
+
+def _host_program():
+    """The tests' 18-node host, for a pass run in this process (tests.helpers.reduce_with)."""
+    from minimize.program.inputs import prepare
     from minimize.program.model import Program
-    from minimize.search.problem import ReductionProblem
     from tests.conftest import Host
     x = torch.randn(4, 8)
-    program = Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
-    problem = ReductionProblem(program, lambda cands: [evaluate(c) for c in cands], **kwargs)
-    problem.establish_original()
-    return problem
+    return Program(prepare(torch.export.export(Host().eval(), (x,)), "cpu"), [x])
 
 
 def test_one_setting_the_bug_does_not_need_is_dropped_from_the_repro_too():
@@ -167,9 +159,14 @@ def test_one_setting_the_bug_does_not_need_is_dropped_from_the_repro_too():
     candidate the repro is written from agree (they did not where one setting was left out)."""
     from minimize.search.passes.partitions import bisect_settings
     from oracles.verdict import Verdict
-    problem = _host_problem(lambda c: Verdict("crash", "E", "bug") if ("a", "1") in c.settings else Verdict("pass"),
-                            settings={"a": "1", "b": "2"})
-    bisect_settings(problem)
+    from tests.helpers import reduce_with
+
+    def passes(problem) -> None:
+        problem.establish_original()
+        bisect_settings(problem)
+
+    problem = reduce_with(_host_program(), lambda c: Verdict("crash", "E", "bug") if ("a", "1") in c.settings
+                          else Verdict("pass"), passes, settings={"a": "1", "b": "2"})
     assert problem.notes["settings_dropped"] == ["b"] and problem.current.settings == (("a", "1"),)
 
 
@@ -178,9 +175,15 @@ def test_the_failing_engine_is_numbered_among_all_the_compilers_engines():
     "engine 2 of 3", as the compiler numbers them, not the 2nd of those tried."""
     from minimize.search.passes.partitions import isolate_partition
     from oracles.verdict import Verdict
-    problem = _host_problem(lambda c: Verdict("crash", "E", "bug") if 17 in c.nodes or len(c.nodes) > 12
-                            else Verdict("pass"), partitions=lambda cand: parts)
-    names = [problem.program.nodes[i].name for i in problem.current.nodes]
-    parts = [["not_a_node_of_ours"], names[:9], names[9:]]
-    isolate_partition(problem)
+    from tests.helpers import reduce_with
+    parts: list[list[str]] = []
+
+    def passes(problem) -> None:
+        problem.establish_original()
+        names = [problem.program.nodes[i].name for i in problem.current.nodes]
+        parts[:] = [["not_a_node_of_ours"], names[:9], names[9:]]
+        isolate_partition(problem)
+
+    problem = reduce_with(_host_program(), lambda c: Verdict("crash", "E", "bug") if 17 in c.nodes or len(c.nodes) > 12
+                          else Verdict("pass"), passes, partitions=lambda cand: parts)
     assert problem.notes["failing_engine"].startswith("engine 2 of 3 "), problem.notes
