@@ -362,6 +362,27 @@ def _group_runs(pgid: int) -> bool:
     return False
 
 
+def _under_a_launcher(pid_file: Path, launched: str, then: str) -> list[str]:
+    """A Python process that starts a launcher (`launched`: the Popen's argument, as source,
+    `supervised(...)` in reach), writes the launcher's pid to `pid_file` whole (by a rename),
+    then runs `then`."""
+    return [sys.executable, "-c", (
+        f"import os, subprocess, sys, time; sys.path.insert(0, {str(ROOT)!r}); from oracles.supervise import supervised; "
+        f"p = subprocess.Popen({launched}); open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid)); "
+        f"os.replace({str(pid_file)!r} + '.tmp', {str(pid_file)!r}); {then}")]
+
+
+def _launcher_and_its_command(pid_file: Path, deadline: float) -> tuple[int, int | None]:
+    """The launcher's pid, once written, and its fork's, the command (which leads its group)."""
+    while time.monotonic() < deadline and not pid_file.exists():
+        time.sleep(0.05)
+    launcher, command_pid = int(pid_file.read_text()), None
+    while time.monotonic() < deadline and command_pid is None:
+        found = subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True, text=True).stdout.split()
+        command_pid = int(found[0]) if found else None
+    return launcher, command_pid
+
+
 def test_a_launcher_whose_parent_is_killed_ends_its_command_and_removes_its_folder(tmp_path):
     """kill -9 of the process that started the launcher (a worker ended for --timeout,
     trtmin itself): the command goes, and so does the launcher's folder of exported files,
@@ -369,21 +390,16 @@ def test_a_launcher_whose_parent_is_killed_ends_its_command_and_removes_its_fold
     folder, pid_file = tmp_path / "exported", tmp_path / "launcher.pid"
     folder.mkdir()
     (folder / "model.pt2").write_text("x")
-    parent = subprocess.Popen([sys.executable, "-c", (
-        f"import os, subprocess, sys, time; sys.path.insert(0, {str(ROOT)!r}); from oracles.supervise import supervised; "
-        f"p = subprocess.Popen(supervised({str(folder)!r}) + ['sleep', '300']); "
-        f"open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid)); os.replace({str(pid_file)!r} + '.tmp', "
-        f"{str(pid_file)!r}); time.sleep(300)")])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not pid_file.exists():
-        time.sleep(0.05)
-    launcher = int(pid_file.read_text())
+    parent = subprocess.Popen(_under_a_launcher(pid_file, f"supervised({str(folder)!r}) + ['sleep', '300']",
+                                                "time.sleep(300)"))
+    launcher, command_pid = _launcher_and_its_command(pid_file, time.monotonic() + 30)
+    assert command_pid is not None, "the launcher started no command"
     parent.kill()
     parent.wait(timeout=10)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (running(launcher) or folder.exists()):
+    while time.monotonic() < deadline and (running(launcher) or _group_runs(command_pid) or folder.exists()):
         time.sleep(0.05)
-    assert not running(launcher) and not folder.exists()
+    assert not running(launcher) and not _group_runs(command_pid) and not folder.exists()
 
 
 @pytest.mark.parametrize("inner", ["sleep 300", "trap '' TERM; sleep 300"], ids=["ends", "ignores_sigterm"])
@@ -396,19 +412,9 @@ def test_a_launcher_inside_a_launchers_group_ends_its_own_command_too(tmp_path, 
     from oracles.supervise import supervised
 
     pid_file = tmp_path / "inner.pid"
-    inner_launcher = (
-        f"import os, subprocess, sys; sys.path.insert(0, {str(ROOT)!r}); from oracles.supervise import supervised; "
-        f"p = subprocess.Popen(supervised('') + ['sh', '-c', {inner!r}]); "
-        f"open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid)); os.replace({str(pid_file)!r} + '.tmp', "
-        f"{str(pid_file)!r}); p.wait()")
-    outer = subprocess.Popen(supervised("") + [sys.executable, "-c", inner_launcher], start_new_session=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not pid_file.exists():
-        time.sleep(0.05)
-    launcher, command_group = int(pid_file.read_text()), None
-    while time.monotonic() < deadline and command_group is None:  # the inner launcher's fork: the command
-        found = subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True, text=True).stdout.split()
-        command_group = int(found[0]) if found else None  # it leads its group
+    inner_launcher = _under_a_launcher(pid_file, f"supervised('') + ['sh', '-c', {inner!r}]", "p.wait()")
+    outer = subprocess.Popen(supervised("") + inner_launcher, start_new_session=True)
+    launcher, command_group = _launcher_and_its_command(pid_file, time.monotonic() + 30)
     assert command_group is not None, "the inner launcher started no command"
     time.sleep(0.3)  # the shell has set its trap
     outer.send_signal(signal.SIGTERM)  # as oracles/script_run.py's _kill_group sends it
