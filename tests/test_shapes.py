@@ -145,6 +145,26 @@ def test_sizes_that_fit_only_together_shrink_together() -> None:
     assert _shapes(problem)["x"] == (1, 2, 96, 96) and _size_calls(problem) == 3, (_shapes(problem), _size_calls(problem))
 
 
+class _ConvBeside(torch.nn.Module):
+    """_Conv's frame, beside a tensor of four sizes of its own, each of which fits alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 5)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.conv(x)).sum() + torch.cos(y).sum()
+
+
+def test_a_size_that_fits_only_with_others_takes_no_turn_of_its_own() -> None:
+    """The turns one at a time are few (ONE_AT_A_TIME): the frame's 96, which fits only with
+    the kernel's 5 shrunk too, must not take one of them from the sizes that fit alone."""
+    inputs = (torch.randn(1, 3, 96, 96), torch.randn(11, 9, 7, 6))
+    problem, _ = _reduce(_ConvBeside().eval(), inputs, needs={5})
+    assert _shapes(problem)["y"] == (2, 2, 2, 2), _shapes(problem)  # 11, 9, 7 and 6: the four turns
+    assert _shapes(problem)["x"] == (1, 3, 96, 96), _shapes(problem)
+
+
 def test_a_size_in_the_graphs_size_arguments_shrinks_with_the_tensors() -> None:
     problem, _ = _reduce(_Normed(), (torch.randn(6, 32),), needs=set())
     assert _shapes(problem) == {"x": (2, 2)} and _sizes(problem) == {32: 2}
