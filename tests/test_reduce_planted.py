@@ -497,3 +497,15 @@ def test_a_program_with_nothing_to_cut_is_reported_without_the_cutting_words(tmp
     assert f"is `{model.name}` as it is (1 call node; 1 oracle call): there was nothing to cut." in report, report
     assert "No pass ran: the original was checked, and there was nothing to cut." in report, report
     assert "fed in" not in report and "| pass |" not in report and "oracle calls" not in report.split("##")[1]
+    # at a size worth making smaller, the one op stays and its input is made: no node was cut, but
+    # something was, and the report says where to read what (not "nothing to cut", not "cut it down")
+    (tmp_path / "large").mkdir()
+    model, inputs = save_program(SinAlone(), (torch.randn(64, 48),), tmp_path / "large")
+    reduce_cli(model, inputs, tmp_path / "large" / "out", "crash", plugin("crash_on_sin"), "--no-verify")
+    report = " ".join((tmp_path / "large" / "out" / "report.md").read_text().split())
+    assert (f"is `{model.name}` with no node cut (1 call node; 2 oracle calls): what trtmin changed, the Diagnosis "
+            "below says." in report), report
+    assert "nothing to cut" not in report and "cut it down" not in report and "| generate_small_values | 1 | 1 | 0 |" in report
+    assert "`x` (64, 48) → (2, 2)" in report, report
+    assert "cut no node of model.pt2 (1 call node) in 2 oracle calls" in " ".join(
+        (tmp_path / "large" / "out" / "repro.py").read_text().split()), report

@@ -330,9 +330,13 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     stat_rows = "\n".join(f"| {name} | {s['calls']} | {s['accepted']} | {s['removed']} |" for name, s in ran.items())
     passes = ("| pass | oracle calls | accepted | nodes removed |\n|---|---|---|---|\n" + stat_rows
               if set(ran) - checks else "No pass ran: the original was checked, and there was nothing to cut.")
+    every_node = info.original_nodes == info.final_nodes  # only values, sizes or settings may have changed
     cut = (f"is `{info.source_model}` as it is ({nodes(info.final_nodes)}; {calls(info.oracle_calls)}): there was "
            "nothing to cut"
-           if info.original_nodes == info.final_nodes and not set(ran) - checks else
+           if every_node and not set(ran) - checks else
+           f"is `{info.source_model}` with no node cut ({nodes(info.final_nodes)}; {calls(info.oracle_calls)}):\n"
+           "what trtmin changed, the Diagnosis below says"
+           if every_node else
            f"is what\nis left of `{info.source_model}` ({nodes(info.original_nodes)}) after trtmin cut it down to\n"
            f"{nodes(info.final_nodes)} in {calls(info.oracle_calls)}{_fed_words(input_names, summary.get('generated_values') or {})}")
     where = "above" if snippet else "in `repro.py` below"

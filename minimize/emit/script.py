@@ -282,9 +282,10 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     on = script_features(info, part, pattern, bool(dynamic))
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""
-    about = (f"{info.title}: {sentence(info.verdict.describe())} trtmin {env['trtmin']} cut {info.source_model} from "
-             f"{info.original_nodes} to {nodes(info.final_nodes)} in {calls(info.oracle_calls)} on torch "
-             f"{env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
+    cut = (f"cut no node of {info.source_model} ({nodes(info.final_nodes)})" if info.original_nodes == info.final_nodes
+           else f"cut {info.source_model} from {info.original_nodes} to {nodes(info.final_nodes)}")
+    about = (f"{info.title}: {sentence(info.verdict.describe())} trtmin {env['trtmin']} {cut} in "
+             f"{calls(info.oracle_calls)} on torch {env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
            *(["re"] if on & {"pattern", "child"} else []),
            *(["subprocess"] if "child" in on else []), *(["traceback"] if "stack" in on else []),
