@@ -1202,3 +1202,66 @@ def test_a_failed_write_names_the_fix_its_cause_asks_for():
                                   "/w/p.py, then rerun")
     assert said[errno.EIO] == "cannot write the results into /o (Input/output error); mend what the error names, then " \
         "rerun"
+
+
+def test_a_run_over_a_finished_one_moves_aside_only_what_that_run_did_not_write(tmp_path):
+    """--force (or --resume's replay) over a finished run moves aside, as NAME.edited, the
+    files under trtmin's names that run did not write (a user's, an older run's): not its
+    own summary.json, which its `files` list does not name (it is written last, of them
+    all). A stray summary.json.edited read as a user's file kept."""
+    from minimize.emit.out_dir import keep_edited
+    from oracles.out_folder import header_digest
+
+    header = json.dumps({"header": {"model_sha256": "ab", "options": {}}})
+    (tmp_path / "journal.jsonl").write_text(header + "\n" + '{"runs": []}\n')
+    (tmp_path / "repro.py").write_text("print('REPRODUCED: x')\n")
+    (tmp_path / "report.md").write_text("an older run's report\n")  # not in this run's files
+    (tmp_path / "summary.json").write_text(json.dumps({"journal_header_sha256": header_digest(header),
+                                                       "files": ["repro.py"]}))
+    assert keep_edited(tmp_path) == [("report.md", "report.md.edited", False)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["journal.jsonl", "report.md.edited", "repro.py",
+                                                          "summary.json"]
+
+
+def test_a_resume_takes_other_jobs_emit_and_verify(tmp_path):
+    """--jobs, --emit and --verify change no verdict (the result is the same for any
+    --jobs): a run interrupted with one value resumes with another; --timeout changes a
+    verdict and is named."""
+    import dataclasses
+
+    from minimize.emit.run_header import header_before_loading, resume_difference
+    from minimize.options import Options
+
+    opts = Options(model=tmp_path / "model.pt2", oracle="crash")
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"header": {"model_sha256": "ab", **header_before_loading(opts)}})
+                                            + "\n" + '{"runs": []}\n')
+    for other in ({"jobs": 4}, {"emit": ["tensorrt"]}, {"verify": False}):
+        now = header_before_loading(dataclasses.replace(opts, **other))
+        assert resume_difference(tmp_path, now) is None, other
+    slower = header_before_loading(dataclasses.replace(opts, timeout=60.0))
+    assert "--timeout 300.0 there, --timeout 60.0 now" in resume_difference(tmp_path, slower)[0]
+
+
+def test_resume_compares_what_an_older_journal_recorded_and_names_another_torch():
+    """A journal from before an option was recorded resumes with that option at its default,
+    not off it (--reference float64 judges otherwise); one from before the program's digest
+    compares the model file's bytes (else any model resumed it); another torch is named,
+    with the fix no argument gives."""
+    from minimize.emit.run_header import START_OVER, _difference, _recorded_by_both
+
+    old = {"model_sha256": "ab", "options": {"oracle": "mismatch"}}
+    for reference, same in (("eager", True), ("float64", False)):
+        then, now = _recorded_by_both(old, {"model_sha256": "ab", "options": {"oracle": "mismatch", "reference": reference}})
+        assert (then == now) == same, (reference, then, now)
+    then, now = _recorded_by_both(old, {"model_sha256": "cd", "program_sha256": "ef", "options": {"oracle": "mismatch"}})
+    assert _difference(then, now)[0].startswith("from another model (the model file's contents differ"), (then, now)
+    assert _difference({"torch": "2.13.0"}, {"torch": "2.14.0"}) == ("with torch 2.13.0 (this is 2.14.0)", START_OVER)
+
+
+def test_a_bare_command_shows_its_help_not_an_error():
+    """`trtmin` and `trtmin repros` alone are someone finding their way: the help, with the
+    commands to choose from (exit 2, as click gives it), not a one-line usage error."""
+    for args, commands in (((), ("reduce", "check", "repros")), (("repros",), ("add", "run", "list"))):
+        r = run_cli_here(*args)
+        assert r.returncode == 2 and f"Usage: trtmin {' '.join(args)}".rstrip() in r.stdout, (args, r.stdout, r.stderr)
+        assert all(f" {c} " in r.stdout for c in commands) and "error:" not in r.stderr, (args, r.stdout, r.stderr)

@@ -175,3 +175,45 @@ def test_repros_run_shows_a_live_line_on_a_terminal_only(monkeypatch):
     with RunningRepros(Console(file=pipe, width=100), printed.append, 3) as running:
         assert running.live is None
     assert pipe.getvalue() == ""
+
+
+def test_without_a_terminal_the_heartbeat_waits_a_whole_beat_after_any_line(monkeypatch):
+    """The plain line comes once a HEARTBEAT_S, however often the thread wakes (each 5 s):
+    not every wake once the first minute has passed (a log line every 5 s for an hour), and
+    not a beat after a note printed a moment ago. Run on a clock the test moves: five
+    minutes of wakes, a note at 0:50."""
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    out = io.StringIO()
+    view = ProgressView(Console(file=out, width=200))
+    assert view.live is None  # a log file: the heartbeat's
+    view.update(SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+                                counters=SimpleNamespace(oracle_calls=3, accepted=1)))
+
+    class Wakes:  # the thread's wait: 5 s pass at each, for 300 s; a note is logged at 50 s
+        def wait(self, seconds: float) -> bool:
+            now[0] += seconds
+            if now[0] == 50.0:
+                view.log("note: a compiler's warning")
+            return now[0] > 300.0
+
+    view._stop = Wakes()
+    view._heartbeat()  # in this thread: it returns once the clock passes 300 s
+    lines = out.getvalue().splitlines()
+    assert [ln.split(" | ")[0] for ln in lines] == ["note: a compiler's warning", "1:50", "2:50", "3:50", "4:50"], lines
+    assert all("reducing [bisect_window] call nodes 40 -> 40" in ln for ln in lines[1:]), lines
+
+
+def test_the_search_replaces_a_phase_and_keeps_the_size_it_started_from():
+    """phase() names a step outside the search (checking the original); the search's next
+    step replaces it, or the line said "checking the original" for the whole reduction.
+    The size it started from is the first step's: "call nodes 40 -> 3", not "3 -> 3"."""
+    view = ProgressView(Console(file=io.StringIO(), force_terminal=True))
+    view.phase("checking the original")
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+                            counters=SimpleNamespace(oracle_calls=1, accepted=0))
+    view.update(state)
+    assert view.__rich__().plain.startswith("0:00 | reducing [bisect_window] call nodes 40 -> 40"), view.__rich__().plain
+    state.current, state.counters.accepted = Candidate((0, 1, 2)), 1
+    view.update(state)
+    assert "call nodes 40 -> 3 | oracle calls 1 | accepted 1" in view.__rich__().plain, view.__rich__().plain
