@@ -596,3 +596,132 @@ def test_the_exporters_notes_to_itself_stay_off_the_screen(tmp_path, caplog):
         export_onnx(gm, inputs, tmp_path / "model.onnx")
     said = [r.getMessage() for r in caplog.records if r.name.startswith(("onnx_ir", "onnxscript", "torch.onnx"))]
     assert not said, said
+
+
+def test_a_reports_environment_keeps_the_gpu_of_a_cuda_bug_and_what_its_compilers_need() -> None:
+    """A CUDA bug's report names the GPU, its driver and CUDA (on cuda:N too); a CPU bug's
+    drops them, which say nothing about it. executorch:tensorrt's names Torch-TensorRT,
+    which lowers it. A plugin's or a command's keeps the compilers installed here and
+    drops those that are not: "not installed" lines read as if the bug needed them."""
+    env = {"Torch-TensorRT Version": "2.11.0", "PyTorch Version": "2.13.0", "TensorRT Version": "not installed",
+           "ExecuTorch Version": "1.4.1", "ONNX Runtime Version": "not installed", "CUDA version": "12.8",
+           "GPU models and configuration": "1 GPU(s): 0: NVIDIA H100, 80 GiB, sm_90", "Driver version": "570.124.06"}
+    gpu_lines = ("CUDA version", "GPU models and configuration", "Driver version")
+    for device in ("cuda", "cuda:1"):
+        shown = format_environment(env, "inductor", device).splitlines()
+        assert [f" - {k}: {env[k]}" for k in gpu_lines] == shown[-3:], (device, shown)
+    assert not any(k in format_environment(env, "inductor", "cpu") for k in gpu_lines)
+    lowered = format_environment(env, "executorch:tensorrt", "cuda").splitlines()
+    assert " - Torch-TensorRT Version: 2.11.0" in lowered and " - TensorRT Version: not installed" in lowered, lowered
+    for unknown in ("plugins/mine.py:compile", "cmd:tensorrt_run.sh {model}"):
+        shown = format_environment(env, unknown, "cpu")
+        assert "not installed" not in shown and " - ExecuTorch Version: 1.4.1" in shown, (unknown, shown)
+
+
+def test_the_environment_names_the_cpus_vector_isa_and_onnxruntimes_provider() -> None:
+    """A vectorized CPU kernel's bug can differ between AVX2 and AVX-512 machines, and an
+    ONNX Runtime bug between its providers: the CPU line names the ISA torch's kernels use
+    here, and an installed ONNX Runtime the provider trtmin runs (none where it is not)."""
+    from oracles.environment import package_version
+
+    env = collect_environment()
+    assert env["CPU"].endswith(f"; torch's CPU kernels use {torch.backends.cpu.get_cpu_capability()}"), env["CPU"]
+    ort = package_version("onnxruntime")
+    assert env["ONNX Runtime Version"] == (
+        ort if ort == "not installed" else f"{ort} (CPUExecutionProvider, as trtmin runs it)"), env
+
+
+def test_the_tensorrt_line_says_which_tensorrt_is_here(monkeypatch) -> None:
+    """NVIDIA's full TensorRT, TensorRT-RTX (module tensorrt_rtx), or both: each named as
+    it is, never "not installed" where one of them is (the libraries' version stands in
+    only where neither module is)."""
+    from oracles import environment
+
+    for versions, said in (({"tensorrt": "10.16.0"}, "10.16.0"),
+                           ({"tensorrt_rtx": "1.4.0.76"}, "TensorRT-RTX 1.4.0.76 (module tensorrt_rtx)"),
+                           ({"tensorrt": "10.16.0", "tensorrt_rtx": "1.4.0.76"},
+                            "10.16.0; TensorRT-RTX 1.4.0.76 (module tensorrt_rtx)")):
+        monkeypatch.setattr(environment, "package_version", lambda p, v=versions: v.get(p, "not installed"))
+        assert environment.tensorrt_line() == said, versions
+
+
+def test_the_newest_opset_onnx_knows_is_taken() -> None:
+    """--set opset=N is refused where ONNX here knows no such opset, not at the newest one it
+    knows (the range's ends are its own: 1 and onnx_opset_version())."""
+    onnx = pytest.importorskip("onnx")
+    from oracles.backends.onnxruntime import parse_ort_settings
+
+    newest = onnx.defs.onnx_opset_version()
+    assert parse_ort_settings({"opset": str(newest)}) == {"opset": newest}
+    assert parse_trt_settings({"opset": "1"}) == {"opset": 1}
+    with pytest.raises(TrtminError, match=f"knows opsets 1 to {newest}"):
+        parse_trt_settings({"opset": str(newest + 1)})
+
+
+def test_onnxruntimes_own_names_of_its_optimization_levels_are_taken() -> None:
+    """--set graph_optimization_level takes trtmin's words and ONNX Runtime's own enum names
+    (ORT_DISABLE_ALL, ORT_ENABLE_EXTENDED, ...), as a user copies them from its docs."""
+    from oracles.backends.onnxruntime import parse_ort_settings
+
+    for given, level in (("ORT_DISABLE_ALL", "disable"), ("ORT_ENABLE_BASIC", "basic"),
+                         ("ORT_ENABLE_EXTENDED", "extended"), ("ORT_ENABLE_ALL", "all"), ("Extended", "extended")):
+        assert parse_ort_settings({"graph_optimization_level": given}) == {"graph_optimization_level": level}, given
+    with pytest.raises(TrtminError, match="use one of disable, basic, extended, all"):
+        parse_ort_settings({"graph_optimization_level": "max"})
+
+
+def test_settings_trtmin_lists_are_refused_before_torch_and_torch_tensorrts_are_left_to_it(monkeypatch) -> None:
+    """check_before_torch answers a --set mistake of a backend whose settings are trtmin's
+    own lists in a second, before the workers import torch; executorch:tensorrt takes
+    Torch-TensorRT's settings, which only the installed torch_tensorrt knows: they pass
+    here (parsed as ExecuTorch's flags, min_block_size was a TypeError's traceback).
+    Checked as on a machine with every package installed."""
+    from oracles import backend_setup
+
+    monkeypatch.setattr(backend_setup, "check_packages", lambda spec: None)
+    for spec, key in (("onnxruntime", "graph_optimisation_level"), ("tensorrt", "fp61"),
+                      ("executorch:xnnpack", "per_op"), ("executorch:portable", "per_op_mode")):
+        with pytest.raises(TrtminError, match=f"--set {key}"):
+            backend_setup.check_before_torch(spec, {key: "1"})
+    backend_setup.check_before_torch("executorch:tensorrt", {"min_block_size": "1"})
+
+
+@pytest.mark.skipif(HAS_TORCH_TRT, reason="torch_tensorrt is installed here")
+def test_executorch_tensorrt_without_torch_tensorrt_names_that_package_first() -> None:
+    """executorch:tensorrt lowers with torch_tensorrt, then loads with its ExecuTorch
+    runtime: without torch_tensorrt the first missing package is named, not the runtime
+    (installing the runtime alone would only lead to the next refusal)."""
+    from oracles.backend_setup import check_packages
+
+    if not HAS_ET:
+        pytest.skip("executorch not installed")
+    with pytest.raises(MissingPackageError, match="needs the torch_tensorrt package.*pip install torch-tensorrt"):
+        check_packages("executorch:tensorrt")
+
+
+@needs_et
+def test_executorch_short_form_only_for_a_static_program_on_xnnpack_or_portable_kernels() -> None:
+    """The few-line script (export, lower, load from the buffer) has no dynamic shapes and
+    no .ptd: a program with dynamic dims keeps lower_to_pte's runner, as ONNX Runtime's does."""
+    from oracles.verdict import Verdict
+
+    verdict, dtypes = Verdict("mismatch", output=0, max_abs=1.0), frozenset({torch.float32})
+    for spec in ("executorch:xnnpack", "executorch:portable"):
+        backend = resolve(spec)
+        assert "lower_to_pte(" not in backend.script_part_for(verdict, False, dtypes).compile_body, spec
+        assert "lower_to_pte(" in backend.script_part_for(verdict, True, dtypes).compile_body, spec
+
+
+def test_executorch_tensorrts_script_skips_without_a_gpu_and_checks_for_both_of_its_packages() -> None:
+    """executorch:tensorrt's repro.py lowers with Torch-TensorRT and loads with its
+    ExecuTorch runtime: it says SKIPPED (exit 2) where no GPU is visible, before any
+    compile, and names both packages in REQUIRES, which `repros run` checks before it runs
+    the script. The CPU variants ask for no GPU."""
+    from oracles.backends.executorch import ExecuTorchBackend
+
+    part = ExecuTorchBackend("executorch:tensorrt").script_part()
+    body = part.compile_body.strip()
+    assert body.startswith("if not torch.cuda.is_available():") and "sys.exit(2)" in body.split("\n", 3)[2], body
+    assert part.requires == ["executorch", "torch_tensorrt", "torch_tensorrt_executorch_runtime"], part.requires
+    xnnpack = ExecuTorchBackend("executorch:xnnpack").script_part()
+    assert "cuda" not in xnnpack.compile_body and xnnpack.requires == ["executorch"]

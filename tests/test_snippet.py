@@ -249,3 +249,20 @@ def test_an_error_the_headline_cuts_is_in_the_report_whole():
     assert _whole_message(Verdict("mismatch", output=0, max_abs=1.0)) == ""
     odd = _whole_message(Verdict("crash", "E", "bad\n```\nx\n````\nafter\n\x1b[31mred\x1b[0m"))
     assert odd.count("`````") == 2 and "\x1b" not in odd  # a fence the message cannot close; no colours
+
+
+def test_onnxruntime_and_xnnpack_snippets_carry_the_settings_the_bug_was_seen_with():
+    """The snippet runs the backend as the reduction did, or is not written: ONNX Runtime's
+    export at --set opset=N (a bug of one opset may not show at the exporter's default; a
+    session option, which torch.onnx's call cannot take, leaves no snippet), and XNNPACK's
+    partitioner with its --set flags."""
+    pytest.importorskip("onnxruntime")
+    from oracles.backends import resolve
+
+    call = resolve("onnxruntime", {"opset": "18"}).snippet_call(["x"])
+    assert call is not None and call.compiled == "torch.onnx.export(f, (x,), dynamo=True, opset_version=18)", call
+    assert resolve("onnxruntime", {"intra_op_num_threads": "2"}).snippet_call(["x"]) is None
+    pytest.importorskip("executorch")
+    call = resolve("executorch:xnnpack", {"per_op_mode": "true"}).snippet_call(["x"])
+    assert call.setup[0] == ("pte = to_edge_transform_and_lower(torch.export.export(f, (x,)), "
+                             "partitioner=[XnnpackPartitioner(per_op_mode=True)]).to_executorch()"), call
