@@ -768,6 +768,11 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     m = parse_manifest(written)
     assert m.first_seen == {"torch": "2.13.0+cpu", "executorch": "1.4.1"}  # not onnxruntime: not its compiler
     assert '\n# "executorch > 1.4.1" = "fixed"\n' in written.read_text()  # the release to watch is the compiler's
+    summary["backend"] = "tensorrt"  # run on TensorRT-RTX: the full TensorRT it lacked is no release it was seen in
+    summary["environment"].update({"tensorrt": "not installed", "tensorrt_rtx": "1.4.0.76"})
+    (out / "summary.json").write_text(json.dumps(summary))
+    rtx = parse_manifest(add_repro(out, "rtx", tmp_path / "suite", duplicate=True) / "manifest.toml")
+    assert rtx.first_seen == {"torch": "2.13.0+cpu", "tensorrt_rtx": "1.4.0.76"}, rtx.first_seen
 
 
 def test_a_repro_that_cannot_run_here_is_skipped_without_running(tmp_path: Path, monkeypatch) -> None:
@@ -1274,6 +1279,7 @@ def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> No
     add_repro(newer, "by_hand", root, force=True, duplicate=True)
     assert (hand / "repro.py.edited").read_text().startswith("print('REPRODUCED: by hand')")
     assert (hand / "report.md.edited").read_text() == "# Found by hand on the Orin\n"
+    assert (hand / "report.md").read_bytes() == (newer / "report.md").read_bytes()  # the new run's, not the hand one
     assert sorted(p.name for p in root.iterdir()) == ["by_hand", "cast"]
 
 
@@ -1354,3 +1360,66 @@ def test_a_manifest_with_a_byte_order_mark_reads_and_a_bad_upstream_names_the_op
     r = run_cli_here("repros", "add", str(out), "--name", "x", "--suite", str(tmp_path / "s2"), "--upstream", "notaurl")
     assert r.returncode == 2 and "--upstream 'notaurl' is not an http(s) URL" in r.stderr, r.stderr
     assert not (tmp_path / "s2").exists()
+
+
+def test_the_machine_facts_a_run_judges_by_on_a_gpu_box(tmp_path: Path) -> None:
+    """--device-label names the machine for `label:` conditions, on a GPU box too (not the
+    GPU's name over it: a CI job's "nightly-h100" column would never match its own
+    conditions); without one, the GPU's name, else cpu. A repro for any CUDA device
+    (cuda:1 too) is SKIPPED before it runs where no GPU is visible."""
+    from repros.runner import Facts, cannot_run_here
+
+    def facts(label: str | None, gpu: str | None) -> Facts:
+        f = Facts(label)
+        f.__dict__["_cuda"] = (gpu, "12.8" if gpu else "none")  # what torch says there, looked up once
+        return f
+
+    box = facts("nightly-box", "NVIDIA H100 80GB HBM3")
+    assert box.label == "nightly-box" and Condition.parse("label:nightly").holds(box)
+    assert facts(None, "NVIDIA H100 80GB HBM3").label == "NVIDIA H100 80GB HBM3" and facts(None, None).label == "cpu"
+    for device in ("cuda", "cuda:1"):
+        assert cannot_run_here("inductor", device, facts(None, None)) == "no CUDA GPU is visible here", device
+    assert cannot_run_here("inductor", "cpu", facts(None, None)) is None
+
+
+def test_a_plugins_module_is_never_imported_for_its_version(tmp_path: Path, monkeypatch) -> None:
+    """The versions a run records of what a plugin imports come from package metadata
+    alone: a module with none (a plugin's helper beside it, one that crashes on import) is
+    "not installed", never imported in trtmin's process for a __version__."""
+    from oracles.environment import package_version
+
+    (tmp_path / "fails_when_imported.py").write_text("raise RuntimeError('imported for its version')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert package_version("fails_when_imported") == "not installed"
+
+
+def test_a_suite_skips_folders_set_aside_and_a_repro_folder_is_a_suite_of_one(tmp_path: Path) -> None:
+    """Sub-folders named "_..." are set aside (an attic of old repros): no run runs them. A
+    repro folder given as the suite is one repro, also where its script or manifest is
+    gone: listed as broken, not read as a suite of nothing."""
+    make_repro(tmp_path / "suite", "good", exits(1, "REPRODUCED: x"))
+    make_repro(tmp_path / "suite", "_attic", exits(1, "REPRODUCED: x"))
+    assert [r.name for r in find_repros(tmp_path / "suite")] == ["good"]
+    half = make_repro(tmp_path, "half", exits(1, "REPRODUCED: x"))
+    (half / "repro.py").unlink()
+    [r] = find_repros(half)
+    assert r.name == "half" and "no repro.py" in r.problem, r
+
+
+def test_add_force_keeps_an_expected_fixed_written_into_the_manifest(tmp_path: Path) -> None:
+    """`expected = "fixed"` is a person's record that a release fixed the bug: a newer
+    reduction saved over the entry (--force) keeps it, as it keeps [expected_when]."""
+    out, root = _reduce_out(tmp_path / "out"), tmp_path / "suite"
+    entry = add_repro(out, "relu_cast", root)
+    written = dataclasses.replace(parse_manifest(entry / "manifest.toml"), expected="fixed")
+    (entry / "manifest.toml").write_text(manifest_text(written))
+    add_repro(out, "relu_cast", root, force=True)
+    assert parse_manifest(entry / "manifest.toml").expected == "fixed"
+
+
+def test_a_hang_repro_whose_own_timeout_is_the_runs_is_no_new_hang_either(tmp_path: Path) -> None:
+    """A --timeout equal to the script's CHILD_TIMEOUT_S leaves it no time to say its verdict
+    after its own wait: the run's setting again (ERROR with the fix), not a hang now."""
+    make_repro(tmp_path, "hang_bug", "import time\nCHILD_TIMEOUT_S = 1.0\ntime.sleep(30)\n")
+    [r] = run_repros(tmp_path, timeout=1.0)
+    assert (r.status, r.ok) == (ERROR, False) and "run it with --timeout above 1" in r.reason, r.reason
