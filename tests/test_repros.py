@@ -1423,3 +1423,50 @@ def test_a_hang_repro_whose_own_timeout_is_the_runs_is_no_new_hang_either(tmp_pa
     make_repro(tmp_path, "hang_bug", "import time\nCHILD_TIMEOUT_S = 1.0\ntime.sleep(30)\n")
     [r] = run_repros(tmp_path, timeout=1.0)
     assert (r.status, r.ok) == (ERROR, False) and "run it with --timeout above 1" in r.reason, r.reason
+
+
+def test_a_run_stopped_before_its_first_row_says_so_not_that_the_suite_is_empty(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C while the first repros still run: no row finished, but the suite is not empty.
+    The command says which repros it did not finish and exits as a Ctrl-C does (130), not
+    "no repros in ..." with exit 2, which sends the user to save one."""
+    import repros.runner
+
+    make_repro(tmp_path, "first", exits(1, "REPRODUCED: x"))
+    make_repro(tmp_path, "second", exits(1, "REPRODUCED: x"))
+
+    def stopped(*args, **kwargs):
+        raise repros.runner.Interrupted([], ["first", "second"])
+
+    monkeypatch.setattr(repros.runner, "run_repros", stopped)
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path))
+    assert r.returncode == 130 and "no repros in" not in r.stderr, (r.returncode, r.stderr)
+    assert "2 repros not finished (first, second)" in " ".join(r.stderr.split()), r.stderr
+
+
+def test_add_warns_of_a_repro_that_did_not_reproduce_alone_but_not_of_one_that_could_not_run(tmp_path: Path) -> None:
+    """A repro whose script said FIXED when trtmin ran it alone (a flaky compiler) is saved
+    with a warning: the suite would mark it NOT as expected from its first run. One that said
+    SKIPPED there (reduced with --device cuda on a box whose script lacked a package) is no
+    such news: saved without one."""
+    said = {}
+    for status, line in (("FIXED", "FIXED: the backend matches eager PyTorch"), ("SKIPPED", "SKIPPED: no GPU")):
+        out = _reduce_out(tmp_path / status)
+        summary = json.loads((out / "summary.json").read_text())
+        summary["repro_alone"] = {"status": status, "exit": {"FIXED": 0, "SKIPPED": 2}[status], "line": line}
+        (out / "summary.json").write_text(json.dumps(summary))
+        r = run_cli_here("repros", "add", str(out), "--name", status.lower(), "--suite", str(tmp_path / "suite"))
+        assert r.returncode == 0 and (tmp_path / "suite" / status.lower() / "repro.py").is_file(), r.stderr
+        said[status] = " ".join(r.stderr.split())
+    assert ("warning: run alone after the reduction, its repro.py printed `FIXED: the backend matches eager PyTorch`, "
+            "not REPRODUCED: `trtmin repros run fixed --suite") in said["FIXED"], said["FIXED"]
+    assert "warning" not in said["SKIPPED"], said["SKIPPED"]
+
+
+def test_the_runs_last_line_names_only_what_is_installed(tmp_path: Path) -> None:
+    """The table's last line names the machine and the versions that ran the repros: a
+    compiler missing here is no version of this run ("tensorrt not installed" beside each
+    run read as if it had been part of it)."""
+    make_repro(tmp_path, "one", exits(1, "REPRODUCED: x"))
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path), "--device-label", "box")
+    [line] = [ln for ln in r.stdout.splitlines() if ln.startswith("on box: ")]
+    assert line.startswith("on box: torch 2.") and "not installed" not in line, line
