@@ -66,3 +66,27 @@ def test_under_repeat_a_candidates_verdict_is_a_run_that_failed_not_the_first():
     problem.establish_original()
     assert problem.verdict(problem.current).kind == "crash"
     assert problem.is_interesting(problem.at(problem.current.nodes[1:])) and problem.last_verdict.kind == "crash"
+
+
+def test_a_journal_record_keeps_consecutive_nodes_as_one_run_and_the_static_compile():
+    """The journal writes kept nodes as runs (a long prefix is one pair), and a candidate
+    compiled with static sizes resumes as one: read back without its flag, the resumed run
+    would compile it with the dynamic dims and take another verdict for the same name."""
+    cand = Candidate((0, 1, 2, 3, 7, 8), static=True)
+    assert cand.record()["kept"] == [[0, 3], [7, 8]]
+    back = Candidate.from_record(json.loads(json.dumps(cand.record())))
+    assert back == cand and back.static and back.job()["static"] is True
+    assert not Candidate.from_record(Candidate((0,)).record()).static
+
+
+def test_a_flaky_original_holds_candidates_to_half_its_failures_rounded_up():
+    """--repeat 4: an original failing 3 runs of 4 holds each candidate to 2 (not 1: a
+    candidate failing once in four is not the same rate); failing every run, to all 4."""
+    x = torch.randn(4, 8)
+    program = Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
+    crash = Verdict("crash", "E", "bug")
+    for failing, held in ((3, 2), (1, 1), (4, 4)):
+        runs = [crash] * failing + [Verdict("pass")] * (4 - failing)
+        problem = ReductionProblem(program, lambda cands: [list(runs) for _ in cands])
+        problem.establish_original()
+        assert (problem.original_failures, problem.min_failures) == (failing, held)

@@ -526,6 +526,7 @@ def test_invalid_candidates_are_counted_among_the_calls_at_any_jobs(program: Pro
     assert many.current == one.current and many.counters.oracle_calls == one.counters.oracle_calls
     assert one.counters.invalid > 0 and many.counters.invalid == one.counters.invalid, \
         (one.counters.invalid, many.counters.invalid, many.counters.evaluations)
+    assert one.counters.invalid == sum(verdict(c).kind == "invalid" for c in set(one.evaluated))  # not the crashes
 
 
 class _Block(torch.nn.Module):
@@ -560,3 +561,110 @@ def test_whole_blocks_the_bug_does_not_need_go_in_one_step_each():
     delete_module_blocks(problem)
     assert {block[i] for i in problem.current.nodes} == {"blocks.1", "blocks.3"}, problem.current.nodes
     assert problem.counters.accepted == 2
+
+
+def test_a_models_own_input_is_fed_with_the_strides_the_user_gave_it():
+    """Only cut values are fed contiguous: the model's own input keeps the layout the
+    user passed (a transposed tensor stays transposed), since a bug may need those strides."""
+    class Tanh(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(x) * 2
+
+    x = torch.randn(3, 4).t()
+    prog = Program(prepare(torch.export.export(Tanh(), (x,)), "cpu"), [x])
+    piece = prog.materialize(prog.all_kept())
+    fed = dict(zip(piece.input_names, prog.inputs_for(piece)))
+    assert list(fed) == ["x"] and not fed["x"].is_contiguous() and fed["x"].stride() == x.stride()
+
+
+class ReturnsAValueItAlsoReads(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.sin(x)
+        return h, torch.exp(h)
+
+
+def test_a_model_output_that_a_kept_node_reads_is_still_an_output():
+    """A candidate returns the model's own outputs it keeps, not only its sinks: sin is
+    read by exp, and is still output 0 (a bug in it shows there)."""
+    x = torch.randn(4, 8)
+    prog = Program(prepare(torch.export.export(ReturnsAValueItAlsoReads(), (x,)), "cpu"), [x])
+    targets = [str(prog.nodes[i].target) for i in prog.outputs_of(prog.all_kept())]
+    assert targets == ["aten.sin.default", "aten.exp.default"]
+
+
+class MaxOfDim(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        values, indices = x.max(dim=1)
+        return torch.exp(values) + indices
+
+
+def test_a_getitem_is_cut_with_the_op_whose_value_it_reads():
+    """The canonical form drops a getitem whose op is cut: the two are one candidate (one
+    cache entry), and no slice reads an item out of a fed-in tuple."""
+    x = torch.randn(4, 8)
+    prog = Program(prepare(torch.export.export(MaxOfDim(), (x,)), "cpu"), [x])
+    maximum = next(i for i, n in enumerate(prog.nodes) if "max" in str(n.target))
+    items = [i for i, n in enumerate(prog.nodes) if "getitem" in str(n.target)]
+    assert items
+    rest = prog.normalize(i for i in prog.all_kept() if i != maximum)
+    assert not set(items) & set(rest) and rest
+    assert prog.normalize(prog.all_kept()) == prog.all_kept()
+
+
+def test_two_weights_whose_names_read_the_same_keep_exports_names():
+    """`a.b` and `a_b` both read `a_b` with dots as underscores: each keeps export's own
+    name, as one attribute would hold only one of the two weights (and the slice would
+    compute another value than eager's)."""
+    class Inner(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.b = torch.nn.Parameter(torch.full((4,), 3.0))
+
+    class Clash(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = Inner()
+            self.a_b = torch.nn.Parameter(torch.full((4,), 5.0))
+
+        def forward(self, x):
+            return x * self.a.b + self.a_b
+
+    x = torch.randn(2, 4)
+    model = Clash().eval()
+    program = Program(prepare(torch.export.export(model, (x,)), "cpu"), [x])
+    piece = program.materialize(program.all_kept())
+    attributes = [piece.attributes.get(n, n) for n in piece.constant_names]
+    assert len(set(attributes)) == 2 and "a_b" not in attributes, attributes
+    assert torch.allclose(piece.gm(*program.inputs_for(piece))[0], model(x))
+
+
+def test_two_workers_speculate_too(chain: Program):
+    """--jobs 2 evaluates a speculative run beside each needed one: fewer rounds than
+    --jobs 1 for the same calls and the same result."""
+    core = {5, 20, 31}
+    one, two = (reduce_with_pure_oracle(chain, core, jobs=jobs) for jobs in (1, 2))
+    assert one.current == two.current and one.counters.oracle_calls == two.counters.oracle_calls
+    assert two.counters.batches < one.counters.batches
+    assert two.counters.evaluations <= 2 * two.counters.batches  # no round asks more runs than workers
+
+
+def test_the_per_pass_rows_add_up_to_the_reduction(chain: Program):
+    """The report's per-pass table: its calls add up to the oracle calls the report states,
+    its steps to those accepted and its removed nodes to what the reduction cut."""
+    problem = reduce_with_pure_oracle(chain, {30, 31}, jobs=1, kind="mismatch", localize=True)
+    rows = problem.pass_stats.values()
+    assert sum(r.calls for r in rows) == problem.counters.oracle_calls
+    assert sum(r.accepted for r in rows) == problem.counters.accepted > 0
+    assert sum(r.removed for r in rows) == len(problem.start.nodes) - len(problem.current.nodes) > 0
+
+
+def test_a_mismatch_names_the_node_of_the_output_it_is_on():
+    """A mismatch on output 1 of (exp, sin, relu) is sin's: where a reduction looks for
+    the bug's node (failing_sink), not the last output's."""
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    program = Program(prepare(torch.export.export(ReturnsOutOfGraphOrder(), (x, y)), "cpu"), [x, y])
+    for output, op in enumerate(("exp", "sin", "relu")):
+        problem = ReductionProblem(program, lambda cands: [Verdict("mismatch", output=output, max_abs=1.0)
+                                                           for _ in cands])
+        problem.runs(problem.current)
+        assert op in str(program.nodes[problem.failing_sink(problem.current)].target)

@@ -38,3 +38,18 @@ def _saved(tmp_path, t: torch.Tensor):
     path = tmp_path / "slice.pt"
     torch.save(t, str(path))
     return str(path)
+
+
+def test_each_start_up_step_is_timed_from_the_end_of_the_one_before(monkeypatch):
+    """summary.json's timing.load: each step's own seconds, not the time since the start
+    (which would make the steps add up to more than the load took)."""
+    from types import SimpleNamespace
+
+    from minimize.run import steps
+
+    now = iter([10.0, 12.5, 13.0, 20.0])
+    monkeypatch.setattr(steps, "time", SimpleNamespace(monotonic=lambda: next(now)))
+    clock = steps.StepClock()
+    for name in ("load_model", "prepare", "eager_values"):
+        clock.step(name)
+    assert clock.seconds == {"load_model": 2.5, "prepare": 0.5, "eager_values": 7.0}
