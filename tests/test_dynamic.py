@@ -208,3 +208,19 @@ def test_a_commands_files_keep_the_dynamic_dims_and_load_as_weights(tmp_path):
     out = run_command([sys.executable, "-c", reader, "{model}", "{inputs}", "{outputs}"], gm,
                       [mark_dynamic(torch.randn(6, 8), {0: (2, 64)})], tmp_path)
     assert out[0].shape == (9, 8)
+
+
+def test_a_copy_keeps_the_marks_and_the_export_gets_the_bounds_widened_to_the_example():
+    """Every oracle call compiles clones of the inputs: a clone keeps the dims marked
+    dynamic (else each candidate compiles static and a bug of symbolic sizes never shows).
+    A dim of size 1 stays static, as torch specializes it; the export's bounds keep their
+    min and widen their max to the example's size (a max below it is an export error)."""
+    from oracles.dynamic import clone_marked, export_dynamic_shapes
+
+    x = mark_dynamic(torch.randn(6, 1, 8), {0: (2, 4), 1: (1, 64)})
+    assert x._trtmin_dynamic == {0: (2, 4)}
+    [copy] = clone_marked([x])
+    assert copy is not x and copy._trtmin_dynamic == {0: (2, 4)}
+    [spec] = export_dynamic_shapes([copy])
+    assert list(spec) == [0] and (spec[0].min, spec[0].max) == (2, 6)
+    assert export_dynamic_shapes([torch.randn(6, 8)]) is None

@@ -521,3 +521,74 @@ def test_the_users_match_is_the_scripts_pattern_over_the_backends_own():
                      atol=1e-3, rtol=1e-3, device="cpu", needs_subprocess=False, timeout=300.0)
     assert script_pattern(info, "the backend's own") == error_pattern(info.signature, "Error Code 10")
     assert script_pattern(replace(info, match=None), "the backend's own") == "the backend's own"
+
+
+def test_a_wrapped_oom_is_an_oom_and_only_a_bare_wrapper_takes_its_causes_words():
+    """Dynamo wraps the compiler's error (inner_exception): an OutOfMemoryError inside is an
+    OOM even where no message says so. A cause's words join the message only behind a pass
+    manager's bare Exception: a RuntimeError raised from another keeps its own words, as
+    repro.py words it, or the signature would never match the script's."""
+    class Wrapped(Exception):
+        def __init__(self, inner: BaseException) -> None:
+            super().__init__("backend compiler failed")
+            self.inner_exception = inner
+
+    v = classify_exception(Wrapped(MemoryError()))
+    assert (v.kind, v.exc_type) == ("oom", "MemoryError")
+    assert classify_exception(Wrapped(ValueError("bad rank"))).kind == "crash"
+    try:
+        raise RuntimeError("converter failed") from ValueError("bad rank")
+    except RuntimeError as e:
+        raised = e
+    assert classify_exception(raised).message == "converter failed"
+    try:
+        raise Exception("An error occurred when running the 'P' pass") from ValueError("bad rank")
+    except Exception as e:
+        bare = e
+    assert classify_exception(bare).message == "An error occurred when running the 'P' pass: ValueError: bad rank"
+
+
+def test_a_number_eager_returns_is_compared_with_a_backends_one_element_tensor():
+    """A backend may return eager's Python number as a one-element tensor: its value is
+    compared, within the tolerance, not its type."""
+    assert compare_outputs([1.0], [torch.tensor(1.0 + 1e-6, dtype=torch.float64)], Tolerance()).kind == "pass"
+    assert compare_outputs([3], [torch.tensor(3)], Tolerance()).kind == "pass"
+    v = compare_outputs([1.0], [torch.tensor(1.5, dtype=torch.float64)], Tolerance())
+    assert (v.kind, v.detail) == ("mismatch", "eager 1.0, backend 1.5")
+
+
+def test_a_node_whose_traceback_torch_gives_as_none_has_no_source_stack():
+    """torch.fx writes `Original traceback:\\nNone` for a node with no stack: the report
+    gives no source lines, not the word None."""
+    from oracles.checks import failing_node
+
+    message = ("boom\n\nWhile executing %sin : [num_users=1] = call_function[target=torch.ops.aten.sin.default]"
+               "(args = (%x,), kwargs = {})\nOriginal traceback:\nNone\nUse tlparse to see full graph.")
+    assert failing_node(message) == {"name": "sin", "target": "aten.sin.default", "stack": ""}
+
+
+def test_a_candidate_eager_itself_cannot_run_is_invalid_not_the_compilers_crash():
+    """Where eager fails on a cut (shapes that cannot be multiplied), the candidate is
+    broken, not the compiler: `invalid`, which no signature takes for the bug, and the
+    backend is never asked."""
+    import torch.fx as fx
+
+    from oracles.backends.eager import EagerBackend
+    from oracles.evaluate import evaluate, evaluate_each
+
+    class Compiled(EagerBackend):
+        asked = 0
+
+        def compile(self, gm, inputs):
+            Compiled.asked += 1
+            return gm
+
+    class Mm(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.mm(a, b)
+
+    gm, inputs = fx.symbolic_trace(Mm()), [torch.randn(2, 3), torch.randn(2, 3)]
+    for v in (evaluate(gm, inputs, Compiled("eager"), Tolerance()), evaluate_each(gm, inputs, Compiled("eager"),
+                                                                                  Tolerance())[0]):
+        assert (v.kind, v.exc_type) == ("invalid", "RuntimeError") and not v.failed
+    assert Compiled.asked == 0
