@@ -266,3 +266,27 @@ def test_onnxruntime_and_xnnpack_snippets_carry_the_settings_the_bug_was_seen_wi
     call = resolve("executorch:xnnpack", {"per_op_mode": "true"}).snippet_call(["x"])
     assert call.setup[0] == ("pte = to_edge_transform_and_lower(torch.export.export(f, (x,)), "
                              "partitioner=[XnnpackPartitioner(per_op_mode=True)]).to_executorch()"), call
+
+
+def test_a_report_of_a_program_that_kept_every_node_says_whether_anything_changed():
+    """One node, 1 -> 1: where a pass tried and took nothing (the made values lost the bug),
+    the program is the user's as it is; where one took a step (the values made, the sizes
+    shrunk) no node was cut, but something was, and the Diagnosis says what. Neither reads
+    "cut it down to 1 call node"."""
+    from dataclasses import replace
+
+    from minimize.emit.report import render_report
+    from oracles.backends import resolve
+    from oracles.verdict import Verdict
+    from tests.helpers import repro_info
+
+    info = replace(repro_info(Verdict("crash", "E", "boom")), original_nodes=1, final_nodes=1, oracle_calls=2)
+    rows = {"check_original": {"calls": 1, "accepted": 0, "removed": 0}}
+    for accepted, said in ((0, "is `model.pt2` as it is (1 call node; 2 oracle calls): there was nothing to cut"),
+                           (1, "is `model.pt2` with no node cut (1 call node; 2 oracle calls): what trtmin changed, "
+                               "the Diagnosis below says")):
+        summary = {"passes": {**rows, "generate_small_values": {"calls": 1, "accepted": accepted, "removed": 0}},
+                   "check_rows": ["check_original"]}
+        report = " ".join(render_report(info, "", resolve("inductor"), summary, input_names=["x"]).split())
+        assert said in report and "cut it down" not in report, (accepted, report)
+        assert "| generate_small_values | 1 |" in report, report  # the pass that ran is in the table either way

@@ -331,9 +331,10 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
     passes = ("| pass | oracle calls | accepted | nodes removed |\n|---|---|---|---|\n" + stat_rows
               if set(ran) - checks else "No pass ran: the original was checked, and there was nothing to cut.")
     every_node = info.original_nodes == info.final_nodes  # only values, sizes or settings may have changed
+    changed = any(s["accepted"] for name, s in ran.items() if name not in checks)  # a pass took a step
     cut = (f"is `{info.source_model}` as it is ({nodes(info.final_nodes)}; {calls(info.oracle_calls)}): there was "
            "nothing to cut"
-           if every_node and not set(ran) - checks else
+           if every_node and not changed else
            f"is `{info.source_model}` with no node cut ({nodes(info.final_nodes)}; {calls(info.oracle_calls)}):\n"
            "what trtmin changed, the Diagnosis below says"
            if every_node else
