@@ -167,6 +167,18 @@ def write_repro(folder: Path, gm: Any, inputs: dict[str, Any], constants: dict[s
     return script
 
 
+def cpu_program(module: Any, *inputs: Any, **options: Any) -> Any:
+    """`module` exported with `inputs` and loaded as trtmin loads a model on --device cpu
+    (minimize/program/inputs.py prepare), as a Program fed those inputs; `options` are
+    Program's (fixed_random)."""
+    import torch
+
+    from minimize.program.inputs import prepare
+    from minimize.program.model import Program
+
+    return Program(prepare(torch.export.export(module, tuple(inputs)), "cpu"), list(inputs), **options)
+
+
 def reduce_with(program: Any, judge: Callable[[Any], Any], passes: Callable[[Any], None] | None = None,
                 jobs: int = 1, settings: dict[str, str] | None = None,
                 check_original: Callable[[Any], None] = lambda v: None,

@@ -42,9 +42,14 @@ def test_size_order_nodes_then_settings_then_values_then_sizes():
     assert not base.size_key() < base.size_key()
 
 
-def test_consider_adopts_only_a_smaller_failing_candidate():
+def _host_program() -> Program:
+    """The tests' 18-node host, decomposed, for a problem run in this process."""
     x = torch.randn(4, 8)
-    program = Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
+    return Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
+
+
+def test_consider_adopts_only_a_smaller_failing_candidate():
+    program = _host_program()
     problem = ReductionProblem(program, lambda cands: [Verdict("crash", "E", "bug") for _ in cands],
                                settings={"a": "1"})
     problem.establish_original()
@@ -59,8 +64,7 @@ def test_consider_adopts_only_a_smaller_failing_candidate():
 def test_under_repeat_a_candidates_verdict_is_a_run_that_failed_not_the_first():
     """--repeat 2 on a flaky compiler: runs [pass, crash]. The candidate's verdict (what the
     screen, the report and localization's failing output read) is the crash."""
-    x = torch.randn(4, 8)
-    program = Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
+    program = _host_program()
     flaky = [Verdict("pass"), Verdict("crash", "E", "bug")]
     problem = ReductionProblem(program, lambda cands: [list(flaky) for _ in cands])
     problem.establish_original()
@@ -82,8 +86,7 @@ def test_a_journal_record_keeps_consecutive_nodes_as_one_run_and_the_static_comp
 def test_a_flaky_original_holds_candidates_to_half_its_failures_rounded_up():
     """--repeat 4: an original failing 3 runs of 4 holds each candidate to 2 (not 1: a
     candidate failing once in four is not the same rate); failing every run, to all 4."""
-    x = torch.randn(4, 8)
-    program = Program(torch.export.export(Host().eval(), (x,)).run_decompositions({}), [x])
+    program = _host_program()
     crash = Verdict("crash", "E", "bug")
     for failing, held in ((3, 2), (1, 1), (4, 4)):
         runs = [crash] * failing + [Verdict("pass")] * (4 - failing)

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from tests.conftest import save_program
-from tests.helpers import run_cli, run_repro
+from tests.helpers import cpu_program, run_cli, run_repro
 
 PLUGIN = Path(__file__).resolve().parent / "plugins" / "partitioned.py"
 
@@ -144,14 +144,10 @@ def test_lowering_toggle_says_whether_the_bug_vanished_or_changed(toggled: str, 
     assert problem.notes["lowering"].endswith(note), problem.notes
 
 
-
 def _host_program():
     """The tests' 18-node host, for a pass run in this process (tests.helpers.reduce_with)."""
-    from minimize.program.inputs import prepare
-    from minimize.program.model import Program
     from tests.conftest import Host
-    x = torch.randn(4, 8)
-    return Program(prepare(torch.export.export(Host().eval(), (x,)), "cpu"), [x])
+    return cpu_program(Host().eval(), torch.randn(4, 8))
 
 
 def test_one_setting_the_bug_does_not_need_is_dropped_from_the_repro_too():

@@ -21,7 +21,7 @@ from minimize.program.model import Program
 from oracles.checks import flatten_outputs
 from oracles.verdict import Verdict
 from tests.conftest import Host
-from tests.helpers import reduce_with
+from tests.helpers import cpu_program, reduce_with
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_a_cut_view_is_fed_contiguous():
             return torch.tanh(q * k)
 
     x = torch.randn(4, 2, 3)
-    prog = Program(prepare(torch.export.export(Unbound(), (x,)), "cpu"), [x])
+    prog = cpu_program(Unbound(), x)
     tanh = next(i for i, n in enumerate(prog.nodes) if "tanh" in str(n.target))
     piece = prog.materialize((tanh - 1, tanh))  # mul and tanh: q and k are cut
     fed = dict(zip(piece.input_names, prog.inputs_for(piece)))
@@ -153,7 +153,7 @@ class Chain(torch.nn.Module):
 @pytest.fixture(scope="module")
 def chain() -> Program:
     x = torch.randn(4, 8)
-    return Program(prepare(torch.export.export(Chain(), (x,)), "cpu"), [x])
+    return cpu_program(Chain(), x)
 
 
 def test_a_right_localization_replaces_the_binary_search_with_two_probes(chain: Program):
@@ -376,7 +376,7 @@ def test_a_worker_keeps_the_source_stacks_a_reexporting_compiler_names_its_node_
     from minimize.search.localize import named_failing_position
     from tests.helpers import worker_in_process
     x = torch.randn(4, 8)
-    program = Program(prepare(torch.export.export(TwoSines(), (x,)), "cpu"), [x])
+    program = cpu_program(TwoSines(), x)
     sines = [i for i, n in enumerate(program.nodes) if "sin" in str(n.target)]
     assert len(sines) == 2
     run = worker_in_process(tmp_path, program, REEXPORTING_PLUGIN, "reexport_then_convert")
@@ -418,7 +418,7 @@ def test_weights_keep_the_models_names_where_a_slice_can_hold_them():
 
     x = torch.randn(2, 4)
     model = Named().eval()
-    program = Program(prepare(torch.export.export(model, (x,)), "cpu"), [x])
+    program = cpu_program(model, x)
     piece = program.materialize(program.all_kept())
     attributes = sorted(piece.attributes.get(n, n) for n in piece.constant_names)
     assert attributes == ["b_graph", "b_lambda", "scale", "seq_0_bias", "seq_0_weight"], attributes
@@ -436,7 +436,7 @@ def test_outputs_are_numbered_as_the_model_returns_them(tmp_path):
     from tests.conftest import plugin, save_program
     from tests.helpers import check_here
     x, y = torch.randn(4, 8), torch.randn(4, 8)
-    program = Program(prepare(torch.export.export(ReturnsOutOfGraphOrder(), (x, y)), "cpu"), [x, y])
+    program = cpu_program(ReturnsOutOfGraphOrder(), x, y)
     targets = [str(program.nodes[i].target) for i in program.outputs_of(program.all_kept())]
     assert targets == ["aten.exp.default", "aten.sin.default", "aten.relu.default"]
     assert program.materialize(program.all_kept()).output_names == [program.nodes[i].name for i in
@@ -495,7 +495,7 @@ def test_an_op_of_several_values_left_without_its_getitems_returns_each(tmp_path
     from tests.helpers import run_repro, write_repro
 
     x = torch.tensor([[1.0, float("nan"), 2.0], [0.0, 3.0, 1.0]])
-    program = Program(prepare(torch.export.export(MaxAndIndex(), (x,)), "cpu"), [x])
+    program = cpu_program(MaxAndIndex(), x)
     [kept] = [i for i, n in enumerate(program.nodes) if n.target is torch.ops.aten.max.dim]
     piece = program.materialize((kept,))
     out = piece.gm(*program.inputs_for(piece))
@@ -550,7 +550,7 @@ def test_whole_blocks_the_bug_does_not_need_go_in_one_step_each():
     block 3 keeps those two blocks whole, and blocks 0 and 2 go, in one accepted step each."""
     from minimize.search.passes.module_blocks import delete_module_blocks
     x = torch.randn(4, 8)
-    program = Program(prepare(torch.export.export(FourBlocks(), (x,)), "cpu"), [x])
+    program = cpu_program(FourBlocks(), x)
     block = {i: program.module_path(i)[0] for i in range(len(program.nodes)) if program.module_path(i)}
     assert sorted(set(block.values())) == [f"blocks.{k}" for k in range(4)], block
     sin = {block[i]: i for i in block if "sin" in str(program.nodes[i].target)}
@@ -571,7 +571,7 @@ def test_a_models_own_input_is_fed_with_the_strides_the_user_gave_it():
             return torch.tanh(x) * 2
 
     x = torch.randn(3, 4).t()
-    prog = Program(prepare(torch.export.export(Tanh(), (x,)), "cpu"), [x])
+    prog = cpu_program(Tanh(), x)
     piece = prog.materialize(prog.all_kept())
     fed = dict(zip(piece.input_names, prog.inputs_for(piece)))
     assert list(fed) == ["x"] and not fed["x"].is_contiguous() and fed["x"].stride() == x.stride()
@@ -587,7 +587,7 @@ def test_a_model_output_that_a_kept_node_reads_is_still_an_output():
     """A candidate returns the model's own outputs it keeps, not only its sinks: sin is
     read by exp, and is still output 0 (a bug in it shows there)."""
     x = torch.randn(4, 8)
-    prog = Program(prepare(torch.export.export(ReturnsAValueItAlsoReads(), (x,)), "cpu"), [x])
+    prog = cpu_program(ReturnsAValueItAlsoReads(), x)
     targets = [str(prog.nodes[i].target) for i in prog.outputs_of(prog.all_kept())]
     assert targets == ["aten.sin.default", "aten.exp.default"]
 
@@ -602,7 +602,7 @@ def test_a_getitem_is_cut_with_the_op_whose_value_it_reads():
     """The canonical form drops a getitem whose op is cut: the two are one candidate (one
     cache entry), and no slice reads an item out of a fed-in tuple."""
     x = torch.randn(4, 8)
-    prog = Program(prepare(torch.export.export(MaxOfDim(), (x,)), "cpu"), [x])
+    prog = cpu_program(MaxOfDim(), x)
     maximum = next(i for i, n in enumerate(prog.nodes) if "max" in str(n.target))
     items = [i for i, n in enumerate(prog.nodes) if "getitem" in str(n.target)]
     assert items
@@ -631,7 +631,7 @@ def test_two_weights_whose_names_read_the_same_keep_exports_names():
 
     x = torch.randn(2, 4)
     model = Clash().eval()
-    program = Program(prepare(torch.export.export(model, (x,)), "cpu"), [x])
+    program = cpu_program(model, x)
     piece = program.materialize(program.all_kept())
     attributes = [piece.attributes.get(n, n) for n in piece.constant_names]
     assert len(set(attributes)) == 2 and "a_b" not in attributes, attributes
@@ -662,7 +662,7 @@ def test_a_mismatch_names_the_node_of_the_output_it_is_on():
     """A mismatch on output 1 of (exp, sin, relu) is sin's: where a reduction looks for
     the bug's node (failing_sink), not the last output's."""
     x, y = torch.randn(4, 8), torch.randn(4, 8)
-    program = Program(prepare(torch.export.export(ReturnsOutOfGraphOrder(), (x, y)), "cpu"), [x, y])
+    program = cpu_program(ReturnsOutOfGraphOrder(), x, y)
     for output, op in enumerate(("exp", "sin", "relu")):
         problem = ReductionProblem(program, lambda cands: [Verdict("mismatch", output=output, max_abs=1.0)
                                                            for _ in cands])

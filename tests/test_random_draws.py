@@ -7,10 +7,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from minimize.program.inputs import prepare
 from minimize.program.model import Program
 from tests.conftest import plugin, save_program
-from tests.helpers import run_cli, run_cli_here
+from tests.helpers import cpu_program, run_cli, run_cli_here
 
 
 class Denoiser(nn.Module):
@@ -31,7 +30,7 @@ class Denoiser(nn.Module):
 def _program(fixed_random: bool) -> Program:
     torch.manual_seed(0)
     x = torch.randn(4, 8)
-    return Program(prepare(torch.export.export(Denoiser().eval(), (x,)), "cpu"), [x], fixed_random=fixed_random)
+    return cpu_program(Denoiser().eval(), x, fixed_random=fixed_random)
 
 
 def test_draws_are_fed_in_for_value_oracles_and_kept_for_the_others():
@@ -135,7 +134,7 @@ def test_uninitialized_memory_is_fed_in_as_draws_are(tmp_path):
     by chance. The allocation's value is eager's, fed in; no bug is left to find."""
     torch.manual_seed(0)
     x = torch.randn(64, 64)
-    program = Program(prepare(torch.export.export(Uninitialized(), (x,)), "cpu"), [x], fixed_random=True)
+    program = cpu_program(Uninitialized(), x, fixed_random=True)
     assert [str(n.target) for n in program.random_draws] == ["aten.empty_like.default"]
     assert not any("empty" in str(n.target) for n in program.nodes)
     model, inputs = save_program(Uninitialized(), (x,), tmp_path)

@@ -14,7 +14,7 @@ from torch import nn
 from minimize.program.inputs import load_inputs
 from oracles.errors import TrtminError
 from tests.conftest import plugin
-from tests.helpers import check_here, run_cli, run_cli_here, run_repro
+from tests.helpers import check_here, cpu_program, run_cli, run_cli_here, run_repro
 from tests.test_bad_inputs import assert_one_line_error
 
 
@@ -276,11 +276,9 @@ class _InputAndNoneFirst(nn.Module):
 def test_a_tuple_output_after_an_input_or_none_is_numbered_as_the_model_returns_it(tmp_path):
     """A trial: (x.sin(), x, None, argmax) with argmax off was "output 1", the slice's
     number (no slice returns x or None); the user's is 3."""
-    from minimize.program.inputs import prepare
-    from minimize.program.model import Program
 
     x = torch.randn(2, 3)
-    program = Program(prepare(torch.export.export(_InputAndNoneFirst(), (x,)), "cpu"), [x])
+    program = cpu_program(_InputAndNoneFirst(), x)
     assert program.output_names == ["", "(the model's output 3)"]
 
 
@@ -292,9 +290,7 @@ class _Nested(nn.Module):
 def test_a_nested_tuples_outputs_are_named_by_their_paths():
     """The review: ((sin, x), cos) named cos "(the model's output 2)", its flat index; the
     model's own is out[1]."""
-    from minimize.program.inputs import prepare
-    from minimize.program.model import Program
 
     x = torch.randn(2, 3)
-    program = Program(prepare(torch.export.export(_Nested(), (x,)), "cpu"), [x])
+    program = cpu_program(_Nested(), x)
     assert program.output_names == ["[0][0]", "[1]"]

@@ -16,7 +16,7 @@ from minimize.search.problem import ReductionProblem
 from minimize.program.model import Program
 from oracles.verdict import Verdict
 from tests.conftest import plugin
-from tests.helpers import reduce_with, run_cli, run_cli_here
+from tests.helpers import cpu_program, reduce_with, run_cli, run_cli_here
 
 
 def test_a_float_tensor_is_made_again_with_its_shape_dtype_and_scale() -> None:
@@ -420,10 +420,9 @@ def test_where_one_value_is_the_bug_the_largest_others_are_made_one_at_a_time() 
     repro_inputs.pt; the smallest stay."""
     from minimize.search.passes.values import ONE_AT_A_TIME, generate_values
     from minimize.search.problem import Rules
-    from minimize.program.inputs import prepare
     sizes = [(8, 8), (8, 9), (8, 10), (8, 11), (8, 12)]  # each too big to write in the script
     args = [torch.randn(s) for s in sizes]
-    program = Program(prepare(torch.export.export(FiveSizes(), tuple(args)), "cpu"), args)
+    program = cpu_program(FiveSizes(), *args)
     problem = ReductionProblem(program, lambda cands: [Verdict("pass") if "a" in dict(c.made)
                                                        else Verdict("crash", "E", "bug") for c in cands],
                                Rules(generate_values=True))
