@@ -312,10 +312,12 @@ def test_real_inductors_lowering_error_names_the_node_too(host_program, tmp_path
     assert named["passes"]["bisect_window"]["calls"] <= 2, named["passes"]  # it probes the prefix ending at sin
 
 
-def test_the_run_alone_allows_for_start_up_and_quotes_what_the_script_printed(tmp_path):
+def test_the_run_alone_allows_for_start_up_and_quotes_what_the_script_printed(tmp_path, monkeypatch):
     """minimize/emit/verify.py: a script's start (an interpreter, torch, the compile) is not
     counted against --timeout, or a slow start reads as a hang; the report quotes the line
-    the script printed, not the runner's reason; --repeat's advice scales with it."""
+    the script printed, not the runner's reason; --repeat's advice scales with it, 10 runs
+    at least. TRTMIN_CHILD in the shell (a run started from inside a script's child) would
+    make repro.py act as its own child: the run alone never passes it on."""
     from minimize.emit.verify import report_line, run_alone
     script = tmp_path / "repro.py"
     script.write_text('import time\ntime.sleep(1.5)\nprint("REPRODUCED: it fails")\nraise SystemExit(1)\n')
@@ -324,6 +326,12 @@ def test_the_run_alone_allows_for_start_up_and_quotes_what_the_script_printed(tm
     alone = run_alone(script, 30.0)
     assert (alone["status"], alone["line"]) == ("SKIPPED", "SKIPPED: no GPU here")
     assert "`trtmin check --repeat 16`" in report_line({"status": "FIXED", "exit": 0, "line": "FIXED: x"}, repeat=4)
+    assert "`trtmin check --repeat 10`" in report_line({"status": "FIXED", "exit": 0, "line": "FIXED: x"}, repeat=2)
+    script.write_text("import os, sys\nprint('SKIPPED: a child' if os.environ.get('TRTMIN_CHILD') else "
+                      "'REPRODUCED: it fails')\nsys.exit(2 if os.environ.get('TRTMIN_CHILD') else 1)\n")
+    monkeypatch.setenv("TRTMIN_CHILD", "1")
+    alone = run_alone(script, 30.0)
+    assert (alone["status"], alone["line"]) == ("REPRODUCED", "REPRODUCED: it fails"), alone
 
 
 def test_a_repro_that_does_not_reproduce_alone_is_said_loudly(host_program, tmp_path):
@@ -509,19 +517,3 @@ def test_a_program_with_nothing_to_cut_is_reported_without_the_cutting_words(tmp
     assert "`x` (64, 48) → (2, 2)" in report, report
     assert "cut no node of model.pt2 (1 call node) in 2 oracle calls" in " ".join(
         (tmp_path / "large" / "out" / "repro.py").read_text().split()), report
-
-
-def test_the_run_alone_drops_the_scripts_child_switch_and_asks_for_ten_runs_at_least(tmp_path, monkeypatch):
-    """TRTMIN_CHILD in the shell (a run started from inside a script's child) would make
-    repro.py act as its own child: the run alone never passes it on. A flaky bug's warning
-    asks for a measurement of 10 runs at least, whatever --repeat was."""
-    from minimize.emit.verify import report_line, run_alone
-
-    script = tmp_path / "repro.py"
-    script.write_text("import os, sys\nprint('SKIPPED: a child' if os.environ.get('TRTMIN_CHILD') else "
-                      "'REPRODUCED: it fails')\nsys.exit(2 if os.environ.get('TRTMIN_CHILD') else 1)\n")
-    monkeypatch.setenv("TRTMIN_CHILD", "1")
-    alone = run_alone(script, 30.0)
-    assert (alone["status"], alone["line"]) == ("REPRODUCED", "REPRODUCED: it fails"), alone
-    said = report_line({"status": "FIXED", "exit": 0, "line": "FIXED: x"}, repeat=2)
-    assert "`trtmin check --repeat 10`" in said, said
