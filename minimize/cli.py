@@ -649,6 +649,9 @@ def repros_run(
         if control != "eager":
             check_compile_on(None)
         check_jobs(jobs, "repros")
+        if device_label is not None and not device_label.strip():  # the GPU's name had been taken in silence
+            raise TrtminError("--device-label is empty: name this machine's column (e.g. --device-label h100-cu130), "
+                              "or leave the option out for the GPU's name")
         try:
             from minimize.progress import RunningRepros  # rich alone
             total = len(find_repros(suite, names or None))  # an unknown name: said here, before any runs

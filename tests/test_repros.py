@@ -1005,8 +1005,9 @@ def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Pa
 def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path: Path, monkeypatch) -> None:
     """A --json file in a folder that is a file was found out after the whole suite ran, as
     a traceback; a mistyped TRTMIN_BACKEND (EAGER) ran the backends and passed for a green
-    control run. Both are refused at once, in one line, with no repro run. A folder that is
-    missing is made, as pytest's --junitxml makes its."""
+    control run; an empty --device-label became the GPU's name. All are refused at once, in
+    one line, with no repro run. A folder that is missing is made, as pytest's --junitxml
+    makes its."""
     from tests.helpers import run_cli_here
     marker = tmp_path / "ran"
     make_repro(tmp_path / "ours", "good", f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n" + exits(1, "REPRODUCED: x"))
@@ -1032,6 +1033,8 @@ def test_a_run_refuses_what_it_could_only_fail_at_after_the_repros_ran(tmp_path:
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--jobs", "100000")
     assert r.returncode == 2 and "--jobs 100000 must be between 1 and" in r.stderr, r.stderr
     marker.unlink()
+    r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"), "--device-label", " ")
+    assert r.returncode == 2 and "--device-label is empty" in r.stderr, r.stderr  # not the GPU's name, in silence
     monkeypatch.setenv("TRTMIN_BACKEND", "EAGER")
     r = run_cli_here("repros", "run", "--suite", str(tmp_path / "ours"))
     assert r.returncode == 2 and "TRTMIN_BACKEND='EAGER': the control run takes eager alone" in r.stderr, r.stderr
