@@ -1,5 +1,6 @@
 """The searches of minimize/search/searches.py: exact answers, their probe counts, and speculation
-that only ever proposes probes the sequential search can ask for."""
+that only ever proposes probes the sequential search can ask for; and the scheduler's loop of
+passes to a fixed point."""
 
 from __future__ import annotations
 
@@ -114,3 +115,38 @@ def test_speculation_follows_the_expected_answers_first() -> None:
 def test_speculation_of_a_finished_search_is_empty() -> None:
     known = {x: x >= 1 for x in range(1, 9)}
     assert speculative_probes(search_walk(lambda: binary_first_true(1, 8), known.get), 4) == []
+
+
+def test_the_tiers_run_again_after_the_proof_cuts_a_node(monkeypatch) -> None:
+    """The scheduler (minimize/search/scheduler.py): where the tiers cut nothing more,
+    prove_one_minimal tries every one-node cut; a node it cuts can free others for the
+    tiers, so they run again, and the loop ends where neither cuts anything."""
+    from types import SimpleNamespace
+
+    from minimize.search import scheduler
+    from minimize.search.problem import Counters
+
+    problem = SimpleNamespace(current=SimpleNamespace(nodes=frozenset("abc")), pass_stats={}, counters=Counters(),
+                              current_pass="")
+    ran: list[str] = []
+
+    def cut(node: str) -> None:
+        problem.current = SimpleNamespace(nodes=problem.current.nodes - {node})
+
+    def tier(p) -> None:  # b can go only once a has: the tiers' cuts are coarser than one node
+        ran.append("tier")
+        if "a" not in p.current.nodes and "b" in p.current.nodes:
+            cut("b")
+
+    def proof(p) -> None:
+        ran.append("proof")
+        if "a" in p.current.nodes:
+            cut("a")
+
+    monkeypatch.setattr(scheduler, "TIERS", [("tier", tier)])
+    monkeypatch.setattr(scheduler, "PROOF", ("proof", proof))
+    monkeypatch.setattr(scheduler, "FINISHERS", [])
+    scheduler.reduce_to_fixpoint(problem)
+    assert problem.current.nodes == {"c"}
+    assert ran == ["tier", "proof", "tier", "tier", "proof"]  # cut nothing, a; b; nothing, nothing: done
+    assert (problem.pass_stats["proof"].removed, problem.pass_stats["tier"].removed) == (1, 1)
