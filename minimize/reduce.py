@@ -200,8 +200,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     found = problem.current
     needed_settings, generated, sizes = found.settings, dict(found.made), dict(found.sizes or ())
     replaced = {name: make(expr).to(opts.device) for name, expr in generated.items()}
-    values = {**session.program.values, **replaced}  # what the final verdict ran on
     final = session.program.materialize(found.nodes, replaced=replaced, sizes=sizes)
+    values = session.program.values_as_fed(final, replaced)  # what the final verdict ran on
     reads = {session.program.nodes[i].name for i in found.nodes} | set(final.input_names)
     if not any(n.name in reads for n in session.program.random_draws):
         problem.notes.pop("random_draws", None)  # the original's: the program left neither draws nor reads a draw

@@ -563,9 +563,17 @@ def test_whole_blocks_the_bug_does_not_need_go_in_one_step_each():
     assert problem.counters.accepted == 2
 
 
-def test_a_models_own_input_is_fed_with_the_strides_the_user_gave_it():
-    """Only cut values are fed contiguous: the model's own input keeps the layout the
-    user passed (a transposed tensor stays transposed), since a bug may need those strides."""
+def test_a_models_own_input_is_fed_with_the_strides_the_user_gave_it(tmp_path):
+    """Only cut values are fed row-major: the model's own input keeps the layout the user
+    passed (a transposed tensor stays transposed), since a bug may need those strides; and
+    repro.py feeds it so. Its 12 values had gone inline, as a row-major literal: a
+    channels_last input's bug, reduced, said FIXED alone."""
+    import runpy
+
+    from oracles.backends import BUILTIN
+    from oracles.verdict import Verdict
+    from tests.helpers import write_repro
+
     class Tanh(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.tanh(x) * 2
@@ -575,6 +583,31 @@ def test_a_models_own_input_is_fed_with_the_strides_the_user_gave_it():
     piece = prog.materialize(prog.all_kept())
     fed = dict(zip(piece.input_names, prog.inputs_for(piece)))
     assert list(fed) == ["x"] and not fed["x"].is_contiguous() and fed["x"].stride() == x.stride()
+    script = write_repro(tmp_path, piece.gm, fed, {}, Verdict("mismatch", output=0, max_abs=1.0),
+                         BUILTIN["inductor"]("inductor", {}))
+    [made] = runpy.run_path(str(tmp_path / "repro.py"))["make_inputs"]()
+    assert made.stride() == x.stride() and torch.equal(made, x), made.stride()
+    assert "# x (strides (1, 4): the layout it was given)" in script, script
+
+
+class FirstColumnOfNonzero(torch.nn.Module):
+    def forward(self, mask: torch.Tensor) -> torch.Tensor:
+        return mask.nonzero()[:, 0] + 1
+
+
+def test_a_cut_value_is_fed_with_the_strides_a_new_tensor_has():
+    """nonzero's (3, 1) value has strides (1, 3), which is_contiguous() accepts: fed as it
+    was to a cut that keeps its select, ExecuTorch failed on the dim order they spell
+    ("input tensors have different dim orders"), a crash of the cut alone that repro.py,
+    which writes the value as a new tensor, then could not show (FIXED alone). Fed as a
+    new tensor is made, the cut runs, and the reduction keeps nonzero, the real bug's op."""
+    prog = cpu_program(FirstColumnOfNonzero(), torch.tensor([True, False, True, True]))
+    [nonzero] = [n.name for n in prog.nodes if n.target is torch.ops.aten.nonzero.default]
+    assert prog.values[nonzero].stride() == (1, 3) and prog.values[nonzero].is_contiguous()  # eager's
+    piece = prog.materialize(tuple(i for i, n in enumerate(prog.nodes) if n.name != nonzero))
+    fed = dict(zip(piece.input_names, prog.inputs_for(piece)))
+    assert fed[nonzero].stride() == (1, 1) and torch.equal(fed[nonzero], prog.values[nonzero])
+    assert prog.values_as_fed(piece)[nonzero].stride() == (1, 1)  # what repro.py is written with
 
 
 class ReturnsAValueItAlsoReads(torch.nn.Module):

@@ -409,6 +409,15 @@ def test_weights_that_go_to_the_file_are_read_from_it():
     assert set(big) == {"w"} and "tensors = torch.load(" in init, init
 
 
+def test_a_value_that_is_a_view_goes_to_the_file_without_the_rest_of_its_storage():
+    """torch.save writes a view's whole storage: a row of a (64, 4096) value, as a cut
+    value or a user's input, made repro_inputs.pt 64 times its size."""
+    from minimize.emit.script import tensors_source
+    row = torch.randn(64, 4096)[1]
+    _, _, big = tensors_source({"row": row}, {})
+    assert big["row"].untyped_storage().nbytes() == row.nbytes and torch.equal(big["row"], row)
+
+
 class FiveSizes(torch.nn.Module):
     def forward(self, a, b, c, d, e):
         return a.sum() + b.sum() + c.sum() + d.sum() + e.sum()

@@ -18,6 +18,7 @@ import torch.fx as fx
 
 import minimize
 from minimize.program.candidate import INLINE_MAX_ELEMENTS
+from minimize.program.inputs import is_row_major
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.checks import shortest
@@ -145,14 +146,18 @@ def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
                        big: dict[str, torch.Tensor]) -> dict[str, str]:
     """The expression that makes each value in repro.py: generated ones as the expression
     (minimize/search/passes/values.py), small ones inline, the other large ones read from
-    `tensors`, the file beside the script (added to `big`)."""
+    `tensors`, the file beside the script (added to `big`). A tensor of other strides than
+    a new one's (a user's channels_last input, its weights) goes to the file too, which
+    keeps them (a literal is row-major): the workers ran on that layout."""
     made = generated or {}
 
     def value(name: str, v: Any) -> str:
         if name in made:
             return made[name]
-        if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex()):
-            big[name] = v.detach().cpu().contiguous()
+        if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex() or not is_row_major(v)):
+            v = v.detach().cpu()  # a copy where the layout is another or the storage is larger (a view: torch.save
+            whole = v.untyped_storage().nbytes() == v.numel() * v.element_size()  # writes all its storage)
+            big[name] = v if is_row_major(v) and whole else v.clone()  # clone keeps a dense layout
             return f"tensors[{name!r}]"
         return _literal(v)
     return {name: value(name, v) for name, v in values.items()}
@@ -175,12 +180,14 @@ def tensors_source(inputs: dict[str, Any], constants: dict[str, Any],
     if not input_exprs:
         return init, "def make_inputs():\n    return []\n", big
     file_line = f"    tensors = {load}\n" if any(n in big for n in inputs) else ""
-    one_line = f"    return [{', '.join(input_exprs.values())}]  # {', '.join(input_exprs)}"
+    labels = [n + (f" (strides {tuple(v.stride())}: the layout it was given)"  # the file keeps it
+                   if isinstance(v, torch.Tensor) and not is_row_major(v) else "") for n, v in inputs.items()]
+    one_line = f"    return [{', '.join(input_exprs.values())}]  # {', '.join(labels)}"
     # else one input a line, each named, aligned under the first (no lines of brackets alone)
     lead, last = "    return [", len(input_exprs) - 1
     body = one_line if len(one_line) <= 110 else "\n".join(
-        f"{lead if i == 0 else ' ' * len(lead)}{e}{']' if i == last else ','}  # {n}"
-        for i, (n, e) in enumerate(input_exprs.items()))
+        f"{lead if i == 0 else ' ' * len(lead)}{e}{']' if i == last else ','}  # {label}"
+        for i, (e, label) in enumerate(zip(input_exprs.values(), labels)))
     return init, "def make_inputs():\n" + file_line + body + "\n", big
 
 

@@ -7,7 +7,7 @@ import json
 import re
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 from torch.export import ExportedProgram
@@ -44,6 +44,27 @@ def tensor_bytes(t: torch.Tensor) -> memoryview | None:
         return memoryview(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
     except (RuntimeError, TypeError):
         return None
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides torch gives a new tensor of `shape` (torch.empty, torch.tensor)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def is_row_major(t: torch.Tensor) -> bool:
+    """Whether `t` has the strides a new tensor of its shape has. Stricter than
+    is_contiguous(), which ignores a size-1 dim's stride: torch.nonzero's (3, 1) result has
+    strides (1, 3), and ExecuTorch reads a dim order from them."""
+    return t.layout != torch.strided or tuple(t.stride()) == row_major_strides(t.shape)
+
+
+def row_major(t: torch.Tensor) -> torch.Tensor:
+    """`t`, or a copy of it with row-major strides (is_row_major)."""
+    return t if is_row_major(t) else t.clone(memory_format=torch.contiguous_format)
 
 
 def values_digest(values: list[Any]) -> str:

@@ -27,7 +27,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from minimize.program.fast_load import fast_schema_decoding
-from minimize.program.inputs import tensor_bytes
+from minimize.program.inputs import row_major, tensor_bytes
 from minimize.program.libraries import unresolved_op
 from minimize.program.peek import check_model_file
 from oracles.checks import flatten_outputs
@@ -435,15 +435,22 @@ class Program:
         return [self.index[name] for name in output_names for _ in flatten_outputs(self.values[name])]
 
     def inputs_for(self, s: Slice, replaced: Mapping[str, Any] | None = None) -> list[Any]:
-        """The slice's input values. A cut value that is a view (unbind, permute) is fed as
-        the contiguous copy repro.py feeds (it saves or makes every value so), and not with
-        its strides, which Torch-TensorRT refuses outright ("Tensor does not have a
-        supported memory format"): a crash that is not the bug, once per such cut. The
-        model's own inputs stay as the user gave them."""
+        """The slice's input values. A cut value is fed with row-major strides, as repro.py
+        makes it, not with the strides eager gave it: Torch-TensorRT refuses a view's
+        outright ("Tensor does not have a supported memory format"), ExecuTorch fails on
+        nonzero's (3, 1) of strides (1, 3) ("different dim orders"), each a crash that is
+        not the bug and that repro.py cannot show. The model's own inputs stay as the user
+        gave them, layout too (repro.py keeps it: a channels_last input may be the bug)."""
         own = self._placeholder_names
         values = [(replaced or {}).get(name, self.values[name]) for name in s.input_names]
-        return [v.contiguous() if name not in own and isinstance(v, torch.Tensor) and v.layout == torch.strided
-                else v for name, v in zip(s.input_names, values)]
+        return [row_major(v) if name not in own and isinstance(v, torch.Tensor) else v
+                for name, v in zip(s.input_names, values)]
+
+    def values_as_fed(self, s: Slice, replaced: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Every value by node name as the slice's run saw it, for repro.py to write: the
+        `replaced` ones in place of the program's, and the slice's inputs as inputs_for feeds
+        them (a cut value row-major, not with eager's strides)."""
+        return {**self.values, **(replaced or {}), **dict(zip(s.input_names, self.inputs_for(s, replaced)))}
 
     def module_path(self, i: int) -> tuple[str, ...]:
         """The nn.Module nesting of node i (outermost first), for coarse passes."""
