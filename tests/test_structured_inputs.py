@@ -149,6 +149,22 @@ def test_a_dict_of_the_programs_input_names_holds_them_by_name(tmp_path):
         check_inputs_early(path, tmp_path / "short.pt")
 
 
+def test_a_dict_of_forwards_parameter_names_holds_the_arguments(policy, tmp_path):
+    """{"batch": batch, "noise": noise} for forward(batch, *, noise): the arguments by their
+    parameter names, as a call passes them by keyword. It was refused ("holds a dict of 2
+    ('batch', 'noise') but the program takes 3 inputs"). The early (torch-free) check reads
+    it alike: a wrong shape inside is said there."""
+    from minimize.program.peek import check_inputs_early
+    path, batch, noise = policy
+    got = _load(path, {"noise": noise, "batch": batch}, tmp_path)
+    want = [batch["observation.state"], batch["observation.image"], noise]
+    assert len(got) == 3 and all(map(torch.equal, got, want))
+    wide = dict(batch, **{"observation.image": torch.zeros(2, 16, 8, 3, dtype=torch.uint8)})
+    torch.save({"batch": wide, "noise": noise}, tmp_path / "wide.pt")
+    with pytest.raises(TrtminError, match=r"in .*wide.pt has shape \(2, 16, 8, 3\), the program expects \(2, 8, 8, 3\)"):
+        check_inputs_early(path, tmp_path / "wide.pt")
+
+
 def test_a_wrong_shape_in_a_batch_is_named_by_the_users_key(policy, tmp_path):
     """An input of another shape inside a batch dict is named as the user wrote it
     (args[0]['observation.image']), not by the program's flat name (batch_observation_image),

@@ -229,7 +229,9 @@ def _flatten_like_export(loaded: Any, ep: ExportedProgram, names: list[str]) -> 
     """The user inputs in the file, in the program's order, or None where it holds none of
     the forms (minimize/program/peek.py flatten_like_export, with the program's input spec)."""
     spec = getattr(ep.call_spec, "in_spec", None)
-    return flatten_like_export(loaded, len(names), spec and spec.flatten_up_to, torch.Tensor, names)
+    root = next((m for m in ep.module_call_graph if m.fqn == ""), None)
+    arg_names = getattr(root.signature, "forward_arg_names", None) if root and root.signature else None
+    return flatten_like_export(loaded, len(names), spec and spec.flatten_up_to, torch.Tensor, names, arg_names or ())
 
 
 def has_mutations(ep: ExportedProgram) -> bool:

@@ -81,6 +81,15 @@ def program_inputs(pt2: Path, graph_module: dict[str, Any] | None = None) -> lis
         return None
 
 
+def program_arg_names(graph_module: dict[str, Any]) -> list[str]:
+    """forward's parameter names, as torch.export serialized them (forward_arg_names), or []."""
+    try:
+        call = next(m for m in graph_module["module_call_graph"] if m["fqn"] == "")
+        return [str(n) for n in call["signature"].get("forward_arg_names") or ()]
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return []
+
+
 def program_call_spec(graph_module: dict[str, Any]) -> dict[str, Any] | None:
     """How the program's call arguments (args, kwargs) flatten to its inputs: the pytree
     TreeSpec torch.export serialized as JSON (format 1), or None."""
@@ -124,13 +133,15 @@ def _flatten_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
 
 
 def flatten_like_export(loaded: Any, count: int, flatten: Callable[[tuple[Any, Any]], list[Any]] | None,
-                        leaf: type, names: Sequence[str] = ()) -> list[Any] | None:
+                        leaf: type, names: Sequence[str] = (), arg_names: Sequence[str] = ()) -> list[Any] | None:
     """The user inputs an inputs file holds, in the program's order, or None where it holds
     none of the forms: the inputs flat (what earlier versions asked for), or the call's
     arguments, which `flatten` (the program's input spec, flatten_up_to on (args, kwargs))
     flattens. `leaf`: a lone value of that type stands for the tuple of it. Shared by the
     full check (torch's spec, torch.Tensor) and the early one (the serialized spec, TensorShape).
-    `names`: the program's inputs; a dict of exactly those, of values, holds them by name."""
+    `names`: the program's inputs; a dict of exactly those, of values, holds them by name.
+    `arg_names`: forward's parameters (forward_arg_names); a dict of exactly those holds the
+    arguments by name, as a call would pass them ({"batch": batch} for forward(batch))."""
     if isinstance(loaded, leaf):
         loaded = (loaded,)
     if isinstance(loaded, dict) and names and set(loaded) == set(names) and not any(map(is_container,
@@ -147,6 +158,9 @@ def flatten_like_export(loaded: Any, count: int, flatten: Callable[[tuple[Any, A
         calls.append((tuple(loaded), {}))
     elif isinstance(loaded, dict):
         calls += [((), loaded), ((loaded,), {})]  # the kwargs, or the one argument (a batch dict)
+        if arg_names and set(loaded) == set(arg_names):  # by parameter name: the first k positional, the rest kwargs
+            calls += [(tuple(loaded[n] for n in arg_names[:k]), {n: loaded[n] for n in arg_names[k:]})
+                      for k in range(len(arg_names), -1, -1)]
     for call in calls:
         try:
             leaves = flatten(call)
@@ -390,7 +404,7 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
     if flat is None:  # a nested form (a batch dict, (args, kwargs) with containers): as the call spec flattens it
         try:
             flat = flatten_like_export(loaded, len(wanted), spec and (lambda call: _flatten_up_to(spec, call)),
-                                       TensorShape, names if named else ())
+                                       TensorShape, names if named else (), program_arg_names(graph_module))
         except _Unknown:
             return
         if flat is None:
