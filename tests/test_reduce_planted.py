@@ -327,6 +327,8 @@ def test_the_run_alone_allows_for_start_up_and_quotes_what_the_script_printed(tm
     assert (alone["status"], alone["line"]) == ("SKIPPED", "SKIPPED: no GPU here")
     assert "`trtmin check --repeat 16`" in report_line({"status": "FIXED", "exit": 0, "line": "FIXED: x"}, repeat=4)
     assert "`trtmin check --repeat 10`" in report_line({"status": "FIXED", "exit": 0, "line": "FIXED: x"}, repeat=2)
+    assert "else repro.py does not run what the workers ran, which is trtmin's bug" in report_line(  # not the user's
+        {"status": "FIXED", "exit": 0, "line": "FIXED: x"})
     script.write_text("import os, sys\nprint('SKIPPED: a child' if os.environ.get('TRTMIN_CHILD') else "
                       "'REPRODUCED: it fails')\nsys.exit(2 if os.environ.get('TRTMIN_CHILD') else 1)\n")
     monkeypatch.setenv("TRTMIN_CHILD", "1")

@@ -54,4 +54,5 @@ def report_line(alone: dict[str, Any], repeat: int = 1) -> str:
              f"{max(10, 4 * repeat)}`")
     return (f"WARNING: run alone after the reduction, `python repro.py`{where} ended {alone['status']} (exit "
             f"{alone['exit']}) and printed {said}. The reduction's verdicts came from trtmin's workers: if the "
-            f"compiler fails only sometimes, {flaky}; if the script cannot run here, see its message.")
+            f"compiler fails only sometimes, {flaky}; if the script cannot run here, see its message; else "
+            f"repro.py does not run what the workers ran, which is trtmin's bug: please report it, with this folder.")
