@@ -161,6 +161,17 @@ def test_a_run_without_settings_asks_nothing_of_torch_tensorrt(monkeypatch) -> N
         TorchTensorRTBackend("torch_tensorrt", {"min_block_size": "2"})
 
 
+def test_an_emitted_script_takes_only_the_settings_its_backend_takes() -> None:
+    """--emit for another backend: of the reduced backend's --set settings, those the other
+    also takes go with it, and the rest stay with the backend they were for (a TensorRT flag
+    in an ONNX Runtime session would be refused)."""
+    from minimize.emit.outputs import settings_for
+    settings = {"graph_optimization_level": "basic", "fp16": "true", "max_autotune": "true"}
+    assert settings_for("onnxruntime", settings) == {"graph_optimization_level": "basic"}
+    assert settings_for("tensorrt", settings) == {"fp16": "true"}
+    assert settings_for("inductor", settings) == {"max_autotune": "true"}
+
+
 def test_setting_values_parsed() -> None:
     parsed = parse_settings({
         "min_block_size": "3", "enable_autocast": "true", "autocast_low_precision_type": "fp16",

@@ -809,6 +809,35 @@ def test_a_setting_the_plugin_function_does_not_take_is_refused(host_program, tm
                           "no keyword argument 'x'")
 
 
+def test_a_plugins_settings_reach_it_as_the_values_they_spell(tmp_path):
+    """--set KEY=VALUE reaches a plugin as a keyword argument: true/false as booleans, an
+    integer as an int (a level a plugin counts with), other numbers as floats, the rest as
+    text; a function with **kwargs takes any, one without names the settings it takes."""
+    from oracles.backends.plugin import PluginBackend, parse_setting
+    from oracles.errors import TrtminError
+    values = [parse_setting(v) for v in ("true", "False", "3", "-2", "0.5", "1e-3", "fast")]
+    assert values == [True, False, 3, -2, 0.5, 0.001, "fast"]
+    assert [type(v) for v in values] == [bool, bool, int, int, float, float, str]
+    path = tmp_path / "my_compiler.py"
+    path.write_text("def loose(gm, example_inputs, **options):\n    return gm\n\n\n"
+                    "def strict(gm, example_inputs, *, level=0):\n    return gm\n")
+    PluginBackend(f"{path}:loose", {"anything": "1"}).validate()
+    PluginBackend(f"{path}:strict", {"level": "2"}).validate()
+    with pytest.raises(TrtminError, match=r"has no keyword argument 'anything' \(it takes level\)"):
+        PluginBackend(f"{path}:strict", {"anything": "1"}).validate()
+
+
+def test_a_plugins_settings_reach_its_partitions_too(tmp_path):
+    """partitions(gm, example_inputs, **settings) names the engines the compile with those
+    settings builds (a min_block_size changes them): it gets the same --set values."""
+    from oracles.backends.plugin import PluginBackend
+    path = tmp_path / "engines.py"
+    path.write_text("def compile(gm, example_inputs, min_block_size=3):\n    return gm\n\n\n"
+                    "def partitions(gm, example_inputs, min_block_size=3):\n    return [['block of', min_block_size]]\n")
+    assert PluginBackend(f"{path}:compile", {"min_block_size": "1"}).partitions(None, []) == [["block of", 1]]
+    assert PluginBackend(f"{path}:compile").partitions(None, []) == [["block of", 3]]
+
+
 def test_a_run_with_nothing_to_reduce_leaves_the_folder_free(host_program, tmp_path):
     """The original does not fail the oracle: the corrected command, into the same --out,
     must not be refused as 'holds another run' (its journal held one verdict, a pass)."""

@@ -439,3 +439,50 @@ def test_a_one_op_control_that_hangs_says_nothing_and_is_ended(host_program):
     left = subprocess.run(["pgrep", "-f", "sleep 37.5|crash_on_sin_hang_otherwise"], capture_output=True,
                           text=True).stdout.split()
     assert not left, left
+
+
+def test_a_commands_outputs_are_this_calls_and_may_be_one_tensor(tmp_path):
+    """{outputs} read after the command: a lone tensor saved there is the one output, and a
+    run that writes none is the command's mistake, not the answer an earlier call left."""
+    import torch
+
+    from oracles.backends.command import CommandFailed, run_command
+
+    class _Doubled(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    x = torch.randn(3)
+    saves = [sys.executable, "-c", "import sys, torch; torch.save(torch.full((3,), 7.0), sys.argv[1])", "{outputs}"]
+    got = run_command(saves, _Doubled(), [x], tmp_path)
+    assert len(got) == 1 and torch.equal(got[0], torch.full((3,), 7.0)), got
+    writes_none = [sys.executable, "-c", "import sys", "{outputs}"]
+    with pytest.raises(CommandFailed, match=r"^exit 0 without writing \{outputs\}"):
+        run_command(writes_none, _Doubled(), [x], tmp_path)  # in the folder the call before wrote to
+
+
+def test_the_shared_command_names_each_path_by_its_last_name():
+    """An issue's title and report.md show the command without this machine's folders: a
+    path by its last name, an option's value too, a folder's with or without its slash."""
+    from oracles.backends.command import CommandBackend
+    backend = CommandBackend("cmd:python /home/me/run.py --out=/home/me/o/ --cache=/home/me/c {model} /")
+    assert backend.describe_shared() == "cmd:python run.py --out=o --cache=c {model} /"
+    assert "/home/me/o/" in backend.describe()  # trtmin's own screen shows it whole
+
+
+def test_a_command_without_outputs_is_refused_for_either_value_oracle():
+    from oracles.backends.command import CommandBackend
+    bare, writes = CommandBackend("cmd:python run.py {model}"), CommandBackend("cmd:python run.py {model} {outputs}")
+    for oracle in ("mismatch", "nan"):
+        said = bare.oracle_problem(oracle)
+        assert said and said.startswith(f"--oracle {oracle} compares the program's outputs"), said
+        assert writes.oracle_problem(oracle) is None
+    assert bare.oracle_problem("crash") is None and bare.oracle_problem("hang") is None
+
+
+def test_a_failed_commands_words_are_its_exit_or_signal_and_last_line():
+    from oracles.backends.command import command_failure
+    said = command_failure(3, "loading\n", "warming up\nerror: no kernel for sin\n\n")
+    assert said.splitlines()[0] == "exit 3: error: no kernel for sin"  # stderr's last line, over stdout's
+    assert command_failure(1, "only stdout\n", "").splitlines()[0] == "exit 1: only stdout"
+    assert command_failure(-11, "", "").splitlines()[0] == "killed by SIGSEGV: (it printed nothing)"

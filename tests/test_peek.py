@@ -139,3 +139,69 @@ def test_what_it_cannot_read_is_left_to_the_full_check(tmp_path):
     not_a_zip = tmp_path / "legacy.pt"
     not_a_zip.write_bytes(b"\x80\x02}q\x00.")
     check_inputs_early(MODEL, not_a_zip)
+
+
+class _EveryDtype(torch.nn.Module):
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return sum(x.float().sum() for x in xs)
+
+
+def test_each_dtype_reads_early_as_torch_names_it(tmp_path):
+    """The .pt2's dtype numbers and torch.save's storage names, read without torch, name the
+    dtype torch does (float16 and bfloat16 apart): else a right input is refused early."""
+    dtypes = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.uint8, torch.int8, torch.int16,
+              torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128]
+    xs = tuple(torch.zeros(2, 3, dtype=d) for d in dtypes)
+    model, inputs = tmp_path / "model.pt2", tmp_path / "inputs.pt"
+    torch.export.save(torch.export.export(_EveryDtype(), xs), str(model))
+    torch.save(xs, inputs)
+    names = [str(d).removeprefix("torch.") for d in dtypes]
+    assert [s.dtype for _, s in program_inputs(model)] == names
+    assert [s.dtype for s in saved_inputs(inputs)] == names
+    check_inputs_early(model, inputs)  # the program's own inputs: no refusal
+    torch.save(tuple(x.half() if x.dtype == torch.bfloat16 else x for x in xs), inputs)
+    with pytest.raises(TrtminError, match=r"is torch.float16, the program expects torch.bfloat16"):
+        check_inputs_early(model, inputs)
+
+
+class _Scaled(torch.nn.Module):
+    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        return x * scale
+
+
+def test_args_and_kwargs_are_taken_early_as_the_full_check_takes_them(tmp_path):
+    """(args, kwargs) with a tensor in kwargs, as torch.export.export(m, args, kwargs) took
+    them: no early refusal, and the full check reads both."""
+    x, scale = torch.randn(2, 3), torch.randn(3)
+    ep = torch.export.export(_Scaled(), (x,), {"scale": scale})
+    model, inputs = tmp_path / "model.pt2", tmp_path / "inputs.pt"
+    torch.export.save(ep, str(model))
+    torch.save(((x,), {"scale": scale}), inputs)
+    check_inputs_early(model, inputs)
+    assert [tuple(t.shape) for t in load_inputs(inputs, torch.export.load(str(model)))] == [(2, 3), (3,)]
+    torch.save(((x,), {"scale": torch.randn(4)}), inputs)  # and its shape is checked there
+    with pytest.raises(TrtminError) as early:
+        check_inputs_early(model, inputs)
+    assert "has shape (4,), the program expects (3,)" in str(early.value)
+    assert str(early.value) == str(pytest.raises(TrtminError, load_inputs, inputs, torch.export.load(str(model))).value)
+
+
+class _Widened(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.float() * 2
+
+
+def test_a_dtype_the_early_reader_does_not_know_is_left_to_the_full_check(tmp_path):
+    """A float8 input has no name in the .pt2's dtype table here: a float32 given for it is
+    not refused early as "expects torch.None", but in the full check's words, which name it."""
+    model, path = tmp_path / "model.pt2", tmp_path / "inputs.pt"
+    ep = torch.export.export(_Widened(), (torch.zeros(4, 4).to(torch.float8_e4m3fn),))
+    torch.export.save(ep, str(model))
+    torch.save((torch.zeros(4, 4),), path)
+    with pytest.raises(TrtminError) as full:
+        load_inputs(path, torch.export.load(str(model)))
+    assert "the program expects torch.float8_e4m3fn" in str(full.value)
+    try:
+        check_inputs_early(model, path)
+    except TrtminError as early:
+        assert str(early) == str(full.value)

@@ -175,6 +175,42 @@ def test_a_job_may_ask_for_less_time_than_the_pools():
     assert isinstance(after, float) and time.monotonic() - start < 25
 
 
+def test_a_job_may_not_ask_for_more_time_than_the_pools():
+    """A job's "timeout_s" only shortens the pool's --timeout, never lengthens it."""
+    pool = WorkerPool(WorkerConfig(setup="tests.test_pool:sleepy_runner", setup_kwargs={}, timeout_s=1.0), 1, [{}])
+    try:
+        start = time.monotonic()
+        hung, = pool.run([{"sleep": 30, "timeout_s": 20.0}])
+    finally:
+        pool.close()
+    assert hung["kind"] == "hang" and "the 1 s timeout" in hung["message"], hung
+    assert time.monotonic() - start < 15
+
+
+def test_a_deaths_site_is_the_workers_own_last_stack_in_its_log() -> None:
+    """A compiler's child process that shares the worker's stderr (a compile worker of its
+    own) may crash first and write its stack to the log: the worker's death is the last."""
+    from oracles.worker import death_site
+
+    child = ('Fatal Python error: Segmentation fault\n\nCurrent thread 0x1 (most recent call first):\n'
+             '  File "/home/me/child.py", line 3 in compile_kernel\n  File "/home/me/child.py", line 9 in main\n')
+    worker = ('Fatal Python error: Aborted\n\nCurrent thread 0x2 (most recent call first):\n'
+              '  File "/home/me/compiler.py", line 7 in build\n  File "/home/me/plugin.py", line 2 in backend\n')
+    assert death_site(child + "compile worker 3 died\n" + worker) == "build (called from backend)"
+    assert death_site("no stack here\n") == ""
+
+
+def test_a_worker_that_exits_is_no_signal() -> None:
+    """A death by a signal is named by it (and its site); a compiler that ends the process
+    with an exit code (os._exit in a native library) died otherwise, and is said so."""
+    from oracles.worker import death_verdict
+
+    segv = death_verdict("killed by SIGSEGV", "tail", "build (called from backend)")
+    assert (segv["exc_type"], segv["message"]) == ("Signal", "SIGSEGV in build (called from backend)")
+    exited = death_verdict("exited with code 3", "tail", "build (called from backend)")
+    assert (exited["exc_type"], exited["message"]) == ("ProcessExit", "exited with code 3")
+
+
 def test_while_waiting_runs_once_while_the_first_jobs_are_out():
     pool = _pool(2, [{}, {}], setup="sleepy_runner")
     calls = []
@@ -201,6 +237,11 @@ def test_a_hangs_site_is_the_innermost_frame_outside_pythons_own_library() -> No
         f'  File "{STDLIB}/site-packages/x.py", line 9 in run'])
     assert stack_site(frames, past_stdlib=True) == "compile_in_thread (called from backend)"
     assert stack_site(frames) == "_wait_for_tstate_lock (called from join)"
+    installed = "\n".join([  # a system Python's packages sit under its library: a compiler, not Python's own
+        f'  File "{STDLIB}/threading.py", line 1095 in join',
+        f'  File "{STDLIB}/site-packages/compiler/build.py", line 40 in build_engine',
+        '  File "/home/me/plugin.py", line 9 in backend'])
+    assert stack_site(installed, past_stdlib=True) == "build_engine (called from backend)"
     only_stdlib = f'  File "{STDLIB}/selectors.py", line 415 in select\n'
     assert stack_site(only_stdlib, past_stdlib=True) == "select"  # nothing else: what there is
 

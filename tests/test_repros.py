@@ -930,6 +930,29 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
         "executorch", "cmd", "plugin", "plugin"]
 
 
+def test_a_crash_is_matched_by_the_first_error_the_compiler_logged(tmp_path: Path) -> None:
+    """Behind a bare error code, the compiler's first logged error is the cause (summary.json's
+    native_errors, first the cause): what it logged after may differ between two reductions
+    of one bug, and another first error is another bug."""
+    from repros.match import known_bugs
+
+    def reduction(folder: Path, native: list[str]) -> Path:
+        folder.mkdir(parents=True)
+        (folder / "repro.py").write_text("class Repro:\n    def forward(self, x):\n"
+                                         "        x = torch.ops.aten.sin.default(x)\n        return (x,)\n")
+        (folder / "summary.json").write_text(json.dumps({"backend": "inductor", "final_verdict": "CRASH: E: code 0x1",
+                                                         "native_errors": native}))
+        return folder
+
+    suite = tmp_path / "suite"
+    saved = reduction(suite / "saved", ["unsupported parameter in sin", "then the delegate gave up"])
+    (saved / "manifest.toml").write_text(manifest("sin's init fails", oracle='"crash"'))
+    mine = reduction(tmp_path / "mine", ["unsupported parameter in sin", "then the runtime closed"])
+    assert [m.name for m in known_bugs(mine, suite)] == ["saved"]
+    other = reduction(tmp_path / "other", ["invalid state in sin", "then the delegate gave up"])
+    assert known_bugs(other, suite) == []
+
+
 def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(tmp_path: Path, monkeypatch) -> None:
     """The saved repros a reduction looks like are found from its repro.py and the summary
     it is about to write (a kill after report.md no longer leaves it without them); one of a

@@ -202,6 +202,31 @@ def test_a_size_that_is_a_product_of_others_shrinks_with_them() -> None:
     assert _shapes(needs_8) == {"x": (2, 2, 16)} and _sizes(needs_8) == {6: 2, 12: 2}
 
 
+class _SquareHeads(torch.nn.Module):
+    """64 = 8 * 8: a size that is a square of another."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x.view(2, 12, 8, 8).transpose(1, 2), dim=-1)
+
+
+def test_a_size_that_is_the_square_of_another_shrinks_with_it() -> None:
+    problem, _ = _reduce(_SquareHeads(), (torch.randn(2, 12, 64),), needs=set())
+    assert _shapes(problem) == {"x": (2, 2, 4)} and _sizes(problem) == {8: 2, 12: 2}  # 64 = 8 * 8 -> 2 * 2
+
+
+class _TwoViews(torch.nn.Module):
+    """48 = 6 * 8 and 30 = 6 * 5: a shrunk 6 takes both products with it."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x.view(2, 6, 8).sum() + y.view(2, 6, 5).sum()
+
+
+def test_two_products_of_one_size_follow_it_together() -> None:
+    problem, _ = _reduce(_TwoViews(), (torch.randn(2, 48), torch.randn(2, 30)), needs=set())
+    assert _shapes(problem) == {"x": (2, 4), "y": (2, 4)}
+    assert _size_calls(problem) == 1
+
+
 def test_a_size_the_graph_fixes_costs_no_oracle_call() -> None:
     problem, asked = _reduce(_Viewed(), (torch.randn(120),), needs=set())
     assert _shapes(problem) == {"x": (120,)}  # x * arange(120) needs 120 elements
@@ -268,12 +293,13 @@ def _whole_lookup(gm: fx.GraphModule, args: list[torch.Tensor]) -> bool:
     return sum(n.op == "call_function" for n in gm.graph.nodes) == 2
 
 
-@pytest.mark.parametrize("low", [0, 3])
-def test_made_indices_stay_inside_the_table_they_index(low: int) -> None:
+@pytest.mark.parametrize("low,dtype", [(0, torch.int64), (3, torch.int64), (3, torch.int32)])
+def test_made_indices_stay_inside_the_table_they_index(low: int, dtype: torch.dtype) -> None:
     """Ids left below 50 in a table shrunk to 2 rows would be refused (an invalid candidate):
-    they go below 2 with it, from 0 where they started at 2 or more."""
+    they go below 2 with it, from 0 where they started at 2 or more; int32 ids (which
+    embedding takes too) as int64 ones."""
     torch.manual_seed(0)
-    ids = torch.randint(low, 50, (4, 6))
+    ids = torch.randint(low, 50, (4, 6), dtype=dtype)
     ids[0, 0] = low
     problem = _eager_reduce(_Lookup(), (ids,), _whole_lookup)
     made = dict(problem.current.made)

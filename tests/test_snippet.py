@@ -290,3 +290,55 @@ def test_a_report_of_a_program_that_kept_every_node_says_whether_anything_change
         report = " ".join(render_report(info, "", resolve("inductor"), summary, input_names=["x"]).split())
         assert said in report and "cut it down" not in report, (accepted, report)
         assert "| generate_small_values | 1 |" in report, report  # the pass that ran is in the table either way
+
+
+def test_the_inputs_nan_and_infinities_are_counted_apart() -> None:
+    """report.md says how many NaN and how many infinities each float input holds, and where
+    the first is; finite inputs and integers say nothing."""
+    from minimize.emit.report import _nonfinite_section
+
+    x = torch.zeros(3, 4)
+    x[1, 2], x[2, 0], x[2, 3] = float("nan"), float("inf"), float("-inf")
+    said = _nonfinite_section({"x": x, "ok": torch.ones(5), "n": torch.arange(4)})
+    assert said == "The inputs are not all finite: `x` holds 1 NaN and 2 infinite of 12 values (the first at [1, 2]).\n\n"
+    assert _nonfinite_section({"ok": torch.ones(5), "n": torch.arange(4)}) == ""
+
+
+def test_whose_bug_names_the_portable_kernels_only_where_their_script_reproduced_alone() -> None:
+    """A delegate that took none of the program's ops: the bug is the portable kernels' only
+    where the script without the delegate reproduced it; one that said FIXED or could not run
+    names nobody."""
+    from minimize.emit.report import _whose_bug
+    from oracles.out_folder import emitted_names
+
+    script = emitted_names("executorch:portable")[0]
+    for status, says in (("REPRODUCED", True), ("FIXED", False), ("SKIPPED", False), ("CHANGED", False)):
+        summary = {"undelegated": "executorch:portable", "emitted_alone": {script: {"status": status, "exit": 1}}}
+        said = _whose_bug(summary, "executorch:xnnpack")
+        assert said.startswith("**Whose bug:** executorch:portable's") == says and (says or said == ""), (status, said)
+    assert _whose_bug({"undelegated": "executorch:portable"}, "executorch:xnnpack") == ""  # not run (--no-verify)
+
+
+def test_the_diagnosis_says_the_shape_was_kept_only_where_no_size_shrank() -> None:
+    from minimize.emit.report import _diagnosis_lines
+
+    kept = _diagnosis_lines({"generated_values": ["x"]})
+    assert "of the same shape, dtype and scale" in kept and "Nor their sizes" not in kept
+    shrunk = _diagnosis_lines({"generated_values": ["x"], "shrunk_shapes": {"x": [[8, 6], [2, 2]]}})
+    assert "shape" not in shrunk.split("Nor their sizes")[0], shrunk  # its shape is not the same: said next
+    assert "Nor their sizes: the script makes them smaller, `x` (8, 6) → (2, 2)." in shrunk, shrunk
+
+
+def test_the_report_names_the_tensors_file_the_script_reads() -> None:
+    """Reproduce: repro.py that loads repro_inputs.pt needs it beside it, and the report says
+    so; one that makes or writes all its tensors names no file."""
+    from minimize.emit.report import _beside
+    from minimize.emit.script import INPUTS_FILE, tensors_source
+    from oracles.backends import resolve
+
+    backend = resolve("inductor")
+    init, make_inputs, big = tensors_source({"x": torch.randn(2)}, {"w": torch.randn(64, 64)})
+    assert set(big) == {"w"}
+    assert f"`{INPUTS_FILE}` (the larger tensors)" in _beside(init + make_inputs, backend)
+    init, make_inputs, big = tensors_source({"x": torch.randn(2)}, {"w": torch.randn(2, 2)})
+    assert not big and _beside(init + make_inputs, backend) == ""

@@ -104,6 +104,46 @@ def test_a_resume_without_inputs_refuses_other_example_inputs(tmp_path):
     assert "was made with other inputs (without --inputs: other example inputs saved in the model file there" in said, said
 
 
+def test_example_inputs_the_program_does_not_take_are_not_run_on() -> None:
+    """Example inputs kept in the .pt2 of another dtype or rank than the program's inputs
+    (set by hand after the export) are not used: inputs are made from the program's own."""
+    from minimize.program.inputs import saved_example_inputs
+    ep = torch.export.export(_Head().eval(), (torch.randn(4, 8),))
+    assert saved_example_inputs(ep) is not None
+    for other in (torch.randn(4, 8, dtype=torch.float64), torch.randn(32)):
+        ep.example_inputs = ((other,), {})
+        assert saved_example_inputs(ep) is None, other.shape
+
+
+def test_the_inputs_digest_tells_the_same_bytes_in_another_shape_or_dtype_apart() -> None:
+    """What a journal's verdicts ran on, without --inputs: a program exported with dynamic
+    sizes takes the same values as (2, 6) or (3, 4), and those are other inputs."""
+    from minimize.program.inputs import values_digest
+    x = torch.arange(12, dtype=torch.int32)
+    assert values_digest([x.reshape(2, 6)]) == values_digest([x.reshape(2, 6).clone()])
+    assert values_digest([x.reshape(2, 6)]) != values_digest([x.reshape(3, 4)])
+    assert values_digest([x]) != values_digest([x.view(torch.float32)])
+
+
+class _Kinds(nn.Module):
+    def forward(self, ids: torch.Tensor, pixels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return ids.float().sum() + pixels.float().sum() + mask.float().sum()
+
+
+def test_made_inputs_take_the_values_the_note_says() -> None:
+    """No --inputs and none saved: the note says what the program ran on (ints 0-15, uint8
+    0-255), and the made inputs hold those values, seeded."""
+    from minimize.program.inputs import MADE_INPUTS_NOTE, make_inputs
+    ep = torch.export.export(_Kinds(), (torch.zeros(1024, dtype=torch.int64), torch.zeros(4096, dtype=torch.uint8),
+                                        torch.zeros(64, dtype=torch.bool)))
+    ids, pixels, mask = make_inputs(ep)
+    assert "ints 0-15, uint8 0-255" in MADE_INPUTS_NOTE
+    assert (ids.dtype, pixels.dtype, mask.dtype) == (torch.int64, torch.uint8, torch.bool)
+    assert sorted(ids.unique().tolist()) == list(range(16)) and sorted(pixels.unique().tolist()) == list(range(256))
+    assert sorted(mask.unique().tolist()) == [False, True]
+    assert all(torch.equal(a, b) for a, b in zip(make_inputs(ep), (ids, pixels, mask)))
+
+
 class _Head(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -248,8 +288,10 @@ def test_inputs_the_exported_program_cannot_take_are_refused(tmp_path: Path) -> 
         torch.save(inputs, path)
         with pytest.raises(TrtminError, match=re.escape(words)):
             load_inputs(path, ep)
-    torch.save((torch.randn(2, 12), torch.randn(12), 2), path)
-    assert [tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in load_inputs(path, ep)] == [(2, 12), (12,), 2]
+    for size in (12, 4, 16):  # the range's ends are in it
+        torch.save((torch.randn(2, size), torch.randn(size), 2), path)
+        assert [tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in load_inputs(path, ep)] == [
+            (2, size), (size,), 2]
     torch.save(((torch.randn(2, 12), torch.randn(12)), {"stride": 2}), path)  # by keyword, exported by position
     with pytest.raises(TrtminError, match=re.escape("kwargs has 'stride', which it does not take by keyword: it "
                                                     "was exported as a positional argument; put it in args")):

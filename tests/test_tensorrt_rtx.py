@@ -155,6 +155,11 @@ def test_a_setting_that_fails_any_network_is_refused_not_reduced(tmp_path: Path)
     harmless = TensorRTBackend("tensorrt", {"optimization_level": "2"})
     v = evaluate(*candidate(RankNine().eval(), inputs), harmless, Tolerance())
     assert v.kind == "crash" and harmless.setup_problem(v.message) is None, v
+    if rtx:  # a setting that fails a one-layer network otherwise than the model failed: the model's bug stays
+        fp16 = TensorRTBackend("tensorrt", {"fp16": "true"})
+        v = evaluate(*candidate(RankNine().eval(), inputs), fp16, Tolerance())
+        assert v.kind == "crash" and v.message.startswith("the ONNX parser failed"), v
+        assert fp16.setup_problem(v.message) is None
     model, saved = save_program(Linear16().eval(), inputs, tmp_path)
     from tests.test_bad_inputs import assert_one_line_error
     if rtx:  # NVIDIA's TensorRT builds with FP16
@@ -313,6 +318,10 @@ def test_tensorrt_words_keep_what_was_said_and_drop_the_noise() -> None:
     said = tensorrt_said([parser], ["ModelImporter.cpp:138: While parsing node number 6 [Softmax]:"])
     assert said == ("In node 6 (parseNode): INVALID_NODE: Invalid Node - node_softmax | ITensor::getDimensions: Error "
                     "Code 3: API Usage Error (at least 2 dimensions are required for input)")
+    # a logged error with "Error Code" lines is said by those alone: its first line (here the
+    # node it was building, which another cut names otherwise) is no part of the bug's words
+    coded = "[optimizer.cpp::compile::42] Error Code 10: Internal Error (Could not find any implementation)"
+    assert tensorrt_said([], [f"Compiling node /layers.3/MatMul_7\n{coded}"]) == coded
 
 
 def test_nvidias_tensorrt_without_a_gpu_is_refused_and_its_script_skips(tmp_path: Path, monkeypatch) -> None:
@@ -441,3 +450,8 @@ def test_a_build_failure_script_matches_what_trtmin_kept_of_all_tensorrt_said() 
     assert not re.search(pattern, "TensorRTError: building the engine failed: " + " | ".join(
         [cuda, "Network validation failed.", myelin.replace("Error Code 10", "Error Code 2")]))
     assert not re.search(pattern, "TensorRTError: the ONNX parser failed: Network validation failed. | " + myelin)
+    # the same error at another line of TensorRT's source, about another node's counter: the same
+    # bug, as trtmin's own signature judges it
+    at = "[graphOptimizer.cpp::fuse::{}] Error Code 2: Internal Error (Assertion failed: /MatMul_{} has no tactic)"
+    pattern = said_pattern("building the engine failed: " + tensorrt_said([], [cuda, at.format(731, 17)]))
+    assert re.search(pattern, "TensorRTError: building the engine failed: " + " | ".join([cuda, at.format(802, 4)]))

@@ -35,6 +35,9 @@ def test_integers_keep_their_range_and_booleans_their_share() -> None:
     made = make(expression(pixels, 0))
     assert made.dtype == torch.uint8 and made.shape == pixels.shape
     assert int(made.min()) >= 10 and int(made.max()) <= int(pixels.max())
+    flags = torch.arange(64).remainder(2)  # its largest value is in its range too: made 0s and 1s, not 0s alone
+    made = make(expression(flags, 0))
+    assert made.unique().tolist() == [0, 1], expression(flags, 0)
     index = torch.arange(100).reshape(4, 25)
     made = make(expression(index, 0))
     assert made.dtype == torch.int64 and 0 <= int(made.min()) and int(made.max()) <= 99
@@ -399,6 +402,12 @@ def test_a_made_value_writes_no_scale_or_shift_that_does_nothing() -> None:
                                                    ".manual_seed(0), dtype=torch.float64).to(torch.float32)")
     shifted = expression(torch.randn(64, 64) * 3 + 2, 0)
     assert shifted is not None and ".mul(2.9" in shifted and ".add(1.9" in shifted, shifted
+    # a shift of a twentieth of the spread is no rounding noise: it stays (a mean under a
+    # thousandth of the spread is what goes)
+    small = torch.randn(64, 64, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    small = (small - small.mean()) / small.std() * 3 + 0.15
+    made = expression(small.float(), 0)
+    assert made is not None and ".add(0.15" in made, made
 
 
 def test_weights_that_go_to_the_file_are_read_from_it():
@@ -438,3 +447,23 @@ def test_where_one_value_is_the_bug_the_largest_others_are_made_one_at_a_time() 
     problem.establish_original()
     generate_values(problem)
     assert ONE_AT_A_TIME == 3 and sorted(dict(problem.current.made)) == ["c", "d", "e"], problem.current.made
+
+
+class _Difference(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return (a - b).abs().sum()
+
+
+def test_two_values_of_one_shape_are_made_apart() -> None:
+    """Each made value is seeded by its place: two of one shape and scale (here the same
+    values in another order) made with one seed would be equal, and a - b would be zeros,
+    which may hide the bug or make another."""
+    from minimize.search.passes.values import made_expressions
+    from minimize.search.problem import Rules
+    a = torch.randn(8, 8, generator=torch.Generator().manual_seed(0))
+    program = cpu_program(_Difference(), a, a.flip(0))
+    problem = ReductionProblem(program, lambda cands: [Verdict("crash", "E", "bug") for _ in cands],
+                               Rules(generate_values=True))
+    problem.establish_original()
+    exprs = made_expressions(problem)
+    assert sorted(exprs) == ["a", "b"] and not torch.equal(make(exprs["a"]), make(exprs["b"])), exprs
