@@ -205,6 +205,28 @@ def test_a_dict_of_forwards_parameter_names_holds_the_arguments(policy, tmp_path
         check_inputs_early(path, tmp_path / "wide.pt")
 
 
+class _StatePair(nn.Module):
+    def forward(self, batch: dict) -> torch.Tensor:
+        return batch["obs"].sum() + batch["state"][0] * batch["state"][1]
+
+
+def test_a_list_where_the_export_had_a_tuple_holds_the_same_arguments(tmp_path):
+    """Exported with batch["state"] a tuple, saved with a list (or the other way): the model
+    indexes either alike, and the values are the user's. It was refused with the whole
+    structure and no word of list or tuple. The early check reads it alike: a wrong shape
+    inside is said there."""
+    from minimize.program.peek import check_inputs_early
+    obs, a, b = torch.randn(3, 8), torch.randn(2), torch.randn(2)
+    path = tmp_path / "m.pt2"
+    torch.export.save(torch.export.export(_StatePair(), ({"obs": obs, "state": (a, b)},)), str(path))
+    got = _load(path, ({"obs": obs, "state": [a, b]},), tmp_path)
+    assert len(got) == 3 and all(map(torch.equal, got, [obs, a, b]))
+    check_inputs_early(path, tmp_path / "inputs.pt")  # what _load saved: no refusal
+    torch.save(({"obs": obs, "state": [a, torch.randn(5)]},), tmp_path / "long.pt")
+    with pytest.raises(TrtminError, match=r"in .*long.pt has shape \(5,\), the program expects \(2,\)"):
+        check_inputs_early(path, tmp_path / "long.pt")
+
+
 def test_a_wrong_shape_in_a_batch_is_named_by_the_users_key(policy, tmp_path):
     """An input of another shape inside a batch dict is named as the user wrote it
     (args[0]['observation.image']), not by the program's flat name (batch_observation_image),

@@ -13,8 +13,8 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from minimize.program.peek import (flatten_like_export, input_places, input_words, wrong_dtype_error, wrong_inputs_error,
-                                   wrong_shape_error)
+from minimize.program.peek import (UnknownToReader, flatten_like_export, flatten_serialized_up_to, input_places,
+                                   input_words, wrong_dtype_error, wrong_inputs_error, wrong_shape_error)
 from oracles.errors import TrtminError, first_line, kind_of, without_colours
 
 SEED = 0
@@ -228,10 +228,21 @@ def _serialized_call_spec(ep: ExportedProgram) -> dict[str, Any] | None:
 def _flatten_like_export(loaded: Any, ep: ExportedProgram, names: list[str]) -> list[Any] | None:
     """The user inputs in the file, in the program's order, or None where it holds none of
     the forms (minimize/program/peek.py flatten_like_export, with the program's input spec)."""
-    spec = getattr(ep.call_spec, "in_spec", None)
+    spec, serialized = getattr(ep.call_spec, "in_spec", None), _serialized_call_spec(ep)
     root = next((m for m in ep.module_call_graph if m.fqn == ""), None)
     arg_names = getattr(root.signature, "forward_arg_names", None) if root and root.signature else None
-    return flatten_like_export(loaded, len(names), spec and spec.flatten_up_to, torch.Tensor, names, arg_names or ())
+
+    def flatten(call: tuple[Any, Any]) -> list[Any]:
+        try:
+            return spec.flatten_up_to(call)
+        except (ValueError, TypeError, KeyError):  # torch's is strict: a list is no tuple; the early reader's is not
+            if serialized is None:
+                raise
+            try:
+                return flatten_serialized_up_to(serialized, call)
+            except UnknownToReader:
+                raise ValueError("a container the early reader does not know") from None
+    return flatten_like_export(loaded, len(names), spec and flatten, torch.Tensor, names, arg_names or ())
 
 
 def has_mutations(ep: ExportedProgram) -> bool:

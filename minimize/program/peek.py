@@ -105,31 +105,32 @@ _SEQUENCES = {"builtins.tuple": tuple, "builtins.list": list}
 _DICTS = ("builtins.dict", "collections.OrderedDict", "collections.defaultdict")
 
 
-def _flatten_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
+def flatten_serialized_up_to(spec: dict[str, Any], tree: Any) -> list[Any]:
     """torch.utils._pytree's TreeSpec.flatten_up_to on the serialized spec, for the builtin
-    containers: ValueError where `tree` has another structure, _Unknown where the spec
-    holds a type this reader does not know (a namedtuple, a dataclass)."""
+    containers: ValueError where `tree` has another structure, UnknownToReader where the spec
+    holds a type this reader does not know (a namedtuple, a dataclass). A list stands for a
+    tuple and a tuple for a list (as any dict for another): the model indexes either alike."""
     try:
         kind, children = spec["type"], spec["children_spec"]
     except (KeyError, TypeError):  # a spec of another shape: unknown, not another structure
-        raise _Unknown(repr(spec)[:80]) from None
+        raise UnknownToReader(repr(spec)[:80]) from None
     if kind is None:
         return [tree]
     if kind in _SEQUENCES:
-        if type(tree) is not _SEQUENCES[kind] or len(tree) != len(children):
+        if not isinstance(tree, (tuple, list)) or len(tree) != len(children):
             raise ValueError(kind)
         items = list(tree)
     elif kind in _DICTS:  # any two of these match each other, by their keys
         try:
             keys = json.loads(spec["context"])
         except (KeyError, TypeError, ValueError):
-            raise _Unknown(repr(spec)[:80]) from None
+            raise UnknownToReader(repr(spec)[:80]) from None
         if not isinstance(tree, dict) or len(tree) != len(keys) or set(tree) != set(keys):
             raise ValueError(kind)
         items = [tree[k] for k in keys]
     else:
-        raise _Unknown(str(kind))
-    return [leaf for child, item in zip(children, items) for leaf in _flatten_up_to(child, item)]
+        raise UnknownToReader(str(kind))
+    return [leaf for child, item in zip(children, items) for leaf in flatten_serialized_up_to(child, item)]
 
 
 def flatten_like_export(loaded: Any, count: int, flatten: Callable[[tuple[Any, Any]], list[Any]] | None,
@@ -176,8 +177,8 @@ class _Storage:
         self.dtype = dtype
 
 
-class _Unknown(Exception):
-    """The pickle holds something this reader does not rebuild."""
+class UnknownToReader(Exception):
+    """What this reader does not rebuild: a global in the pickle, a container in the spec."""
 
 
 class _ShapeUnpickler(pickle.Unpickler):
@@ -190,12 +191,12 @@ class _ShapeUnpickler(pickle.Unpickler):
             return dict
         if module == "torch" and name in _STORAGE_DTYPES:
             return name
-        raise _Unknown(f"{module}.{name}")
+        raise UnknownToReader(f"{module}.{name}")
 
     def persistent_load(self, pid: Any) -> Any:
         if isinstance(pid, tuple) and len(pid) >= 2 and pid[0] == "storage":
             return _Storage(_STORAGE_DTYPES.get(pid[1]) if isinstance(pid[1], str) else None)
-        raise _Unknown(repr(pid))
+        raise UnknownToReader(repr(pid))
 
 
 def saved_inputs(path: Path) -> Any | None:
@@ -358,12 +359,12 @@ def input_places(spec: dict[str, Any] | None) -> list[str]:
             return [where]
         keys = json.loads(node["context"]) if kind in _DICTS else range(len(children)) if kind in _SEQUENCES else None
         if keys is None:
-            raise _Unknown(str(kind))
+            raise UnknownToReader(str(kind))
         return [p for k, child in zip(keys, children) for p in places(child, f"{where}[{k!r}]")]
     try:
         args_spec, kwargs_spec = spec["children_spec"] if spec else ()
         return places(args_spec, "args") + places(kwargs_spec, "kwargs")
-    except (KeyError, TypeError, ValueError, _Unknown):
+    except (KeyError, TypeError, ValueError, UnknownToReader):
         return []
 
 
@@ -403,9 +404,9 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
     flat = _plain(loaded)
     if flat is None:  # a nested form (a batch dict, (args, kwargs) with containers): as the call spec flattens it
         try:
-            flat = flatten_like_export(loaded, len(wanted), spec and (lambda call: _flatten_up_to(spec, call)),
+            flat = flatten_like_export(loaded, len(wanted), spec and (lambda call: flatten_serialized_up_to(spec, call)),
                                        TensorShape, names if named else (), program_arg_names(graph_module))
-        except _Unknown:
+        except UnknownToReader:
             return
         if flat is None:
             if spec and named:  # none of the forms fits: the full check says the same
