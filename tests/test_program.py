@@ -588,6 +588,13 @@ def test_a_models_own_input_is_fed_with_the_strides_the_user_gave_it(tmp_path):
     [made] = runpy.run_path(str(tmp_path / "repro.py"))["make_inputs"]()
     assert made.stride() == x.stride() and torch.equal(made, x), made.stride()
     assert "# x (strides (1, 4): the layout it was given)" in script, script
+    every_other = torch.randn(4, 8)[:, ::2]  # not dense: a copy would be row-major
+    prog = cpu_program(Tanh(), every_other)
+    piece = prog.materialize(prog.all_kept())
+    write_repro(tmp_path, piece.gm, dict(zip(piece.input_names, prog.inputs_for(piece))), {},
+                Verdict("mismatch", output=0, max_abs=1.0), BUILTIN["inductor"]("inductor", {}))
+    [made] = runpy.run_path(str(tmp_path / "repro.py"))["make_inputs"]()
+    assert made.stride() == (8, 2) and torch.equal(made, every_other), made.stride()
 
 
 class FirstColumnOfNonzero(torch.nn.Module):

@@ -157,7 +157,8 @@ def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
         if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex() or not is_row_major(v)):
             v = v.detach().cpu()  # a copy where the layout is another or the storage is larger (a view: torch.save
             whole = v.untyped_storage().nbytes() == v.numel() * v.element_size()  # writes all its storage)
-            big[name] = v if is_row_major(v) and whole else v.clone()  # clone keeps a dense layout
+            copy = v if is_row_major(v) and whole else v.clone()  # clone keeps a dense layout
+            big[name] = copy if copy.stride() == v.stride() else v  # a strided slice: as it is, its storage too
             return f"tensors[{name!r}]"
         return _literal(v)
     return {name: value(name, v) for name, v in values.items()}
