@@ -467,3 +467,24 @@ def test_two_values_of_one_shape_are_made_apart() -> None:
     problem.establish_original()
     exprs = made_expressions(problem)
     assert sorted(exprs) == ["a", "b"] and not torch.equal(make(exprs["a"]), make(exprs["b"])), exprs
+
+
+def test_a_nan_of_another_sign_or_payload_keeps_its_bits_in_the_script() -> None:
+    """A literal writes every NaN as `nan` (0x7fc00000 in float32): a negative NaN or one
+    with a payload, which the workers fed and a compiler may read, was lost, and the
+    reduced bug said FIXED alone. Such a tensor goes to the file, which keeps its bits; a
+    Python float of one is written as its bits."""
+    import struct
+
+    from minimize.emit.script import _literal, tensors_source
+    odd = torch.zeros(4)
+    odd.view(torch.int32)[0] = -4194304  # 0xffc00000: a negative NaN
+    payload = torch.zeros(3, dtype=torch.bfloat16)
+    payload.view(torch.int16)[1] = 0x7FC1
+    _, source, big = tensors_source({"odd": odd, "payload": payload, "plain": torch.tensor([float("nan"), 1.0])}, {})
+    assert set(big) == {"odd", "payload"} and "torch.tensor([nan, 1.0]" in source, source
+    assert torch.equal(big["odd"].view(torch.int32), odd.view(torch.int32))
+    assert torch.equal(big["payload"].view(torch.int16), payload.view(torch.int16))
+    negative = struct.unpack("<d", struct.pack("<q", -2251799813685248))[0]  # 0xfff8000000000000
+    made = eval(_literal(negative), {"torch": torch})
+    assert struct.pack("<d", made) == struct.pack("<d", negative) and _literal(float("nan")) == "nan"

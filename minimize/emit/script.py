@@ -7,8 +7,10 @@ runs with torch and the compiler alone, never trtmin.
 
 from __future__ import annotations
 
+import math
 import platform
 import re
+import struct
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -123,9 +125,22 @@ def inline_attribute_reads(forward: str) -> str:
     return "\n".join(lines)
 
 
+def odd_nans(t: torch.Tensor) -> bool:
+    """Whether a float tensor holds a NaN other than the one `nan` writes (a sign bit, a
+    payload): a literal would lose it, and a compiler may read those bits."""
+    if not t.is_floating_point() or t.layout != torch.strided or not bool(t.isnan().any()):
+        return False
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    plain = torch.tensor(float("nan"), dtype=t.dtype).view(bits)
+    return bool((t.detach().cpu()[t.detach().cpu().isnan()].view(bits) != plain).any())
+
+
 def _literal(v: Any) -> str:
     """A small value as Python: a tensor as the nested lists of its shape (a 0-d one as its
-    number: torch.tensor(80), not torch.tensor([80]).reshape(())), as a maintainer reads it."""
+    number: torch.tensor(80), not torch.tensor([80]).reshape(())), as a maintainer reads it.
+    A float NaN of another sign or payload than `nan`'s, as its bits."""
+    if isinstance(v, float) and math.isnan(v) and struct.pack("<d", v) != struct.pack("<d", float("nan")):
+        return f"torch.tensor({struct.unpack('<q', struct.pack('<d', v))[0]}).view(torch.float64).item()"
     if not isinstance(v, torch.Tensor):
         return repr(v)
     if not v.numel():  # no values: only the shape says anything
@@ -154,7 +169,8 @@ def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
     def value(name: str, v: Any) -> str:
         if name in made:
             return made[name]
-        if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex() or not is_row_major(v)):
+        if isinstance(v, torch.Tensor) and (v.numel() > INLINE_MAX_ELEMENTS or v.is_complex() or not is_row_major(v)
+                                            or odd_nans(v)):  # the file keeps a NaN's bits
             v = v.detach().cpu()  # a copy where the layout is another or the storage is larger (a view: torch.save
             whole = v.untyped_storage().nbytes() == v.numel() * v.element_size()  # writes all its storage)
             copy = v if is_row_major(v) and whole else v.clone()  # clone keeps a dense layout
