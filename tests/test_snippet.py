@@ -10,7 +10,7 @@ import io
 import pytest
 import torch
 
-from minimize.emit.snippet import MAX_LINES, snippet_source
+from minimize.emit.snippet import MAX_LINES, bound_names, snippet_source
 from oracles.backends import BUILTIN
 from oracles.backends.base import SnippetCall
 
@@ -342,3 +342,29 @@ def test_the_report_names_the_tensors_file_the_script_reads() -> None:
     assert f"`{INPUTS_FILE}` (the larger tensors)" in _beside(init + make_inputs, backend)
     init, make_inputs, big = tensors_source({"x": torch.randn(2)}, {"w": torch.randn(2, 2)})
     assert not big and _beside(init + make_inputs, backend) == ""
+
+
+def test_an_input_named_as_the_snippets_own_variables_gets_no_snippet() -> None:
+    """The snippet assigns the inputs at its top level beside its own names: an input `f`
+    became the graph's F() (ExecuTorch's: "Expected a value of type 'Tensor' ... found type
+    'F'"), one named `tensors` the file's dict, one named `nan` the header's float. Such a
+    program is read in repro.py, as a long one is; a name the backend's call lines bind
+    (TensorRT's `engine`) counts too."""
+    forward = """def forward(self, NAME):
+    mul = torch.ops.aten.mul.Tensor(NAME, 2)
+    return (mul,)"""
+    inductor = BUILTIN["inductor"]("inductor", {})
+    for name in ("f", "tensors", "nan", "out"):
+        tensors = {name: ("torch.ones(3)", True)}
+        assert snippet_source(forward.replace("NAME", name), tensors, None, "cpu", "x",
+                              inductor.snippet_call([name]), (name,)) is None, name
+    text = snippet_source(forward.replace("NAME", "x"), {"x": ("torch.ones(3)", True)}, None, "cpu", "x",
+                          inductor.snippet_call(["x"]), ("x",))
+    ns: dict = {}
+    exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
+    assert torch.equal(ns["out"][0], torch.full((3,), 2.0))
+    from oracles.verdict import Verdict
+    trt = BUILTIN["tensorrt"]("tensorrt", {}).snippet_call(["engine"], Verdict("mismatch", output=0, max_abs=1.0))
+    assert trt is not None and "engine" in bound_names((*trt.imports, *trt.setup, trt.last))
+    assert snippet_source(forward.replace("NAME", "engine"), {"engine": ("torch.ones(3)", True)}, None, "cuda", "x",
+                          trt, ("engine",)) is None

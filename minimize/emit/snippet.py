@@ -13,11 +13,29 @@ from __future__ import annotations
 
 import re
 import textwrap
+from typing import Iterable
 
 from minimize.emit.script import ATTRIBUTE_READ, read_from_self
 from oracles.backends.base import SnippetCall
 
 MAX_LINES = 40  # a longer graph is read in repro.py itself
+# What the snippet itself names at its top level, beside the inputs and weights it assigns there
+OWN_NAMES = frozenset({"torch", "device", "inf", "nan", "tensors", "F", "f", "out", "got"})
+
+
+def bound_names(lines: Iterable[str]) -> set[str]:
+    """The names statements bind at their top level: assigned (`a, b = ...`, `x := ...`)
+    or imported (`import a.b as c`, `from a import b`)."""
+    names: set[str] = set()
+    for line in lines:
+        imported = re.match(r"\s*(?:from\s+\S+\s+)?import\s+(.+)", line)
+        if imported:
+            names |= {part.split(" as ")[-1].strip().split(".")[0] for part in imported[1].split(",")}
+            continue
+        assigned = re.match(r"\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)", line)
+        names |= {n.strip() for n in assigned[1].split(",")} if assigned else set()
+        names |= set(re.findall(r"([A-Za-z_]\w*)\s*:=", line))
+    return names
 
 
 def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_file: str | None,
@@ -35,6 +53,8 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     long to be read here."""
     if not all(name.isidentifier() for name in tensors):  # a weight named `0_weight`, as its nn.Sequential names it
         return None
+    if set(tensors) & (OWN_NAMES | (bound_names((*call.imports, *call.setup, call.last)) if call else set())):
+        return None  # an input named f or tensors would be overwritten by the snippet's own, or overwrite it
     lines = textwrap.dedent("\n".join(forward.splitlines()[1:])).splitlines()  # without `def forward(...)`
     body = []
     for line in lines:
