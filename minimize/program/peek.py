@@ -81,11 +81,16 @@ def program_inputs(pt2: Path, graph_module: dict[str, Any] | None = None) -> lis
         return None
 
 
+def _root_signature(graph_module: dict[str, Any]) -> dict[str, Any]:
+    """The serialized call signature of the program's root module (fqn ""); KeyError,
+    TypeError or StopIteration where the archive holds none."""
+    return next(m for m in graph_module["module_call_graph"] if m["fqn"] == "")["signature"]
+
+
 def program_arg_names(graph_module: dict[str, Any]) -> list[str]:
     """forward's parameter names, as torch.export serialized them (forward_arg_names), or []."""
     try:
-        call = next(m for m in graph_module["module_call_graph"] if m["fqn"] == "")
-        return [str(n) for n in call["signature"].get("forward_arg_names") or ()]
+        return [str(n) for n in _root_signature(graph_module).get("forward_arg_names") or ()]
     except (KeyError, TypeError, AttributeError, StopIteration):
         return []
 
@@ -94,8 +99,7 @@ def program_call_spec(graph_module: dict[str, Any]) -> dict[str, Any] | None:
     """How the program's call arguments (args, kwargs) flatten to its inputs: the pytree
     TreeSpec torch.export serialized as JSON (format 1), or None."""
     try:
-        call = next(m for m in graph_module["module_call_graph"] if m["fqn"] == "")
-        version, spec = json.loads(call["signature"]["in_spec"])
+        version, spec = json.loads(_root_signature(graph_module)["in_spec"])
         return spec if version == 1 else None
     except (KeyError, TypeError, ValueError, StopIteration):
         return None
