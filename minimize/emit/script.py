@@ -128,11 +128,12 @@ def inline_attribute_reads(forward: str) -> str:
 def odd_nans(t: torch.Tensor) -> bool:
     """Whether a float tensor holds a NaN other than the one `nan` writes (a sign bit, a
     payload): a literal would lose it, and a compiler may read those bits."""
-    if not t.is_floating_point() or t.layout != torch.strided or not bool(t.isnan().any()):
+    if not t.is_floating_point() or t.layout != torch.strided:
         return False
+    values = t.detach().cpu()
     bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
     plain = torch.tensor(float("nan"), dtype=t.dtype).view(bits)
-    return bool((t.detach().cpu()[t.detach().cpu().isnan()].view(bits) != plain).any())
+    return bool((values[values.isnan()].view(bits) != plain).any())
 
 
 def _literal(v: Any) -> str:
