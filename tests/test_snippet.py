@@ -347,9 +347,9 @@ def test_the_report_names_the_tensors_file_the_script_reads() -> None:
 def test_an_input_named_as_the_snippets_own_variables_gets_no_snippet() -> None:
     """The snippet assigns the inputs at its top level beside its own names: an input `f`
     became the graph's F() (ExecuTorch's: "Expected a value of type 'Tensor' ... found type
-    'F'"), one named `tensors` the file's dict, one named `nan` the header's float. Such a
-    program is read in repro.py, as a long one is; a name the backend's call lines bind
-    (TensorRT's `engine`) counts too."""
+    'F'"), one named `tensors` the file's dict, one named `nan` the header's float. Given
+    such names, snippet_source writes none (report.md's renames them first: the next test);
+    a name the backend's call lines bind (TensorRT's `engine`) counts too."""
     forward = """def forward(self, NAME):
     mul = torch.ops.aten.mul.Tensor(NAME, 2)
     return (mul,)"""
@@ -368,3 +368,35 @@ def test_an_input_named_as_the_snippets_own_variables_gets_no_snippet() -> None:
     assert trt is not None and "engine" in bound_names((*trt.imports, *trt.setup, trt.last))
     assert snippet_source(forward.replace("NAME", "engine"), {"engine": ("torch.ones(3)", True)}, None, "cuda", "x",
                           trt, ("engine",)) is None
+
+
+def test_an_input_named_as_the_snippets_own_variables_is_renamed_and_the_snippet_runs() -> None:
+    """report.md's snippet of a program whose inputs are named `f`, `tensors` and `out` and
+    whose weight is `F` (the snippet's own names: its graph, its file's dict, eager's result,
+    torch.nn.functional) gets them as `f_`, ..., and runs, through real Inductor: its
+    compare line passes, as Inductor agrees with eager on this program."""
+    from minimize.emit.report import report_snippet
+    from oracles.verdict import Verdict
+    from tests.helpers import cpu_program, repro_info
+
+    class Named(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("F", torch.full((3,), 2.0))
+
+        def forward(self, f, tensors, out):
+            return (f * self.F + tensors) * out
+
+    program = cpu_program(Named().eval(), torch.ones(3), torch.full((3,), 3.0), torch.full((3,), 0.5))
+    piece = program.materialize(program.all_kept())
+    inputs = dict(zip(piece.input_names, program.inputs_for(piece, {})))
+    constants = piece.weights(program.values)  # by attribute, as the emitters get them
+    assert set(inputs) == {"f", "tensors", "out"} and set(constants) == {"F"}, (inputs, constants)
+    verdict = Verdict("mismatch", output=0, max_abs=0.5)
+    text = report_snippet(repro_info(verdict), piece.gm, inputs, constants, BUILTIN["inductor"]("inductor", {}))
+    assert text is not None
+    assert "f_ = " in text and "tensors_ = " in text and "out_ = " in text and "F_ = " in text \
+        and "f_, tensors_, out_)" in text, text
+    ns: dict = {}
+    exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
+    assert torch.equal(ns["out"][0], torch.full((3,), 2.5)) and torch.equal(ns["got"][0], ns["out"][0]), text

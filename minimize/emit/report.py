@@ -11,7 +11,7 @@ import torch.fx as fx
 import minimize
 from minimize.emit.script import (INPUTS_FILE, ReproInfo, calls, forward_source, nodes, output_values,
                                   reference_words, sentence, tensor_expressions)
-from minimize.emit.snippet import snippet_source
+from minimize.emit.snippet import OWN_NAMES, bound_names, renamed_apart, snippet_source
 from oracles.backends.base import Backend
 from oracles.errors import without_colours
 from oracles.out_folder import PLUGIN_COPY_PREFIX, emitted_names
@@ -26,10 +26,16 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
     dynamic = dynamic_words(info)
     call = None if dynamic else backend.snippet_call(list(inputs), info.verdict)
+    taken = OWN_NAMES | (bound_names((*call.imports, *call.setup, call.last)) if call else set())
+    forward, renames = renamed_apart(forward_source(gm), tensors, taken)  # an input named f: f_ here
+    if renames:
+        tensors = {renames.get(n, n): made for n, made in tensors.items()}
+        call = None if dynamic else backend.snippet_call([renames.get(n, n) for n in inputs], info.verdict)
     failure = _short_failure(info.verdict)
-    return snippet_source(forward_source(gm), tensors, INPUTS_FILE if big else None, info.device,
+    return snippet_source(forward, tensors, INPUTS_FILE if big else None, info.device,
                           failure if call else f"compiled with {backend.describe_shared()}{', ' + dynamic if dynamic else ''}: "
-                          f"{failure}", call, tuple(inputs), compare_line(info, output_values(gm)) if call else "")
+                          f"{failure}", call, tuple(renames.get(n, n) for n in inputs),
+                          compare_line(info, output_values(gm)) if call else "")
 
 
 def compare_line(info: ReproInfo, outputs: Sequence[Any] | None = None) -> str:

@@ -11,8 +11,11 @@ judges it; the report folds it below.
 
 from __future__ import annotations
 
+import io
+import keyword
 import re
 import textwrap
+import tokenize
 from typing import Iterable
 
 from minimize.emit.script import ATTRIBUTE_READ, read_from_self
@@ -36,6 +39,37 @@ def bound_names(lines: Iterable[str]) -> set[str]:
         names |= {n.strip() for n in assigned[1].split(",")} if assigned else set()
         names |= set(re.findall(r"([A-Za-z_]\w*)\s*:=", line))
     return names
+
+
+def renamed_apart(forward: str, names: Iterable[str], taken: Iterable[str]) -> tuple[str, dict[str, str]]:
+    """`forward` with each of `names` that is in `taken` (the snippet's own names) renamed to
+    a fresh one (`f` -> `f_`), and the renaming. Where it is a variable: as a weight read
+    (`self.f`) too, but not as another object's attribute (`x.f`) or a keyword (`f=1`). So an
+    input named `f` or `tensors` keeps its snippet, as `f_`."""
+    clash = set(names) & set(taken)
+    if not clash:
+        return forward, {}
+    tokens = list(tokenize.generate_tokens(io.StringIO(forward).readline))
+    used = {t.string for t in tokens if t.type == tokenize.NAME} | set(names) | set(taken)
+    renames: dict[str, str] = {}
+    for name in sorted(clash):
+        new = name + "_"
+        while new in used or keyword.iskeyword(new):
+            new += "_"
+        renames[name] = new
+        used.add(new)
+    depth, out = 0, []
+    for i, tok in enumerate(tokens):
+        depth += tok.string in "([{" if tok.type == tokenize.OP else 0
+        depth -= tok.string in ")]}" if tok.type == tokenize.OP else 0
+        before = [t.string for t in tokens[max(0, i - 2):i]]
+        after = tokens[i + 1].string if i + 1 < len(tokens) else ""
+        variable = not before[-1:] == ["."] or before == ["self", "."]
+        keyword_argument = depth > 0 and after == "=" and before[-1:] in (["("], [","])
+        if tok.type == tokenize.NAME and tok.string in renames and variable and not keyword_argument:
+            tok = tok._replace(string=renames[tok.string])
+        out.append(tok)
+    return tokenize.untokenize(out), renames
 
 
 def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_file: str | None,
