@@ -31,12 +31,17 @@ from oracles.verdict import answers
 from oracles.worker import exit_now
 
 # typer 0.29's help shows a flag's type (<bool>) as though it took a value; a flag takes
-# none, so its type column stays empty (--resume, --verify/--no-verify, --help). Older
-# typers (0.12 on the GPU machine) have no such column, nor this method.
+# none, so its type column stays empty (--resume, --verify/--no-verify, --help). And an
+# argument's beside its name (`NAME <list[str]>`, `OUT_DIR <path>`): the name says it. Older
+# typers (0.12 on the GPU machine) have no such column, nor these methods.
 _option_type = getattr(typer.core.TyperOption, "display_type_rich", None)
 if _option_type is not None:
     typer.core.TyperOption.display_type_rich = (  # type: ignore[method-assign]
         lambda self, ctx: None if self.is_flag else _option_type(self, ctx))
+_argument_type = getattr(typer.core.TyperArgument, "display_type_rich", None)
+if _argument_type is not None:
+    typer.core.TyperArgument.display_type_rich = (  # type: ignore[method-assign]
+        lambda self, ctx: None if self.metavar else _argument_type(self, ctx))
 
 app = typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
                   help="Minimize deep-learning compiler bugs into tiny standalone repro scripts.")

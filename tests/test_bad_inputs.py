@@ -200,15 +200,20 @@ def test_help_shows_no_type_for_a_flag_and_a_name_for_a_value():
 
 def test_every_commands_options_name_their_values():
     """Every option row of every command names its value (FILE, DIR, SECONDS, URL, ...) or
-    lists its choices, never typer's `<float>`, `<str>` or `<list[str]>`."""
+    lists its choices, never typer's `<float>`, `<str>` or `<list[str]>`; an argument's
+    name is its value's (`MODEL.pt2`, `NAME`), with no `<path>` or `<list[str]>` beside it."""
     import re
+    arguments = set()
     for command in (["reduce"], ["check"], ["env"], ["repros", "run"], ["repros", "add"], ["repros", "match"],
                     ["repros", "table"]):
         r = run_cli(*command, "--help")
         rows = [line for line in r.stdout.splitlines() if re.match(r"│\s+(\*\s+)?--", line)]
         assert r.returncode == 0 and rows, r.stdout  # --help at least
-        typed = [row for row in rows if re.search(r"<[\w\[\]]+>", row)]
+        named = [line for line in r.stdout.splitlines() if re.match(r"│\s+(\*\s+)?[A-Z]", line)]
+        arguments |= {line.split()[2 if "*" in line.split()[1] else 1] for line in named}
+        typed = [row for row in rows + named if re.search(r"<[\w\[\]]+>", row)]
         assert not typed, f"trtmin {' '.join(command)}: " + "\n".join(typed)
+    assert arguments == {"MODEL.pt2", "OUT_DIR", "NAME", "FILE"}, arguments
 
 
 def test_folder_given_as_model(tmp_path):
