@@ -404,7 +404,8 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
         return
     names = [name for name, _ in wanted]
     named = all(names)  # an int input has no name here: the full check words it
-    spec = program_call_spec(graph_module) if isinstance(loaded, (tuple, list, dict)) else None
+    call_spec = program_call_spec(graph_module)
+    spec = call_spec if isinstance(loaded, (tuple, list, dict)) else None
     flat = _plain(loaded)
     if flat is None:  # a nested form (a batch dict, (args, kwargs) with containers): as the call spec flattens it
         try:
@@ -420,7 +421,7 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
         if named:
             raise wrong_inputs_error(inputs, loaded, names, spec)
         return
-    places = input_places(program_call_spec(graph_module))
+    places = input_places(call_spec)
     for index, ((name, want), got) in enumerate(zip(wanted, flat)):
         if want is None or not isinstance(got, TensorShape):  # a number: the full check reads it
             continue
