@@ -753,6 +753,21 @@ def test_one_run_at_a_time_in_a_folder(host_program, tmp_path):
         assert list(tmp_path.iterdir()) == []
     r = run_reduce(str(model), *args, "--force")
     assert r.returncode == 0 and (tmp_path / "repro.py").exists(), r.stderr[-2000:]
+    # A live run's folder holds its journal: a run without flags was told it "holds an
+    # interrupted run; pass --resume", which was refused next as in use
+    import fcntl
+    import os
+    from minimize.emit.out_dir import check_out_dir
+    from oracles.errors import TrtminError
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as another process's run holds it
+        for resume, force in ((False, False), (True, False), (False, True)):
+            with pytest.raises(TrtminError, match="is in use by another trtmin run"):
+                check_out_dir(tmp_path, resume, force)
+    finally:
+        os.close(fd)
+    check_out_dir(tmp_path, resume=True, force=False)  # once it ends: resumable
 
 
 def test_a_journal_without_an_inputs_digest_still_compares_the_inputs_path(tmp_path):

@@ -45,6 +45,8 @@ def _short(path: Path) -> str:
 def _check_out_dir(out: Path, resume: bool, force: bool, header: Callable[[], dict[str, Any]] | None) -> None:
     if out.exists() and not out.is_dir():
         raise TrtminError(f"--out {out} is a file; pass a folder for the results")
+    if _held_by_another_run(out):  # its journal reads as an interrupted run's: --resume would be refused next
+        raise _in_use(out)
     if holds_saved_repros(out):  # its files there would make the suite read as one repro, its own hidden
         raise TrtminError(f"--out {out} is a repro suite (its folders hold manifest.toml); reduce into a folder "
                           "outside it, then save the result with `trtmin repros add OUT --name NAME`")
@@ -192,6 +194,25 @@ def _check_writable(out: Path) -> None:
 _HELD: set[str] = set()  # the folders this process holds: the CLI takes the lock, reduce() holds it again
 
 
+def _in_use(out: Path) -> TrtminError:
+    return TrtminError(f"--out {out} is in use by another trtmin run; wait for it to end, or choose another folder")
+
+
+def _held_by_another_run(out: Path) -> bool:
+    """Whether another process holds `out` (held_by_this_run's lock), found without keeping it."""
+    if os.path.realpath(out) in _HELD or not out.is_dir():
+        return False
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def held_by_this_run(out: Path) -> Iterator[None]:
     """One run at a time in a folder: a second run (--force or --resume beside a live one)
@@ -213,8 +234,7 @@ def held_by_this_run(out: Path) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise TrtminError(f"--out {out} is in use by another trtmin run; wait for it to end, or choose another "
-                          "folder") from None
+        raise _in_use(out) from None
     _HELD.add(key)
     try:
         yield
