@@ -94,8 +94,8 @@ def write_failure(what: str, e: OSError, then: str) -> TrtminError:
 
     name = str(e.filename) if e.filename else what
     named = f": {e.filename}" if e.filename and str(e.filename) not in what else ""
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = "free space on its disk"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):  # the disk written to: a copy's error names its source
+        fix, named = "free space on its disk", ""
     elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         fix = f"fix the permissions of {name} (or the disk's, if it is mounted read-only)"
     elif e.errno == errno.ENOENT:

@@ -1251,6 +1251,38 @@ def test_a_failed_write_names_the_fix_its_cause_asks_for():
                                   "/w/p.py, then rerun")
     assert said[errno.EIO] == "cannot write the results into /o (Input/output error); mend what the error names, then " \
         "rerun"
+    # a copy's full disk names the file it read: the disk to free is the folder's it wrote to
+    copied = write_failure("the results into /o", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/w/p.py"), "rerun")
+    assert str(copied) == said[errno.ENOSPC], copied
+
+
+@pytest.mark.parametrize("copier", ["copy_files", "tensorrt_script"])
+def test_a_copy_that_meets_a_full_disk_leaves_no_temporary(tmp_path, monkeypatch, copier):
+    """A full disk while the plugin file was copied beside repro.py left `.plugin.py.tmp`,
+    half-written, in --out (a bug hunt, on a 20 KiB tmpfs): as every other file trtmin
+    writes, a copy that fails leaves the old file or none, and no temporary."""
+    import errno
+    import shutil
+
+    from minimize.emit import outputs
+    from oracles.backends import tensorrt_script
+
+    src = tmp_path / "plugin_src.py"
+    src.write_text("x = 1\n" * 1000)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def full_disk(source, target):  # half of it written, then the disk is full
+        Path(target).write_text(Path(source).read_text()[:100])
+        raise OSError(errno.ENOSPC, "No space left on device", str(source))
+
+    monkeypatch.setattr(shutil, "copyfile", full_disk)
+    with pytest.raises(OSError):
+        if copier == "copy_files":
+            outputs.copy_files(out, {"plugin.py": src})
+        else:
+            tensorrt_script._atomic_copy(src, out / "model.onnx")
+    assert list(out.iterdir()) == []
 
 
 def test_a_run_over_a_finished_one_moves_aside_only_what_that_run_did_not_write(tmp_path):

@@ -53,6 +53,17 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     _replace_from_temporary(path, write)
 
 
+def copy_files(out: Path, files: dict[str, Path]) -> None:
+    """Each of `files` (name in `out` -> source) copied there through a temporary, as
+    atomic_write writes: the plugin's copies, a command's files. A runner script the
+    command runs as its program stays executable."""
+    for name, src in files.items():
+        def copy(tmp: Path, src: Path = src) -> None:
+            shutil.copyfile(src, tmp)
+            shutil.copymode(src, tmp)
+        _replace_from_temporary(out / name, copy)
+
+
 def atomic_torch_save(obj: Any, path: Path) -> None:
     """torch.save through a temporary. Its zip writer words a short write (a full disk) as
     "[enforce fail at inline_container.cc] unexpected pos" (or "file write failed"): raised
@@ -167,11 +178,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         atomic_torch_save(big, out / INPUTS_FILE)
         written["inputs"] = out / INPUTS_FILE
     copied = backend.script_part().files
-    for name, src in copied.items():
-        tmp = out / f".{name}.tmp"
-        shutil.copyfile(src, tmp)
-        shutil.copymode(src, tmp)  # a runner script the command runs as its program stays executable
-        os.replace(tmp, out / name)
+    copy_files(out, copied)
     atomic_write(out / "repro.py", script)
     written["repro"] = out / "repro.py"
     if verify is not None:

@@ -323,6 +323,11 @@ def _name_inputs(inputs: Sequence[Any] | Mapping[str, Any], names: list[str],
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
+    """A kill leaves the old file or the new one; a failed copy (a full disk) no temporary."""
     tmp = dst.with_name(f".{dst.name}.tmp")
-    shutil.copyfile(src, tmp)
-    tmp.replace(dst)
+    try:
+        shutil.copyfile(src, tmp)
+        tmp.replace(dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
