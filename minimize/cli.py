@@ -21,8 +21,8 @@ from rich.markup import escape
 from minimize.run import interrupts
 from minimize.arguments import build_options, check_jobs, check_numbers, check_timeout, jobs_note
 from minimize.program.libraries import checked_imports
-from minimize.emit.out_dir import (JOURNAL, check_out_dir, earlier_runs_files, finished_run, held_by_this_run,
-                                   journaled_verdicts)
+from minimize.emit.out_dir import (JOURNAL, check_backend_outside, check_out_dir, earlier_runs_files, finished_run,
+                                   held_by_this_run, journaled_verdicts)
 from minimize.emit.run_header import check_resumable, header_before_loading
 from oracles import bytecode
 from oracles.backend_names import check_compile_on
@@ -224,6 +224,7 @@ def reduce(
         known = functools.cache(lambda: header_before_loading(opts))  # it hashes the inputs: once, where asked
         _check_out_not_in_a_suite(out)
         check_out_dir(out, resume, force, known)  # before any worker starts or the model loads
+        check_backend_outside(out, backend)
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {escape(note)}", highlight=False, soft_wrap=True)

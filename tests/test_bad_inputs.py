@@ -740,9 +740,10 @@ def test_journal_damage(tmp_path):
         check_out_dir(tmp_path, resume=False, force=True)
 
 
-def test_one_run_at_a_time_in_a_folder(host_program, tmp_path):
+def test_one_run_at_a_time_in_a_folder_and_none_runs_its_files(host_program, tmp_path):
     """A second run into a folder a live run is writing (--force or --resume beside it)
-    is refused before it writes anything: both had appended to one journal."""
+    is refused before it writes anything: both had appended to one journal. Nor may a run
+    take its backend from trtmin's own files there (an edited plugin.py)."""
     from minimize.emit.out_dir import held_by_this_run
     model, inputs = host_program
     args = ["--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"), "--out", str(tmp_path),
@@ -768,6 +769,18 @@ def test_one_run_at_a_time_in_a_folder(host_program, tmp_path):
     finally:
         os.close(fd)
     check_out_dir(tmp_path, resume=True, force=False)  # once it ends: resumable
+    # The user edits the plugin.py copy beside repro.py and reduces with it into this folder
+    # again: --force moved it aside (plugin.py.edited) while the workers loaded it, and the
+    # run blamed the plugin ("fails the same way on one-op programs"); every run rewrites it
+    plugin_copy = tmp_path / "plugin.py"
+    plugin_copy.write_text(plugin_copy.read_text() + "# the user's tweak\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for flags in (["--force"], ["--resume", "--force"]):
+        r = reduce_here(str(model), *args[:-5], "--backend", f"{plugin_copy}:crash_on_sin", "--out", str(tmp_path), *flags)
+        assert_one_line_error(r, f"--backend runs {plugin_copy}, trtmin's own plugin.py in --out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and "the user's tweak" in plugin_copy.read_text()
+    assert_one_line_error(reduce_here(str(model), *args[:-5], "--backend", f"cmd:{sys.executable} {plugin_copy} {{model}}",
+                                      "--out", str(tmp_path), "--force"), "trtmin's own plugin.py in --out")
 
 
 def test_a_journal_without_an_inputs_digest_still_compares_the_inputs_path(tmp_path):

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from minimize.emit.run_header import RERUN_SAME, resume_difference
+from oracles.backend_names import COMMAND_PREFIX, parse_backend, plugin_own_modules
+from oracles.command_line import parse_command
 from oracles.errors import TrtminError
 from oracles.out_folder import (JOURNAL, edited_copy_name, edited_since_written, file_digest, holds_saved_repros,
                                is_ours, journal_first_line, outputs_of_journal)
@@ -35,6 +37,23 @@ def check_out_dir(out: Path, resume: bool, force: bool,
         _check_out_dir(out, resume, force, header)
     except OSError as e:  # a name too long, a folder that cannot be listed: no traceback
         raise TrtminError(f"--out {_short(out)} cannot be used ({e.strerror or e}); choose another folder") from None
+
+
+def check_backend_outside(out: Path, backend: str) -> None:
+    """Refuse a --backend that runs a file of trtmin's own in --out (its plugin.py, a
+    command's repro_cmd_run.py, a plugin's module copy): a user who edits the copy beside
+    repro.py and reduces into that folder again would have the run rewrite it, or --force
+    move it aside (as plugin.py.edited) while its workers load it, then blame the plugin."""
+    if backend.startswith(COMMAND_PREFIX):
+        files = [Path(arg) for arg in parse_command(backend) if os.path.isfile(arg)]
+    else:
+        plugin = parse_backend(backend).plugin_file
+        files = [plugin, *plugin_own_modules(plugin).values()] if plugin is not None and plugin.is_file() else []
+    folder = os.path.realpath(out)
+    for file in files:
+        if os.path.dirname(os.path.realpath(file)) == folder and is_ours(file.name):
+            raise TrtminError(f"--backend runs {file}, trtmin's own {file.name} in --out, which this run writes over; "
+                              f"copy it out of {_short(out)} and pass the copy, or choose another --out")
 
 
 def _short(path: Path) -> str:
