@@ -88,10 +88,10 @@ def run_reduce(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[
 
 
 def run_repro(folder: Path, backend: str | None = None, timeout: float = 600,
-              script: str = "repro.py") -> subprocess.CompletedProcess[str]:
+              script: str = "repro.py", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Runs repro.py (or another script of the folder) alone, in a new process, from a clean
-    environment (no trtmin on the path)."""
-    env = alone_env(**({"TRTMIN_BACKEND": backend} if backend else {}))
+    environment (no trtmin on the path; `env` added)."""
+    env = alone_env(**({"TRTMIN_BACKEND": backend} if backend else {}), **(env or {}))
     return subprocess.run([sys.executable, str(folder / script)], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=folder)
 
@@ -125,9 +125,10 @@ def report_snippet_text(folder: Path) -> str:
     return (folder / "report.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
+def run_report_snippet(folder: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """Runs the eager snippet at the top of report.md alone (beside repro.py, whose tensors
-    file it may read) and checks it computes what repro.py's Repro does, exactly. A
+    file it may read; `env` added to its environment) and checks it computes what repro.py's
+    Repro does, exactly. A
     mismatch's last line, its assert, runs after that check: it prints SNIPPET ASSERT
     RAISES with assert_close's first words where it raises, as it does on the bug."""
     lines = report_snippet_text(folder).rstrip("\n").splitlines()
@@ -136,9 +137,8 @@ def run_report_snippet(folder: Path) -> subprocess.CompletedProcess[str]:
              f"    print('SNIPPET ASSERT RAISES', str(e).strip().splitlines()[0])\n") if compare else ""
     check = folder.parent / f"{folder.name}_snippet_check.py"
     check.write_text("\n".join(lines) + "\n" + SNIPPET_CHECK + after)
-    env = alone_env()
-    return subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=folder)
+    return subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=300,
+                          env=alone_env(**env), cwd=folder)
 
 
 def repro_info(verdict: Any, title: str = "t", device: str = "cpu") -> Any:

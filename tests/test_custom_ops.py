@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from tests.conftest import plugin, save_program
-from tests.helpers import ROOT, run_check, run_cli, run_reduce, run_repro
+from tests.helpers import ROOT, report_snippet_text, run_check, run_cli, run_reduce, run_report_snippet, run_repro
 from tests.plugins import custom_op_lib  # registers trtmin_test::twice here, to export a program with it
 from tests.test_bad_inputs import assert_one_line_error
 
@@ -48,6 +48,32 @@ def test_a_custom_op_needs_its_library_imported(tmp_path):
     found = subprocess.run([sys.executable, "repro.py"], capture_output=True, text=True, cwd=out, timeout=300,
                            env={**env, "PYTHONPATH": str(ROOT)})
     assert found.returncode == 1 and "REPRODUCED" in found.stdout, found.stdout + found.stderr
+
+
+class ScalesInPlace(nn.Module):
+    def forward(self, x):
+        y = torch.sin(x) + 1
+        torch.ops.trtmin_test.scale_(y, 3.0)  # exported as auto_functionalized_v2(trtmin_test.scale_, ...)
+        return torch.exp(y) * 2 + torch.relu(x)
+
+
+def test_a_custom_op_that_mutates_is_reduced_and_its_repro_and_snippet_import_its_library(tmp_path):
+    """A custom op with mutates_args reaches the graph as an argument of auto_functionalized:
+    the workers' graph file pickled it and failed, said as a full disk ("free space there, or
+    set TMPDIR"; a bug hunt); repro.py and the snippet did not import its library."""
+    model, inputs = save_program(ScalesInPlace().eval(), (torch.randn(4, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_reduce(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_custom_op"),
+                   "--import", LIB, "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    script = (out / "repro.py").read_text()
+    assert "torch.ops.trtmin_test.scale_.default" in script and LIB in script, script
+    found = run_repro(out, env={"PYTHONPATH": str(ROOT)})  # where the library is found
+    assert found.returncode == 1 and "REPRODUCED: RuntimeError: planted: no converter" in found.stdout, \
+        found.stdout + found.stderr[-2000:]
+    snippet = run_report_snippet(out, PYTHONPATH=str(ROOT))  # in eager PyTorch: the library imported first
+    assert snippet.returncode == 0 and "SNIPPET OK" in snippet.stdout, snippet.stdout + snippet.stderr[-2000:]
+    assert f"import {LIB}" in report_snippet_text(out)
 
 
 def test_a_plugins_own_modules_go_beside_repro_py(host_program, tmp_path):

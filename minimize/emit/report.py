@@ -26,7 +26,9 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
     dynamic = dynamic_words(info)
     call = None if dynamic else backend.snippet_call(list(inputs), info.verdict)
-    taken = OWN_NAMES | (bound_names((*call.imports, *call.setup, call.last)) if call else set())
+    libraries = tuple(info.imports)
+    taken = OWN_NAMES | bound_names([*(f"import {m}" for m in libraries), *((*call.imports, *call.setup, call.last)
+                                                                               if call else ())])
     forward, renames = renamed_apart(forward_source(gm), tensors, taken)  # an input named f: f_ here
     if renames:
         tensors = {renames.get(n, n): made for n, made in tensors.items()}
@@ -35,7 +37,7 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     return snippet_source(forward, tensors, INPUTS_FILE if big else None, info.device,
                           failure if call else f"compiled with {backend.describe_shared()}{', ' + dynamic if dynamic else ''}: "
                           f"{failure}", call, tuple(renames.get(n, n) for n in inputs),
-                          compare_line(info, output_values(gm)) if call else "")
+                          compare_line(info, output_values(gm)) if call else "", libraries)
 
 
 def compare_line(info: ReproInfo, outputs: Sequence[Any] | None = None) -> str:

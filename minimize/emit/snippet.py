@@ -74,7 +74,7 @@ def renamed_apart(forward: str, names: Iterable[str], taken: Iterable[str]) -> t
 
 def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_file: str | None,
                    device: str, failure: str, call: SnippetCall | None = None, params: tuple[str, ...] = (),
-                   compare: str = "") -> str | None:
+                   compare: str = "", libraries: tuple[str, ...] = ()) -> str | None:
     """`forward`: Repro.forward's source; `tensors`: each input's and weight's name, in
     that order, with the expression that makes it and whether it is a tensor (moved to
     `device`); `loads_file`: the tensors file the expressions read, if any; `failure`:
@@ -82,12 +82,14 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     it has one as short as `torch.compile(f, backend="inductor")` (else the failure is a
     comment), with `params`, the program's inputs, as f's arguments; `compare`: the
     statement after the call that raises where `got` is off (a mismatch), so that running
-    the snippet shows the bug, with the failure as its comment. None where the graph
+    the snippet shows the bug, with the failure as its comment; `libraries`: the modules
+    that register the program's custom ops (--import), imported first. None where the graph
     is not straight-line code (a higher-order op's subgraph lives on `self`) or is too
     long to be read here."""
     if not all(name.isidentifier() for name in tensors):  # a weight named `0_weight`, as its nn.Sequential names it
         return None
-    if set(tensors) & (OWN_NAMES | (bound_names((*call.imports, *call.setup, call.last)) if call else set())):
+    own = OWN_NAMES | bound_names(f"import {m}" for m in libraries)
+    if set(tensors) & (own | (bound_names((*call.imports, *call.setup, call.last)) if call else set())):
         return None  # an input named f or tensors would be overwritten by the snippet's own, or overwrite it
     lines = textwrap.dedent("\n".join(forward.splitlines()[1:])).splitlines()  # without `def forward(...)`
     body = []
@@ -119,7 +121,8 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
         body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
         ending = body
     text = "\n".join(made + ending).lstrip("\n")
-    head = ["import torch", *(call.imports if call else ())]
+    head = ["import torch", *(f"import {m}  # registers the program's custom ops" for m in libraries),
+            *(call.imports if call else ())]
     if re.search(r"(?<![\w.])device\(", text):
         head.append("from torch import device")
     if re.search(r"\b(inf|nan)\b", text):

@@ -5,7 +5,7 @@ the nodes (name, op, target, args) and each node's source stack, so this writes 
 that. The stack is the one piece of metadata kept: a compiler that exports the slice again
 (Torch-TensorRT, torch.onnx) carries it into its error, which is how trtmin tells which of
 several nodes of one op failed (minimize/search/localize.py). Targets are stored by name
-(aten::add.Tensor, operator.getitem), never as pickled code.
+(aten::add.Tensor, operator.getitem), as are ops passed as arguments: never as pickled code.
 """
 
 from __future__ import annotations
@@ -22,6 +22,21 @@ import torch.fx as fx
 @dataclass(frozen=True)
 class NodeRef:
     name: str
+
+
+@dataclass(frozen=True)
+class OpRef:
+    """An op passed as an argument (auto_functionalized's mutating custom op), by name: a
+    custom op's OpOverload does not pickle."""
+    code: tuple[str, ...]
+
+
+def _encode_arg(a: Any) -> Any:
+    if isinstance(a, fx.Node):
+        return NodeRef(a.name)
+    if isinstance(a, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
+        return OpRef(_encode_target(a))
+    return a
 
 
 def _encode_target(target: Any) -> tuple[str, ...]:
@@ -55,9 +70,8 @@ def _decode_target(code: tuple[str, ...]) -> Any:
 
 
 def dumps(graph: fx.Graph) -> bytes:
-    records = [(n.op, n.name, _encode_target(n.target),
-                fx.node.map_arg(n.args, lambda a: NodeRef(a.name)),
-                fx.node.map_arg(n.kwargs, lambda a: NodeRef(a.name)), n.meta.get("stack_trace"))
+    records = [(n.op, n.name, _encode_target(n.target), fx.node.map_aggregate(n.args, _encode_arg),
+                fx.node.map_aggregate(n.kwargs, _encode_arg), n.meta.get("stack_trace"))
                for n in graph.nodes]
     return pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -67,7 +81,7 @@ def loads(data: bytes) -> fx.Graph:
     env: dict[str, fx.Node] = {}
 
     def resolve(a: Any) -> Any:
-        return env[a.name] if isinstance(a, NodeRef) else a
+        return env[a.name] if isinstance(a, NodeRef) else _decode_target(a.code) if isinstance(a, OpRef) else a
 
     for op, name, target, args, kwargs, stack in pickle.loads(data):  # our own file, in our temp dir
         args = fx.node.map_aggregate(args, resolve)

@@ -60,9 +60,21 @@ def import_libraries(names: list[str]) -> None:
 
 
 def uses_custom_ops(graph: Any) -> bool:
-    """Whether an fx graph calls an op outside ATen's (which only an --import registers)."""
+    """Whether an fx graph calls an op outside ATen's (which only an --import registers),
+    itself or through a higher-order op (auto_functionalized's mutating custom op)."""
+    import torch.fx as fx
     core = (None, "aten", "prims", "higher_order")
-    return any(n.op == "call_function" and getattr(n.target, "namespace", None) not in core for n in graph.nodes)
+
+    def custom(target: Any) -> bool:
+        return callable(target) and getattr(target, "namespace", None) not in core
+
+    def ops_among(args: Any) -> list[Any]:
+        found: list[Any] = []
+        fx.node.map_aggregate(args, lambda a: found.append(a) if hasattr(a, "namespace") else None)
+        return found
+
+    return any(n.op == "call_function" and (custom(n.target) or any(map(custom, ops_among((n.args, n.kwargs)))))
+               for n in graph.nodes)
 
 
 def unresolved_op(error: BaseException, logged: str = "") -> str | None:

@@ -71,8 +71,9 @@ def save_state(program: Program, folder: Path, imports: list[str] | None = None)
              "user_outputs": program.output_order, "constants": sorted(program.constants),
              "fixed_random": program.fixed_random, "imports": list(imports or []), "dynamic": program.dynamic,
              "attributes": program.attributes}
+    graph = graph_io.dumps(program.graph)  # its own errors are no disk's
     try:
-        (folder / GRAPH_FILE).write_bytes(graph_io.dumps(program.graph))
+        (folder / GRAPH_FILE).write_bytes(graph)
         torch.save(state, str(folder / VALUES_FILE))
     except (OSError, RuntimeError) as e:  # torch's writer raises RuntimeError for a full disk
         raise TrtminError(f"cannot write the program's values for the workers into {folder.parent} "

@@ -14,3 +14,10 @@ def twice(x: torch.Tensor) -> torch.Tensor:
 @twice.register_fake
 def _(x: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(x)
+
+
+@torch.library.custom_op("trtmin_test::scale_", mutates_args=("x",))
+def scale_(x: torch.Tensor, s: float) -> None:
+    """A custom op that mutates its input: the exported program calls it through
+    auto_functionalized, which takes the op as an argument."""
+    x.mul_(s)
