@@ -1359,3 +1359,29 @@ def test_a_bare_command_shows_its_help_not_an_error():
         r = run_cli_here(*args)
         assert r.returncode == 2 and f"Usage: trtmin {' '.join(args)}".rstrip() in r.stdout, (args, r.stdout, r.stderr)
         assert all(f" {c} " in r.stdout for c in commands) and "error:" not in r.stderr, (args, r.stdout, r.stderr)
+
+
+def test_a_grad_region_torch_cannot_load_back_says_how_to_write_it(tmp_path):
+    """`with torch.set_grad_enabled(False):` in forward exports (torch 2.13) to a .pt2 that
+    torch.export.load itself cannot read back: trtmin said "re-export it with
+    torch.export.export and torch.export.save", which is what wrote it (a bug hunt). The fix
+    is the region written as `with torch.no_grad():`, which loads. A torch that reads it
+    back needs no such words: then the program is checked as any other."""
+    class GradRegion(torch.nn.Module):
+        def forward(self, x):
+            with torch.set_grad_enabled(False):
+                h = torch.tanh(x)
+            return h * 2
+
+    torch.export.save(torch.export.export(GradRegion(), (torch.randn(4, 8),)), str(tmp_path / "m.pt2"))
+    try:
+        torch.export.load(str(tmp_path / "m.pt2"))
+        loads = True
+    except Exception:  # noqa: BLE001 - torch's own error for its own file: the bug this test is about
+        loads = False
+    r = check_here(str(tmp_path / "m.pt2"), "--oracle", "crash", "--backend", "eager")
+    if loads:
+        assert r.returncode == 0, r.stdout + r.stderr
+    else:
+        assert_one_line_error(r, "cannot read back the `with torch.set_grad_enabled(...)` region",
+                              "write it as `with torch.no_grad():` and export again")

@@ -79,6 +79,10 @@ def load_exported(path: Path) -> ExportedProgram:
         if op := unresolved_op(e, logged.text):
             raise TrtminError(f"{path} uses the custom op {op}, which nothing imported here registers; pass "
                               f"--import MODULE with the library that defines it") from None
+        if "wrap_with_set_grad_enabled" in str(e):  # torch 2.13 writes such a region that it cannot read back
+            raise TrtminError(f"{path} could not be loaded: torch.export.load cannot read back the `with "
+                              f"torch.set_grad_enabled(...)` region of its forward ({type(e).__name__}: {first_line(e)}; "
+                              "torch's own bug); write it as `with torch.no_grad():` and export again") from None
         raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first_line(e)}); "
                           "re-export it with torch.export.export and torch.export.save") from None
     finally:
