@@ -114,6 +114,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- Delegation: {notes['delegation']}.")
     if "static" in notes:
         lines.append(f"- Dynamic sizes: {notes['static']}.")
+    if "in_place" in notes:
+        lines.append(f"- In-place ops: {notes['in_place']}.")
     if "precision" in notes:
         lines.append(f"- Precision: {notes['precision']}.")
     if "first_off_value" in notes:

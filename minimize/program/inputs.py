@@ -246,8 +246,27 @@ def _flatten_like_export(loaded: Any, ep: ExportedProgram, names: list[str]) -> 
 
 
 def has_mutations(ep: ExportedProgram) -> bool:
-    return any(n.op == "call_function" and getattr(getattr(n.target, "_schema", None), "is_mutable", False)
-               for n in ep.graph_module.graph.nodes)
+    return bool(in_place_ops(ep))
+
+
+def in_place_ops(ep: ExportedProgram) -> list[str]:
+    """The ops of the exported graph that write into a tensor (`aten.add_.Tensor`, a custom
+    op that mutates), which prepare() makes functional."""
+    return sorted({str(n.target) for n in ep.graph_module.graph.nodes
+                   if n.op == "call_function" and getattr(getattr(n.target, "_schema", None), "is_mutable", False)})
+
+
+def in_place_note(ops: list[str]) -> str | None:
+    """What a user whose bug may be in an in-place op must know: trtmin runs their functional
+    forms (its cuts feed eager's values between ops, which a later write would change), as
+    Torch-TensorRT, ExecuTorch and Inductor do before they compile; a torch.compile
+    backend of your own (a plugin) would get the in-place op from Dynamo."""
+    if not ops:
+        return None
+    shown = ", ".join(ops[:4]) + (f" and {len(ops) - 4} more" if len(ops) > 4 else "")
+    return (f"the program's in-place ops ({shown}) run as their functional forms (torch.export's "
+            "run_decompositions), as Torch-TensorRT, ExecuTorch and Inductor compile them; a bug in a compiler's "
+            "handling of the in-place op itself does not show here")
 
 
 # torch.export wraps a `with torch.no_grad()` or `torch.autocast` region in these: one

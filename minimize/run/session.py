@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 from minimize.run import interrupts
 from minimize.run.heap import collect_parked, gc_paused
-from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, load_inputs, make_inputs, prepare,
-                                     saved_example_inputs, to_device, values_digest)
+from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, in_place_note, in_place_ops, load_inputs,
+                                     make_inputs, prepare, saved_example_inputs, to_device, values_digest)
 from minimize.program.libraries import import_libraries
 from minimize.program.candidate import Candidate
 from minimize.options import Options
@@ -82,6 +82,7 @@ class Session:
         # the journal's record of inputs no --inputs file names: the example ones saved in the .pt2
         self.example_inputs_sha256 = values_digest(saved) if saved is not None else None
         clock.step("load_model")
+        self.in_place = in_place_ops(ep)  # made functional by prepare: said as a note
         prepared = prepare(ep, opts.device)
         clock.step("prepare")
         self.program = Program(prepared, to_device(user_inputs, opts.device), device=opts.device,
@@ -104,7 +105,8 @@ class Session:
         backend judges here, that the inputs were made (no --inputs), that the program draws
         random values, and that a backend of static shapes drops the export's dynamic sizes."""
         found = {"backend": self.backend.note(), "made_inputs": self.inputs_note,
-                 "random_draws": random_draws_note(self.program), "static": self._static_note()}
+                 "random_draws": random_draws_note(self.program), "static": self._static_note(),
+                 "in_place": in_place_note(self.in_place)}
         return {key: note for key, note in found.items() if note}
 
     def _static_note(self) -> str | None:
