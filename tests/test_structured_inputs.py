@@ -374,3 +374,23 @@ def test_a_nested_tuples_outputs_are_named_by_their_paths():
     x = torch.randn(2, 3)
     program = cpu_program(_Nested(), x)
     assert program.output_names == ["[0][0]", "[1]"]
+
+
+class _WritesInPlace(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("ema", torch.zeros(3))
+
+    def forward(self, x, y):
+        self.ema.mul_(0.9).add_(x.exp() * 0.1)
+        y.mul_(2)
+        return x.sin()
+
+
+def test_a_value_written_in_place_is_named_by_what_it_updates():
+    """A bug hunt: the only value off was a buffer's update (an EMA), named "output 1" of a
+    model that returns one output. The program returns each value written in place after
+    the model's own outputs: named by the buffer or input it updates."""
+    program = cpu_program(_WritesInPlace(), torch.randn(3), torch.randn(3))
+    assert program.output_names == ["", "(the update of buffer ema, written in place)",
+                                    "(the update of input y, written in place)"], program.output_names

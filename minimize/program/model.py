@@ -207,12 +207,18 @@ def output_paths(ep: ExportedProgram, returned: Sequence[str]) -> list[str]:
     mislead: a dict's or dataclass's key (`['action']`, `.logits`: "output 1" alone says
     little about a policy's {"action": ..., "log_prob": ...}); in a tuple, the model's own
     index where the slice's differs (the model returns an input or None before it, which
-    no slice returns: "output 1 (the model's output 3)"); "" where the number is the name,
-    or the value is no output of the model's. [] where the spec cannot be read."""
+    no slice returns: "output 1 (the model's output 3)"); a buffer's or an input's new value
+    written in place, which the model does not return, by its name ("(the update of buffer
+    ema)": "output 1" of a model of one output named nothing); "" where the number is the
+    name, or the value is none of these. [] where the spec cannot be read."""
     spec = getattr(ep.call_spec, "out_spec", None)
-    user = [getattr(s.arg, "name", "") for s in ep.graph_signature.output_specs if s.kind == OutputKind.USER_OUTPUT]
+    specs = ep.graph_signature.output_specs
+    user = [getattr(s.arg, "name", "") for s in specs if s.kind == OutputKind.USER_OUTPUT]
     if spec is None or spec.num_leaves != len(user):
         return []
+    written = {getattr(s.arg, "name", ""): f"(the update of {kind} {s.target}, written in place)" for s in specs
+               for kind in [{OutputKind.BUFFER_MUTATION: "buffer", OutputKind.USER_INPUT_MUTATION: "input"}.get(s.kind)]
+               if kind and s.target}
     tree = pytree.tree_unflatten(list(range(len(user))), spec)
     paths = [pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(tree)[0]]
     keyed = any(not re.fullmatch(r"(\[\d+\])*", p) for p in paths)
@@ -220,7 +226,8 @@ def output_paths(ep: ExportedProgram, returned: Sequence[str]) -> list[str]:
     places = []
     for j, name in enumerate(returned):
         k = user.index(name) if name and name in user else None
-        places.append("" if k is None else paths[k] if keyed or nested else "" if k == j else f"(the model's output {k})")
+        places.append(written.get(name, "") if k is None else paths[k] if keyed or nested else "" if k == j
+                      else f"(the model's output {k})")
     return places if any(places) else []
 
 
