@@ -216,6 +216,9 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     shrank = _mismatch_shrank(original, final_verdict)
     if shrank:
         problem.notes["shrank"] = shrank
+    precision = None if "precision" in problem.notes else precision_note(final_verdict, opts.reference)
+    if precision:  # the original's output was float32, the reduced one's is bf16 (an autocast region's)
+        problem.notes["precision"] = precision
     read_off = None if session.backend.oracle_problem("mismatch") else _read_values_off(session.program, problem, found)
     if read_off:
         problem.notes["read_off"] = read_off

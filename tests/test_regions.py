@@ -37,6 +37,32 @@ class AutocastRegion(nn.Module):
         return torch.exp(h.float() * 2)
 
 
+class Bf16Inside(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            g = torch.exp(self.l(x) * 2)  # mul and exp in bfloat16
+        return g.float().sum(-1)
+
+
+def test_a_reduction_that_ends_in_a_bf16_output_says_what_rounding_does(tmp_path):
+    """The original's output is float32, so nothing was said of rounding; the reduced
+    program's (mul, exp inside an autocast region) is bfloat16, where rounding alone differs
+    from eager: report.md says so, and how --reference float64 tells (a bug hunt)."""
+    model, inputs = save_program(Bf16Inside().eval(), (torch.randn(4, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                "--backend", plugin("mismatch_mul_exp"), "--out", str(out), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert "dtype float32" in summary["original_verdict"] and "dtype bfloat16" in summary["final_verdict"], summary
+    assert "- Precision: the mismatch is in a bfloat16 output, where rounding alone differs from eager" \
+        in (out / "report.md").read_text()
+
+
 class CondBranch(nn.Module):
     def forward(self, x):
         return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,)).exp()
