@@ -12,7 +12,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 JOURNAL = "journal.jsonl"  # minimize/emit/journal.py writes it first, so every run's folder has one
 OUR_FILES = {"repro.py", "report.md", "summary.json", "reduced.pt2", "repro_inputs.pt", "plugin.py", JOURNAL,
@@ -99,3 +99,16 @@ def outputs_of_journal(folder: Path, summary: dict[str, Any]) -> bool | None:
     if recorded is None or line is None:
         return None
     return header_digest(line.decode(errors="replace")) == recorded
+
+
+def replace_from_temporary(path: Path, write: Callable[[Path], None], suffix: str = ".tmp") -> None:
+    """`write(tmp)` beside `path`, then renamed over it: a kill leaves the old file or the new
+    one, and a failed write (a full disk) leaves no temporary behind. `suffix`: the
+    temporary's (np.savez adds .npz to a name without it)."""
+    tmp = path.with_name(f".{path.name}{suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

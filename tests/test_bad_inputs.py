@@ -1269,16 +1269,32 @@ def test_a_failed_write_names_the_fix_its_cause_asks_for():
     assert str(copied) == said[errno.ENOSPC], copied
 
 
-@pytest.mark.parametrize("copier", ["copy_files", "tensorrt_script"])
+@pytest.mark.parametrize("copier", ["copy_files", "tensorrt_script", "save_npz"])
 def test_a_copy_that_meets_a_full_disk_leaves_no_temporary(tmp_path, monkeypatch, copier):
     """A full disk while the plugin file was copied beside repro.py left `.plugin.py.tmp`,
     half-written, in --out (a bug hunt, on a 20 KiB tmpfs): as every other file trtmin
-    writes, a copy that fails leaves the old file or none, and no temporary."""
+    writes, a copy that fails leaves the old file or none, and no temporary; so does
+    TensorRT's model_io file (np.savez; a review found its temporary left)."""
     import errno
     import shutil
 
+    import numpy as np
+
     from minimize.emit import outputs
     from oracles.backends import tensorrt_script
+
+    def savez_full(target, **arrays):
+        Path(str(target)).write_bytes(b"PK half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if copier == "save_npz":
+        monkeypatch.setattr(np, "savez", savez_full)
+        out = tmp_path / "out"
+        out.mkdir()
+        with pytest.raises(OSError):
+            tensorrt_script.save_npz(out / "model_io.npz", {"x": torch.ones(2)}, [torch.ones(2)])
+        assert list(out.iterdir()) == []
+        return
 
     src = tmp_path / "plugin_src.py"
     src.write_text("x = 1\n" * 1000)

@@ -28,20 +28,8 @@ from oracles.backends.base import Backend
 from oracles.backends.onnx_export import OnnxExportError
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from oracles.errors import TrtminError
-from oracles.out_folder import emitted_names
+from oracles.out_folder import emitted_names, replace_from_temporary
 from oracles.reference import float64_outputs
-
-
-def _replace_from_temporary(path: Path, write: Callable[[Path], None]) -> None:
-    """Write beside `path` and rename over it: a kill leaves the old file or the new one,
-    and a failed write (a full disk) leaves no temporary behind."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -50,7 +38,7 @@ def atomic_write(path: Path, data: str | bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-    _replace_from_temporary(path, write)
+    replace_from_temporary(path, write)
 
 
 def copy_files(out: Path, files: dict[str, Path]) -> None:
@@ -61,7 +49,7 @@ def copy_files(out: Path, files: dict[str, Path]) -> None:
         def copy(tmp: Path, src: Path = src) -> None:
             shutil.copyfile(src, tmp)
             shutil.copymode(src, tmp)
-        _replace_from_temporary(out / name, copy)
+        replace_from_temporary(out / name, copy)
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
@@ -69,7 +57,7 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
     "[enforce fail at inline_container.cc] unexpected pos" (or "file write failed"): raised
     as the OSError it is."""
     try:
-        _replace_from_temporary(path, lambda tmp: torch.save(obj, str(tmp)))
+        replace_from_temporary(path, lambda tmp: torch.save(obj, str(tmp)))
     except RuntimeError as e:
         if "unexpected pos" not in str(e) and "file write failed" not in str(e):
             raise

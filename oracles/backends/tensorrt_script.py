@@ -25,6 +25,7 @@ from oracles.backends.onnxruntime import ort_session, run_onnxruntime
 from oracles.backends.tensorrt import (ONNX_NAME, TensorRTError, build_plan, engine_io, import_tensorrt, load_plan,
                                        tensorrt_name, tensorrt_said)
 from oracles.errors import TrtminError
+from oracles.out_folder import replace_from_temporary
 from oracles.reference import ERROR_RATIO
 from oracles.script_child import CHILD_SOURCE
 
@@ -51,9 +52,7 @@ def save_npz(path: Path, inputs: Mapping[str, torch.Tensor], expected: Sequence[
         arrays[f"expected_{i}"] = numpy_of(t)
         meta["expected"].append({"dtype": str(t.dtype).removeprefix("torch.")})
     arrays["meta"] = np.array(json.dumps(meta))
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    np.savez(tmp, **arrays)
-    tmp.replace(path)
+    replace_from_temporary(path, lambda tmp: np.savez(tmp, **arrays), ".tmp.npz")
 
 
 def load_npz(path):
@@ -252,9 +251,7 @@ def write_tensorrt_script(out_dir: Path, onnx_path: Path, inputs: Sequence[Any] 
                         error_pattern=error_pattern, timeout=timeout, settings=dict(settings or {}),
                         output_names=output_names)
     script = out_dir / SCRIPT_NAME
-    tmp = out_dir / f".{SCRIPT_NAME}.tmp"
-    tmp.write_text(text)
-    tmp.replace(script)
+    replace_from_temporary(script, lambda tmp: tmp.write_text(text))
     return script
 
 
@@ -323,11 +320,4 @@ def _name_inputs(inputs: Sequence[Any] | Mapping[str, Any], names: list[str],
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
-    """A kill leaves the old file or the new one; a failed copy (a full disk) no temporary."""
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    try:
-        shutil.copyfile(src, tmp)
-        tmp.replace(dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    replace_from_temporary(dst, lambda tmp: shutil.copyfile(src, tmp))
