@@ -10,7 +10,7 @@ import io
 import pytest
 import torch
 
-from minimize.emit.snippet import MAX_LINES, bound_names, snippet_source
+from minimize.emit.snippet import MAX_LINES, OWN_NAMES, bound_names, snippet_source
 from oracles.backends import BUILTIN
 from oracles.backends.base import SnippetCall
 
@@ -400,3 +400,36 @@ def test_an_input_named_as_the_snippets_own_variables_is_renamed_and_the_snippet
     ns: dict = {}
     exec(text, ns)  # noqa: S102 - the snippet as report.md shows it
     assert torch.equal(ns["out"][0], torch.full((3,), 2.5)) and torch.equal(ns["got"][0], ns["out"][0]), text
+
+
+def test_renaming_apart_leaves_attributes_keywords_strings_and_fxs_own_globals() -> None:
+    """renamed_apart renames a variable and a weight read (`self.f`), not another object's
+    attribute, a keyword (also one that starts a continued line), a string or a comment. An
+    input named as a global fx's code reads (`inf`, `torch`) cannot be told from that global
+    (fx writes `inf_1 = inf` and `-inf`): left as it is, and such a program gets no snippet
+    (a review found `-inf` renamed into the input)."""
+    from minimize.emit.report import report_snippet
+    from minimize.emit.snippet import renamed_apart
+    from oracles.verdict import Verdict
+    from tests.helpers import cpu_program, repro_info
+
+    forward = """def forward(self, f, inf):
+    w = self.f
+    c = foo(f, x.f, 'f',  # f
+            f=f)
+    d = torch.ops.aten.where.ScalarOther(c, w, -inf)
+    return (c,)"""
+    text, renames = renamed_apart(forward, ["f", "inf"], OWN_NAMES)
+    assert renames == {"f": "f_"}
+    assert "def forward(self, f_, inf):" in text and "w = self.f_" in text and "foo(f_, x.f, 'f',  # f" in text
+    assert "f=f_)" in text and "-inf)" in text and "torch.ops" in text, text
+
+    class InfNamed(torch.nn.Module):
+        def forward(self, inf, x):
+            return torch.where(x > 0, x, float("-inf")) + inf
+
+    program = cpu_program(InfNamed().eval(), torch.ones(3), torch.tensor([1.0, -1.0, 2.0]))
+    piece = program.materialize(program.all_kept())
+    inputs = dict(zip(piece.input_names, program.inputs_for(piece, {})))
+    assert report_snippet(repro_info(Verdict("mismatch", output=0, max_abs=0.5)), piece.gm, inputs, {},
+                          BUILTIN["inductor"]("inductor", {})) is None

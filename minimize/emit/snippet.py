@@ -24,6 +24,9 @@ from oracles.backends.base import SnippetCall
 MAX_LINES = 40  # a longer graph is read in repro.py itself
 # What the snippet itself names at its top level, beside the inputs and weights it assigns there
 OWN_NAMES = frozenset({"torch", "device", "inf", "nan", "tensors", "F", "f", "out", "got"})
+# Globals fx's code itself reads: an input of such a name is aliased (`inf_1 = inf`) and the
+# bare name stays the global (`-inf`, `torch.ops`), so no renaming can tell them apart
+FX_GLOBALS = frozenset({"torch", "device", "inf", "nan"})
 
 
 def bound_names(lines: Iterable[str]) -> set[str]:
@@ -45,8 +48,9 @@ def renamed_apart(forward: str, names: Iterable[str], taken: Iterable[str]) -> t
     """`forward` with each of `names` that is in `taken` (the snippet's own names) renamed to
     a fresh one (`f` -> `f_`), and the renaming. Where it is a variable: as a weight read
     (`self.f`) too, but not as another object's attribute (`x.f`) or a keyword (`f=1`). So an
-    input named `f` or `tensors` keeps its snippet, as `f_`."""
-    clash = set(names) & set(taken)
+    input named `f` or `tensors` keeps its snippet, as `f_`; one named as a global of fx's
+    code (FX_GLOBALS: `inf`, `torch`) is left, and gets none."""
+    clash = (set(names) & set(taken)) - FX_GLOBALS
     if not clash:
         return forward, {}
     tokens = list(tokenize.generate_tokens(io.StringIO(forward).readline))
@@ -58,17 +62,18 @@ def renamed_apart(forward: str, names: Iterable[str], taken: Iterable[str]) -> t
             new += "_"
         renames[name] = new
         used.add(new)
-    depth, out = 0, []
+    depth, out, before = 0, [], ["", ""]  # before: the last two tokens that are code (no line break in brackets)
     for i, tok in enumerate(tokens):
         depth += tok.string in "([{" if tok.type == tokenize.OP else 0
         depth -= tok.string in ")]}" if tok.type == tokenize.OP else 0
-        before = [t.string for t in tokens[max(0, i - 2):i]]
         after = tokens[i + 1].string if i + 1 < len(tokens) else ""
-        variable = not before[-1:] == ["."] or before == ["self", "."]
-        keyword_argument = depth > 0 and after == "=" and before[-1:] in (["("], [","])
+        variable = before[1] != "." or before == ["self", "."]
+        keyword_argument = depth > 0 and after == "=" and before[1] in ("(", ",")
         if tok.type == tokenize.NAME and tok.string in renames and variable and not keyword_argument:
             tok = tok._replace(string=renames[tok.string])
         out.append(tok)
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            before = [before[1], tok.string]
     return tokenize.untokenize(out), renames
 
 
