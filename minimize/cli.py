@@ -223,8 +223,8 @@ def reduce(
                              verify=verify, generate_values=generate_values)
         known = functools.cache(lambda: header_before_loading(opts))  # it hashes the inputs: once, where asked
         _check_out_not_in_a_suite(out)
+        check_backend_outside(out, backend)  # first: --force, which the next may ask for, would not mend it
         check_out_dir(out, resume, force, known)  # before any worker starts or the model loads
-        check_backend_outside(out, backend)
         note = jobs_note(opts.jobs, opts.device)
         if note:
             console.print(f"[yellow]note[/]: {escape(note)}", highlight=False, soft_wrap=True)

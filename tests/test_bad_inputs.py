@@ -775,9 +775,12 @@ def test_one_run_at_a_time_in_a_folder_and_none_runs_its_files(host_program, tmp
     plugin_copy = tmp_path / "plugin.py"
     plugin_copy.write_text(plugin_copy.read_text() + "# the user's tweak\n")
     before = sorted(p.name for p in tmp_path.iterdir())
-    for flags in (["--force"], ["--resume", "--force"]):
-        r = reduce_here(str(model), *args[:-5], "--backend", f"{plugin_copy}:crash_on_sin", "--out", str(tmp_path), *flags)
-        assert_one_line_error(r, f"--backend runs {plugin_copy}, trtmin's own plugin.py in --out")
+    link = tmp_path.parent / f"{tmp_path.name}_link_to_plugin.py"  # a link to the copy is the copy
+    link.symlink_to(plugin_copy)
+    for backend, flags in ((plugin_copy, ["--force"]), (plugin_copy, ["--resume", "--force"]),
+                           (plugin_copy, []), (link, ["--force"])):  # said first: --force would not mend it
+        r = reduce_here(str(model), *args[:-5], "--backend", f"{backend}:crash_on_sin", "--out", str(tmp_path), *flags)
+        assert_one_line_error(r, f"--backend runs {backend}, trtmin's own plugin.py in --out")
     assert sorted(p.name for p in tmp_path.iterdir()) == before and "the user's tweak" in plugin_copy.read_text()
     assert_one_line_error(reduce_here(str(model), *args[:-5], "--backend", f"cmd:{sys.executable} {plugin_copy} {{model}}",
                                       "--out", str(tmp_path), "--force"), "trtmin's own plugin.py in --out")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -47,13 +48,36 @@ def check_backend_outside(out: Path, backend: str) -> None:
     if backend.startswith(COMMAND_PREFIX):
         files = [Path(arg) for arg in parse_command(backend) if os.path.isfile(arg)]
     else:
-        plugin = parse_backend(backend).plugin_file
+        spec = parse_backend(backend)
+        plugin = spec.plugin_file or _module_file(spec.target if spec.kind == "plugin" else "")
         files = [plugin, *plugin_own_modules(plugin).values()] if plugin is not None and plugin.is_file() else []
     folder = os.path.realpath(out)
     for file in files:
-        if os.path.dirname(os.path.realpath(file)) == folder and is_ours(file.name):
-            raise TrtminError(f"--backend runs {file}, trtmin's own {file.name} in --out, which this run writes over; "
+        real = Path(os.path.realpath(file))  # a link to the copy, as the copy
+        if str(real.parent) == folder and is_ours(real.name):
+            raise TrtminError(f"--backend runs {file}, trtmin's own {real.name} in --out, which this run writes over; "
                               f"copy it out of {_short(out)} and pass the copy, or choose another --out")
+
+
+def _module_file(module: str) -> Path | None:
+    """The file a plugin module (`package.module`) would be imported from, found without
+    importing anything (find_spec of a dotted name imports its package: seconds, before any
+    answer); None for none (a built-in or missing module, a namespace package)."""
+    import importlib.util
+    top, *rest = module.split(".") if module else [""]
+    try:
+        found = importlib.util.find_spec(top) if top else None
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.has_location or not found.origin:
+        return None
+    if not rest:
+        return Path(found.origin)
+    for folder in found.submodule_search_locations or []:
+        file = Path(folder, *rest[:-1], rest[-1] + ".py")
+        if file.is_file():
+            return file
+    return None
 
 
 def _short(path: Path) -> str:
@@ -217,6 +241,9 @@ def _in_use(out: Path) -> TrtminError:
     return TrtminError(f"--out {out} is in use by another trtmin run; wait for it to end, or choose another folder")
 
 
+LOCK_PATIENCE_S = 0.2  # another process's probe (_held_by_another_run) holds the lock for microseconds
+
+
 def _held_by_another_run(out: Path) -> bool:
     """Whether another process holds `out` (held_by_this_run's lock), found without keeping it."""
     if os.path.realpath(out) in _HELD or not out.is_dir():
@@ -249,11 +276,16 @@ def held_by_this_run(out: Path) -> Iterator[None]:
     except OSError as e:  # what access(2) could not foresee (a read-only /proc, a quota)
         raise TrtminError(f"--out {_short(out)} cannot be made ({e.strerror or e}); choose another folder") from None
     fd = os.open(out, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise _in_use(out) from None
+    deadline = time.monotonic() + LOCK_PATIENCE_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:  # a run holds it, not another process's probe
+                os.close(fd)
+                raise _in_use(out) from None
+            time.sleep(0.01)
     _HELD.add(key)
     try:
         yield
