@@ -736,3 +736,17 @@ def test_executorch_tensorrts_script_skips_without_a_gpu_and_checks_for_both_of_
     assert part.requires == ["executorch", "torch_tensorrt", "torch_tensorrt_executorch_runtime"], part.requires
     xnnpack = ExecuTorchBackend("executorch:xnnpack").script_part()
     assert "cuda" not in xnnpack.compile_body and xnnpack.requires == ["executorch"]
+
+
+@needs_ort
+def test_every_file_of_the_tensorrt_script_is_one_the_run_lists(small, tmp_path: Path) -> None:
+    """--emit tensorrt writes its script, model.onnx and the .npz the script reads: summary.json's
+    `files` (what `repros add` saves, and what --force counts as the run's) names each, from
+    emitted_names; one left out was not saved, and the saved script could not run."""
+    from oracles.out_folder import emitted_names
+    gm, inputs = small
+    out = tmp_path / "out"
+    export = export_onnx(gm, inputs, out / "model.onnx")
+    write_tensorrt_script(out, export.path, inputs, flatten_outputs(gm(*inputs)), "crash", 1e-3, 1e-3,
+                          "Small: planted header", child=False)
+    assert sorted(p.name for p in out.iterdir()) == sorted(emitted_names("tensorrt"))

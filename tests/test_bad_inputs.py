@@ -1404,3 +1404,233 @@ def test_a_grad_region_torch_cannot_load_back_says_how_to_write_it(tmp_path):
     else:
         assert_one_line_error(r, "cannot read back the `with torch.set_grad_enabled(...)` region",
                               "write it as `with torch.no_grad():` and export again")
+
+
+def test_a_plugin_in_out_under_its_own_name_runs_but_not_one_that_imports_trtmins_copy(tmp_path):
+    """A plugin file the user keeps in --out under a name of their own is theirs: the run
+    takes it. One that imports trtmin's copy of a plugin module there (repro_plugin_NAME.py,
+    which the run writes over, or --force moves aside) is refused as plugin.py is."""
+    from minimize.emit.out_dir import check_backend_outside
+    from oracles.errors import TrtminError
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "my_compiler.py").write_text("def compile(gm, example_inputs):\n    return gm\n")
+    check_backend_outside(out, f"{out / 'my_compiler.py'}:compile")  # the user's own name: not refused
+    (out / "repro_plugin_helpers.py").write_text("SCALE = 2\n")
+    (out / "uses_copy.py").write_text("import repro_plugin_helpers\n\n\n"
+                                      "def compile(gm, example_inputs):\n    return gm\n")
+    with pytest.raises(TrtminError, match="trtmin's own repro_plugin_helpers.py in --out"):
+        check_backend_outside(out, f"{out / 'uses_copy.py'}:compile")
+
+
+def test_hidden_files_do_not_make_an_out_folder_someone_elses(tmp_path):
+    """A folder holding only dot files (.gitignore, .DS_Store, an editor's swap file) is
+    an empty one to a run: no --force asked for."""
+    from minimize.emit.out_dir import check_out_dir
+    from oracles.errors import TrtminError
+    (tmp_path / ".gitignore").write_text("*\n")
+    (tmp_path / ".DS_Store").write_bytes(b"\0")
+    check_out_dir(tmp_path, resume=False, force=False)
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(TrtminError, match=r"is not empty \(notes.txt\)"):
+        check_out_dir(tmp_path, resume=False, force=False)
+
+
+def test_a_refusal_names_four_files_and_counts_the_rest(tmp_path):
+    """Six files of the user's: the one-line refusal names the first four (sorted) and says
+    how many more, so that none is left unsaid nor counted twice."""
+    from minimize.emit.out_dir import check_out_dir
+    from oracles.errors import TrtminError
+    for name in ("a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "f.txt"):
+        (tmp_path / name).write_text("mine")
+    with pytest.raises(TrtminError, match=r"is not empty \(a.txt, b.txt, c.txt, d.txt and 2 more\)"):
+        check_out_dir(tmp_path, resume=False, force=False)
+
+
+def test_force_keeps_an_edited_report_md_as_well_as_an_edited_repro_py(tmp_path):
+    """report.md is the user's to annotate as repro.py is (its digest is kept as written):
+    --force over the finished run moves either aside, edited, as NAME.edited."""
+    from minimize.emit.journal import header_line
+    from minimize.emit.out_dir import keep_edited, written_digests
+    from oracles.out_folder import header_digest
+
+    header = header_line({"model_sha256": "ab", "options": {}})
+    (tmp_path / "journal.jsonl").write_text(header + "\n" + '{"runs": []}\n')
+    (tmp_path / "repro.py").write_text("print('REPRODUCED: x')\n")
+    (tmp_path / "report.md").write_text("# the bug\n")
+    files = ["report.md", "repro.py", "summary.json"]
+    (tmp_path / "summary.json").write_text(json.dumps({"journal_header_sha256": header_digest(header), "files": files,
+                                                       "written_sha256": written_digests(tmp_path, files)}))
+    (tmp_path / "report.md").write_text("# the bug\n\nmy notes: seen on two machines\n")
+    assert keep_edited(tmp_path) == [("report.md", "report.md.edited", True)]
+    assert (tmp_path / "report.md.edited").read_text().endswith("my notes: seen on two machines\n")
+
+
+def test_a_third_session_is_counted_as_the_third(tmp_path):
+    """Each session's verdicts carry its number: resumed twice, the run has had three
+    sessions, and the time of both earlier ones is counted (the second's verdicts were
+    journaled as the first's, and the run said two sessions)."""
+    from minimize.emit.journal import Journal
+    from minimize.program.candidate import Candidate
+    from oracles.verdict import Verdict
+
+    header = {"model_sha256": "ab" * 32, "options": {"oracle": "crash"}}
+    first = Journal(tmp_path, header, resume=False)
+    first.record(Candidate((0, 1)), [Verdict("pass")])
+    first.close()
+    second = Journal(tmp_path, header, resume=True)
+    assert second.session == 2
+    second.record(Candidate((0, 2)), [Verdict("pass")])
+    second.close()
+    records = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()[1:]]
+    assert [r["session"] for r in records] == [1, 2]
+    third = Journal(tmp_path, header, resume=True)
+    assert third.session == 3 and third.earlier_seconds == sum(r["elapsed"] for r in records)
+    third.close()
+
+
+def test_a_ctrl_c_mid_copy_leaves_no_temporary(tmp_path, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt) while the plugin file is copied beside repro.py: as a full
+    disk does, it leaves the old file or none, and no half-written temporary in --out."""
+    import shutil
+    from pathlib import Path
+
+    from minimize.emit import outputs
+
+    src = tmp_path / "plugin_src.py"
+    src.write_text("x = 1\n" * 1000)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def interrupted(source, target):
+        Path(target).write_text(Path(source).read_text()[:100])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shutil, "copyfile", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.copy_files(out, {"plugin.py": src})
+    assert list(out.iterdir()) == []
+
+
+def test_an_out_that_is_a_file_is_named_as_one(host_program, tmp_path):
+    """--out naming a file (the model, a log) is said as such, with the fix, before anything
+    loads: not mkdir's "cannot be made (File exists)"."""
+    model, inputs = host_program
+    (tmp_path / "results").write_text("a file")
+    r = reduce_here(str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"),
+                    "--out", str(tmp_path / "results"))
+    assert_one_line_error(r, "is a file; pass a folder for the results")
+    assert (tmp_path / "results").read_text() == "a file"
+
+
+def test_a_users_journal_with_a_header_of_its_own_is_not_taken_for_a_run(tmp_path):
+    """A journal.jsonl whose first line is {"header": {...}} but no trtmin header (no
+    model_sha256) is the user's: beside the user's report.md, even --force is refused,
+    as it would write over that report."""
+    from minimize.emit.out_dir import check_out_dir
+    from oracles.errors import TrtminError
+    (tmp_path / "journal.jsonl").write_text('{"header": {"title": "lab notes"}}\n{"day": 1}\n')
+    (tmp_path / "report.md").write_text("my report")
+    with pytest.raises(TrtminError, match=r"holds journal.jsonl, report.md, .*no trtmin run wrote them \(its journal.jsonl is no "
+                                          r"trtmin run's\)"):
+        check_out_dir(tmp_path, resume=False, force=True)
+    assert (tmp_path / "report.md").read_text() == "my report"
+
+
+def test_a_summary_that_names_no_journal_header_is_no_finished_run_of_it(tmp_path):
+    """summary.json without journal_header_sha256 (an older trtmin's, or a copy from
+    elsewhere) cannot be told to be the outputs of the journal beside it: the folder is
+    an interrupted run to resume, not a finished one that --force must run over."""
+    from minimize.emit.journal import header_line
+    from minimize.emit.out_dir import check_out_dir, finished_run
+    from oracles.errors import TrtminError
+    (tmp_path / "journal.jsonl").write_text(header_line({"model_sha256": "ab", "options": {}}) + "\n" + '{"runs": []}\n')
+    (tmp_path / "repro.py").write_text("print('REPRODUCED: x')\n")
+    (tmp_path / "summary.json").write_text(json.dumps({"files": ["repro.py"]}))
+    assert not finished_run(tmp_path)
+    with pytest.raises(TrtminError, match="holds an interrupted run; pass --resume to continue it"):
+        check_out_dir(tmp_path, resume=False, force=False)
+
+
+def _finished_run(out, files, **summary):
+    """A finished run's folder: its journal, and a summary.json that names it and its files."""
+    from minimize.emit.journal import header_line
+    from minimize.emit.out_dir import written_digests
+    from oracles.out_folder import header_digest
+    header = header_line({"model_sha256": "ab", "options": {}})
+    (out / "journal.jsonl").write_text(header + "\n" + '{"runs": []}\n')
+    (out / "summary.json").write_text(json.dumps({"journal_header_sha256": header_digest(header), "files": files,
+                                                  "written_sha256": written_digests(out, files), **summary}))
+
+
+def test_a_run_over_a_finished_one_keeps_edits_beside_a_file_the_user_deleted(tmp_path):
+    """The user deleted report.md and edited repro.py: the deleted file is no edit to keep,
+    and the edit is still kept (a missing file made the digests unreadable, and --force
+    wrote over the edited repro.py)."""
+    from minimize.emit.out_dir import keep_edited
+    (tmp_path / "repro.py").write_text("print('REPRODUCED: x')\n")
+    (tmp_path / "report.md").write_text("# the bug\n")
+    _finished_run(tmp_path, ["report.md", "repro.py", "summary.json"])
+    (tmp_path / "report.md").unlink()
+    (tmp_path / "repro.py").write_text("print('REPRODUCED: x')  # my fix\n")
+    assert keep_edited(tmp_path) == [("repro.py", "repro.py.edited", True)]
+    assert (tmp_path / "repro.py.edited").read_text().endswith("# my fix\n")
+
+
+def test_copies_kept_earlier_stay_as_they_are_and_a_new_one_takes_a_free_name(tmp_path):
+    """A folder that --force ran over twice holds repro_cmd_run.py.edited and .edited.2,
+    the user's: a third run keeps them as they are (not moved aside again as
+    repro_cmd_run.py.edited.2.edited), and a dangling link named repro.py.edited is no
+    free name for the next kept copy."""
+    import os
+
+    from minimize.emit.out_dir import keep_edited
+    (tmp_path / "repro.py").write_text("print('REPRODUCED: x')\n")
+    _finished_run(tmp_path, ["repro.py", "summary.json"])
+    for name in ("repro_cmd_run.py.edited", "repro_cmd_run.py.edited.2"):
+        (tmp_path / name).write_text("the user's runner\n")
+    os.symlink(tmp_path / "gone.py", tmp_path / "repro.py.edited")  # the user's link, to a file since moved
+    (tmp_path / "repro.py").write_text("print('REPRODUCED: x')  # my fix\n")
+    assert keep_edited(tmp_path) == [("repro.py", "repro.py.edited.2", True)]
+    assert (tmp_path / "repro.py.edited").is_symlink() and (tmp_path / "repro_cmd_run.py.edited.2").is_file()
+
+
+def test_a_folder_set_aside_in_out_does_not_make_it_a_repro_suite(tmp_path):
+    """Folders whose names start with . or _ are set aside (a suite skips them): a
+    manifest.toml in one (_old/, .trash/) does not make --out a suite to refuse."""
+    from minimize.emit.out_dir import check_out_dir
+    for aside in ("_old", ".trash"):
+        (tmp_path / aside).mkdir()
+        (tmp_path / aside / "manifest.toml").write_text('title = "a bug"\n')
+    check_out_dir(tmp_path, resume=False, force=True)
+
+
+def test_an_interrupted_run_on_other_example_inputs_is_not_offered_a_resume(tmp_path):
+    """Without --inputs, a run on the example inputs saved in another model file: no
+    argument gives those inputs back, so the refusal offers --force, not "rerun with its
+    arguments and --resume" (which the resume would refuse next)."""
+    from minimize.emit.out_dir import check_out_dir
+    from minimize.emit.run_header import VERDICT_FORMAT
+    from oracles.errors import TrtminError
+    now = {"options": {"oracle": "crash"}, "compilers": {}, "verdict_format": VERDICT_FORMAT,
+           "example_inputs_sha256": "cd"}
+    (tmp_path / "journal.jsonl").write_text(json.dumps({"header": {"model_sha256": "ab", **now,
+                                                                   "example_inputs_sha256": "ab"}})
+                                            + "\n" + '{"runs": []}\n')
+    with pytest.raises(TrtminError) as e:
+        check_out_dir(tmp_path, resume=False, force=False, header=lambda: now)
+    assert "made with other inputs (without --inputs: other example inputs saved in the model file there" in str(e.value)
+    assert "--resume" not in str(e.value) and "pass --force to replace it" in str(e.value), str(e.value)
+
+
+def test_a_journal_from_before_example_inputs_were_recorded_is_not_resumed_with_saved_ones(tmp_path):
+    """A journal that recorded no example_inputs_sha256 was made when a run without --inputs
+    made its inputs from the program's shapes: a model with example inputs saved in it would
+    ask other questions, and the resume is refused, naming both."""
+    from minimize.emit.journal import Journal
+    from oracles.errors import TrtminError
+    old = {"model_sha256": "ab", "options": {"oracle": "crash"}}
+    Journal(tmp_path, old, resume=False).close()
+    with pytest.raises(TrtminError, match=r"without --inputs: inputs made from the program's shapes there, the example "
+                                          r"inputs saved in the model file now"):
+        Journal(tmp_path, {**old, "example_inputs_sha256": "cd"}, resume=True)

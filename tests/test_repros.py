@@ -1496,3 +1496,17 @@ def test_the_runs_last_line_names_only_what_is_installed(tmp_path: Path) -> None
     r = run_cli_here("repros", "run", "--suite", str(tmp_path), "--device-label", "box")
     [line] = [ln for ln in r.stdout.splitlines() if ln.startswith("on box: ")]
     assert line.startswith("on box: torch 2.") and "not installed" not in line, line
+
+
+def test_add_takes_a_run_whose_journal_was_left_behind(tmp_path: Path) -> None:
+    """The results copied without journal.jsonl (it is no file `repros add` saves), their
+    summary.json naming that journal's header: which run they are cannot be told, and
+    they are added, not a traceback."""
+    from minimize.emit.journal import header_line
+    from oracles.out_folder import header_digest
+    out = _reduce_out(tmp_path / "out")
+    summary = json.loads((out / "summary.json").read_text())
+    header = header_line({"model_sha256": "a", "options": {}})
+    (out / "summary.json").write_text(json.dumps({**summary, "journal_header_sha256": header_digest(header)}))
+    (out / "journal.jsonl").unlink()
+    assert (add_repro(out, "copied", tmp_path / "suite") / "repro.py").is_file()
