@@ -279,23 +279,30 @@ def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path,
     `got`, inputs first; on a graph TensorRT gets right, got is eager's out. Also for a
     reduction on --device cpu (eager's tensors on the CPU) whose output eager leaves
     transposed, not contiguous (the engine writes row-major buffers), and whose input's
-    name, context, is one the snippet's own lines take."""
+    name, context, is one the snippet's own lines take: renamed apart (`context_`), as
+    report.md's snippet does (snippet_source alone refuses it)."""
     from minimize.emit.report import compare_line
-    from minimize.emit.snippet import snippet_source
+    from minimize.emit.snippet import OWN_NAMES, bound_names, renamed_apart, snippet_source
     from oracles.verdict import Verdict
     from tests.helpers import repro_info
     from tests.test_snippet import FORWARD
 
     name = "context" if transposed else "x"
-    call = TensorRTBackend("tensorrt").snippet_call([name], Verdict("mismatch", output=0, max_abs=1.0))
+    verdict = Verdict("mismatch", output=0, max_abs=1.0)
+    call = TensorRTBackend("tensorrt").snippet_call([name], verdict)
     tensors = {name: ("torch.randn(2, 3)", True), "w": ("torch.full((4, 3), 0.5)", True)}
     forward = FORWARD.replace("-inf", "-1.0")
     if transposed:
         forward = forward.replace("    return (linear,)", "    t = torch.ops.aten.t.default(linear)\n    return (t,)")
         forward = re.sub(r"\bx\b", name, forward)
-    verdict = Verdict("mismatch", output=0, max_abs=1.0)
+    forward, renames = renamed_apart(forward, tensors, OWN_NAMES | bound_names((*call.imports, *call.setup, call.last)))
+    assert renames == ({"context": "context_"} if transposed else {}), renames
+    name = renames.get(name, name)
+    tensors = {renames.get(n, n): made for n, made in tensors.items()}
+    call = TensorRTBackend("tensorrt").snippet_call([name], verdict)
     compare = compare_line(repro_info(verdict, device=device))  # raises where got is off
     text = snippet_source(forward, tensors, None, device, "differs", call, (name,), compare)
+    assert text is not None
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
     exec(text, ns)  # noqa: S102 - the snippet as report.md shows it, its assert_close last
