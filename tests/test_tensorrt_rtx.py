@@ -282,7 +282,7 @@ def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path,
     name, context, is one the snippet's own lines take: renamed apart (`context_`), as
     report.md's snippet does (snippet_source alone refuses it)."""
     from minimize.emit.report import compare_line
-    from minimize.emit.snippet import OWN_NAMES, bound_names, renamed_apart, snippet_source
+    from minimize.emit.snippet import renamed_apart, snippet_source, taken_names
     from oracles.verdict import Verdict
     from tests.helpers import repro_info
     from tests.test_snippet import FORWARD
@@ -295,7 +295,7 @@ def test_the_snippet_of_a_bug_in_the_engines_run_runs_the_engine(tmp_path: Path,
     if transposed:
         forward = forward.replace("    return (linear,)", "    t = torch.ops.aten.t.default(linear)\n    return (t,)")
         forward = re.sub(r"\bx\b", name, forward)
-    forward, renames = renamed_apart(forward, tensors, OWN_NAMES | bound_names((*call.imports, *call.setup, call.last)))
+    forward, renames = renamed_apart(forward, tensors, taken_names(call))  # as report_snippet does
     assert renames == ({"context": "context_"} if transposed else {}), renames
     name = renames.get(name, name)
     tensors = {renames.get(n, n): made for n, made in tensors.items()}

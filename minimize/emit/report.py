@@ -11,7 +11,7 @@ import torch.fx as fx
 import minimize
 from minimize.emit.script import (INPUTS_FILE, ReproInfo, calls, forward_source, nodes, output_values,
                                   reference_words, sentence, tensor_expressions)
-from minimize.emit.snippet import OWN_NAMES, bound_names, renamed_apart, snippet_source
+from minimize.emit.snippet import renamed_apart, snippet_source, taken_names
 from oracles.backends.base import Backend
 from oracles.errors import without_colours
 from oracles.out_folder import PLUGIN_COPY_PREFIX, emitted_names
@@ -27,9 +27,7 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     dynamic = dynamic_words(info)
     call = None if dynamic else backend.snippet_call(list(inputs), info.verdict)
     libraries = tuple(info.imports)
-    taken = OWN_NAMES | bound_names([*(f"import {m}" for m in libraries), *((*call.imports, *call.setup, call.last)
-                                                                               if call else ())])
-    forward, renames = renamed_apart(forward_source(gm), tensors, taken)  # an input named f: f_ here
+    forward, renames = renamed_apart(forward_source(gm), tensors, taken_names(call, libraries))  # f: f_ here
     if renames:
         tensors = {renames.get(n, n): made for n, made in tensors.items()}
         call = None if dynamic else backend.snippet_call([renames.get(n, n) for n in inputs], info.verdict)

@@ -44,6 +44,13 @@ def bound_names(lines: Iterable[str]) -> set[str]:
     return names
 
 
+def taken_names(call: SnippetCall | None, libraries: tuple[str, ...] = ()) -> set[str]:
+    """The names the snippet binds at its top level besides the inputs and weights: its own,
+    the --import libraries', and those of the backend's call lines."""
+    lines = [*(f"import {m}" for m in libraries), *((*call.imports, *call.setup, call.last) if call else ())]
+    return OWN_NAMES | bound_names(lines)
+
+
 def renamed_apart(forward: str, names: Iterable[str], taken: Iterable[str]) -> tuple[str, dict[str, str]]:
     """`forward` with each of `names` that is in `taken` (the snippet's own names) renamed to
     a fresh one (`f` -> `f_`), and the renaming. Where it is a variable: as a weight read
@@ -93,8 +100,7 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
     long to be read here."""
     if not all(name.isidentifier() for name in tensors):  # a weight named `0_weight`, as its nn.Sequential names it
         return None
-    own = OWN_NAMES | bound_names(f"import {m}" for m in libraries)
-    if set(tensors) & (own | (bound_names((*call.imports, *call.setup, call.last)) if call else set())):
+    if set(tensors) & taken_names(call, libraries):
         return None  # an input named f or tensors would be overwritten by the snippet's own, or overwrite it
     lines = textwrap.dedent("\n".join(forward.splitlines()[1:])).splitlines()  # without `def forward(...)`
     body = []
