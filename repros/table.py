@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any, Sequence
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from oracles.environment import KEY_PACKAGES, NOT_INSTALLED
 from oracles.errors import TrtminError
@@ -26,6 +26,9 @@ from repros.runner import JSON_FORMAT
 from repros.suite import version_tuple
 
 REASON_MAX = 60
+# what a link's URL keeps as it is: the rest is %-escaped, so a `|` cannot split the table's
+# row and a `(`, `)` or space cannot end the markdown link early
+URL_SAFE = ":/?#[]@!$&'*+,;=%~"
 CELL_WORD = {"FIXED": "fixed", "REPRODUCED": "reproduces", "SKIPPED": "skipped", "CHANGED": "changed",
              "ERROR": "error"}
 
@@ -46,13 +49,32 @@ def load_run(path: Path | str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         raise TrtminError(f"{path}: not a trtmin repros run (format {JSON_FORMAT!r}); "
                           f"write one with `trtmin repros run --json FILE`")
-    env, results = data.get("environment"), data.get("results")
-    if not isinstance(env, dict) or not isinstance(results, list) or not all(
-            isinstance(r, dict) and isinstance(r.get("name"), str) and r.get("status") in CELL_WORD
-            for r in results):
-        raise TrtminError(f"{path}: its environment or results are malformed; write it again with "
-                          f"`trtmin repros run --json FILE`")
+    problem = _malformed(data)
+    if problem:
+        raise TrtminError(f"{path}: {problem}; write it again with `trtmin repros run --json FILE`")
     return data
+
+
+def _malformed(data: dict[str, Any]) -> str | None:
+    """What in a run's JSON is not as the runner writes it, in the fields the table reads
+    (a hand-edited version 1.4 or `"ok": "false"` is refused here, not misread later)."""
+    env, results = data.get("environment"), data.get("results")
+    if not isinstance(env, dict) or not isinstance(results, list):
+        return "its environment or results are missing"
+    versions = env.get("versions") or {}
+    if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+        return "environment.versions must map each package to its version as a string"
+    wrong = [k for k in ("device_label", "date", "platform", "trtmin_backend") if not isinstance(env.get(k) or "", str)]
+    for i, r in enumerate(results):
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str) or r.get("status") not in CELL_WORD:
+            return f"results[{i}] has no name or no status among {', '.join(CELL_WORD)}"
+        wrong += [f"results[{i}].{k}" for k in ("title", "reason", "verdict", "expected")
+                  if not isinstance(r.get(k) or "", str)]
+        wrong += [f"results[{i}].ok"] if not isinstance(r.get("ok", True), bool) else []
+        links = r.get("upstream") or []
+        wrong += [f"results[{i}].upstream"] if not isinstance(links, list) or not all(
+            isinstance(u, str) for u in links) else []
+    return f"{wrong[0]} is not of the type the runner writes" if wrong else None
 
 
 def _md(text: str) -> str:
@@ -100,7 +122,7 @@ def _link_label(url: str) -> str:
 
 
 def _bug_cell(title: str, upstream: Sequence[str]) -> str:
-    links = ", ".join(f"[{_md(_link_label(u))}]({u.replace(')', '%29').replace(' ', '%20')})" for u in upstream)
+    links = ", ".join(f"[{_md(_link_label(u))}]({quote(u.strip(), safe=URL_SAFE)})" for u in upstream)
     return _md(title) + (f" ({links})" if links else "")
 
 

@@ -355,6 +355,27 @@ def test_merge_tables(tmp_path: Path) -> None:
         merge_tables([tmp_path / "bad.json"])
     with pytest.raises(TrtminError, match="no such file"):
         merge_tables([tmp_path / "absent.json"])
+    # hand-edited runs: a version written as a number, ok as a string, one link as a string
+    for edit, said in (({"environment": {**cpu["environment"], "versions": {"torch": 2.13}}},
+                        "environment.versions must map each package to its version as a string"),
+                       ({"results": [{**cpu["results"][0], "ok": "false"}]}, "results[0].ok is not of the type"),
+                       ({"results": [{**cpu["results"][0], "upstream": "https://github.com/a/b/issues/1"}]},
+                        "results[0].upstream is not of the type")):
+        (tmp_path / "edited.json").write_text(json.dumps({**cpu, **edit}))
+        with pytest.raises(TrtminError, match=re.escape(f"edited.json: {said}")):
+            merge_tables([tmp_path / "edited.json"])
+
+
+def test_a_link_whose_url_has_a_bar_parentheses_or_spaces_stays_one_link_in_its_cell(tmp_path: Path) -> None:
+    """A `|` in an upstream URL split the row; `(` ... `)` or a space ended the markdown link."""
+    urls = ["https://example.com/a|b", "https://en.wikipedia.org/wiki/Modulo_(mathematics)", "https://x.org/a b"]
+    run = _run_json("cpu", {"torch": "2.13.0+cpu"}, {"odd_links": ("REPRODUCED", True, "")})
+    run["results"][0]["upstream"] = urls
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    row = merge_tables([tmp_path / "run.json"]).splitlines()[2]
+    assert row.count(" | ") == 2, row  # three cells: bug, repro, the run's
+    assert ("(https://example.com/a%7Cb)" in row and "(https://en.wikipedia.org/wiki/Modulo_%28mathematics%29)" in row
+            and "(https://x.org/a%20b)" in row), row
 
 
 def test_render_table(suite: Path) -> None:
