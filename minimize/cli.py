@@ -597,10 +597,12 @@ def repros_match(
     import json
 
     from repros.match import compare, fingerprint
-    from repros.suite import check_same_run
+    from repros.suite import check_same_run, not_a_reduction_fix
     try:
         if not out_dir.is_dir():
             raise TrtminError(f"{out_dir} is not a folder; pass the --out folder of a reduce")
+        if not (out_dir / "summary.json").is_file() and (out_dir / JOURNAL).exists():  # begun, not finished
+            raise TrtminError(f"{out_dir} has no summary.json yet: {not_a_reduction_fix(out_dir)}")
         if fingerprint(out_dir) is None:
             raise TrtminError(f"{out_dir} holds no reduction to compare (repro.py and summary.json of trtmin reduce, "
                               "with ATen ops in its graph); pass the --out folder of a reduce")

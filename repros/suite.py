@@ -644,6 +644,14 @@ def _recover(root: Path, name: str) -> None:
         shutil.rmtree(half, ignore_errors=True)
 
 
+def not_a_reduction_fix(out_dir: Path) -> str:
+    """The fix for a folder that holds no finished reduction: resume the one begun there
+    (its journal is there), else the folder of a finished one."""
+    if (out_dir / JOURNAL).exists():
+        return f"the reduction there has not finished: continue it with `trtmin reduce ... --out {_shown(out_dir)} --resume`"
+    return "pass the --out folder of a finished `trtmin reduce` run (it writes repro.py and summary.json)"
+
+
 def check_repro_name(name: str) -> None:
     """A repro's name is its folder's: refused with the fix where it is not one."""
     if not NAME_RE.fullmatch(name):
@@ -670,12 +678,15 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if root.resolve() == SHIPPED_SUITE.resolve() and {"site-packages", "dist-packages"} & set(root.resolve().parts):
         raise TrtminError(f"repros add would save into the suite inside the installed trtmin ({root}), which the "
                           "next upgrade replaces; pass --suite DIR, or set TRTMIN_SUITE=DIR for your team's suite")
+    given = f"${SUITE_VARIABLE}={_shown(root)}" if from_variable(root) else f"--suite {_shown(root)}"  # as typed
     if root.exists() and not root.is_dir():
-        raise TrtminError(f"--suite {root} is a file; pass the suite's folder (it holds one folder per repro)")
+        raise TrtminError(f"{given} is a file; {'set it to' if from_variable(root) else 'pass'} the suite's folder "
+                          "(it holds one folder per repro)")
     check_repro_name(name)
     if (root / MANIFEST).is_file():  # saved there, no command would ever find it
-        raise TrtminError(f"--suite {_shown(root)} is a saved repro (it holds {MANIFEST}), not a suite; pass the "
-                          f"suite's folder, e.g. --suite {_shown(root.parent)}")
+        raise TrtminError(f"{given} is a saved repro (it holds {MANIFEST}), not a suite; " + (
+            f"set it to the suite's folder, {_shown(root.parent)}" if from_variable(root) else
+            f"pass the suite's folder, e.g. --suite {_shown(root.parent)}"))
     _recover(root, name)
     if expected not in EXPECTED:
         raise TrtminError(f"expected {expected!r} is not one of {', '.join(EXPECTED)}")
@@ -683,11 +694,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"{_shown(out_dir)} is not a folder; pass the --out folder of a `trtmin reduce` run")
     for needed in ("repro.py", "summary.json"):
         if not (out_dir / needed).is_file():
-            unfinished = (out_dir / JOURNAL).exists()
-            fix = ("the reduction there has not finished: continue it with `trtmin reduce ... --out "
-                   f"{_shown(out_dir)} --resume`" if unfinished else
-                   "pass the --out folder of a finished `trtmin reduce` run (it writes repro.py and summary.json)")
-            raise TrtminError(f"{_shown(out_dir)} has no {needed}: {fix}")
+            raise TrtminError(f"{_shown(out_dir)} has no {needed}: {not_a_reduction_fix(out_dir)}")
     gone = files_the_script_reads_that_are_gone(out_dir / SCRIPT)
     if gone:  # saved, it could only say ERROR in every run
         raise TrtminError(f"{_shown(out_dir)} has no {' or '.join(gone)}, which its repro.py reads; put it back, or "
@@ -731,6 +738,12 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     suites = [s for s in ([root] if named else default_roots()) if s.is_dir()]  # without --suite: the shipped one's too
     found = known_bugs(out_dir, suites[0]) if len(suites) == 1 else known_bugs(out_dir) if suites else []  # a name once
     twins = [m for m in found if not (m.name == name and m.path.parent.resolve() == root.resolve())]  # --force's own
+    itself = out_dir.resolve()  # a saved repro copied under another name: its own twin (compare skips itself)
+    if (out_dir / MANIFEST).is_file() and any(itself.parent == s.resolve() for s in suites) and not (
+            itself.name == name and itself.parent == root.resolve()) and not duplicate:
+        raise TrtminError(f"{_shown(out_dir)} is the saved repro {itself.name}: saving it again as {name} would list "
+                          f"one bug twice; `trtmin repros run {itself.name}{suite_words(itself.parent)}` checks it, or "
+                          "pass --duplicate to save a copy beside it")
     if twins and not duplicate:
         raise TrtminError(f"{_shown(out_dir)} {twins[0].line()}: saving it again would list one bug twice; "
                           f"`trtmin repros run {twins[0].name}{suite_words(twins[0].path.parent)}` checks it, or pass "

@@ -1018,6 +1018,10 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
     assert [k["name"] for k in _known_bugs(tmp_path / "out", summary)] == ["saved_bug", "shipped_bug"]  # once each
     shutil.rmtree(team / "saved_bug")  # a newer reduction of the team's copy replaces it: not its shipped twin
     assert add_repro(tmp_path / "out", "shipped_bug", force=True) == team / "shipped_bug"
+    with pytest.raises(TrtminError, match=r"is the saved repro shipped_bug: saving it again as copy would list one "
+                                          r"bug twice; `trtmin repros run shipped_bug` checks it"):
+        add_repro(team / "shipped_bug", "copy")  # a saved repro under another name is its own twin
+    assert add_repro(team / "shipped_bug", "copy", duplicate=True) == team / "copy"
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "no_such_suite"))  # said, and the shipped one read alone
     notes: list[str] = []
     assert [k["name"] for k in _known_bugs(tmp_path / "out", summary, notes)] == ["shipped_bug"]
@@ -1343,7 +1347,7 @@ def test_add_refuses_a_repro_for_a_suite_and_an_overlong_name(tmp_path: Path) ->
                                                        "summary.json"]
 
 
-def test_add_and_match_say_in_one_line_what_they_cannot_write_or_read(tmp_path: Path) -> None:
+def test_add_and_match_say_in_one_line_what_they_cannot_write_or_read(tmp_path: Path, monkeypatch) -> None:
     """A suite that cannot be written (a file in its path; a read-only file system, which
     /sys is even to root) was a 37-line OSError traceback; a summary.json of valid JSON
     that is no object (`[]`, `null`) an AttributeError in add and match. Each is one line
@@ -1361,6 +1365,16 @@ def test_add_and_match_say_in_one_line_what_they_cannot_write_or_read(tmp_path: 
             assert r.returncode == 2 and "Traceback" not in r.stderr, (text, args, r.stderr)
             assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "suite").exists()
+    with monkeypatch.context() as m:  # the suite the user set, not typed: named as set
+        m.setenv("TRTMIN_SUITE", str(tmp_path / "afile"))
+        r = run_cli_here("repros", "add", str(out), "--name", "x")
+    assert r.returncode == 2 and f"$TRTMIN_SUITE={tmp_path / 'afile'} is a file; set it to" in r.stderr, r.stderr
+    begun = tmp_path / "begun"  # a reduction interrupted before its outputs: its journal alone
+    begun.mkdir()
+    (begun / "journal.jsonl").write_text("{}\n")
+    for args in (("add", str(begun), "--name", "x", "--suite", str(tmp_path / "suite")), ("match", str(begun))):
+        r = run_cli_here("repros", *args)
+        assert r.returncode == 2 and "has not finished: continue it with `trtmin reduce ... --out " in r.stderr, r.stderr
 
 
 def test_add_names_a_file_of_the_run_it_cannot_read_as_such(tmp_path: Path, monkeypatch) -> None:
