@@ -80,6 +80,9 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool =
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
+        if -returncode in DEATHS and printed:  # main returned and printed: the death came after, at exit
+            return (printed.group(1), f"it printed its verdict, then died of {name} (at exit: a library's teardown)",
+                    verdict)
         if -returncode in DEATHS:  # a script that runs its bug in-process dies with the compiler
             return CHANGED, f"the process died of {name}{said}", f"CHANGED: the process died of {name}"
         return ERROR, f"killed by {name}{said}", verdict

@@ -590,6 +590,10 @@ def test_classify_signals() -> None:
     assert classify(-11, "some log", "") == (CHANGED, "the process died of SIGSEGV: some log",
                                              "CHANGED: the process died of SIGSEGV")
     assert classify(-9, "REPRODUCED: ?", "")[:2] == (ERROR, "killed by SIGKILL: REPRODUCED: ?")
+    # its verdict printed, then a death at exit (a native library's teardown): the verdict stands, as after a hang
+    assert classify(-11, "log\nREPRODUCED: RuntimeError: the bug\n", "") == (
+        REPRODUCED, "it printed its verdict, then died of SIGSEGV (at exit: a library's teardown)",
+        "REPRODUCED: RuntimeError: the bug")
     assert classify(0, "FIXED: it matches\n", "") == (FIXED, "", "FIXED: it matches")
     # an empty script exits 0, a bare sys.exit(1) 1: without the verdict line, no verdict
     assert classify(0, "", "") == (ERROR, "exit code 0 without a 'FIXED: ...' line, no output", "")
