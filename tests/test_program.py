@@ -450,6 +450,28 @@ def test_outputs_are_numbered_as_the_model_returns_them(tmp_path):
     assert r.returncode == 1 and "MISMATCH: output 0 differs" in r.stdout, r.stdout + r.stderr[-2000:]
 
 
+class DeadCausalMask(torch.nn.Module):
+    """nn.TransformerEncoder's is_causal path leaves such a mask behind: triu of a full
+    -inf, read by nothing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.triu(torch.full((4, 4), float("-inf")), 1)
+        return x + 1
+
+
+def test_a_value_only_dead_code_reads_is_no_output(tmp_path):
+    """The full was kept (it had a user, the dead triu) and returned as "output 1" of a
+    model of one output, whose -inf values `check` then noted as the program's own."""
+    from tests.conftest import save_program
+    from tests.helpers import check_here
+    x = torch.randn(4, 4)
+    program = cpu_program(DeadCausalMask(), x)
+    assert [str(n.target) for n in program.nodes] == ["aten.add.Tensor"]
+    model, inputs = save_program(DeadCausalMask(), (x,), tmp_path)
+    r = check_here(str(model), "--inputs", str(inputs), "--backend", "onnxruntime")
+    assert r.returncode == 0 and "output 1" not in r.stdout + r.stderr, r.stdout + r.stderr[-2000:]
+
+
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
 def test_the_result_is_proven_one_minimal_from_the_cache(program: Program, data):

@@ -179,6 +179,17 @@ def _is_reducible(node: fx.Node) -> bool:
     return not (schema is not None and len(schema.returns) == 0)
 
 
+def _live_names(graph: fx.Graph, user_outputs: set[str]) -> set[str]:
+    """The nodes whose values reach the program's outputs: returned, or read by a node that
+    is live or is no value-computing op (the output node, an assertion). A value read only
+    by dead ones is dead too, however long the chain."""
+    live: set[str] = set()
+    for n in reversed(graph.nodes):  # each node's users come after it
+        if n.name in user_outputs or any(u.name in live or not _is_reducible(u) for u in n.users):
+            live.add(n.name)
+    return live
+
+
 def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None]]]:
     """The dims each value has symbolic because the program was exported with them dynamic
     (or they follow from such a dim: a cat of two, a reshape), with their bounds: {name:
@@ -300,10 +311,11 @@ class Program:
         self.constants = constants
         self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         self._placeholder_names = {n.name for n in self.placeholders}
-        # Dead values (an unused getitem of batch_norm's saved statistics) are never kept:
-        # as candidate outputs they would be compared for nothing.
-        self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n)
-                                     and (n.users or n.name in user_outputs)
+        # Dead values (an unused getitem of batch_norm's saved statistics, a causal mask's
+        # torch.full whose triu nothing reads) are never kept: as candidate outputs they
+        # would be compared for nothing, and named as outputs the model does not return.
+        live = _live_names(graph, self.user_outputs)
+        self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n) and n.name in live
                                      and not (fixed_random and fed_from_eager(n))]
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         # users restricted to reducible nodes, for sink computation
