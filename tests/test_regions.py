@@ -103,7 +103,26 @@ def test_a_program_with_in_place_ops_says_they_run_functional(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     said = "the program's in-place ops (aten.add_.Tensor) run as their functional forms"
     assert f"note: {said}" in r.stderr, r.stderr[-3000:]
-    assert f"- In-place ops: {said}" in (out / "report.md").read_text()
+    # report.md says it where the result holds what an in-place op became: here exp and mul, not the add
+    assert ops_in(out / "repro.py") == ["exp.default", "mul.Tensor"]
+    assert "In-place ops" not in (out / "report.md").read_text()
+    model, inputs = save_program(ScalesInPlace().eval(), (torch.randn(4, 8),), tmp_path, "mul_")
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                "--backend", plugin("mismatch_mul_exp"), "--out", str(tmp_path / "out_mul_"), "--no-verify")
+    assert r.returncode == 0 and ops_in(tmp_path / "out_mul_" / "repro.py") == ["exp.default", "mul.Tensor"]
+    said = "- In-place ops: the program's in-place ops (aten.mul_.Tensor) run as their functional forms"
+    assert said in (tmp_path / "out_mul_" / "report.md").read_text()
+
+
+class ScalesInPlace(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.tanh(self.l(x))
+        h.mul_(2)
+        return torch.exp(h)
 
 
 def test_an_autocast_region_keeps_its_casts(tmp_path):

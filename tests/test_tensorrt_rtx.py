@@ -113,6 +113,37 @@ def test_dynamic_sizes_tensorrt_builds_static_are_said_before_the_first_call(tmp
     assert "dynamic" not in said["inductor"], said["inductor"]
 
 
+class CameraAndState(nn.Module):
+    """A policy's two inputs of a dynamic batch: a uint8 camera frame, permuted as it comes
+    (TensorRT-RTX 1.4's parser refuses a uint8 Transpose), and a state vector."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 3)
+
+    def forward(self, frame: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        image = frame.permute(0, 3, 1, 2).float() / 255
+        return image.mean((2, 3)) + self.l(state)
+
+
+def test_the_reports_dynamic_sizes_note_names_only_the_inputs_its_repro_reads(tmp_path: Path) -> None:
+    """A hunt on realistic policies: report.md of a 1-node uint8 permute said the dynamic
+    dims of inputs the repro no longer reads (the state's). The screen names them all, at
+    the start; the report those of the repro's inputs."""
+    batch = torch.export.Dim("batch", min=1, max=16)
+    args = (torch.randint(0, 256, (2, 8, 8, 3), dtype=torch.uint8), torch.randn(2, 4))
+    ep = torch.export.export(CameraAndState().eval(), args, dynamic_shapes={"frame": {0: batch}, "state": {0: batch}})
+    torch.export.save(ep, str(tmp_path / "policy.pt2"))
+    torch.save(args, str(tmp_path / "inputs.pt"))
+    r = run_cli_here("reduce", str(tmp_path / "policy.pt2"), "--inputs", str(tmp_path / "inputs.pt"), "--oracle",
+                     "crash", "--backend", "tensorrt", "--out", str(tmp_path / "out"), "--no-verify")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "exported with dynamic sizes (frame dim 0, state dim 0)" in r.stderr, r.stderr[-3000:]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "- Dynamic sizes: the program was exported with dynamic sizes (frame dim 0); backend tensorrt" in report, \
+        report[:3000]
+
+
 @needs_no_gpu
 def test_a_built_candidate_is_a_pass_that_says_it_did_not_run() -> None:
     torch.manual_seed(0)

@@ -256,6 +256,13 @@ def in_place_ops(ep: ExportedProgram) -> list[str]:
                    if n.op == "call_function" and getattr(getattr(n.target, "_schema", None), "is_mutable", False)})
 
 
+def functional_form(op: str) -> str:
+    """The op an in-place one becomes in run_decompositions: aten.add_.Tensor -> aten.add.Tensor."""
+    namespace, _, rest = op.partition(".")
+    name, dot, overload = rest.partition(".")
+    return f"{namespace}.{name.removesuffix('_')}{dot}{overload}"
+
+
 def in_place_note(ops: list[str]) -> str | None:
     """What a user whose bug may be in an in-place op must know: trtmin runs their functional
     forms (its cuts feed eager's values between ops, which a later write would change), as

@@ -5,16 +5,17 @@ Shared by `trtmin check` and `trtmin reduce`.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from minimize.run import interrupts
 from minimize.run.heap import collect_parked, gc_paused
-from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, in_place_note, in_place_ops, load_inputs,
-                                     make_inputs, prepare, saved_example_inputs, to_device, values_digest)
+from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, functional_form, in_place_note, in_place_ops,
+                                     load_inputs, make_inputs, prepare, saved_example_inputs, to_device,
+                                     values_digest)
 from minimize.program.libraries import import_libraries
 from minimize.program.candidate import Candidate
 from minimize.options import Options
-from minimize.program.model import ONE_OP_PROGRAMS, Program, load_exported, random_draws_note
+from minimize.program.model import ONE_OP_PROGRAMS, Program, Slice, load_exported, random_draws_note
 from minimize.run.steps import StepClock
 from minimize.run.worker_side import save_state
 from minimize.run.workers import Workers
@@ -109,17 +110,34 @@ class Session:
                  "in_place": in_place_note(self.in_place)}
         return {key: note for key, note in found.items() if note}
 
-    def _static_note(self) -> str | None:
+    def _static_note(self, among: Collection[str] | None = None) -> str | None:
         """The export's dynamic dims a backend that builds static shapes (TensorRT through
-        ONNX: no optimization profile) does not keep: a bug of symbolic sizes cannot show."""
+        ONNX: no optimization profile) does not keep: a bug of symbolic sizes cannot show.
+        `among`: only those of these inputs (a result's: report.md names no input its
+        repro does not read)."""
         if self.backend.keeps_dynamic or not self.program.dynamic:
             return None
-        inputs = [n.name for n in self.program.placeholders if self.program.dynamic.get(n.name)]
+        inputs = [n.name for n in self.program.placeholders if self.program.dynamic.get(n.name)
+                  and (among is None or n.name in among)]
         if not inputs:
             return None
         dims = ", ".join(f"{name} dim {d}" for name in inputs for d in sorted(self.program.dynamic[name]))
         return (f"the program was exported with dynamic sizes ({dims}); backend {self.opts.backend} builds each "
                 "candidate with the inputs' own sizes, so a bug that needs them dynamic does not show here")
+
+    def notes_on(self, notes: dict[str, Any], result: Slice) -> dict[str, Any]:
+        """`notes` with the run's caveats narrowed to what bears on `result`: the static
+        sizes of its own inputs, and the in-place ops only where it holds the op one of them
+        became (a crash on a permute is no news of a masked_fill_)."""
+        notes = dict(notes)
+        if "static" in notes and not self.backend.keeps_dynamic:  # the session's note, not the reduction's
+            narrowed = self._static_note(result.input_names)
+            notes.pop("static") if narrowed is None else notes.update(static=narrowed)
+        ops = {str(n.target) for n in result.gm.graph.nodes if n.op == "call_function"}
+        if "in_place" in notes and not (any("auto_functionalized" in op for op in ops) or any(
+                functional_form(op) in ops for op in self.in_place)):
+            notes.pop("in_place")
+        return notes
 
     def evaluate(self, cands: list[Candidate]) -> list[list[Verdict]]:
         """Each candidate's runs (--repeat of them), each in a fresh compile; each candidate's
