@@ -8,7 +8,8 @@ Status of one run (``[sys.executable, repro.py]``, cwd = its folder, no shell, a
 - exit 3 with a last stdout line ``CHANGED: <how>`` -> CHANGED: the script ran, and the
   backend fails, but not as the reduced bug did (another error, a hang or a kill),
 - death by SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL -> CHANGED: a script that runs its bug
-  in-process now dies of the compiler,
+  in-process now dies of the compiler; but where it had printed its verdict line, that
+  verdict (it died at exit, after deciding: a native library's teardown),
 - the timeout (the whole process group is killed) -> CHANGED (it hangs now), but where the
   script had printed its verdict line, that verdict (it hung at exit, after deciding),
 - anything else -> ERROR with a reason: another exit code (3 without a ``CHANGED:`` line), a

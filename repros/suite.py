@@ -678,14 +678,15 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if root.resolve() == SHIPPED_SUITE.resolve() and {"site-packages", "dist-packages"} & set(root.resolve().parts):
         raise TrtminError(f"repros add would save into the suite inside the installed trtmin ({root}), which the "
                           "next upgrade replaces; pass --suite DIR, or set TRTMIN_SUITE=DIR for your team's suite")
-    given = f"${SUITE_VARIABLE}={_shown(root)}" if from_variable(root) else f"--suite {_shown(root)}"  # as typed
+    by_variable = not named and from_variable(root)  # the user typed no --suite: name what they set
+    given = f"${SUITE_VARIABLE}={_shown(root)}" if by_variable else f"--suite {_shown(root)}"
     if root.exists() and not root.is_dir():
-        raise TrtminError(f"{given} is a file; {'set it to' if from_variable(root) else 'pass'} the suite's folder "
+        raise TrtminError(f"{given} is a file; {'set it to' if by_variable else 'pass'} the suite's folder "
                           "(it holds one folder per repro)")
     check_repro_name(name)
     if (root / MANIFEST).is_file():  # saved there, no command would ever find it
         raise TrtminError(f"{given} is a saved repro (it holds {MANIFEST}), not a suite; " + (
-            f"set it to the suite's folder, {_shown(root.parent)}" if from_variable(root) else
+            f"set it to the suite's folder, {_shown(root.parent)}" if by_variable else
             f"pass the suite's folder, e.g. --suite {_shown(root.parent)}"))
     _recover(root, name)
     if expected not in EXPECTED:

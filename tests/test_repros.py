@@ -1372,7 +1372,9 @@ def test_add_and_match_say_in_one_line_what_they_cannot_write_or_read(tmp_path: 
     with monkeypatch.context() as m:  # the suite the user set, not typed: named as set
         m.setenv("TRTMIN_SUITE", str(tmp_path / "afile"))
         r = run_cli_here("repros", "add", str(out), "--name", "x")
+        typed = run_cli_here("repros", "add", str(out), "--name", "x", "--suite", str(tmp_path / "afile"))
     assert r.returncode == 2 and f"$TRTMIN_SUITE={tmp_path / 'afile'} is a file; set it to" in r.stderr, r.stderr
+    assert f"error: --suite {tmp_path / 'afile'} is a file; pass" in typed.stderr, typed.stderr  # typed: named so
     begun = tmp_path / "begun"  # a reduction interrupted before its outputs: its journal alone
     begun.mkdir()
     (begun / "journal.jsonl").write_text("{}\n")
