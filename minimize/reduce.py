@@ -61,7 +61,8 @@ def _header(known: dict[str, Any], session: Session, model_sha256: Future[str]) 
     same code resumes), the example inputs it ran on without --inputs, torch by its version.
     The model file's hash comes from a thread that ran while the program loaded."""
     return {"model_sha256": model_sha256.result(), "program_sha256": session.program.digest(), **known,
-            "example_inputs_sha256": session.example_inputs_sha256, "torch": torch.__version__}
+            "example_inputs_sha256": session.example_inputs_sha256, "torch": torch.__version__,
+            "dead_values_cut": session.program.dead_values_cut}
 
 
 def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,

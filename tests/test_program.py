@@ -7,6 +7,7 @@ exactly the planted core, deterministically, for any number of jobs.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -21,7 +22,7 @@ from minimize.program.model import Program
 from oracles.checks import flatten_outputs
 from oracles.verdict import Verdict
 from tests.conftest import Host
-from tests.helpers import cpu_program, reduce_with
+from tests.helpers import cpu_program, reduce_here, reduce_with
 
 
 @pytest.fixture(scope="module")
@@ -452,24 +453,44 @@ def test_outputs_are_numbered_as_the_model_returns_them(tmp_path):
 
 class DeadCausalMask(torch.nn.Module):
     """nn.TransformerEncoder's is_causal path leaves such a mask behind: triu of a full
-    -inf, read by nothing."""
+    -inf, read by nothing but the assertion torch.export puts after its cast."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        torch.triu(torch.full((4, 4), float("-inf")), 1)
-        return x + 1
+        torch.triu(torch.full((4, 4), float("-inf")), 1).to(x.dtype)
+        return torch.sin(x) + 1
 
 
 def test_a_value_only_dead_code_reads_is_no_output(tmp_path):
     """The full was kept (it had a user, the dead triu) and returned as "output 1" of a
-    model of one output, whose -inf values `check` then noted as the program's own."""
-    from tests.conftest import save_program
+    model of one output, whose -inf values `check` then noted as the program's own. Dead
+    code is left out, said once; a journal of the trtmin that kept it is not resumed: its
+    candidates number the nodes otherwise (a resume reduced to the wrong op, a review)."""
+    from tests.conftest import plugin, save_program
     from tests.helpers import check_here
     x = torch.randn(4, 4)
     program = cpu_program(DeadCausalMask(), x)
-    assert [str(n.target) for n in program.nodes] == ["aten.add.Tensor"]
+    assert [str(n.target) for n in program.nodes] == ["aten.sin.default", "aten.add.Tensor"]
+    assert program.dead_values_cut == 2  # the full and the triu were read: kept before
     model, inputs = save_program(DeadCausalMask(), (x,), tmp_path)
     r = check_here(str(model), "--inputs", str(inputs), "--backend", "onnxruntime")
     assert r.returncode == 0 and "output 1" not in r.stdout + r.stderr, r.stdout + r.stderr[-2000:]
+    assert "note: 3 call nodes compute values nothing returns (aten.full.default, aten.to.dtype, " \
+           "aten.triu.default): trtmin leaves them out" in r.stderr, r.stderr
+    out = tmp_path / "out"
+    args = (str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", plugin("crash_on_sin"),
+            "--out", str(out), "--no-verify")
+    assert reduce_here(*args).returncode == 0
+    assert "note: 3 call nodes compute" not in (out / "report.md").read_text()  # said of the run, not the result
+    (out / "summary.json").unlink()  # as if stopped before its end
+    journal = out / "journal.jsonl"
+    first, rest = journal.read_text().split("\n", 1)
+    header = json.loads(first)
+    assert header["header"]["dead_values_cut"] == 2
+    del header["header"]["dead_values_cut"]  # a journal of the trtmin before
+    journal.write_text(json.dumps(header) + "\n" + rest)
+    r = reduce_here(*args, "--resume")
+    assert r.returncode == 2 and "was made by an older trtmin, which kept the values only dead code reads (this one " \
+        "leaves out 2 of them" in r.stderr, r.stderr[-2000:]
 
 
 @settings(max_examples=15, deadline=None)
@@ -730,3 +751,30 @@ def test_a_mismatch_names_the_node_of_the_output_it_is_on():
                                                            for _ in cands])
         problem.runs(problem.current)
         assert op in str(program.nodes[problem.failing_sink(problem.current)].target)
+
+
+class ReluPermute(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x).permute(1, 0)
+
+
+def test_the_reports_static_sizes_note_names_the_cut_values_a_result_reads():
+    """A result fed a cut value of a dynamic dim (relu's) is still compiled with static
+    sizes: report.md kept the note only for the program's inputs, and dropped it for the
+    usual result, which reads cut values (a review)."""
+    import types
+
+    from minimize.run.session import Session
+    x = torch.randn(4, 3)
+    ep = torch.export.export(ReluPermute(), (x,), dynamic_shapes={"x": {0: torch.export.Dim("batch", min=2, max=16)}})
+    program = Program(prepare(ep, "cpu"), [x])
+    static_backend = types.SimpleNamespace(keeps_dynamic=False)  # TensorRT's: no optimization profile
+    session = types.SimpleNamespace(backend=static_backend, program=program, in_place=[],
+                                    opts=types.SimpleNamespace(backend="tensorrt"))
+    session._static_note = lambda among=None: Session._static_note(session, among)
+    notes = {"static": Session._static_note(session), "dead": "..."}
+    permute_alone = program.materialize([i for i, n in enumerate(program.nodes) if "permute" in str(n.target)])
+    assert permute_alone.input_names == ["relu"]
+    assert Session.notes_on(session, notes, permute_alone) == {"static": (
+        "the program was exported with dynamic sizes (relu dim 0); backend tensorrt builds each candidate with the "
+        "inputs' own sizes, so a bug that needs them dynamic does not show here")}

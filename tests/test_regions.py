@@ -112,6 +112,14 @@ def test_a_program_with_in_place_ops_says_they_run_functional(tmp_path):
     assert r.returncode == 0 and ops_in(tmp_path / "out_mul_" / "repro.py") == ["exp.default", "mul.Tensor"]
     said = "- In-place ops: the program's in-place ops (aten.mul_.Tensor) run as their functional forms"
     assert said in (tmp_path / "out_mul_" / "report.md").read_text()
+    from minimize.program.inputs import may_have_become  # what else an in-place op becomes (a review)
+    for in_place, became in (("aten.mul_.Tensor", "aten.slice_scatter.default"),  # h[:, :2].mul_(2)
+                             ("aten.bernoulli_.float", "aten.bernoulli.p"), ("aten.normal_.default",
+                                                                              "aten.normal_functional.default"),
+                             ("aten.copy_.default", "aten.copy.default"),
+                             ("trtmin_test.scale_.default", "auto_functionalized_v2")):
+        assert may_have_become(in_place, ["aten.exp.default", became]), (in_place, became)
+    assert not may_have_become("aten.masked_fill_.Scalar", ["aten.permute.default", "aten._to_copy.default"])
 
 
 class ScalesInPlace(nn.Module):

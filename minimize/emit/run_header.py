@@ -123,7 +123,9 @@ def _header_difference(path: Path, first_line: str, header: dict[str, Any]) -> t
         raise TrtminError(f"--resume: {path} is damaged; start over with --force") from None
     if not isinstance(first, dict):
         raise TrtminError(f"--resume: {path} is damaged; start over with --force")
-    first = {"verdict_format": 1, **first}  # a journal from before the format was recorded
+    # a journal from before the format was recorded; from before 79784f4, which kept every value
+    # some node reads: numbered as now where the program has no such dead value
+    first = {"verdict_format": 1, "dead_values_cut": 0, **first}
     then, now = _recorded_by_both(first, header)
     return None if then == now else _difference(then, now)
 
@@ -202,6 +204,10 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
     if then.get("verdict_format") != now.get("verdict_format"):
         return ("by another trtmin, which words verdicts otherwise (format "
                 f"{then.get('verdict_format')} there, {now.get('verdict_format')} now): new ones would not match them",
+                START_OVER)
+    if then.get("dead_values_cut") != now.get("dead_values_cut"):
+        return ("by an older trtmin, which kept the values only dead code reads (this one leaves out "
+                f"{now.get('dead_values_cut')} of them, so its journal numbers the program's nodes otherwise)",
                 START_OVER)
     if then.get("torch") != now.get("torch"):
         return f"with torch {then.get('torch')} (this is {now.get('torch')})", START_OVER

@@ -256,11 +256,35 @@ def in_place_ops(ep: ExportedProgram) -> list[str]:
                    if n.op == "call_function" and getattr(getattr(n.target, "_schema", None), "is_mutable", False)})
 
 
-def functional_form(op: str) -> str:
-    """The op an in-place one becomes in run_decompositions: aten.add_.Tensor -> aten.add.Tensor."""
-    namespace, _, rest = op.partition(".")
-    name, dot, overload = rest.partition(".")
-    return f"{namespace}.{name.removesuffix('_')}{dot}{overload}"
+def _op_name(target: str) -> str:
+    """"add" of "aten.add.Tensor"; the whole text of what has no namespace."""
+    return target.split(".")[1] if target.count(".") >= 1 else target
+
+
+def may_have_become(in_place: str, ops: Sequence[str]) -> bool:
+    """Whether `ops` (a result's, as str(target)) hold what the in-place op may have become
+    in run_decompositions: its functional form by name, of any overload (aten.add_.Tensor ->
+    aten.add.Tensor, bernoulli_.float -> bernoulli.p, normal_ -> normal_functional), or a
+    write-back (h[:, :2].mul_(2) -> slice_scatter; copy_ -> copy; a custom op that mutates
+    -> auto_functionalized). Generous: a caveat kept for nothing costs a line."""
+    base = _op_name(in_place).removesuffix("_")
+    names = [_op_name(op) for op in ops]
+    return any(name.startswith(base) or name.endswith("_scatter") or name in ("copy", "index_put")
+               or name.startswith("auto_functionalized") for name in names)
+
+
+def dead_code_note(program: Any) -> str | None:
+    """The program's dead code (values nothing returns: a causal mask left behind), which
+    trtmin leaves out as compilers do: a compiler that fails on it without removing it is
+    not reproduced here."""
+    dead = getattr(program, "dead", [])
+    if not dead:
+        return None
+    ops = sorted({str(n.target) for n in dead})
+    shown = ", ".join(ops[:4]) + (f" and {len(ops) - 4} more" if len(ops) > 4 else "")
+    return (f"{len(dead)} call node{'s' if len(dead) > 1 else ''} compute{'' if len(dead) > 1 else 's'} values "
+            f"nothing returns ({shown}): trtmin leaves them out, as compilers remove dead code; a compiler that "
+            "fails on them without removing them does not fail here")
 
 
 def in_place_note(ops: list[str]) -> str | None:

@@ -180,12 +180,13 @@ def _is_reducible(node: fx.Node) -> bool:
 
 
 def _live_names(graph: fx.Graph, user_outputs: set[str]) -> set[str]:
-    """The nodes whose values reach the program's outputs: returned, or read by a node that
-    is live or is no value-computing op (the output node, an assertion). A value read only
-    by dead ones is dead too, however long the chain."""
+    """The nodes whose values reach the program's outputs: returned (the output node reads
+    them: a buffer's write-back too), or read by a live node. A value read only by dead ones,
+    or only by an assertion (trtmin drops those: `_assert_tensor_metadata` of a dead cast),
+    is dead too, however long the chain."""
     live: set[str] = set()
     for n in reversed(graph.nodes):  # each node's users come after it
-        if n.name in user_outputs or any(u.name in live or not _is_reducible(u) for u in n.users):
+        if n.name in user_outputs or any(u.op == "output" or u.name in live for u in n.users):
             live.add(n.name)
     return live
 
@@ -317,6 +318,11 @@ class Program:
         live = _live_names(graph, self.user_outputs)
         self.nodes: list[fx.Node] = [n for n in graph.nodes if _is_reducible(n) and n.name in live
                                      and not (fixed_random and fed_from_eager(n))]
+        dead = [n for n in graph.nodes if _is_reducible(n) and n.name not in live]
+        self.dead = [n for n in dead if n.target is not operator.getitem]  # an unused getitem is no code of the user's
+        # what trtmin before 79784f4 kept (a dead value some node reads): a journal of then
+        # numbers the nodes otherwise (the run header's dead_values_cut)
+        self.dead_values_cut = sum(1 for n in dead if n.users and not (fixed_random and fed_from_eager(n)))
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         # users restricted to reducible nodes, for sink computation
         self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}

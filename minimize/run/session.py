@@ -9,9 +9,9 @@ from typing import Any, Callable, Collection
 
 from minimize.run import interrupts
 from minimize.run.heap import collect_parked, gc_paused
-from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, functional_form, in_place_note, in_place_ops,
-                                     load_inputs, make_inputs, prepare, saved_example_inputs, to_device,
-                                     values_digest)
+from minimize.program.inputs import (MADE_INPUTS_NOTE, SAVED_INPUTS_NOTE, dead_code_note, in_place_note, in_place_ops,
+                                     load_inputs, make_inputs, may_have_become, prepare, saved_example_inputs,
+                                     to_device, values_digest)
 from minimize.program.libraries import import_libraries
 from minimize.program.candidate import Candidate
 from minimize.options import Options
@@ -107,7 +107,7 @@ class Session:
         random values, and that a backend of static shapes drops the export's dynamic sizes."""
         found = {"backend": self.backend.note(), "made_inputs": self.inputs_note,
                  "random_draws": random_draws_note(self.program), "static": self._static_note(),
-                 "in_place": in_place_note(self.in_place)}
+                 "in_place": in_place_note(self.in_place), "dead": dead_code_note(self.program)}
         return {key: note for key, note in found.items() if note}
 
     def _static_note(self, among: Collection[str] | None = None) -> str | None:
@@ -117,8 +117,8 @@ class Session:
         repro does not read)."""
         if self.backend.keeps_dynamic or not self.program.dynamic:
             return None
-        inputs = [n.name for n in self.program.placeholders if self.program.dynamic.get(n.name)
-                  and (among is None or n.name in among)]
+        inputs = ([n.name for n in self.program.placeholders] if among is None else list(among))  # cut values too
+        inputs = [name for name in inputs if self.program.dynamic.get(name)]
         if not inputs:
             return None
         dims = ", ".join(f"{name} dim {d}" for name in inputs for d in sorted(self.program.dynamic[name]))
@@ -127,15 +127,15 @@ class Session:
 
     def notes_on(self, notes: dict[str, Any], result: Slice) -> dict[str, Any]:
         """`notes` with the run's caveats narrowed to what bears on `result`: the static
-        sizes of its own inputs, and the in-place ops only where it holds the op one of them
-        became (a crash on a permute is no news of a masked_fill_)."""
-        notes = dict(notes)
+        sizes of its own inputs (cut values too), the in-place ops only where it holds an op
+        one of them may have become (a crash on a permute is no news of a masked_fill_), and
+        no word of dead code, which no result holds."""
+        notes = {key: note for key, note in notes.items() if key != "dead"}
         if "static" in notes and not self.backend.keeps_dynamic:  # the session's note, not the reduction's
             narrowed = self._static_note(result.input_names)
             notes.pop("static") if narrowed is None else notes.update(static=narrowed)
-        ops = {str(n.target) for n in result.gm.graph.nodes if n.op == "call_function"}
-        if "in_place" in notes and not (any("auto_functionalized" in op for op in ops) or any(
-                functional_form(op) in ops for op in self.in_place)):
+        ops = [str(n.target) for n in result.gm.graph.nodes if n.op == "call_function"]
+        if "in_place" in notes and not any(may_have_become(op, ops) for op in self.in_place):
             notes.pop("in_place")
         return notes
 
