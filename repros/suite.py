@@ -693,6 +693,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
         raise TrtminError(f"expected {expected!r} is not one of {', '.join(EXPECTED)}")
     if not out_dir.is_dir():
         raise TrtminError(f"{_shown(out_dir)} is not a folder; pass the --out folder of a `trtmin reduce` run")
+    if out_dir.resolve() == (root / name).resolve():  # replaced by itself, under the feet of a shell inside it
+        raise TrtminError(f"{_shown(out_dir)} is the saved repro {name} itself: nothing new to save; pass the --out "
+                          "folder of a newer reduction")
     for needed in ("repro.py", "summary.json"):
         if not (out_dir / needed).is_file():
             raise TrtminError(f"{_shown(out_dir)} has no {needed}: {not_a_reduction_fix(out_dir)}")

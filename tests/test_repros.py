@@ -1025,6 +1025,8 @@ def test_a_known_bug_is_found_before_the_report_is_written_and_says_where_it_is(
     with pytest.raises(TrtminError, match=r"is the saved repro shipped_bug: saving it again as copy would list one "
                                           r"bug twice; `trtmin repros run shipped_bug` checks it"):
         add_repro(team / "shipped_bug", "copy")  # a saved repro under another name is its own twin
+    with pytest.raises(TrtminError, match=r"is the saved repro shipped_bug itself: nothing new to save"):
+        add_repro(team / "shipped_bug", "shipped_bug", force=True)  # from a shell inside it: a traceback (a review)
     assert add_repro(team / "shipped_bug", "copy", duplicate=True) == team / "copy"
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "no_such_suite"))  # said, and the shipped one read alone
     notes: list[str] = []
