@@ -13,9 +13,9 @@ import torch
 from torch import nn
 from torch.export import Dim
 
-from minimize.program.model import dynamic_bounds
+from minimize.program.model import Program, dynamic_bounds
 from oracles.backends import resolve
-from oracles.dynamic import mark_dynamic
+from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from tests.conftest import plugin
 from tests.helpers import run_cli, run_cli_here, run_repro
 
@@ -35,7 +35,7 @@ class Head(nn.Module):
 def _save(tmp_path, dynamic: bool) -> tuple:
     torch.manual_seed(0)
     x = torch.randn(6, 8)
-    shapes = ({0: Dim("seq", max=64)},) if dynamic else None
+    shapes = ({0: Dim("seq", min=4, max=64)},) if dynamic else None  # 6 shrinks to 4, not 2
     ep = torch.export.export(Head().eval(), (x,), dynamic_shapes=shapes)
     model, inputs = tmp_path / f"head_{dynamic}.pt2", tmp_path / "head_inputs.pt"
     torch.export.save(ep, str(model))
@@ -62,6 +62,33 @@ def test_bounds_follow_the_export_through_derived_sizes():
             return x[x > 0].softmax(-1) * 2
 
     assert dynamic_bounds(torch.export.export(Masked(), (torch.randn(48),)).graph) == {}
+
+
+def test_a_size_a_kept_node_reads_stays_symbolic_not_a_number():
+    """A candidate that cut `cond.shape[0]` (a sym_size node) fed the reshape that reads it
+    the example's number: the export pinned state's dynamic batch to it (the ops fix it),
+    and ExecuTorch 1.4 failed on that static program with dynamic marks, a program
+    reduced.pt2 cannot hold (it checked as no bug) and report.md called dynamic. The size
+    stays in the candidate, read from its input, and the batch stays symbolic."""
+    class Reshaped(nn.Module):
+        def forward(self, state: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+            s = torch.relu(state.reshape(-1, 4))
+            return s.reshape(cond.shape[0], 8).softmax(-1) + cond
+
+    batch = Dim("batch", min=2, max=16)
+    state, cond = torch.randn(6, 2, 4), torch.randn(6, 8)
+    ep = torch.export.export(Reshaped(), (state, cond), dynamic_shapes=({0: batch}, {0: batch}))
+    program = Program(ep, [state, cond])
+    (size,) = [i for i, n in enumerate(program.nodes) if n.target is torch.ops.aten.sym_size.int]
+    (reshape,) = [i for i, n in enumerate(program.nodes) if size in {program.index.get(a.name) for a in n.all_input_nodes}]
+    kept = program.normalize([reshape])
+    assert kept == tuple(sorted({reshape, size})), [program.nodes[i].name for i in kept]
+    piece = program.materialize(kept)
+    inputs = [mark_dynamic(v, program.dynamic.get(name, {}))  # as a worker feeds them
+              for name, v in zip(piece.input_names, program.inputs_for(piece))]
+    exported = torch.export.export(piece.gm, tuple(inputs), dynamic_shapes=export_dynamic_shapes(inputs))
+    assert exported.range_constraints, exported.graph  # not pinned to 6
+    assert program.normalize([size]) == (size,)  # a size whose reader is cut goes as any node
 
 
 def test_the_onnx_export_is_dynamic_only_for_marked_inputs(tmp_path):
@@ -106,7 +133,10 @@ def test_a_bug_that_needs_a_dynamic_size_is_seen_reduced_and_reproduced_alone(tm
     reduced = torch.export.load(str(out / "reduced.pt2"))  # dynamic again, within the export's bound
     (placeholder,) = [n for n in reduced.graph.nodes if n.op == "placeholder"]
     assert isinstance(placeholder.meta["val"].shape[0], torch.SymInt)
-    assert [int(r.upper) for r in reduced.range_constraints.values()] == [64]
+    assert [(int(r.lower), int(r.upper)) for r in reduced.range_constraints.values()] == [(4, 64)]
+    # the made input shrinks to the Dim's min, not below it: the export kept the user's range
+    assert summary["shrunk_shapes"] == {"linear": [[6, 8], [4, 2]]}, summary["shrunk_shapes"]  # the cut value fed in
+    assert "DYNAMIC = {0: {0: (4, 64)}}" in script, script
     report = (out / "report.md").read_text()
     assert "dim 0 dynamic" in report and "compiled with static sizes it does not show" in report, report
     r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", backend,

@@ -191,6 +191,14 @@ def _live_names(graph: fx.Graph, user_outputs: set[str]) -> set[str]:
     return live
 
 
+def is_symbolic_size(value: Any) -> bool:
+    """Whether `value` is a size that follows a dim exported as dynamic (a SymInt of a
+    symbol), not a number and not a data-dependent size (x[x > 0]): fed in, a cut value
+    of that has a size of its own."""
+    return isinstance(value, torch.SymInt) and not value.node.expr.is_number \
+        and not free_unbacked_symbols(value.node.expr)
+
+
 def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None]]]:
     """The dims each value has symbolic because the program was exported with them dynamic
     (or they follow from such a dim: a cat of two, a reshape), with their bounds: {name:
@@ -203,9 +211,7 @@ def dynamic_bounds(graph: fx.Graph) -> dict[str, dict[int, tuple[int, int | None
             continue
         dims = {}
         for d, size in enumerate(val.shape):
-            # not a data-dependent size (x[x > 0]): fed in, a cut value of one has a size of its own
-            if isinstance(size, torch.SymInt) and not size.node.expr.is_number \
-                    and not free_unbacked_symbols(size.node.expr):
+            if is_symbolic_size(size):
                 bounds = size.node.shape_env.bound_sympy(size.node.expr)
                 dims[d] = (int(bounds.lower), int(bounds.upper) if bounds.upper.is_Integer else None)  # int_oo: none
         if dims:
@@ -324,6 +330,7 @@ class Program:
         # numbers the nodes otherwise (the run header's dead_values_cut)
         self.dead_values_cut = sum(1 for n in dead if n.users and not (fixed_random and fed_from_eager(n)))
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
+        self._symbolic_sizes = {i for i, n in enumerate(self.nodes) if is_symbolic_size(n.meta.get("val"))}
         # users restricted to reducible nodes, for sink computation
         self._users = {n.name: [self.index[u.name] for u in n.users if u.name in self.index] for n in self.nodes}
 
@@ -345,8 +352,20 @@ class Program:
         return tuple(range(len(self.nodes)))
 
     def normalize(self, kept: Iterable[int]) -> tuple[int, ...]:
-        """Canonical form: sorted, and a getitem whose source is cut is cut too."""
+        """Canonical form: sorted; a symbolic size a kept node reads (sym_size of a dynamic
+        dim, or arithmetic on one) is kept too, and a getitem whose source is cut is cut. Fed
+        in as a number, such a size pins the dim it stands for (the export specializes a dim
+        the ops fix): the candidate would be a static program with dynamic marks, which
+        reduced.pt2 cannot hold, where the user's failed with a dynamic size."""
         keep = set(kept)
+        if self._symbolic_sizes:
+            stack = list(keep)
+            while stack:
+                for dep in self.nodes[stack.pop()].all_input_nodes:
+                    j = self.index.get(dep.name)
+                    if j in self._symbolic_sizes and j not in keep:
+                        keep.add(j)
+                        stack.append(j)
         for i in sorted(keep):
             n = self.nodes[i]
             if n.target is operator.getitem and isinstance(n.args[0], fx.Node):

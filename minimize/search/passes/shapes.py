@@ -141,15 +141,31 @@ class _SizePlan:
         self.in_graph = {x for i in cand.nodes for _, value in size_arguments(prog.nodes[i])
                          for x in value if type(x) is int}
         in_tensors = {d for n in self.generated for d in prog.values[n].shape}
+        # a size a dynamic dim of a made tensor holds shrinks no lower than the dim's
+        # torch.export.Dim min: below it, the user's program takes no such input, and the
+        # script's export would widen the range without a word
+        self.floor: dict[int, int] = {}
+        for n in self.generated:
+            for dim, (low, _) in prog.dynamic.get(n, {}).items():
+                size = prog.values[n].shape[dim]
+                self.floor[size] = max(self.floor.get(size, SHRUNK_TO), low)
         self.present = tuple(sorted(d for d in in_tensors | self.in_graph if d > 1))
-        sizes = sorted({d for d in in_tensors | self.in_graph if d > SHRUNK_TO and d not in self.held}, reverse=True)
+        sizes = sorted({d for d in in_tensors | self.in_graph if d > self.target(d) and d not in self.held},
+                       reverse=True)
         # A size the graph fixes (x * arange(120) of a made (120,)) fails alone on fake tensors:
         # left in, it would fail "all at once" for the others and take a turn of ONE_AT_A_TIME.
         # Some fit only with others (a 96x96 image to 2x2 under a 5x5 kernel, which must shrink
         # too): where every size shrunk at once fits, they stay, for that one try.
-        self.alone = [d for d in sizes if self._fitting({d: SHRUNK_TO}) is not None]  # the one-at-a-time turns
-        together = len(self.alone) < len(sizes) and self._fitting({d: SHRUNK_TO for d in sizes}) is not None
+        self.alone = [d for d in sizes if self._fitting(self.shrunk([d])) is not None]  # the one-at-a-time turns
+        together = len(self.alone) < len(sizes) and self._fitting(self.shrunk(sizes)) is not None
         self.sizes = sizes if together else self.alone  # the try of all at once
+
+    def target(self, size: int) -> int:
+        """What `size` shrinks to: SHRUNK_TO, or its dynamic dim's minimum."""
+        return self.floor.get(size, SHRUNK_TO)
+
+    def shrunk(self, sizes: list[int]) -> dict[int, int]:
+        return {d: self.target(d) for d in sizes}
 
     def _shapes_for(self, mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
         return {n: tuple(mapped.get(d, d) for d in self.problem.program.values[n].shape) for n in self.generated}
@@ -159,8 +175,9 @@ class _SizePlan:
         (a view of (2, 98, 512) to (2, 98, 8, 64): 512 = 8 * 64 goes to 2 * 2 with them),
         whichever first runs on fake tensors; None when none does."""
         present = self.present
-        options = {size: new for size in reversed(present) if size > SHRUNK_TO and size not in mapped
-                   and size not in self.held if (new := _products(size, present, mapped))}
+        options = {size: new for size in reversed(present) if size > self.target(size) and size not in mapped
+                   and size not in self.held
+                   if (new := [n for n in _products(size, present, mapped) if n >= self.target(size)])}
         # one product at a time first: 16 = 2 * 8 is a product too, but maybe not one to follow
         alone = [{**mapped, size: n} for size, new in options.items() for n in new]
         together = [{**mapped, **{size: new[min(i, len(new) - 1)] for size, new in options.items()}}
@@ -191,7 +208,7 @@ def generate_small_values(problem: ReductionProblem) -> None:
     if not exprs:
         return
     plan = _SizePlan(problem, problem.current.but(made=exprs))
-    trial = plan.trial({d: SHRUNK_TO for d in plan.sizes}) if plan.sizes else None
+    trial = plan.trial(plan.shrunk(plan.sizes)) if plan.sizes else None
     if trial is not None and problem.is_interesting(trial, EXPECTED_P):
         problem.consider(trial)
 
@@ -212,7 +229,7 @@ def shrink_shapes(problem: ReductionProblem) -> None:
         return True
 
     sizes = plan.sizes
-    if not sizes or keeps_failing({d: SHRUNK_TO for d in sizes}, EXPECTED_P) or len(sizes) == 1:
+    if not sizes or keeps_failing(plan.shrunk(sizes), EXPECTED_P) or len(sizes) == 1:
         return
     for d in plan.alone[:ONE_AT_A_TIME]:  # not those that fit only with others: no turn spent on them
-        keeps_failing({d: SHRUNK_TO})
+        keeps_failing(plan.shrunk([d]))
