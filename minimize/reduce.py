@@ -235,7 +235,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     info = ReproInfo(
         title=f"{backend.describe_shared()} "
               f"{session.backend.failure_words(final_verdict) or f'{final_verdict.kind} on {opts.device}'}: "
-              f"{', '.join(sorted({op_name(n) for n in final.gm.graph.nodes if _titled(n)}))[:120]}",
+              f"{ops_in_title(sorted({op_name(n) for n in final.gm.graph.nodes if _titled(n)}))}",
         source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
         oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
         verdict=final_verdict, signature=problem.signature, match=opts.match, atol=opts.atol, rtol=opts.rtol,
@@ -330,6 +330,17 @@ def _mismatch_shrank(original: Verdict, final: Verdict) -> str | None:
     return (f"the program left is off by {final.max_abs:.4g}, {original.max_abs / final.max_abs:.0f}x less than "
             f"the original's {original.max_abs:.4g}: it may be another, smaller bug met on the way; to hold the "
             f"reduction to errors of the original's size, rerun with --atol {original.max_abs / 10:.2g}")
+
+
+def ops_in_title(ops: list[str], limit: int = 120) -> str:
+    """The ops, comma-separated, as many whole names as fit in `limit` characters and then how
+    many more: a name cut in the middle read as another op, and one left out as none."""
+    shown = ", ".join(ops)
+    for k in range(len(ops) - 1, 0, -1):
+        if len(shown) <= limit:
+            break
+        shown = f"{', '.join(ops[:k])} and {len(ops) - k} more"
+    return shown
 
 
 def _final_backend(opts: Options, session: Session, settings: Mapping[str, Any]) -> Any:

@@ -519,3 +519,15 @@ def test_a_program_with_nothing_to_cut_is_reported_without_the_cutting_words(tmp
     assert "`x` (64, 48) → (2, 2)" in report, report
     assert "cut no node of model.pt2 (1 call node) in 2 oracle calls" in " ".join(
         (tmp_path / "large" / "out" / "repro.py").read_text().split()), report
+
+
+def test_the_titles_ops_are_whole_names_and_a_count_of_the_rest():
+    """A title over 120 characters was cut in the middle of the op list: "..., sigmoid.default,:
+    CRASH" dropped unsqueeze.default without a word, and `repros add` takes the title."""
+    from minimize.reduce import ops_in_title
+    ops = ["cat.default", "flatten.using_ints", "linear.default", "mish.default", "mul.Tensor", "relu.default",
+           "reshape.default", "sigmoid.default", "unsqueeze.default"]
+    title = ops_in_title(ops)
+    assert title == ", ".join(ops[:7]) + " and 2 more" and len(title) <= 120, title
+    assert ops_in_title(ops[:3]) == "cat.default, flatten.using_ints, linear.default"
+    assert ops_in_title(["x" * 200]) == "x" * 200  # one op: whole, however long
