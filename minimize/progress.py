@@ -94,6 +94,7 @@ class ProgressView:
         self.doing: str | None = None  # a phase outside the search (start-up, the original, verifying)
         self.live = live_line(self, console)  # else a plain line each HEARTBEAT_S
         self.start_nodes: int | None = None
+        self._counted: tuple[tuple[int, ...] | None, int] = (None, 0)  # (the candidate's nodes, its count)
         self._stop = threading.Event()
         self._beat = None if self.live is not None else threading.Thread(target=self._heartbeat, daemon=True)
 
@@ -131,13 +132,20 @@ class ProgressView:
             return None
         if p.current_pass == DONE:  # the search has ended: its result, not the last pass, while the files are written
             return Text.assemble(("reduced ", "bold"), f"call nodes {self.start_nodes} -> ",
-                                 (f"{len(p.current.nodes)}", "bold green"), f" | oracle calls {p.counters.oracle_calls}")
+                                 (f"{self._nodes_now(p)}", "bold green"), f" | oracle calls {p.counters.oracle_calls}")
         return Text.assemble(
             ("reducing ", "bold"), (f"[{p.current_pass}] ", "cyan"),
-            f"call nodes {self.start_nodes} -> ", (f"{len(p.current.nodes)}", "bold green"),
+            f"call nodes {self.start_nodes} -> ", (f"{self._nodes_now(p)}", "bold green"),
             f" | oracle calls {p.counters.oracle_calls}",
             f" | accepted {p.counters.accepted}",
         )
+
+    def _nodes_now(self, p: "ReductionProblem") -> int:
+        """The current candidate's call nodes as its script counts them (`done:` says the same
+        number): its kept nodes and the getitems of an op of several values it returns whole."""
+        if self._counted[0] is not p.current.nodes:
+            self._counted = (p.current.nodes, p.program.call_nodes_of(p.current.nodes))
+        return self._counted[1]
 
     def __enter__(self) -> "ProgressView":
         if self.live is not None:

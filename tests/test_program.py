@@ -53,6 +53,29 @@ def test_slices_compute_eager_values(program: Program, data):
     assert not set(piece.input_names) & {program.nodes[i].name for i in kept}
 
 
+class SeveralValues(torch.nn.Module):
+    """Ops of several values (chunk, max.dim), read by getitems a slice may cut."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = torch.relu(x).chunk(2, 1)
+        top, where = (a * b).max(-1)
+        return top + 1, where
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_the_count_of_a_slices_call_nodes_is_its_graphs(data):
+    """The live line counts the current candidate's call nodes without building its slice;
+    `done:` counts the slice's graph, which returns an op of several values whole, by a
+    getitem each: they said 11 and 13 of one result."""
+    program = cpu_program(SeveralValues(), torch.randn(3, 4))
+    kept = program.normalize(data.draw(st.sets(st.integers(0, len(program.nodes) - 1), min_size=1)))
+    if kept:
+        assert program.call_nodes_of(kept) == program.materialize(kept).call_nodes, kept
+    chunk = next(i for i, n in enumerate(program.nodes) if "chunk" in str(n.target))
+    assert program.call_nodes_of((chunk,)) == 3  # chunk, and a getitem of each of its 2 values
+
+
 def test_a_cut_view_is_fed_contiguous():
     """unbind's parts are strided views of x; fed to the slice that reads them, each is a
     contiguous copy of the same values (what repro.py feeds, and all Torch-TensorRT takes)."""

@@ -12,12 +12,14 @@ from minimize import progress
 from minimize.program.candidate import Candidate
 from minimize.progress import ProgressView
 
+COUNTS = SimpleNamespace(call_nodes_of=len)  # a program whose slices hold their kept nodes alone
+
 
 def test_the_clock_runs_while_no_verdict_comes_in(monkeypatch):
     now = [100.0]
     monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
     view = ProgressView(Console(file=io.StringIO(), force_terminal=True))
-    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), program=COUNTS, current_pass="bisect_window",
                             counters=SimpleNamespace(oracle_calls=3, accepted=1))
     view.update(state)
     first = view.__rich__().plain
@@ -35,7 +37,7 @@ def test_a_pass_shows_when_it_starts_not_at_its_first_verdict():
     """A pass's first call may be a localization compile of minutes (8 on the 5,057-node
     policy): the line names that pass and what it does then, not the one before it."""
     view = ProgressView(Console(file=io.StringIO(), force_terminal=True))
-    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="check",
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), program=COUNTS, current_pass="check",
                             counters=SimpleNamespace(oracle_calls=1, accepted=0))
     view.update(state)
     state.current_pass = "bisect_window: localizing"  # no verdict yet: no update
@@ -59,7 +61,7 @@ def test_without_a_terminal_the_state_is_a_plain_line_every_heartbeat(monkeypatc
     monkeypatch.setattr(progress, "HEARTBEAT_S", 0.05)
     out = io.StringIO()
     with ProgressView(Console(file=out, width=200)) as view:
-        view.update(SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+        view.update(SimpleNamespace(current=Candidate(tuple(range(40))), program=COUNTS, current_pass="bisect_window",
                                     counters=SimpleNamespace(oracle_calls=3, accepted=1)))
         time.sleep(0.4)
     lines = out.getvalue().splitlines()
@@ -137,7 +139,7 @@ def test_a_pipe_forced_to_colour_and_a_dumb_terminal_get_plain_lines_not_redraws
     import time
 
     monkeypatch.setattr(progress, "HEARTBEAT_S", 0.05)
-    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), program=COUNTS, current_pass="bisect_window",
                             counters=SimpleNamespace(oracle_calls=3, accepted=1))
     for stream, term in ((io.StringIO(), "xterm"), (Tty(), "dumb")):
         monkeypatch.setenv("TERM", term)
@@ -187,7 +189,7 @@ def test_without_a_terminal_the_heartbeat_waits_a_whole_beat_after_any_line(monk
     out = io.StringIO()
     view = ProgressView(Console(file=out, width=200))
     assert view.live is None  # a log file: the heartbeat's
-    view.update(SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+    view.update(SimpleNamespace(current=Candidate(tuple(range(40))), program=COUNTS, current_pass="bisect_window",
                                 counters=SimpleNamespace(oracle_calls=3, accepted=1)))
 
     class Wakes:  # the thread's wait: 5 s pass at each, for 300 s; a note is logged at 50 s
@@ -210,7 +212,7 @@ def test_the_search_replaces_a_phase_and_keeps_the_size_it_started_from():
     The size it started from is the first step's: "call nodes 40 -> 3", not "3 -> 3"."""
     view = ProgressView(Console(file=io.StringIO(), force_terminal=True))
     view.phase("checking the original")
-    state = SimpleNamespace(current=Candidate(tuple(range(40))), current_pass="bisect_window",
+    state = SimpleNamespace(current=Candidate(tuple(range(40))), program=COUNTS, current_pass="bisect_window",
                             counters=SimpleNamespace(oracle_calls=1, accepted=0))
     view.update(state)
     assert view.__rich__().plain.startswith("0:00 | reducing [bisect_window] call nodes 40 -> 40"), view.__rich__().plain

@@ -429,6 +429,14 @@ class Program:
         gm = fx.GraphModule(root, graph)
         return Slice(gm, inputs, outs, constants, {n: self.attributes[n] for n in constants if n in self.attributes})
 
+    def call_nodes_of(self, kept: Sequence[int]) -> int:
+        """The call nodes of the slice of `kept` (normalized), as its graph counts them
+        (Slice.call_nodes), without building it: each kept node, and a getitem for each value
+        of an op of several values it returns whole (_returned)."""
+        whole = (self.values.get(self.nodes[i].name) for i in self.outputs_of(kept)
+                 if self.nodes[i].target is not operator.getitem)
+        return len(kept) + sum(len(v) for v in whole if isinstance(v, (tuple, list)))
+
     def _returned(self, graph: fx.Graph, node: fx.Node, name: str) -> list[fx.Node]:
         """What a slice returns of an output node: the node, or, for an op of several
         values (max.dim, batch norm's) whose getitems were cut, each value by getitem. The
