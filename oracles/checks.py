@@ -167,7 +167,10 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
     same_nonfinite = both_nonfinite & ((e64 == a64) | (torch.isnan(e64) & torch.isnan(a64)))
     diff = (e64 - a64).abs()
     diff = torch.where(same_nonfinite, torch.zeros_like(diff), diff)
-    diff = torch.where(e_finite & ~a_finite | ~e_finite & a_finite, torch.full_like(diff, float("inf")), diff)
+    # finite against not, or non-finite both but otherwise (eager's NaN, the backend's inf: |nan - inf|
+    # is NaN, which no tolerance is below): off by inf
+    differ = (e_finite != a_finite) | (both_nonfinite & ~same_nonfinite)
+    diff = torch.where(differ, torch.full_like(diff, float("inf")), diff)
     if not any(x.is_floating_point() or x.is_complex() for x in (e, a)):  # integers exactly: float64 holds 2**53,
         diff = torch.where(e.detach().cpu() != a.detach().cpu(), diff.clamp_min(1), diff)  # a timestamp in ns is 1.7e18
     if diff.numel() == 0:

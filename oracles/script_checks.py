@@ -68,7 +68,7 @@ def mismatch_outcome(expected, actual, exact=None):
             if ratio is not None and ratio <= ERROR_RATIO:  # [float64]
                 continue  # [float64] no further from the float64 run than eager's own rounding
             note = "" if ratio is None else f", {ratio:.3g}x eager's own error from float64"  # [float64]
-        err = torch.where(bad, (e64 - a64).abs().nan_to_num(float("inf")).clamp_min(float(ints)), 0)  # the values off; a lost inf or NaN: inf
+        err = torch.where(bad, (e64 - a64).abs().nan_to_num(float("inf"), float("inf")).clamp_min(float(ints)), 0)  # the values off; a lost inf or NaN: inf
         at = tuple(int(k) for k in torch.unravel_index(err.argmax(), err.shape)) if bad.any() else ()  # the worst
         off += [(float(err.max()), i, f"{int(bad.sum())} of {bad.numel()}", f"; at {list(at)}: eager {e64[at]:.4g}, backend {a64[at]:.4g}")] if bad.any() else []  # [!float64]
         off += [(float(err.max()), i, f"{int(bad.sum())} of {bad.numel()}", f"{note}; at {list(at)}: eager {e64[at]:.4g}, backend {a64[at]:.4g}")] if bad.any() else []  # [float64]

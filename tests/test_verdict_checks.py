@@ -417,6 +417,23 @@ def test_a_nan_eager_makes_too_is_said_as_the_programs_on_a_pass():
     assert finite.kind == "pass" and not finite.detail
 
 
+def test_a_nan_against_an_inf_is_off_by_inf_in_the_check_and_in_the_script():
+    """ONNX Runtime's float division gave inf and -inf where eager's gave NaN: |nan - inf| is
+    NaN, below no tolerance, and `check` said "does not fail ... NaN where eager has too";
+    repro.py said an inf lost as "max abs 1.798e+308" (nan_to_num's default for inf)."""
+    eager = torch.tensor([2.0, float("nan"), float("nan"), 5.0])
+    backend = torch.tensor([2.0, float("inf"), float("-inf"), 5.0])
+    for e, a in ((eager, backend), (backend, eager)):
+        v = compare_outputs([e], [a], Tolerance(1e-3, 1e-3))
+        assert v.kind == "mismatch" and v.max_abs == float("inf") and v.detail.startswith("2 of 4 values off"), v
+    ns = {"torch": torch, "ATOL": 1e-3, "RTOL": 1e-3}
+    exec(check_source(Signature("mismatch")), ns)  # noqa: S102 - the function as repro.py holds it
+    verdict, why = ns["outcome"]([eager], [backend])
+    assert verdict == "REPRODUCED" and why.startswith("output 0 differs from eager by max abs inf (2 of 4"), why
+    _, why = ns["outcome"]([torch.tensor([float("inf"), 1.0])], [torch.tensor([3.4e38, 1.0])])
+    assert why.startswith("output 0 differs from eager by max abs inf (1 of 2 values off; at [0]: eager inf"), why
+
+
 def test_integers_are_compared_exactly_past_float64s_53_bits():
     """A nanosecond timestamp (1.7e18) off by one: float64 holds 2**53 exactly, so both
     trtmin's check and repro.py's called 2**60 + 1 equal to 2**60 (a lost off-by-one)."""
