@@ -366,6 +366,33 @@ def test_the_node_a_compilers_error_names_is_found_by_what_it_can_be_matched_on(
     assert guess("aten.sin.default", source) is None
 
 
+class Blocks(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(3):  # each block's softmax is traced from this one line
+            x = torch.softmax(x + 1, -1)
+        return x
+
+
+def test_of_nodes_of_one_source_line_the_guess_is_the_one_the_error_names():
+    """A transformer's blocks share their source lines: an error naming the 32nd block's
+    softmax (`softmax_31`: an interpreter over our graph names it as we do) started the
+    search at the first block's, and the Diagnosis named that one (a hunt, 1,048 nodes)."""
+    from minimize.search.localize import named_failing_position
+    program = cpu_program(Blocks(), torch.randn(2, 4))
+    softmaxes = [i for i, n in enumerate(program.nodes) if "softmax" in str(n.target)]
+    assert len(softmaxes) == 3 and len({program.nodes[i].meta["stack_trace"] for i in softmaxes}) == 1
+    problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))
+    cand = problem.current.nodes
+    for want in (softmaxes[2], softmaxes[1]):
+        hint = {"name": program.nodes[want].name, "target": "aten.softmax.int",
+                "stack": program.nodes[want].meta["stack_trace"]}
+        problem.cache[problem.at(cand)] = [Verdict("crash", "E", "m", extra={"failing_node": hint})]
+        assert cand[named_failing_position(problem, cand)] == want, hint["name"]
+    hint["name"] = "softmax_default_7"  # a name of the compiler's own graph (Inductor's): the first, as before
+    problem.cache[problem.at(cand)] = [Verdict("crash", "E", "m", extra={"failing_node": hint})]
+    assert cand[named_failing_position(problem, cand)] == softmaxes[0]
+
+
 # A compiler that exports the slice again and converts it node by node, as Torch-TensorRT
 # does: its error says "While executing %sin ... Original traceback:" with the node's stack.
 REEXPORTING_PLUGIN = '''

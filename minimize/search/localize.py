@@ -132,7 +132,8 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
     compiler decomposed has another); without stacks, by a target only one node has. The
     first such node: a guess too early costs a few calls, one too late leaves nodes for
     later passes. A replay that only hypothesizes `cand`'s verdict has no guess (None), as
-    a run without such an error."""
+    a run without such an error. Of several such nodes, the one of the error's node name.
+    """
     if not problem.rules.locate_from_errors:
         return None
     verdict = problem.known_verdict(problem.at(cand))
@@ -155,7 +156,11 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
         picks = []  # a stack that names none of ours: a decomposed op's target may be another node's
     if not picks:
         return None
-    node = nodes[cand[picks[0]]]
-    problem.guessed_node = cand[picks[0]]
+    # of those, the one the error names, where the compiler's graph names it as ours does (an
+    # interpreter over our graph, as Torch-TensorRT's): a transformer's 32 blocks share each
+    # source line, and the first block's softmax was taken for the 32nd's
+    pick = next((p for p in picks if nodes[cand[p]].name == hint.get("name")), picks[0])
+    node = nodes[cand[pick]]
+    problem.guessed_node = cand[pick]
     problem.notes.setdefault("named_node", f"`{node.name}` ({node.target})")
-    return picks[0]
+    return pick
