@@ -18,7 +18,7 @@ import torch
 
 from oracles.checks import oom_pattern
 from oracles.reference import ERROR_RATIO, error_ratio, float64_source
-from oracles.verdict import Signature
+from oracles.verdict import PLACEHOLDERS, Signature
 
 ATOL = RTOL = 0.0  # each script sets its own: the reduction's tolerances
 
@@ -120,6 +120,6 @@ def message_pattern(message: str) -> str:
     """A normalized message (oracles/verdict.py normalize_message) as a regex: its
     placeholders stand for what they replaced, and any run of spaces for any other."""
     text = re.escape(message)
-    text = text.replace("<_n>", r"(?:_\d+)?").replace("<n>", r"\d+").replace("<addr>", r"0x[0-9a-fA-F]+")
-    text = text.replace("<path>/", r"\S*/")
+    for placeholder, regex in PLACEHOLDERS.items():
+        text = text.replace(placeholder, regex)
     return text.replace(r"\ ", r"\s+")

@@ -89,7 +89,18 @@ def _sep(detail: str) -> str:
     return f" ({detail})" if detail else ""
 
 
+# What normalize_message writes in place of what a cut or a run changes, and the regex that
+# stands for it in a script's error pattern (script_checks.message_pattern)
+PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<n>": r"\d+", "<addr>": r"0x[0-9a-fA-F]+", "<path>/": r"\S*/",
+                "<nodes>": r"[^\]]*", "<value>": r"[^)]*"}
+
 _NORMALIZERS = [
+    # names a cut changes, where the words around them name the failure: TensorRT's fused
+    # region by its first and last node ({ForeignNode[c_bias...node_tanh]} cannot be
+    # quantized), ONNX Runtime's value by its producer ("input parameter (_to_copy) of
+    # operator (Pow)": "(to)" where the producer is cut and the value fed in)
+    (re.compile(r"ForeignNode\[[^\]]*\]"), "ForeignNode[<nodes>]"),
+    (re.compile(r"\b((?:in|out)put parameter) \([^)]*\)"), r"\1 (<value>)"),
     # an ONNX node's name (torch.onnx names it after its fx node: node_view, node_view_9) counts
     # its op's earlier nodes, which a cut renumbers: the same node with or without a suffix
     (re.compile(r"\b(node_[A-Za-z]\w*?)(?:_\d+)?\b"), r"\1<_n>"),
@@ -128,7 +139,7 @@ def normalize_message(message: str) -> str:
     cut = line[:300]
     opened = cut.rfind("<")
     if opened >= 0 and any(line.startswith(token, opened) and opened + len(token) > len(cut)
-                           for token in ("<n>", "<_n>", "<addr>", "<path>/")):
+                           for token in PLACEHOLDERS):
         cut = cut[:opened]  # not half a placeholder: the script's pattern would need "<pa" literally
     return cut
 

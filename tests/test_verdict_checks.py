@@ -13,6 +13,26 @@ def test_normalize_makes_numbers_and_addresses_generic():
     assert normalize_message("no converter for aten::sin") != normalize_message("no converter for aten::cos")
 
 
+def test_names_a_cut_changes_are_one_bug_and_the_scripts_pattern_finds_them():
+    """Seen on TensorRT-RTX 1.4 and ONNX Runtime 1.32 (a hunt): each cut renamed the fused
+    region or the value the error names, so 10 candidates failing with the same words were
+    "another bug" and the reduction stopped at 9 nodes of TensorRT's (1 with --any-failure),
+    at 2 of ONNX Runtime's (1 where the value was fed in)."""
+    q8 = ("building the engine failed: IBuilder::buildSerializedNetwork: Error Code 1: Internal Error (Node "
+          "{ForeignNode[%s]} cannot be quantized by q. You might want to add a DQ node before {ForeignNode[%s]}.")
+    pow8 = ("[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /tmp/x/model.onnx failed:This is an invalid "
+            "model. Type Error: Type 'tensor(int8)' of input parameter (%s) of operator (Pow) in node (node_pow_1) is "
+            "invalid.")
+    for template, names, other in ((q8, ("c_bias...node_tanh", "node_tanh...node__to_copy"), "cannot be fused"),
+                                   (pow8, ("_to_copy", "to"), "of operator (Mul)")):
+        first, second = (template.replace("%s", n) for n in names)
+        sig = Signature.of(Verdict("crash", "TensorRTError", first))
+        assert sig.matches(Verdict("crash", "TensorRTError", second)), normalize_message(second)
+        assert re.search(error_pattern(sig, None), second) and re.search(error_pattern(sig, None), first)
+        changed = second.replace("cannot be quantized by q", other).replace("of operator (Pow)", other)
+        assert not sig.matches(Verdict("crash", "TensorRTError", changed))  # the words around the names still count
+
+
 def test_crash_signature_requires_same_type_and_message():
     sig = Signature.of(Verdict("crash", "RuntimeError", "no converter for aten::sin (node 17)"))
     assert sig.matches(Verdict("crash", "RuntimeError", "no converter for aten::sin (node 3)"))
