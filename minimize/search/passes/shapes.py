@@ -165,6 +165,7 @@ class _SizePlan:
         return self.floor.get(size, SHRUNK_TO)
 
     def shrunk(self, sizes: list[int]) -> dict[int, int]:
+        """Each of `sizes` mapped to what it shrinks to."""
         return {d: self.target(d) for d in sizes}
 
     def _shapes_for(self, mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
