@@ -253,7 +253,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     summary["shrunk_sizes"] = {str(k): v for k, v in sizes.items()}  # in the graph's size arguments
     summary["dynamic"] = {n: {str(d): list(b) for d, b in dims.items()} for n, dims in info.dynamic.items()}
     summary["diagnosis"] = session.notes_on({k: v for k, v in problem.notes.items() if not k.startswith("_")},
-                                            final)  # _: passes' own
+                                            final, final_verdict)  # _: passes' own
     if "_first_off_node" in problem.notes and problem.notes["_first_off_node"] not in found.nodes:
         summary["diagnosis"]["first_off_value_cut"] = True  # the value that showed first is not in the result
     summary["one_minimal"] = bool((problem.notes.get("one_minimal") or {}).get("proven"))

@@ -153,6 +153,30 @@ def test_a_built_candidate_is_a_pass_that_says_it_did_not_run() -> None:
     assert v.describe().startswith("PASS: TensorRT")
 
 
+@pytest.mark.skipif(HAS_GPU, reason="the note of a machine without a GPU")
+def test_a_result_whose_failure_names_cuda_is_said_to_maybe_be_the_gpus_absence() -> None:
+    """Without a GPU, TensorRT-RTX 1.4's build of a float -> int8 cast failed with "Error Code
+    1: Cuda Runtime (In generateForCurrent at ... cudaDeviceProfile.cpp)" (a hunt): reduced,
+    and report.md said only the start's words for any failure. A result's note is of its own
+    failure: one that names CUDA is said to be perhaps no bug; another drops the CUDA clause."""
+    from minimize.program.model import Slice
+    from minimize.run.session import Session
+    from oracles.verdict import Verdict
+    backend = TensorRTBackend("tensorrt")
+    cuda = Verdict("crash", "TensorRTError", "building the engine failed: IBuilder::buildSerializedNetwork: Error "
+                   "Code 1: Cuda Runtime (In generateForCurrent at /_src/common/cudaDeviceProfile.cpp:42)")
+    parser = Verdict("crash", "TensorRTError", "the ONNX parser failed: In node 1 with name: node_view (Reshape)")
+    start = backend.note()
+    assert start.startswith("no GPU here: ") and "one that names CUDA may be the GPU's absence" in start
+    session = type("S", (), {"backend": backend, "_static_note": lambda self, among=None: None, "in_place": []})()
+    piece = candidate(nn.ReLU(), (torch.randn(2),))[0]
+    said = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), cuda)["backend"]
+    assert said.endswith("this failure names CUDA, and may be the GPU's absence, not a bug: confirm it on a GPU "
+                         "before filing it"), said
+    said = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), parser)["backend"]
+    assert said.endswith("only its parser and builder failures were judged") and "CUDA" not in said, said
+
+
 def test_a_parser_failure_is_a_crash_with_the_parsers_words() -> None:
     torch.manual_seed(0)
     gm, inputs = candidate(RankNine().eval(), (torch.randn(64, 16),))
@@ -267,8 +291,8 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     assert summary["environment"][trt.__name__] == trt.__version__
     report = (out / "report.md").read_text()
     assert tensorrt_name(trt) in report.splitlines()[0]
-    if not HAS_GPU:  # a CUDA error of a build here may be the GPU's absence: said where the backend is
-        assert "one that names CUDA may be the GPU's absence: confirm it on a GPU" in " ".join(report.split())
+    if not HAS_GPU:  # said of this failure, which names no CUDA (tested above where one does)
+        assert "does not run it; only its parser and builder failures were judged" in " ".join(report.split())
     # for TensorRT's maintainers the model its parser read (repro_tensorrt.py below runs it with numpy alone)
     assert "Without torch, for the compiler's maintainers: `model.onnx`, the ONNX model the backend ran" in report
     # named for where TensorRT failed, not "crash on cpu": its parser or builder ran on no device

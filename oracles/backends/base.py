@@ -234,8 +234,9 @@ class Backend:
         statements that take the path trtmin took; else None."""
         return None
 
-    def note(self) -> str | None:
-        """What a user must know about how this backend judges candidates here, or None."""
+    def note(self, verdict: Any = None) -> str | None:
+        """What a user must know about how this backend judges candidates here, or None;
+        `verdict`: the result's, where report.md says it of that failure."""
         return None
 
     def failure_words(self, verdict: Any) -> str | None:

@@ -339,12 +339,17 @@ class TensorRTBackend(Backend):
                                 "or change it")
         return None
 
-    def note(self) -> str | None:
+    def note(self, verdict: Verdict | None = None) -> str | None:
         if torch.cuda.is_available():
             return None
-        return (f"no GPU here: {installed_tensorrt_name()} parses and builds each candidate and does not "
-                "run it; only parser and builder failures are judged, and one that names CUDA may be the GPU's "
-                "absence: confirm it on a GPU")
+        said = f"no GPU here: {installed_tensorrt_name()} parses and builds each candidate and does not run it; "
+        if verdict is None:
+            return said + ("only parser and builder failures are judged, and one that names CUDA may be the GPU's "
+                           "absence: confirm it on a GPU")
+        if "cuda" in verdict.message.lower():  # a build that profiles the device (an int8 cast's): no GPU to profile
+            return said + ("this failure names CUDA, and may be the GPU's absence, not a bug: confirm it on a GPU "
+                           "before filing it")
+        return said + "only its parser and builder failures were judged"
 
     def died_after_export(self, verdict: Verdict | None) -> bool:
         return died_building(verdict)
