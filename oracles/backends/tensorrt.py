@@ -258,6 +258,12 @@ def one_layer_networks(folder: Path) -> list[Path]:
     return paths
 
 
+def may_be_no_gpu(error: str) -> bool:
+    """Whether a TensorRT error may be this machine's want of a GPU, not a bug: it names CUDA,
+    and none is visible (a setting that JIT-compiles, a build that profiles the device)."""
+    return "cuda" in error.lower() and not torch.cuda.is_available()
+
+
 def build_failure(verdict: Verdict | None) -> bool:
     """Whether the bug is a crash of the parser or the builder (no GPU needed to see it)."""
     return verdict is not None and verdict.kind == "crash" and verdict.message.startswith(BUILD_FAILURES)
@@ -330,7 +336,7 @@ class TensorRTBackend(Backend):
                         if normalize_message(str(e)) != failed:
                             continue
                         words = str(e).split(": ", 1)[-1] if str(e).startswith(BUILD_FAILURES) else str(e)
-                        if "cuda" in words.lower() and not torch.cuda.is_available():  # REFIT: a JIT needing a GPU
+                        if may_be_no_gpu(words):  # REFIT: a JIT needing a GPU
                             return (f"--set {key}={value}: {tensorrt_name(trt)} fails a one-layer network with it the "
                                     f"same way here, and its error names CUDA ({words[:240]}): this machine has no "
                                     "GPU, which the setting may need; try it on a GPU, or drop it here")
@@ -346,7 +352,7 @@ class TensorRTBackend(Backend):
         if verdict is None:
             return said + ("only parser and builder failures are judged, and one that names CUDA may be the GPU's "
                            "absence: confirm it on a GPU")
-        if "cuda" in verdict.message.lower():  # a build that profiles the device (an int8 cast's): no GPU to profile
+        if may_be_no_gpu(verdict.message):  # a build that profiles the device (an int8 cast's)
             return said + ("this failure names CUDA, and may be the GPU's absence, not a bug: confirm it on a GPU "
                            "before filing it")
         return said + "only its parser and builder failures were judged"
