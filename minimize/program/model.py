@@ -433,17 +433,21 @@ class Program:
         """The call nodes of the slice of `kept` (normalized), as its graph counts them
         (Slice.call_nodes), without building it: each kept node, and a getitem for each value
         of an op of several values it returns whole (_returned)."""
-        whole = (self.values.get(self.nodes[i].name) for i in self.outputs_of(kept)
-                 if self.nodes[i].target is not operator.getitem)
-        return len(kept) + sum(len(v) for v in whole if isinstance(v, (tuple, list)))
+        return len(kept) + sum(len(self._items_returned(self.nodes[i]) or ()) for i in self.outputs_of(kept))
+
+    def _items_returned(self, node: fx.Node) -> Sequence[Any] | None:
+        """The values of an op of several values, which a slice returning it returns by a
+        getitem each (_returned); None for any other node, returned as it is."""
+        value = self.values.get(node.name)
+        return value if node.target is not operator.getitem and isinstance(value, (tuple, list)) else None
 
     def _returned(self, graph: fx.Graph, node: fx.Node, name: str) -> list[fx.Node]:
         """What a slice returns of an output node: the node, or, for an op of several
         values (max.dim, batch norm's) whose getitems were cut, each value by getitem. The
         tuple itself would be one nested output: repro.py's eager half returned 1 output
         against the compiler's 2, said REPRODUCED for that, and its eager control failed."""
-        value = self.values.get(name)
-        if node.target is operator.getitem or not isinstance(value, (tuple, list)):
+        value = self._items_returned(self.nodes[self.index[name]])  # node is the slice's copy
+        if value is None:
             return [node]
         items = []
         for k in range(len(value)):
