@@ -73,12 +73,12 @@ class BackendSpec:
         if self.text in ("torch_tensorrt", "executorch:tensorrt"):
             return ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx") + (
                 ("executorch",) if self.text.startswith("executorch") else ())
-        if self.text == "tensorrt":
-            return ("torch", "tensorrt", "tensorrt_rtx")
+        if self.text == "tensorrt":  # onnxscript: the torch.onnx export's op library
+            return ("torch", "tensorrt", "tensorrt_rtx", "onnxscript")
         if self.text.startswith("executorch:"):
             return ("torch", "executorch")
         if self.text == "onnxruntime":
-            return ("torch", "onnxruntime")
+            return ("torch", "onnxruntime", "onnxscript")
         if self.plugin_file is not None and self.plugin_file.is_file():  # the compiler is what it imports
             return ("torch", *(p for p in plugin_packages(self.plugin_file) if p != "torch"))
         if self.kind == "plugin" and self.plugin_file is None:  # package.module:fn: its package

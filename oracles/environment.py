@@ -23,7 +23,9 @@ from pathlib import Path
 NOT_INSTALLED = "not installed"
 
 # The compilers a repro's verdict depends on: recorded with every run, kept as first_seen.
-KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "executorch", "onnxruntime")
+# onnxscript holds torch.onnx's op library (its atan2, say): part of the compiler of the
+# onnxruntime and tensorrt backends, which run the torch.onnx export.
+KEY_PACKAGES = ("torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "executorch", "onnxruntime", "onnxscript")
 # Distributions that provide a module, in the order we ask for them (else the module's own name).
 MODULE_DISTRIBUTIONS = {"tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu11"),
                         "tensorrt_rtx": ("tensorrt-rtx", "tensorrt-rtx-cu13", "tensorrt-rtx-cu12",

@@ -261,7 +261,8 @@ def test_json_shape(suite: Path, tmp_path: Path) -> None:
     assert data["format"] == "trtmin-repros-run/1"
     assert set(data) == {"format", "environment", "summary", "results"}
     assert data["environment"]["device_label"] == "test-box"
-    assert set(data["environment"]["versions"]) == {"torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "executorch", "onnxruntime"}
+    assert set(data["environment"]["versions"]) == {"torch", "torch_tensorrt", "tensorrt", "tensorrt_rtx", "executorch",
+                                                    "onnxruntime", "onnxscript"}
     assert data["environment"]["versions"]["torch"].startswith("2.")
     assert data["environment"]["date"] == date.today().isoformat()
     assert {"python", "platform", "gpu", "cuda", "trtmin"} <= set(data["environment"])
@@ -796,8 +797,16 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     summary["backend"] = "tensorrt"  # run on TensorRT-RTX: the full TensorRT it lacked is no release it was seen in
     summary["environment"].update({"tensorrt": "not installed", "tensorrt_rtx": "1.4.0.76"})
     (out / "summary.json").write_text(json.dumps(summary))
+    summary["environment"]["onnxscript"] = "0.7.2"  # torch.onnx's op library: the export is part of the compiler
+    (out / "summary.json").write_text(json.dumps(summary))
     rtx = parse_manifest(add_repro(out, "rtx", tmp_path / "suite", duplicate=True) / "manifest.toml")
-    assert rtx.first_seen == {"torch": "2.13.0+cpu", "tensorrt_rtx": "1.4.0.76"}, rtx.first_seen
+    assert rtx.first_seen == {"torch": "2.13.0+cpu", "tensorrt_rtx": "1.4.0.76", "onnxscript": "0.7.2"}, rtx.first_seen
+    summary["backend"] = "onnxruntime"  # an exporter's bug (onnxscript's atan2) is seen in its release too
+    (out / "summary.json").write_text(json.dumps(summary))
+    written = add_repro(out, "ort", tmp_path / "suite", duplicate=True) / "manifest.toml"
+    ort = parse_manifest(written)
+    assert ort.first_seen == {"torch": "2.13.0+cpu", "onnxruntime": "1.32.0", "onnxscript": "0.7.2"}, ort.first_seen
+    assert '\n# "onnxruntime > 1.32.0" = "fixed"\n' in written.read_text()  # the runtime first: its bugs are most
 
 
 def test_a_repro_that_cannot_run_here_is_skipped_without_running(tmp_path: Path, monkeypatch) -> None:
