@@ -173,7 +173,7 @@ def reduce(
     set_: SetOpt = None,
     import_: ImportOpt = None,
     match: MatchOpt = None,
-    out: Annotated[Path, typer.Option("--out", metavar="DIR", rich_help_panel="Output", help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", rich_help_panel="Output", help="Folder for repro.py, report.md, summary.json and reduced.pt2.")] = Path("trtmin-out"),
     resume: Annotated[bool, typer.Option("--resume", rich_help_panel="Output", help="Continue an interrupted run in --out.")] = False,
     force: Annotated[bool, typer.Option("--force", rich_help_panel="Output", help="Replace the results of another run in --out.")] = False,
     emit: Annotated[Optional[list[str]], typer.Option("--emit", metavar="BACKEND", rich_help_panel="Output", help="Also write the script for another backend (repeatable): "
@@ -184,7 +184,7 @@ def reduce(
     atol: AtolOpt = 1e-3,
     rtol: RtolOpt = 1e-3,
     reference: ReferenceOpt = Reference.eager,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", rich_help_panel="Search", help="Oracle calls run at once, in isolated workers (default: one per "
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", rich_help_panel="Search", help="Oracle calls run at once, in isolated workers (default: one per "
                     "visible GPU with --device cuda, each pinned to its GPU; else 1). The result is the same for any value.")] = None,
     localize: Annotated[bool, typer.Option(rich_help_panel="Search", help="For mismatch and nan: first compile the program with every value "
                         "an output and start the search at the first value that is off (one call; saves most of "
@@ -633,7 +633,7 @@ def repros_run(
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds each repro may run.")] = 600.0,
     strict_skips: Annotated[bool, typer.Option(help="A repro that cannot run here (no GPU, a missing package) "
                             "counts as not ok: for machines that should run everything.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", metavar="N", help="Repros run at a time, each in its own process "
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Repros run at a time, each in its own process "
                     "(repros that share one GPU may need 1).")] = 1,
 ) -> None:
     """Run each saved repro in its own process; exit 1 if any status differs from its manifest.

@@ -196,6 +196,8 @@ def test_help_shows_no_type_for_a_flag_and_a_name_for_a_value():
     assert r.returncode == 0 and {"--resume", "--verify", "--help", "--set", "--jobs"} <= set(rows), r.stdout
     assert "<bool>" not in r.stdout and "<list" not in r.stdout, r.stdout
     assert "KEY=VALUE" in rows["--set"] and " N " in rows["--jobs"] and "--no-verify" in rows["--verify"]
+    assert " -o " in rows["--out"] and " -j " in rows["--jobs"]  # the short names of make, tar and gcc
+    assert " -j " in " ".join(line for line in run_cli("repros", "run", "--help").stdout.splitlines() if "--jobs" in line)
 
 
 def test_every_commands_options_name_their_values():

@@ -118,14 +118,14 @@ def mismatch_run(host_program, tmp_path_factory) -> Path:
     model, inputs = host_program
     out = tmp_path_factory.mktemp("mismatch") / "out"
     assert run_cli_unread("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend",
-                          plugin("mismatch_mul_exp"), "--out", str(out), "--no-verify") == 0
+                          plugin("mismatch_mul_exp"), "-o", str(out), "--no-verify") == 0  # -o: --out
     return out
 
 
 def test_same_result_for_any_jobs(host_program, mismatch_run, tmp_path):
     model, inputs = host_program
     one = json.loads((mismatch_run / "summary.json").read_text())  # --jobs 1, its screen unread
-    three, run3 = reduce_cli_run(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "--jobs", "3",
+    three, run3 = reduce_cli_run(model, inputs, tmp_path / "j3", "mismatch", plugin("mismatch_mul_exp"), "-j", "3",
                                  "--no-verify")
     # More workers than CPU cores is said once, not silently slow (on 2 cores it was 2-3x slower).
     assert ("more workers than this machine's" in run3.stderr) == (3 > (os.cpu_count() or 1)), run3.stderr[-2000:]
