@@ -21,7 +21,7 @@ from rich.markup import escape
 from minimize.run import interrupts
 from minimize.arguments import build_options, check_jobs, check_numbers, check_timeout, jobs_note
 from minimize.program.libraries import checked_imports
-from minimize.emit.out_dir import (JOURNAL, check_backend_outside, check_out_dir, earlier_runs_files, finished_run,
+from minimize.emit.out_dir import (JOURNAL, check_reads_outside, check_out_dir, earlier_runs_files, finished_run,
                                    held_by_this_run, journaled_verdicts)
 from minimize.emit.run_header import check_resumable, header_before_loading
 from oracles import bytecode
@@ -223,7 +223,7 @@ def reduce(
                              verify=verify, generate_values=generate_values)
         known = functools.cache(lambda: header_before_loading(opts))  # it hashes the inputs: once, where asked
         _check_out_not_in_a_suite(out)
-        check_backend_outside(out, backend)  # first: --force, which the next may ask for, would not mend it
+        check_reads_outside(out, backend, model, inputs)  # first: --force, which the next may ask for, would not mend it
         check_out_dir(out, resume, force, known)  # before any worker starts or the model loads
         note = jobs_note(opts.jobs, opts.device)
         if note:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -782,10 +783,31 @@ def test_one_run_at_a_time_in_a_folder_and_none_runs_its_files(host_program, tmp
     for backend, flags in ((plugin_copy, ["--force"]), (plugin_copy, ["--resume", "--force"]),
                            (plugin_copy, []), (link, ["--force"])):  # said first: --force would not mend it
         r = reduce_here(str(model), *args[:-5], "--backend", f"{backend}:crash_on_sin", "--out", str(tmp_path), *flags)
-        assert_one_line_error(r, f"--backend runs {backend}, trtmin's own plugin.py in --out")
+        assert_one_line_error(r, f"--backend runs {backend} is plugin.py in --out, a name this run writes over")
     assert sorted(p.name for p in tmp_path.iterdir()) == before and "the user's tweak" in plugin_copy.read_text()
     assert_one_line_error(reduce_here(str(model), *args[:-5], "--backend", f"cmd:{sys.executable} {plugin_copy} {{model}}",
-                                      "--out", str(tmp_path), "--force"), "trtmin's own plugin.py in --out")
+                                      "--out", str(tmp_path), "--force"), "is plugin.py in --out, a name this run")
+
+
+def test_a_model_or_inputs_under_trtmins_names_in_out_are_not_written_over(host_program, tmp_path):
+    """Reducing an earlier run's reduced.pt2 into its own folder with --force replaced the
+    very model being reduced (the user's only copy of it): refused first, as a plugin there."""
+    model, inputs = host_program
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(model, out / "reduced.pt2")
+    shutil.copy(inputs, out / "repro_inputs.pt")
+    kept = {p.name: p.read_bytes() for p in out.iterdir()}
+    for reads, flags in (([str(out / "reduced.pt2"), "--inputs", str(inputs)], ["--force"]),
+                         ([str(model), "--inputs", str(out / "repro_inputs.pt")], ["--force"]),
+                         ([str(out / "reduced.pt2"), "--inputs", str(inputs)], [])):
+        r = reduce_here(*reads, "--oracle", "crash", "--backend", "inductor", "--out", str(out), *flags)
+        name = "reduced.pt2" if "reduced.pt2" in reads[0] else "repro_inputs.pt"
+        assert_one_line_error(r, f"is {name} in --out, a name this run writes over", "copy it out of")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == kept
+    (out / "my_model.pt2").write_bytes(kept["reduced.pt2"])  # a name of the user's own: read, never written
+    from minimize.emit.out_dir import check_reads_outside
+    check_reads_outside(out, "inductor", out / "my_model.pt2", inputs)
 
 
 def test_a_journal_without_an_inputs_digest_still_compares_the_inputs_path(tmp_path):
@@ -1412,17 +1434,17 @@ def test_a_plugin_in_out_under_its_own_name_runs_but_not_one_that_imports_trtmin
     """A plugin file the user keeps in --out under a name of their own is theirs: the run
     takes it. One that imports trtmin's copy of a plugin module there (repro_plugin_NAME.py,
     which the run writes over, or --force moves aside) is refused as plugin.py is."""
-    from minimize.emit.out_dir import check_backend_outside
+    from minimize.emit.out_dir import check_reads_outside
     from oracles.errors import TrtminError
     out = tmp_path / "out"
     out.mkdir()
     (out / "my_compiler.py").write_text("def compile(gm, example_inputs):\n    return gm\n")
-    check_backend_outside(out, f"{out / 'my_compiler.py'}:compile")  # the user's own name: not refused
+    check_reads_outside(out, f"{out / 'my_compiler.py'}:compile")  # the user's own name: not refused
     (out / "repro_plugin_helpers.py").write_text("SCALE = 2\n")
     (out / "uses_copy.py").write_text("import repro_plugin_helpers\n\n\n"
                                       "def compile(gm, example_inputs):\n    return gm\n")
-    with pytest.raises(TrtminError, match="trtmin's own repro_plugin_helpers.py in --out"):
-        check_backend_outside(out, f"{out / 'uses_copy.py'}:compile")
+    with pytest.raises(TrtminError, match="is repro_plugin_helpers.py in --out, a name this run writes over"):
+        check_reads_outside(out, f"{out / 'uses_copy.py'}:compile")
 
 
 def test_hidden_files_do_not_make_an_out_folder_someone_elses(tmp_path):

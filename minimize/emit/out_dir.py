@@ -40,23 +40,26 @@ def check_out_dir(out: Path, resume: bool, force: bool,
         raise TrtminError(f"--out {_short(out)} cannot be used ({e.strerror or e}); choose another folder") from None
 
 
-def check_backend_outside(out: Path, backend: str) -> None:
-    """Refuse a --backend that runs a file of trtmin's own in --out (its plugin.py, a
-    command's repro_cmd_run.py, a plugin's module copy): a user who edits the copy beside
-    repro.py and reduces into that folder again would have the run rewrite it, or --force
-    move it aside (as plugin.py.edited) while its workers load it, then blame the plugin."""
+def check_reads_outside(out: Path, backend: str, model: Path | None = None, inputs: Path | None = None) -> None:
+    """Refuse to read a file that this run writes over: MODEL or --inputs under a name of
+    trtmin's in --out (an earlier run's reduced.pt2, its repro_inputs.pt: --force lost the
+    user's only copy of the model being reduced), or a --backend that runs one (its
+    plugin.py, a command's repro_cmd_run.py, a plugin's module copy: a user who edits the
+    copy beside repro.py would have the run rewrite it, or --force move it aside while its
+    workers load it, then blame the plugin)."""
     if backend.startswith(COMMAND_PREFIX):
-        files = [Path(arg) for arg in parse_command(backend) if os.path.isfile(arg)]
+        runs = [Path(arg) for arg in parse_command(backend) if os.path.isfile(arg)]
     else:
         spec = parse_backend(backend)
         plugin = spec.plugin_file or _module_file(spec.target if spec.kind == "plugin" else "")
-        files = [plugin, *plugin_own_modules(plugin).values()] if plugin is not None and plugin.is_file() else []
+        runs = [plugin, *plugin_own_modules(plugin).values()] if plugin is not None and plugin.is_file() else []
     folder = os.path.realpath(out)
-    for file in files:
-        real = Path(os.path.realpath(file))  # a link to the copy, as the copy
-        if str(real.parent) == folder and is_ours(real.name):
-            raise TrtminError(f"--backend runs {file}, trtmin's own {real.name} in --out, which this run writes over; "
-                              f"copy it out of {_short(out)} and pass the copy, or choose another --out")
+    for file, flag in [(model, "MODEL"), (inputs, "--inputs"), *((f, "--backend runs") for f in runs)]:
+        real = Path(os.path.realpath(file)) if file is not None else None  # a link to the file, as the file
+        if real is not None and str(real.parent) == folder and is_ours(real.name):
+            fix = (f"copy it out of {_short(out)} and pass the copy" if flag == "--backend runs"
+                   else f"reduce it into another --out, or copy it out of {_short(out)} first")
+            raise TrtminError(f"{flag} {file} is {real.name} in --out, a name this run writes over; {fix}")
 
 
 def _module_file(module: str) -> Path | None:
