@@ -25,9 +25,12 @@ FLAG_SETTINGS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "
                  "strict_nans": "STRICT_NANS"}
 TRT_KEYS = (*FLAG_SETTINGS, "flags", "strongly_typed", "optimization_level", "workspace", "opset")
 ET_KEYS = {"xnnpack": ("per_op_mode",), "portable": (), "cuda": (), "tensorrt": None}  # None: Torch-TensorRT's
-# TensorRT's builder optimization levels: 9 is taken as 5 without a word, -1 with an error
-# in its log only (TensorRT-RTX 1.4.0.76), so a run would not be the one asked for
-RANGES = {"optimization_level": (0, 5)}
+# (lowest, highest, why) of the integer settings. TensorRT's builder optimization levels:
+# 9 is taken as 5 without a word, -1 with an error in its log only (TensorRT-RTX 1.4.0.76),
+# so a run would not be the one asked for; the workspace limit is a size_t, which a
+# negative or larger number is a TypeError of set_memory_pool_limit (a traceback, exit 1)
+RANGES = {"optimization_level": (0, 5, "it would use another level than the one asked for"),
+          "workspace": (0, 2**64 - 1, "bytes, as a size_t")}
 
 
 def unknown_key_error(key: str, valid: Iterable[str], backend: str, source: str = "") -> TrtminError:
@@ -52,10 +55,9 @@ def as_int(key: str, text: str) -> int:
         n = int(text.strip().replace("_", ""), 0)
     except ValueError:
         raise TrtminError(f"--set {key}={text}: expected an integer") from None
-    low, high = RANGES.get(key, (n, n))
+    low, high, why = RANGES.get(key, (n, n, ""))
     if not low <= n <= high:
-        raise TrtminError(f"--set {key}={text}: TensorRT takes {low} to {high} (it would use another level "
-                          "than the one asked for)")
+        raise TrtminError(f"--set {key}={text}: TensorRT takes {low} to {high} ({why})")
     return n
 
 

@@ -198,6 +198,9 @@ def test_setting_values_parsed() -> None:
             parse_settings({"optimization_level": level}, valid=["optimization_level"])
         with pytest.raises(TrtminError, match=f"optimization_level={level}: TensorRT takes 0 to 5"):
             parse_trt_settings({"optimization_level": level})
+    for size in ("-5", str(2**64)):  # a size_t: set_memory_pool_limit's TypeError, a traceback, before
+        with pytest.raises(TrtminError, match=f"workspace={size}: TensorRT takes 0 to {2**64 - 1} \\(bytes"):
+            parse_trt_settings({"workspace": size})
     trt = parse_trt_settings({"fp16": "true", "tf32": "off", "flags": "strict_nans", "optimization_level": "5",
                               "workspace": "0x40000000", "strongly_typed": "no", "opset": "18"})
     assert trt == {"builder_flags": {"FP16": True, "TF32": False, "STRICT_NANS": True}, "optimization_level": 5,

@@ -296,7 +296,10 @@ def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
     if installed("onnx", "onnxscript") and (installed("tensorrt") or installed("tensorrt_rtx")):  # else: said missing
         asks += [["has no setting 'fp61'; did you mean fp16", "check", "--backend", "tensorrt", "--set", "fp61=true"],
                  ["--set optimization_level=9: TensorRT takes 0 to 5", "reduce", "--backend", "tensorrt",
-                  "--set", "optimization_level=9", "--out", str(model.parent / "o")]]
+                  "--set", "optimization_level=9", "--out", str(model.parent / "o")],
+                 # a size_t: set_memory_pool_limit raised a TypeError (a traceback, exit 1: "reproduced")
+                 ["--set workspace=-5: TensorRT takes 0 to 18446744073709551615", "check", "--backend", "tensorrt",
+                  "--set", "workspace=-5"]]
     if installed("onnx", "onnxscript", "onnxruntime"):
         asks += [["graph_optimization_level=max: use one of", "check", "--backend", "onnxruntime",
                   "--set", "graph_optimization_level=max"]]
