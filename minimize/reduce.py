@@ -121,6 +121,10 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
                 if mistake:
                     raise TrtminError(f"{mistake} (the original program, on {session.backend.describe()})")
                 _require_failure(opts, v, match, session.program)
+                if problem.min_failures > problem.original_failures:  # no candidate could be held to it
+                    raise TrtminError(f"the original fails {problem.original_failures} of {opts.repeat} runs, fewer "
+                                      f"than --min-failures {problem.min_failures}: no candidate would be kept; pass "
+                                      f"--min-failures {problem.original_failures} or less, or leave it out")
             except TrtminError:
                 nothing_to_reduce = True
                 raise

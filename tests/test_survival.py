@@ -137,6 +137,13 @@ def test_flaky_compiler_is_measured_and_reduced(host_program, tmp_path, monkeypa
     assert r.returncode == 0, r.stderr[-2000:]
     assert summary(tmp_path / "always")["flakiness"]["min_failures"] == 2
     assert "**Flaky:**" not in (tmp_path / "always" / "report.md").read_text()  # it failed every run
+    # more than the original's failures: 28 calls rejected every candidate, then "1-minimal"
+    r = run_cli_here(*reduce_args(model, inputs, tmp_path / "strict", "crash", "flaky_crash_on_tanh", "--repeat", "4",
+                                  "--min-failures", "4", "--no-verify"))
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(
+        "error: the original fails 2 of 4 runs, fewer than --min-failures 4: no candidate would be kept; pass "
+        "--min-failures 2 or less"), r.stderr[-2000:]
+    assert not (tmp_path / "strict" / "repro.py").exists()
 
 
 def _start(args: list[str]) -> subprocess.Popen:
