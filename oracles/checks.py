@@ -63,6 +63,13 @@ def classify_exception(exc: BaseException) -> Verdict:
         cause = inner.__cause__  # ExecuTorch's): "An error occurred when running the 'P' pass...", then P's own
         message = f"{message}: {type(cause).__name__}: {str(cause) or repr(cause)}"  # as repro.py joins the chain
         is_oom = is_oom or type(cause).__name__ in OOM_TYPES or says_oom(message)
+    # an OOM that led to this error is the failure: Dynamo rewraps it `from None`, as
+    # InternalTorchDynamoError("MemoryError: std::bad_alloc"), which repro.py's words call an OOM
+    chain, cause = [], inner.__cause__ or inner.__context__
+    while cause is not None and len(chain) < 16:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    is_oom = is_oom or any(type(c).__name__ in OOM_TYPES for c in chain)
     located = failing_node(getattr(inner, "failing_node_text", None) or message)  # a backend's own reading first
     step = getattr(exc, "trtmin_step", None) or getattr(inner, "trtmin_step", None)  # backends/base.py mark_step
     return Verdict("oom" if is_oom else "crash", exc_type=name, message=message[:2000],

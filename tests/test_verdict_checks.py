@@ -573,6 +573,17 @@ def test_a_wrapped_oom_is_an_oom_and_only_a_bare_wrapper_takes_its_causes_words(
     v = classify_exception(Wrapped(MemoryError()))
     assert (v.kind, v.exc_type) == ("oom", "MemoryError")
     assert classify_exception(Wrapped(ValueError("bad rank"))).kind == "crash"
+    from torch._dynamo.exc import InternalTorchDynamoError  # Inductor's host OOM under --memory-limit, as raised
+    try:
+        try:
+            raise MemoryError("std::bad_alloc")
+        except MemoryError as e:
+            raise InternalTorchDynamoError(f"{type(e).__qualname__}: {e}") from None  # convert_frame's rewrap
+    except InternalTorchDynamoError as e:
+        dynamo = e
+    v = classify_exception(dynamo)
+    assert (v.kind, v.exc_type, v.message) == ("oom", "InternalTorchDynamoError", "MemoryError: std::bad_alloc")
+    assert re.search(error_pattern(Signature("oom"), None), f"{v.exc_type}: {v.message}")  # and repro.py agrees
     try:
         raise RuntimeError("converter failed") from ValueError("bad rank")
     except RuntimeError as e:
