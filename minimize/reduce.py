@@ -117,7 +117,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         def check(v: Verdict) -> None:
             nonlocal nothing_to_reduce
             try:
-                mistake = session.setup_problem(v) if v.kind == "crash" else None
+                mistake = session.setup_problem(v) if v.kind in ("crash", "hang") else None
                 if mistake:
                     raise TrtminError(f"{mistake} (the original program, on {session.backend.describe()})")
                 _require_failure(opts, v, match, session.program)

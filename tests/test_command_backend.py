@@ -255,6 +255,18 @@ def test_a_command_or_plugin_that_fails_on_any_program_is_no_bug_to_reduce(host_
         assert r.returncode == 1 and "no converter for aten.add.Tensor" in r.stdout, r.stdout + r.stderr
 
 
+def test_a_plugin_that_hangs_on_any_program_is_no_bug_to_reduce(host_program, tmp_path):
+    """A plugin that waits for ever whatever the program reduced to a one-node "hang on
+    cpu: linear.default", REPRODUCED: the one-op controls are a hang's too."""
+    model, inputs = host_program
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "hang", "--timeout", "3",
+                     "--backend", plugin("hangs_on_any_program"), "--out", str(tmp_path / "out"))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "plugin planted.py:hangs_on_any_program fails the same way on one-op programs (x + 1, " \
+        "x * 2): " in said and "no compiler's bug" in said, r.stderr
+    assert not (tmp_path / "out" / "repro.py").exists()
+
+
 def test_a_command_that_writes_no_outputs_is_no_bug_to_reduce(host_program, tmp_path):
     """Exit 0 without {outputs} failed every call: under --oracle crash the reduction took
     the runner's mistake for the bug."""

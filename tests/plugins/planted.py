@@ -6,6 +6,7 @@ under cut-to-input is known exactly:
 
 - crash_on_sin:        any aten.sin -> RuntimeError                  core: {sin}
 - fails_on_any_program: RuntimeError on every graph: the plugin's mistake, no bug
+- hangs_on_any_program: sleeps on every graph: the plugin's mistake, no bug
 - crash_on_add:        aten.add.Tensor -> RuntimeError: a bug, though x + 1 shows it too
 - mismatch_mul_exp:    aten.exp reading an aten.mul output -> x1.5   core: {mul, exp}
 - mismatch_on_attention: attention's output -> x1.5                  core: {attention}
@@ -264,6 +265,11 @@ def crash_on_add(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callabl
 
 def fails_on_any_program(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
     raise RuntimeError("cannot open /dev/npu0")  # its own set-up's mistake, whatever the model
+
+
+def hangs_on_any_program(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    while True:  # waits for a device that never answers, whatever the model: no bug to reduce
+        time.sleep(1)
 
 
 def crash_on_custom_op(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
