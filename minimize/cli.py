@@ -594,19 +594,18 @@ def repros_match(
     suite: SuiteOpt = None,
 ) -> None:
     """Say which saved repros a reduction looks like (the same ops, backend and failure), and which are related (the same ops and backend, another failure, or the same ops by other overloads); exit 1 if one is the same bug, 0 if none."""
-    import json
-
     from repros.match import compare, fingerprint
-    from repros.suite import check_same_run, not_a_reduction_fix
+    from repros.suite import check_same_run, not_a_reduction_fix, read_summary
     try:
         if not out_dir.is_dir():
             raise TrtminError(f"{out_dir} is not a folder; pass the --out folder of a reduce")
         if not (out_dir / "summary.json").is_file() and (out_dir / JOURNAL).exists():  # begun, not finished
             raise TrtminError(f"{out_dir} has no summary.json yet: {not_a_reduction_fix(out_dir)}")
+        summary = read_summary(out_dir) if (out_dir / "summary.json").is_file() else None
         if fingerprint(out_dir) is None:
             raise TrtminError(f"{out_dir} holds no reduction to compare (repro.py and summary.json of trtmin reduce, "
                               "with ATen ops in its graph); pass the --out folder of a reduce")
-        check_same_run(out_dir, json.loads((out_dir / "summary.json").read_text()))  # not an earlier run's results
+        check_same_run(out_dir, summary)  # not an earlier run's results
         found, blind, unread = compare(out_dir, suite)
     except TrtminError as e:
         _fail(e)

@@ -489,6 +489,16 @@ def check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
                           "... --resume`, or pass the folder of a finished run")
 
 
+def read_summary(out_dir: Path) -> Any:
+    """A reduce output's summary.json, read as JSON; a damaged one is said in one line
+    (`repros match` had called it "no reduction to compare"), not passed over."""
+    try:
+        return json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TrtminError(f"{_shown(out_dir / 'summary.json')} is not valid JSON ({e}); "
+                          f"rerun `trtmin reduce` to write it again") from None
+
+
 def packages_of(backend: str, out_dir: Path | None = None) -> tuple[str, ...]:
     """The packages whose versions say where a backend's bug was seen (first_seen); for a
     plugin, what its copy in `out_dir` imports (its first path may be gone)."""
@@ -703,11 +713,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if gone:  # saved, it could only say ERROR in every run
         raise TrtminError(f"{_shown(out_dir)} has no {' or '.join(gone)}, which its repro.py reads; put it back, or "
                           "run the reduction again (trtmin reduce ... --force)")
-    try:
-        summary = json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TrtminError(f"{_shown(out_dir / 'summary.json')} is not valid JSON ({e}); "
-                          f"rerun `trtmin reduce` to write it again") from None
+    summary = read_summary(out_dir)
     lacking = [k for k in ("backend", "oracle", "device")
                if not isinstance(summary, dict) or not isinstance(summary.get(k), str)]
     if not isinstance(summary, dict) or lacking:

@@ -1379,6 +1379,11 @@ def test_add_and_match_say_in_one_line_what_they_cannot_write_or_read(tmp_path: 
             r = run_cli_here("repros", *args)
             assert r.returncode == 2 and "Traceback" not in r.stderr, (text, args, r.stderr)
             assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    (out / "summary.json").write_text('{"backend": "inductor", ')  # damaged: match said "no reduction to compare"
+    for args in (("add", str(out), "--name", "x", "--suite", str(tmp_path / "suite")), ("match", str(out))):
+        r = run_cli_here("repros", *args)
+        assert r.returncode == 2 and "summary.json is not valid JSON (" in r.stderr, (args, r.stderr)
+        assert "rerun `trtmin reduce` to write it again" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "suite").exists()
     with monkeypatch.context() as m:  # the suite the user set, not typed: named as set
         m.setenv("TRTMIN_SUITE", str(tmp_path / "afile"))
