@@ -411,8 +411,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     earlier = earlier_runs_files(out, summary.get("files", []))
     if earlier:
         console.print(f"[yellow]note[/]: {escape(', '.join(earlier))} in {escape(str(out))} are from an earlier run, "
-                      "not this one "
-                      "(--force replaces trtmin's files, it deletes none); `repros add` leaves them out",
+                      "not this one (a run writes over trtmin's files, it deletes none); `repros add` leaves them out",
                       highlight=False)
 
 

@@ -75,7 +75,8 @@ def load_plugin_module(spec: str) -> ModuleType:
             raise TrtminError(f"plugin module {target!r} fails on import ({_import_failure(e)}); fix the plugin") from None
     fn = getattr(module, fn_name, None)
     if fn is None:
-        defined = [n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__]
+        defined = [n for n, v in vars(module).items()  # its own public functions, not its _helpers nor classes
+                   if inspect.isfunction(v) and v.__module__ == module.__name__ and not n.startswith("_")]
         close = difflib.get_close_matches(fn_name, defined, n=1, cutoff=0.6)
         hint = f"did you mean {target}:{close[0]}?" if close else "name a function defined in it" + (
             f" ({', '.join(sorted(defined)[:8])})" if defined else "")
