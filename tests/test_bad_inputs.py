@@ -30,6 +30,40 @@ def assert_one_line_error(r, *words: str) -> None:
         assert w in errors[0], errors[0]
 
 
+def test_a_pt2_of_a_newer_torch_is_said_so(host_program, tmp_path):
+    """An archive a newer torch wrote (a newer schema, an aten op this torch lacks) was "could
+    not be loaded ... Please check the warnings above" (warnings trtmin keeps quiet), or blamed
+    on a custom op's missing --import: it names both releases and what this one lacks."""
+    model, inputs = host_program
+
+    def rewritten(name: str, edit) -> Path:  # model.json edited, the rest as saved
+        out = tmp_path / name
+        with zipfile.ZipFile(model) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+            for info in src.infolist():
+                data = src.read(info.filename)
+                dst.writestr(info, edit(json.loads(data)) if info.filename.endswith("models/model.json") else data)
+        return out
+
+    def newer(data: dict, op: bool) -> bytes:
+        data["torch_version"] = "2.99.0"
+        if not op:
+            data["schema_version"] = {"major": 99, "minor": 1}
+        text = json.dumps(data)
+        return (text.replace("torch.ops.aten.sin.default", "torch.ops.aten.sin_v2.default") if op else text).encode()
+
+    ours = f"this is torch {torch.__version__}, which cannot load it"
+    r = check_here(str(rewritten("op.pt2", lambda d: newer(d, True))), "--inputs", str(inputs))
+    assert_one_line_error(r, "was saved with torch 2.99.0 and " + ours, "(it uses aten::sin_v2, which this torch lacks)",
+                          "run trtmin with torch 2.99, or export the model again with this one")
+    r = check_here(str(rewritten("schema.pt2", lambda d: newer(d, False))), "--inputs", str(inputs))
+    assert_one_line_error(r, "was saved with torch 2.99.0 and " + ours, "SerializeError: Serialized schema version")
+    assert "warnings above" not in r.stderr, r.stderr
+    same = rewritten("same.pt2", lambda d: json.dumps({**d, "schema_version": {"major": 99, "minor": 1}}).encode())
+    r = check_here(str(same), "--inputs", str(inputs))  # this release's own: not blamed on a release
+    assert_one_line_error(r, "could not be loaded as an exported program (SerializeError: ")
+    assert "saved with" not in r.stderr
+
+
 def test_truncated_pt2(host_program, tmp_path):
     data = host_program[0].read_bytes()
     bad = tmp_path / "cut.pt2"

@@ -29,7 +29,7 @@ from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 from minimize.program.fast_load import fast_schema_decoding
 from minimize.program.inputs import row_major, tensor_bytes
 from minimize.program.libraries import unresolved_op
-from minimize.program.peek import check_model_file
+from minimize.program.peek import check_model_file, saved_with_torch
 from oracles.checks import flatten_outputs
 from oracles.errors import TrtminError, first_line
 
@@ -76,19 +76,39 @@ def load_exported(path: Path) -> ExportedProgram:
         with fast_schema_decoding():
             return torch.export.load(str(path))
     except Exception as e:  # torch raises many types for damaged archives
-        if op := unresolved_op(e, logged.text):
+        saved, op = saved_with_torch(path), unresolved_op(e, logged.text)
+        said = _error_logged(logged.text) if "warnings above" in str(e) else None  # the warnings we kept quiet
+        said = said or f"{type(e).__name__}: {first_line(e)}"
+        if saved and _release(saved) != _release(torch.__version__):  # an op or schema this torch lacks, most likely
+            why = f"it uses {op}, which this torch lacks" if op else said
+            raise TrtminError(f"{path} was saved with torch {saved} and this is torch {torch.__version__}, which cannot "
+                              f"load it ({why}); run trtmin with torch {_release(saved)}, or export the model again "
+                              "with this one") from None
+        if op:
             raise TrtminError(f"{path} uses the custom op {op}, which nothing imported here registers; pass "
                               f"--import MODULE with the library that defines it") from None
         if "wrap_with_set_grad_enabled" in str(e):  # torch 2.13 writes such a region that it cannot read back
             raise TrtminError(f"{path} could not be loaded: torch.export.load cannot read back the `with "
                               f"torch.set_grad_enabled(...)` region of its forward ({type(e).__name__}: {first_line(e)}; "
                               "torch's own bug); write it as `with torch.no_grad():` and export again") from None
-        raise TrtminError(f"{path} could not be loaded as an exported program ({type(e).__name__}: {first_line(e)}); "
+        raise TrtminError(f"{path} could not be loaded as an exported program ({said}); "
                           "re-export it with torch.export.export and torch.export.save") from None
     finally:
         for q, (handlers, propagate, level) in zip(quiet, before):
             q.handlers, q.propagate = handlers, propagate
             q.setLevel(level)
+
+
+def _error_logged(text: str) -> str | None:
+    """The last `SomeError: words` line of what torch.export logged ("please check the
+    warnings above", says its error, of warnings trtmin keeps off the screen), or None."""
+    found = re.findall(r"\b((?:\w+\.)*(\w+(?:Error|Exception)): (.+))$", text, re.M)
+    return f"{found[-1][1]}: {found[-1][2].strip()}" if found else None
+
+
+def _release(version: str) -> str:
+    """"2.13" of "2.13.0+cpu": releases that differ there may not read each other's archives."""
+    return ".".join(version.split("+")[0].split(".")[:2])
 
 
 def _export_loggers() -> list[logging.Logger]:

@@ -41,16 +41,29 @@ class TensorShape:
     dtype: str | None
 
 
-def _graph_module(pt2: Path) -> dict[str, Any] | None:
-    """The archive's serialized graph module (models/model.json), or None."""
+def _model_json(pt2: Path) -> dict[str, Any] | None:
+    """The archive's serialized program (models/model.json), or None."""
     try:
         with zipfile.ZipFile(pt2) as z:
             names = [n for n in z.namelist() if n.endswith("/models/model.json")]
             if len(names) != 1:
                 return None
-            return json.loads(z.read(names[0]))["graph_module"]
+            data = json.loads(z.read(names[0]))
+            return data if isinstance(data, dict) else None
     except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
         return None
+
+
+def _graph_module(pt2: Path) -> dict[str, Any] | None:
+    """The archive's serialized graph module, or None."""
+    graph_module = (_model_json(pt2) or {}).get("graph_module")
+    return graph_module if isinstance(graph_module, dict) else None
+
+
+def saved_with_torch(pt2: Path) -> str | None:
+    """The torch release that saved the archive (model.json's torch_version), or None."""
+    version = (_model_json(pt2) or {}).get("torch_version")
+    return version if isinstance(version, str) and version else None
 
 
 def program_inputs(pt2: Path, graph_module: dict[str, Any] | None = None) -> list[tuple[str, TensorShape | None]] | None:
