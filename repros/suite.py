@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import json
+import math
 import os
 import re
 import shutil
@@ -44,7 +45,8 @@ SCRIPT = "repro.py"
 EXPECTED = ("reproduces", "fixed")
 EXPECTED_WHEN = ("reproduces", "fixed", "skipped", "changed")  # changed: a known other failure, on one stack
 REQUIRED_KEYS = ("title", "backend", "oracle", "device", "added", "expected")
-OPTIONAL_KEYS = ("upstream", "first_seen", "expected_when", "notes")
+OPTIONAL_KEYS = ("upstream", "runs", "first_seen", "expected_when", "notes")
+MAX_RUNS = 20  # a flaky repro's runs: `repros run` tries it up to this many times
 
 # what `trtmin repros add` copies from a `trtmin reduce --out` folder (never journal.jsonl)
 REDUCE_FILES = ("repro.py", "repro_inputs.pt", "plugin.py", "report.md", "summary.json")
@@ -199,6 +201,7 @@ class Manifest:
     first_seen: dict[str, str] = field(default_factory=dict)
     expected_when: tuple[tuple[Condition, str], ...] = ()
     notes: str = ""
+    runs: int = 1  # a flaky bug's: `repros run` runs the script up to this many times; one REPRODUCED is enough
 
     def expectation(self, facts: Facts | None) -> tuple[str, str]:
         """(expected status, why): the first ``[expected_when]`` condition that holds, else
@@ -282,6 +285,11 @@ def manifest_from_dict(data: dict[str, Any]) -> tuple[Manifest | None, list[str]
                             f"{', '.join(map(repr, EXPECTED_WHEN))}")
             continue
         when.append((cond, status))
+    runs = data.get("runs", 1)
+    if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
+        problems.append(f"runs must be a whole number from 1 to {MAX_RUNS}: how many times a flaky repro is run "
+                        f"before it counts as FIXED (got {runs!r})")
+        runs = 1
     notes = data.get("notes", "")
     if not isinstance(notes, str):
         problems.append(f"notes must be a string (got {type(notes).__name__})")
@@ -290,7 +298,7 @@ def manifest_from_dict(data: dict[str, Any]) -> tuple[Manifest | None, list[str]
         return None, problems
     return Manifest(title=title, backend=backend, oracle=oracle, device=device, added=added,
                     expected=expected, upstream=tuple(upstream), first_seen=dict(first_seen),
-                    expected_when=tuple(when), notes=notes.strip()), []
+                    expected_when=tuple(when), notes=notes.strip(), runs=runs), []
 
 
 def parse_manifest(path: Path) -> Manifest:
@@ -444,6 +452,8 @@ def manifest_text(m: Manifest, comment_example: bool = True) -> str:
              f"device = {_toml_str(m.device)}",
              f"added = {_toml_str(m.added)}",
              f"expected = {_toml_str(m.expected)}"]
+    if m.runs > 1:
+        lines.append(f"runs = {m.runs}  # flaky: run up to {m.runs} times, REPRODUCED if any run is")
     if m.notes:
         lines.append(f"notes = {_toml_multiline(m.notes)}")
     lines += ["", "[first_seen]"] + [f"{_toml_str(k) if not re.fullmatch(r'[A-Za-z0-9_-]+', k) else k} = "
@@ -487,6 +497,21 @@ def check_same_run(out_dir: Path, summary: dict[str, Any]) -> None:
         raise TrtminError(f"{_shown(out_dir)}: repro.py and summary.json are an earlier run's than {JOURNAL} (a "
                           "later run there stopped before it wrote its own); finish that run with `trtmin reduce "
                           "... --resume`, or pass the folder of a finished run")
+
+
+def flaky_runs(flakiness: Any) -> tuple[int, str]:
+    """(runs, note) for a reduction's summary.json `flakiness`: a program that failed f of
+    r runs is run until one of its runs fails, as many times as leave a 1-in-100 chance
+    that none does by luck, (1 - f/r)^runs <= 0.01; (1, "") for a bug that failed every run."""
+    try:
+        repeat, failed = int(flakiness["repeat"]), int(flakiness["final_failures"])
+    except (TypeError, KeyError, ValueError):
+        return 1, ""
+    if not 0 < failed < repeat:
+        return 1, ""
+    runs = min(MAX_RUNS, max(2, math.ceil(math.log(0.01) / math.log(1 - failed / repeat))))
+    return runs, (f"Flaky: the reduced program failed {failed} of {repeat} runs; `repros run` runs it up to {runs} "
+                  "times (runs), so that a run that misses it by chance is 1 in 100 or less.")
 
 
 def read_summary(out_dir: Path) -> Any:
@@ -731,10 +756,13 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     where = ", ".join(f"{k} {env[k]}" for k in ("gpu", "cuda", "python") if env.get(k) not in (None, "", "none"))
     if where:
         notes.append(f"Reduced on: {where}.")
+    runs, flaky = flaky_runs(summary.get("flakiness"))
+    if flaky:
+        notes.append(flaky)
     manifest = Manifest(title=(title or _title_from(out_dir, name)).splitlines()[0].strip() or name,
                         backend=_shown_backend(summary["backend"]), oracle=summary["oracle"], device=summary["device"],
                         added=date.today().isoformat(), expected=expected, upstream=tuple(upstream),
-                        first_seen=first_seen, notes="\n".join(notes))
+                        first_seen=first_seen, notes="\n".join(notes), runs=runs)
     previous = _previous_manifest(root / name) if force else None
     if previous is not None:  # a newer reduction of the repro: what people wrote into it stays
         kept = kept_fields(previous, root / name, title is not None, bool(tuple(upstream)))

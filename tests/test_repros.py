@@ -1567,3 +1567,38 @@ def test_add_takes_a_run_whose_journal_was_left_behind(tmp_path: Path) -> None:
     (out / "summary.json").write_text(json.dumps({**summary, "journal_header_sha256": header_digest(header)}))
     (out / "journal.jsonl").unlink()
     assert (add_repro(out, "copied", tmp_path / "suite") / "repro.py").is_file()
+
+
+def test_a_flaky_repro_is_saved_with_runs_and_run_until_it_reproduces(tmp_path: Path, monkeypatch) -> None:
+    """A reduction that failed 2 of 4 runs was saved as `expected = "reproduces"` and judged by
+    one run: FIXED half the time, with advice to record a fix. `repros add` writes `runs`
+    (a 1-in-100 chance of missing it) and `repros run` runs the script again while it says
+    FIXED, up to that many times; the control (TRTMIN_BACKEND=eager) runs once."""
+    from repros.suite import flaky_runs
+    assert flaky_runs({"repeat": 4, "final_failures": 2, "original_failures": 2}) == (7, flaky_runs(
+        {"repeat": 4, "final_failures": 2})[1])  # 0.5 ** 7 < 0.01 <= 0.5 ** 6
+    assert flaky_runs({"repeat": 4, "final_failures": 4})[0] == 1 and flaky_runs(None) == (1, "")
+    assert flaky_runs({"repeat": 10, "final_failures": 1})[0] == 20  # 0.9 ** 44 <= 0.01: held to MAX_RUNS
+    out = _reduce_out(tmp_path / "out")
+    summary = json.loads((out / "summary.json").read_text())
+    summary["flakiness"] = {"repeat": 4, "original_failures": 2, "final_failures": 2, "min_failures": 1}
+    (out / "summary.json").write_text(json.dumps(summary))
+    state = tmp_path / "count"  # the saved script fails on every third run only
+    (out / "repro.py").write_text("import sys, pathlib\n"
+                                  f"p = pathlib.Path({str(state)!r}); n = len(p.read_text()) if p.exists() else 0\n"
+                                  "p.write_text('x' * (n + 1))\n"
+                                  "print('REPRODUCED: flaky' if n % 3 == 2 else 'FIXED: passed'); sys.exit(n % 3 == 2)\n")
+    saved = add_repro(out, "flaky", tmp_path / "suite")
+    m = parse_manifest(saved / "manifest.toml")
+    assert m.runs == 7 and "Flaky: the reduced program failed 2 of 4 runs; `repros run` runs it up to 7" in m.notes
+    [r] = run_repros(tmp_path / "suite")
+    assert (r.status, r.ok, len(state.read_text())) == (REPRODUCED, True, 3), r
+    assert r.verdict == "REPRODUCED: flaky (run 3 of up to 7: flaky)", r.verdict
+    state.unlink()
+    monkeypatch.setenv("TRTMIN_BACKEND", "eager")  # the control: FIXED at once, never run again
+    [r] = run_repros(tmp_path / "suite")
+    assert (r.status, r.ok, len(state.read_text())) == (FIXED, True, 1), r
+    text = (saved / "manifest.toml").read_text().replace("runs = 7", "runs = 0")
+    (saved / "manifest.toml").write_text(text)
+    with pytest.raises(TrtminError, match="runs must be a whole number from 1 to 20"):
+        parse_manifest(saved / "manifest.toml")
