@@ -50,6 +50,36 @@ def test_a_custom_op_needs_its_library_imported(tmp_path):
     assert found.returncode == 1 and "REPRODUCED" in found.stdout, found.stdout + found.stderr
 
 
+def test_an_import_module_of_the_users_folder_is_copied_beside_repro_py(tmp_path):
+    """`--import my_ops`, found in the folder trtmin ran in: the workers reduced, and repro.py,
+    run from its own folder, said "SKIPPED: my_ops ... cannot be imported" for ever (a saved
+    repro too). A one-file module of the user's own goes beside it (repro_import_my_ops.py),
+    and the script loads it under its name; an installed package is not copied."""
+    model, inputs = save_program(UsesTwice().eval(), (torch.randn(4, 8),), tmp_path)
+    work = tmp_path / "project"
+    work.mkdir()
+    shutil.copy(custom_op_lib.__file__, work / "my_ops.py")
+    out = tmp_path / "out"
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "minimize.cli", "reduce", str(model), "--inputs", str(inputs), "--oracle",
+                        "crash", "--backend", plugin("crash_on_custom_op"), "--import", "my_ops", "--import", "torch",
+                        "--out", str(out), "--no-verify"], capture_output=True, text=True, cwd=work, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (out / "repro_import_my_ops.py").read_bytes() == (work / "my_ops.py").read_bytes()
+    assert not (out / "repro_import_torch.py").exists()  # installed: imported, never copied
+    assert "repro_import_my_ops.py" in json.loads((out / "summary.json").read_text())["files"]  # repros add keeps it
+    del env["PYTHONPATH"]
+    alone = subprocess.run([sys.executable, str(out / "repro.py")], capture_output=True, text=True, cwd=tmp_path,
+                           env=env, timeout=300)
+    assert alone.returncode == 1 and "REPRODUCED: RuntimeError: planted: no converter" in alone.stdout, \
+        alone.stdout + alone.stderr[-2000:]
+    (out / "repro_import_my_ops.py").unlink()  # gone: the import is looked for as before, and said missing
+    gone = subprocess.run([sys.executable, str(out / "repro.py")], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=300)
+    assert gone.returncode == 2 and "SKIPPED: my_ops, which registers" in gone.stdout, gone.stdout + gone.stderr
+
+
 class ScalesInPlace(nn.Module):
     def forward(self, x):
         y = torch.sin(x) + 1

@@ -20,6 +20,7 @@ import torch.fx as fx
 from torch.fx.traceback import NodeSource
 from torch.utils._pytree import tree_leaves
 
+from minimize.program.libraries import import_copies
 from minimize.program.model import Slice
 from minimize.emit.out_dir import written_digests
 from minimize.emit.report import render_report, report_snippet
@@ -165,7 +166,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     if big:
         atomic_torch_save(big, out / INPUTS_FILE)
         written["inputs"] = out / INPUTS_FILE
-    copied = backend.script_part().files
+    copied = {**backend.script_part().files, **import_copies(info.imports)}  # --import modules of the user's folder
     copy_files(out, copied)
     atomic_write(out / "repro.py", script)
     written["repro"] = out / "repro.py"

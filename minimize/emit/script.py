@@ -21,6 +21,7 @@ import torch.fx as fx
 import minimize
 from minimize.program.candidate import INLINE_MAX_ELEMENTS
 from minimize.program.inputs import is_row_major
+from minimize.program.libraries import IMPORT_COPY_PREFIX, import_copies
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
 from oracles.checks import shortest
@@ -312,6 +313,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     about = (f"{info.title}: {sentence(info.verdict.describe())} trtmin {env['trtmin']} {cut} in "
              f"{calls(info.oracle_calls)} on torch {env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
+           *(["importlib.util"] if import_copies(info.imports) else []),
            *(["re"] if on & {"pattern", "child"} else []),
            *(["subprocess"] if "child" in on else []), *(["traceback"] if "stack" in on else []),
            *(["tempfile"] if "logged" in on else [])]
@@ -370,11 +372,22 @@ def _dynamic_parts(info: ReproInfo, input_names: list[str]) -> dict[str, str]:
 
 
 def _libraries_source(info: ReproInfo) -> str:
-    """Imports of the libraries that register the program's custom ops (trtmin --import)."""
+    """Imports of the libraries that register the program's custom ops (trtmin --import);
+    a module of the user's own folder from its copy beside the script (import_copies)."""
     if not info.imports:
         return ""
+    copies = {name[len(IMPORT_COPY_PREFIX):-3]: name for name in import_copies(info.imports)}
+    if not copies:
+        load = "        importlib.import_module(_library)\n"
+    else:  # the copy, under the module's own name: as `import custom_ops` found the file beside trtmin
+        load = (f"        _copy = os.path.join(os.path.dirname(os.path.realpath(__file__)), {copies!r}.get(_library, ''))\n"
+                "        if not os.path.isfile(_copy):\n            importlib.import_module(_library)\n"
+                "        else:  # trtmin's copy of a module of the folder it ran in\n"
+                "            _spec = importlib.util.spec_from_file_location(_library, _copy)\n"
+                "            sys.modules[_library] = importlib.util.module_from_spec(_spec)\n"
+                "            _spec.loader.exec_module(sys.modules[_library])\n")
     return (f"\nfor _library in {list(info.imports)!r}:  # they register the program's custom ops\n"
-            "    try:\n        importlib.import_module(_library)\n"
+            "    try:\n" + load +
             "    except Exception as exc:  # not installed here: cannot run, which is no verdict on the bug\n"
             "        print(f\"SKIPPED: {_library}, which registers the program's custom ops, cannot be imported: "
             "{exc}\")\n        sys.exit(2)\n")

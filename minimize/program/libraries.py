@@ -8,8 +8,10 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import site
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 from oracles.errors import TrtminError
 
@@ -57,6 +59,29 @@ def import_libraries(names: list[str]) -> None:
             raise TrtminError(f"--import {name}: it exits as it is imported (sys.exit({e.code!r})); pass a module "
                               "that registers the ops and returns, e.g. one a script's `if __name__ == "
                               "'__main__':` guards") from None
+
+
+IMPORT_COPY_PREFIX = "repro_import_"  # the copy beside repro.py of an --import module of the user's own folder
+
+
+def import_copies(names: Sequence[str]) -> dict[str, Path]:
+    """{copy's name beside repro.py: file} of the --import modules that are one .py file of
+    the user's own (the folder trtmin ran in, a PYTHONPATH folder; not an installed package):
+    repro.py, run from its folder, finds no such module, and said SKIPPED for ever. A
+    package folder or a built extension must be installed where repro.py runs."""
+    installed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *site.getsitepackages())}
+    copies = {}
+    for name in names:
+        if "." in name:
+            continue
+        spec = importlib.util.find_spec(name) or importlib.machinery.PathFinder.find_spec(name, [os.getcwd()])
+        origin = getattr(spec, "origin", None)
+        if spec is None or spec.submodule_search_locations is not None or not str(origin).endswith(".py"):
+            continue
+        file = Path(os.path.realpath(str(origin)))
+        if not any(file.is_relative_to(root) for root in installed):
+            copies[f"{IMPORT_COPY_PREFIX}{name}.py"] = file
+    return copies
 
 
 def uses_custom_ops(graph: Any) -> bool:
