@@ -611,7 +611,7 @@ def _forget_itself(entry: Path, name: str) -> None:
 
 def _check_same_bug(out_dir: Path, entry: Path, manifest: Manifest | None, summary: dict[str, Any]) -> None:
     """`repros add --force` replaces a saved repro by a newer reduction of the same bug: one
-    of another backend (family), or with none of its ops, is another bug, and
+    of another backend (family; for a plugin, its file name and function), or with none of its ops, is another bug, and
     replacing the entry by it would hang that bug's title, links and [expected_when] on it.
     A hand-written entry is compared by its manifest alone (its script is kept beside it)."""
     from repros.match import _family, _less_overloads, fingerprint  # here: repros.match imports this module
@@ -619,7 +619,9 @@ def _check_same_bug(out_dir: Path, entry: Path, manifest: Manifest | None, summa
     ops = None if theirs is None or mine is None else (
         _less_overloads(theirs.ops).keys() & _less_overloads(mine.ops).keys())  # by op name: any overload
     differs = [what for what, same in (  # not the oracle: a NaN reduced again with --oracle nan is the same bug
-        ("backend", manifest is None or _family(manifest.backend) == _family(summary["backend"])),
+        ("backend", manifest is None or _family(manifest.backend) == _family(summary["backend"]) and (
+            _family(manifest.backend) != "plugin" or _shown_backend(manifest.backend) == _shown_backend(
+                summary["backend"]))),  # a plugin's bug is its own function's: another is another compiler
         ("ops", ops is None or bool(ops))) if not same]
     if differs:
         title = f" ({manifest.title})" if manifest is not None else ""

@@ -1602,3 +1602,20 @@ def test_a_flaky_repro_is_saved_with_runs_and_run_until_it_reproduces(tmp_path: 
     (saved / "manifest.toml").write_text(text)
     with pytest.raises(TrtminError, match="runs must be a whole number from 1 to 20"):
         parse_manifest(saved / "manifest.toml")
+
+
+def test_force_replaces_a_plugins_repro_only_by_the_same_plugins_reduction(tmp_path: Path) -> None:
+    """Every plugin was one backend to `repros add --force`: a crash_on_sin reduction replaced
+    the saved repro of segfault_at_two_sites, keeping its title, added and first_seen."""
+    def reduced(folder: str, backend: str) -> Path:
+        out = _reduce_out(tmp_path / folder)
+        summary = json.loads((out / "summary.json").read_text())
+        (out / "summary.json").write_text(json.dumps({**summary, "backend": backend}))
+        return out
+
+    add_repro(reduced("seg", "/home/me/planted.py:segfault_at_two_sites"), "seg", tmp_path / "suite")
+    with pytest.raises(TrtminError, match=r"holds another bug \(.*\): its backend differs"):
+        add_repro(reduced("sin", "/home/me/planted.py:crash_on_sin"), "seg", tmp_path / "suite", force=True,
+                  duplicate=True)
+    again = reduced("seg2", "/elsewhere/planted.py:segfault_at_two_sites")  # the same plugin, from another folder
+    assert add_repro(again, "seg", tmp_path / "suite", force=True, duplicate=True) == tmp_path / "suite" / "seg"
