@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import torch
 
+from oracles.errors import error_chain
 from oracles.reference import ERROR_RATIO, error_ratio
 from oracles.verdict import Verdict
 
@@ -65,11 +66,7 @@ def classify_exception(exc: BaseException) -> Verdict:
         is_oom = is_oom or type(cause).__name__ in OOM_TYPES or says_oom(message)
     # an OOM that led to this error is the failure: Dynamo rewraps it `from None`, as
     # InternalTorchDynamoError("MemoryError: std::bad_alloc"), which repro.py's words call an OOM
-    chain, cause = [], inner.__cause__ or inner.__context__
-    while cause is not None and len(chain) < 16:
-        chain.append(cause)
-        cause = cause.__cause__ or cause.__context__
-    is_oom = is_oom or any(type(c).__name__ in OOM_TYPES for c in chain)
+    is_oom = is_oom or any(type(c).__name__ in OOM_TYPES for c in error_chain(inner)[1:])
     located = failing_node(getattr(inner, "failing_node_text", None) or message)  # a backend's own reading first
     step = getattr(exc, "trtmin_step", None) or getattr(inner, "trtmin_step", None)  # backends/base.py mark_step
     return Verdict("oom" if is_oom else "crash", exc_type=name, message=message[:2000],

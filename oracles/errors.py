@@ -29,6 +29,17 @@ def first_line(error: BaseException | str, limit: int = 200) -> str:
     return (cut if len(cut) > limit // 2 else line[:limit]) + "..."
 
 
+def error_chain(error: BaseException, limit: int = 16) -> list[BaseException]:
+    """`error` and what led to it, cause or context (a wrapper raised `from None`, as
+    Dynamo's rewrap, keeps its context), at most `limit`: a cycle ends there."""
+    chain: list[BaseException] = []
+    e: BaseException | None = error
+    while e is not None and len(chain) < limit:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    return chain
+
+
 def kind_of(value: object) -> str:
     """A value's type with its article, for a message: "an int", "a dict", "None"."""
     if value is None:

@@ -312,8 +312,9 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
            else f"cut {info.source_model} from {info.original_nodes} to {nodes(info.final_nodes)}")
     about = (f"{info.title}: {sentence(info.verdict.describe())} trtmin {env['trtmin']} {cut} in "
              f"{calls(info.oracle_calls)} on torch {env['torch']}, device {info.device}{gpu}{reference_words(info)}.")
+    copies = import_copies(info.imports)
     std = ["os", "sys", *(["importlib"] if "dynamo" in on or info.imports else []),
-           *(["importlib.util"] if import_copies(info.imports) else []),
+           *(["importlib.util"] if copies else []),
            *(["re"] if on & {"pattern", "child"} else []),
            *(["subprocess"] if "child" in on else []), *(["traceback"] if "stack" in on else []),
            *(["tempfile"] if "logged" in on else [])]
@@ -321,7 +322,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
                          memory_words=_memory_words(info),
                          std_imports="\n".join(f"import {m}" for m in sorted(set(std))))
     head += ("from torch import device  # the graph below writes devices as device(type=...)\n"
-             if re.search(r"(?<![\w.])device\(", program) else "") + _libraries_source(info)
+             if re.search(r"(?<![\w.])device\(", program) else "") + _libraries_source(info, copies)
     backend_arg = ", backend" if "plugin" in on else ""
     constants_src = "".join([
         'inf, nan = float("inf"), float("nan")\n' if re.search(r"\b(inf|nan)\b", program) else "",
@@ -371,12 +372,12 @@ def _dynamic_parts(info: ReproInfo, input_names: list[str]) -> dict[str, str]:
         "functions": script_source(mark_dynamic, clone_marked)}
 
 
-def _libraries_source(info: ReproInfo) -> str:
+def _libraries_source(info: ReproInfo, copied: dict[str, Any]) -> str:
     """Imports of the libraries that register the program's custom ops (trtmin --import);
-    a module of the user's own folder from its copy beside the script (import_copies)."""
+    a module of the user's own folder from its copy beside the script (`copied`: import_copies)."""
     if not info.imports:
         return ""
-    copies = {name[len(IMPORT_COPY_PREFIX):-3]: name for name in import_copies(info.imports)}
+    copies = {name[len(IMPORT_COPY_PREFIX):-3]: name for name in copied}
     if not copies:
         load = "        importlib.import_module(_library)\n"
     else:  # the copy, under the module's own name: as `import custom_ops` found the file beside trtmin

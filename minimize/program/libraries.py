@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from oracles.errors import TrtminError
+from oracles.errors import TrtminError, error_chain
 
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _UNRESOLVED_OP = re.compile(r"failed to resolve torch\.ops\.(\w+)\.(\w+)")
@@ -69,11 +69,10 @@ def import_copies(names: Sequence[str]) -> dict[str, Path]:
     the user's own (the folder trtmin ran in, a PYTHONPATH folder; not an installed package):
     repro.py, run from its folder, finds no such module, and said SKIPPED for ever. A
     package folder or a built extension must be installed where repro.py runs."""
-    installed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *site.getsitepackages())}
-    copies = {}
+    copies: dict[str, Path] = {}
+    names = [n for n in names if "." not in n]  # a module of a package: the package must be installed
+    installed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *site.getsitepackages())} if names else set()
     for name in names:
-        if "." in name:
-            continue
         spec = importlib.util.find_spec(name) or importlib.machinery.PathFinder.find_spec(name, [os.getcwd()])
         origin = getattr(spec, "origin", None)
         if spec is None or spec.submodule_search_locations is not None or not str(origin).endswith(".py"):
@@ -105,10 +104,6 @@ def uses_custom_ops(graph: Any) -> bool:
 def unresolved_op(error: BaseException, logged: str = "") -> str | None:
     """The custom op torch.export.load could not find (ns::name), from its error chain or
     what it logged before raising."""
-    texts = [logged]
-    e: BaseException | None = error
-    while e is not None:
-        texts.append(str(e))
-        e = e.__cause__ or e.__context__
+    texts = [logged, *map(str, error_chain(error))]
     m = next((m for t in texts if (m := _UNRESOLVED_OP.search(t))), None)
     return f"{m.group(1)}::{m.group(2)}" if m else None
