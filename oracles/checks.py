@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import torch
@@ -141,11 +141,17 @@ def in_eager_form(e: Any, a: Any) -> Any:
 def summarize(each: Sequence[Verdict]) -> Verdict:
     """The verdict of all outputs: NaN where eager is finite is a `nan` (the first such
     output decides); otherwise values off by more than atol + rtol*|expected| are a
-    `mismatch` (the worst output decides). A pass keeps the first output's note of a
-    difference that was within eager's own error (--reference float64)."""
+    `mismatch` (the worst output decides). Where several outputs fail so, extra["off"]
+    lists each as [output, max abs]: the reduction holds to the one output whose cause
+    it follows (Signature.matches), which need not be the worst. A pass keeps the first
+    output's note of a difference that was within eager's own error (--reference float64)."""
     nan = next((v for v in each if v.kind == "nan"), None)
     worst = max((v for v in each if v.kind == "mismatch"), key=lambda v: v.max_abs or 0, default=None)
-    return nan or worst or next((v for v in each if v.detail), Verdict("pass"))
+    chosen = nan or worst
+    if chosen is None:
+        return next((v for v in each if v.detail), Verdict("pass"))
+    off = [[v.output, v.max_abs] for v in each if v.kind == chosen.kind]
+    return chosen if len(off) < 2 else replace(chosen, extra={**chosen.extra, "off": off})
 
 
 def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 # Verdict kinds. "pass" means the backend behaved like eager; "invalid" means the
 # candidate itself is broken (eager fails on it), which is never the bug.
@@ -178,6 +178,12 @@ def mismatch_decade(max_abs: float | None) -> int:
     return math.floor(math.log10(max_abs))
 
 
+def failing_outputs(v: Verdict) -> list[tuple[int | None, float | None]]:
+    """(output, max abs) of each output a mismatch or NaN verdict finds off: extra["off"]
+    where several are (oracles/checks.summarize), else the one it names."""
+    return [(output, size) for output, size in v.extra.get("off") or [(v.output, v.max_abs)]]
+
+
 def answers(v: Verdict, oracle: str, match: re.Pattern[str] | str | None = None, any_failure: bool = False) -> bool:
     """The one judge of whether a verdict is the failure the user asks about (check, reduce,
     every candidate through Signature.matches): the oracle's kind, with its
@@ -215,7 +221,10 @@ class Signature:
     # than this many decades is treated as a different (rounding-sized) bug.
     MISMATCH_DECADES = 3
 
-    def matches(self, v: Verdict, match: re.Pattern[str] | None = None, any_failure: bool = False) -> bool:
+    def matches(self, v: Verdict, match: re.Pattern[str] | None = None, any_failure: bool = False,
+                counts: Callable[[int | None], bool] | None = None) -> bool:
+        """Whether `v` is this bug. `counts`: which of a value verdict's failing outputs may
+        show it (the reduction's: those upstream of the original's failing output); None: any."""
         if not answers(v, self.kind, match, any_failure):
             return False
         if any_failure:
@@ -224,9 +233,12 @@ class Signature:
             return same_death(self.message, v.message)
         if self.kind == "crash":  # and where the compiler logged why, the same why: one error code hides many
             return (v.exc_type, crash_words(v)) == (self.exc_type, self.message) and native_cause(v) == self.cause
+        if self.kind not in VALUE_ORACLES:
+            return True
+        sizes = [size for output, size in failing_outputs(v) if counts is None or counts(output)]
         if self.kind == "mismatch" and self.decade is not None:
-            return mismatch_decade(v.max_abs) >= self.decade - self.MISMATCH_DECADES
-        return True
+            return any(mismatch_decade(size) >= self.decade - self.MISMATCH_DECADES for size in sizes)
+        return bool(sizes)
 
     def text(self) -> str:
         if self.kind == "crash":

@@ -531,3 +531,27 @@ def test_the_titles_ops_are_whole_names_and_a_count_of_the_rest():
     assert title == ", ".join(ops[:7]) + " and 2 more" and len(title) <= 120, title
     assert ops_in_title(ops[:3]) == "cat.default, flatten.using_ints, linear.default"
     assert ops_in_title(["x" * 200]) == "x" * 200  # one op: whole, however long
+
+
+class TwoHeads(torch.nn.Module):
+    """A float feature head (its exp of a mul 1.5x off, by under 10) before an int64 slot
+    index head (10 off): two independent bugs, the larger in the second output."""
+
+    def forward(self, x: torch.Tensor, step: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        for _ in range(8):
+            x = torch.tanh(x * 0.9 + 0.1)
+        feature = torch.exp(x * 0.5)
+        slot = (step * 3 + 1) % 8
+        return feature, slot + 2
+
+
+def test_a_mismatch_reduction_keeps_to_the_output_the_user_saw_fail(tmp_path):
+    """The original's worst output is the slot index (off by 10); the feature's bug, first in
+    node order and off by less, is another output's and another bug: the reduction ends on
+    the integer add, where it ended on the exp (with every value an output, the first off)."""
+    model, inputs = save_program(TwoHeads().eval(), (torch.randn(4, 8), torch.arange(4, dtype=torch.int64)), tmp_path)
+    summary, r = reduce_cli_run(model, inputs, tmp_path / "out", "mismatch", plugin("int_add_and_mul_exp"),
+                                "--no-verify")
+    assert "output 1" in summary["original_verdict"] and "dtype int64" in summary["original_verdict"], summary
+    assert ops_in(tmp_path / "out" / "repro.py") == ["add.Tensor"], r.stderr[-2000:]
+    assert "dtype int64" in summary["final_verdict"], summary

@@ -495,6 +495,21 @@ def test_a_mismatch_may_shrink_three_decades_and_stay_the_same_bug_not_four():
     assert not sig.matches(Verdict("mismatch", max_abs=9e-4))
 
 
+def test_a_mismatch_counts_only_in_the_outputs_the_reduction_follows():
+    """compare_outputs lists every output off; the signature, told which outputs may show
+    the bug, looks at those alone: a large error elsewhere is not it, a small one there is."""
+    tol = Tolerance(1e-3, 1e-3)
+    v = compare_outputs([torch.zeros(3), torch.zeros(3, dtype=torch.int64)],
+                        [torch.full((3,), 0.5), torch.full((3,), 10)], tol)
+    assert (v.output, v.max_abs, v.extra["off"]) == (1, 10.0, [[0, 0.5], [1, 10.0]])
+    sig = Signature.of(v)
+    assert sig.matches(v) and sig.matches(v, counts=lambda output: output == 1)
+    assert sig.matches(v, counts=lambda output: output == 0)  # 0.5 is within 3 decades of 10
+    assert not Signature.of(Verdict("mismatch", max_abs=1e4)).matches(v, counts=lambda output: output == 0)
+    assert not sig.matches(v, counts=lambda output: output == 2)
+    assert "off" not in compare_outputs([torch.zeros(3)], [torch.ones(3)], tol).extra  # one output: its own
+
+
 def test_the_comparisons_edges():
     """oracles/checks.compare_outputs at its edges: a Python float output gets the relative
     tolerance as a tensor does; an inf where eager is finite is a NaN bug like a NaN;

@@ -71,19 +71,19 @@ def _values_off(problem: ReductionProblem, cand: Nodes) -> tuple[Verdict, list[t
 
 
 def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
-    """Position in `cand` of the first node whose value is off the way the original is
-    (else, in the whole program's run, the first one off at all), from runs with every
-    value an output on growing prefixes (prefix_lengths); None when localization is off,
-    does not apply, or finds nothing."""
+    """Position in `cand` of the first node upstream of the original's failing output whose
+    value is off the way the original is (else, in the whole program's run, the first of
+    them off at all), from runs with every value an output on growing prefixes
+    (prefix_lengths); None when localization is off, does not apply, or finds nothing."""
     if not worth_localizing(problem, cand):
         return None
     for k in prefix_lengths(len(cand)):
         run, off = _values_off(problem, cand[:k])
-        pick = next((o for o in off if problem.same_bug(o[1])), None)
+        pick = next((o for o in off if problem.same_bug(o[1]) and problem.upstream_of_symptom(o[0])), None)
         if pick is not None:
             break
     else:
-        pick = off[0] if off else None
+        pick = next((o for o in off if problem.upstream_of_symptom(o[0])), None)
     if pick is None or pick[0] not in cand:
         # Say why the search had no guess (one call spent): the extra outputs hid the bug, or broke the compile.
         problem.notes.setdefault("localization", f"no value off in the {len(cand)}-node program compiled with every "

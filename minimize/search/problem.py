@@ -12,6 +12,7 @@ speculative extra work is reported separately, as timing.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field, fields
@@ -20,7 +21,7 @@ from typing import Any, Callable, Sequence
 from minimize.program.candidate import Candidate, Settings
 from minimize.program.model import Program
 from minimize.search.searches import SearchFactory, drive
-from oracles.verdict import Signature, Verdict
+from oracles.verdict import VALUE_ORACLES, Signature, Verdict, failing_outputs
 
 GUESS_RIGHT_P = 0.9  # a candidate without the node localization named fails with 1 - this
 
@@ -57,6 +58,10 @@ class Walk:
     counters: Counters = field(default_factory=Counters)
     charged: set[Candidate] = field(default_factory=set)  # runs counted as oracle calls
     signature: Signature | None = None
+    # The nodes upstream of the original's failing output, itself included (a value bug's):
+    # a candidate fails the same way only in an output among them. Another output's bug,
+    # independent of it, is another bug (establish_original).
+    symptom_cone: frozenset[int] | None = None
     first_verdict: Verdict | None = None
     last_verdict: Verdict | None = None
     guessed_node: int | None = None  # the node localization named: ranks speculation only
@@ -174,17 +179,35 @@ class ReductionProblem:
             return 1 - GUESS_RIGHT_P
         return p_true
 
-    def same_bug(self, v: Verdict) -> bool:
-        """Whether one run's verdict is the bug (before the original is judged: any failure)."""
+    def same_bug(self, v: Verdict, cand: Candidate | None = None) -> bool:
+        """Whether one run's verdict on `cand` is the bug (before the original is judged: any
+        failure); a value bug's only in an output upstream of the original's failing one."""
         if self.signature is None:
             return v.failed
-        return self.signature.matches(v, self.rules.match, self.rules.any_failure)
+        return self.signature.matches(v, self.rules.match, self.rules.any_failure, self._counts(cand))
 
-    def _count_failures(self, runs: list[Verdict]) -> int:
-        return sum(1 for v in runs if self.same_bug(v))
+    def _counts(self, cand: Candidate | None) -> Callable[[int | None], bool] | None:
+        """Which of `cand`'s outputs (flattened, as verdicts count them) may show the bug:
+        those whose node is in the symptom's cone (None: any)."""
+        if self.symptom_cone is None or cand is None:
+            return None
+        cone, leaves = self.symptom_cone, self.output_leaves(cand.nodes)
+        return lambda output: output is None or output >= len(leaves) or leaves[output] in cone
+
+    def upstream_of_symptom(self, node: int) -> bool:
+        """Whether a node's value may show the bug: it is in the symptom's cone (or no cone is held)."""
+        return self.symptom_cone is None or node in self.symptom_cone
+
+    def output_leaves(self, nodes: Sequence[int]) -> list[int]:
+        """The node each of a node set's flattened outputs comes from."""
+        prog = self.program
+        return prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(nodes)])
+
+    def _count_failures(self, runs: list[Verdict], cand: Candidate) -> int:
+        return sum(1 for v in runs if self.same_bug(v, cand))
 
     def failures(self, cand: Candidate) -> int:
-        return self._count_failures(self.runs(cand))
+        return self._count_failures(self.runs(cand), cand)
 
     def verdict(self, cand: Candidate) -> Verdict:
         """The representative verdict: the first run that fails the same way, else the first."""
@@ -192,7 +215,7 @@ class ReductionProblem:
         return self.known_verdict(cand)  # type: ignore[return-value]
 
     def is_interesting(self, cand: Candidate, p_true: float = 0.5) -> bool:
-        ok = self._count_failures(self.runs(cand, p_true)) >= self.min_failures
+        ok = self._count_failures(self.runs(cand, p_true), cand) >= self.min_failures
         if ok:
             self.last_verdict = self.verdict(cand)
         return ok
@@ -216,17 +239,19 @@ class ReductionProblem:
         """The representative verdict of a candidate already evaluated, uncharged (a
         search replayed under hypothetical answers may ask for one it has not got)."""
         runs = self.cache.get(cand)
-        return None if runs is None else next((v for v in runs if self.same_bug(v)), runs[0])
+        return None if runs is None else next((v for v in runs if self.same_bug(v, cand)), runs[0])
 
     def failing_sink(self, cand: Candidate) -> int | None:
-        """The node whose value a mismatch or NaN verdict on `cand` names (the verdict
-        counts flattened tensors; a node may return several), or None if it names none."""
-        verdict, nodes = self.known_verdict(cand), cand.nodes
+        """The node whose value a mismatch or NaN verdict on `cand` finds off (the verdict
+        counts flattened tensors; a node may return several), the worst of those in the
+        symptom's cone, or None if it names none."""
+        verdict = self.known_verdict(cand)
         if verdict is None or verdict.output is None:
             return None
-        prog = self.program
-        leaves = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(nodes)])
-        return leaves[verdict.output] if verdict.output < len(leaves) else None
+        leaves = self.output_leaves(cand.nodes)
+        off = [(size, output) for output, size in failing_outputs(verdict)
+               if output is not None and output < len(leaves) and self.upstream_of_symptom(leaves[output])]
+        return leaves[max(off, key=lambda o: math.inf if o[0] is None else o[0])[1]] if off else None
 
     def has_partitions(self) -> bool:
         return self._partitions is not None
@@ -261,6 +286,8 @@ class ReductionProblem:
         v = self.verdict(original)
         self.first_verdict = self.last_verdict = v
         self.signature = Signature.of(v)
+        sink = self.failing_sink(original) if v.kind in VALUE_ORACLES and not self.rules.any_failure else None
+        self.symptom_cone = None if sink is None else frozenset(self.program.cone(sink))
         self.original_failures = self.failures(original)
         # An original that fails every run is held to that. One that fails only some runs
         # is a flaky bug: half its count (rounded up), since that count is one sample and a

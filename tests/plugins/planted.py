@@ -106,6 +106,21 @@ def mismatch_mul_exp_slow_when_localizing(gm: GraphModule, example_inputs: list[
     return _run(gm, _ExpAfterMul)
 
 
+class _IntAddAndMulExp(_ExpAfterMul):
+    """Two independent bugs in two outputs: an integer add 10 high (a slot index) and the
+    exp of a mul 1.5x (a float feature), as a policy's two heads met them."""
+
+    def run_node(self, n: Node) -> Any:
+        out = super().run_node(n)
+        if n.target is aten.add.Tensor and isinstance(out, torch.Tensor) and not out.is_floating_point():
+            return out + 10
+        return out
+
+
+def int_add_and_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _run(gm, _IntAddAndMulExp)
+
+
 class _SmallThenLarge(_ExpAfterMul):
     """Two bugs of other sizes: relu's values 0.01 high (upstream, the first value off) and
     1.5x from an exp of a mul (the error the user sees, 100s of times larger)."""
