@@ -14,6 +14,7 @@ import time
 from concurrent.futures import Future
 from contextlib import ExitStack
 from pathlib import Path
+from collections import Counter
 from typing import Any, Callable, Mapping
 
 import torch
@@ -226,7 +227,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
         problem.notes["precision"] = precision
     read_off = None if session.backend.oracle_problem("mismatch") else _read_values_off(session.program, problem, found)
     if read_off:
-        problem.notes["read_off"] = read_off
+        problem.notes["read_off"] = read_off[0]
     seconds = time.monotonic() - t0
     summary = _summary(opts, problem, original, final_verdict, original_nodes, final.call_nodes, seconds,
                        session.pool.restarts)
@@ -265,6 +266,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     summary["emitted"] = list(opts.emit) + ([undelegated] if undelegated and undelegated not in opts.emit else [])
     if undelegated:  # its script, run alone, tells whose bug it is: report.md says so under what fails
         summary["undelegated"] = undelegated
+    if read_off:  # what repros match compares with the suite too: the cause may be a saved bug
+        summary["read_off"] = read_off[1]
     summary["journal_header_sha256"] = journal_digest  # repros add: these outputs are this journal's run
     return info, final, values, summary
 
@@ -415,10 +418,10 @@ def _titled(node: Any) -> bool:
     return node.op == "call_function" and node.target is not operator.getitem
 
 
-def _read_values_off(program: Any, problem: ReductionProblem, found: Candidate) -> str | None:
+def _read_values_off(program: Any, problem: ReductionProblem, found: Candidate) -> tuple[str, dict[str, Any]] | None:
     """For a crash of two ops or more: the ops before the last ones (those no kept op reads)
-    compiled alone, one call, and what differs from eager if they already compute other
-    values. A maintainer read ExecuTorch's "embedding: indices_ptr[0] -7 < 0" as a user's
+    compiled alone, one call, and, if they already compute other values, the words of what
+    differs from eager and {"ops": {ATen op: count}, "verdict": its line}. A maintainer read ExecuTorch's "embedding: indices_ptr[0] -7 < 0" as a user's
     negative index, where the remainder before it gives -7 for eager's 5: its bug. Not
     asked where the backend cannot judge values here (TensorRT without a GPU builds alone)."""
     if problem.signature.kind != "crash" or len(found.nodes) < 2:
@@ -437,7 +440,10 @@ def _read_values_off(program: Any, problem: ReductionProblem, found: Candidate) 
     first = v.extra.get("first_off") or {}
     at = (f"; at {first['index'][0]}: eager {first['eager'][0]}, backend {first['backend'][0]}"
           if first.get("index") and first.get("eager") and first.get("backend") else "")
-    return f"the ops before the failing ones ({ops}), compiled alone, already differ from eager: {v.describe()}{at}"
+    words = f"the ops before the failing ones ({ops}), compiled alone, already differ from eager: {v.describe()}{at}"
+    return words, {"ops": dict(Counter(str(program.nodes[i].target) for i in before
+                                       if isinstance(program.nodes[i].target, torch._ops.OpOverload))),
+                   "verdict": v.describe()}
 
 
 def _forget_run(out: Path) -> None:

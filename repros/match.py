@@ -7,8 +7,11 @@ normalized error (for a death by a signal, the signal: not the site, which anoth
 may move). One that differs in the failure, or only in the ops' overloads (remainder.Scalar
 for remainder.Tensor: one kernel, reached two ways), is related: said, never a duplicate; so is
 one cut from the same program to other ops (summary.json's program_sha256): another bug of the
-model, or the same one met at another size. Hand-written repros, whose graphs are plain PyTorch, match by backend,
-kind and error only where they name their ops the same way: most do not, and are left out.
+model, or the same one met at another size. A crash whose read-off ops (those its failing
+ops read, compiled alone: summary.json's read_off) fail as a saved repro does is that bug,
+met as its effect (a negative index from ExecuTorch's remainder, crashing an embedding).
+Hand-written repros, whose graphs are plain PyTorch, match by backend, kind and error only
+where they name their ops the same way: most do not, and are left out.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ class Fingerprint:
     error: str                         # a crash's normalized message, else ""
     program: str = ""                  # the sha256 of the program it was cut from (summary.json's), where known
     cause: str = ""                    # a crash's first logged native error, normalized (summary.json's), where any
+    # a crash's ops before the failing ones, where compiled alone they already differ from eager
+    # (summary.json's read_off): sorted (op, count), and the kind of that failure
+    read_off_ops: tuple[tuple[str, int], ...] = ()
+    read_off_kind: str = ""
 
 
 def ops_of(script: str) -> Counter[str]:
@@ -76,8 +83,12 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
         error = "Signal: " + signal_of(error.removeprefix("Signal: "))
     native = data.get("native_errors") if kind == "crash" else None
     cause = normalize_message(str(native[0])) if isinstance(native, list) and native else ""
+    read_off = data.get("read_off") if kind == "crash" else None
+    read_ops = read_off.get("ops") if isinstance(read_off, dict) else None
+    read_ops = {str(op): n for op, n in read_ops.items() if isinstance(n, int)} if isinstance(read_ops, dict) else {}
+    read_kind = str(read_off.get("verdict", "")).split(":", 1)[0].strip().lower() if read_ops else ""
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error,
-                       str(data.get("program_sha256") or ""), cause)
+                       str(data.get("program_sha256") or ""), cause, tuple(sorted(read_ops.items())), read_kind)
 
 
 def _same_failure(theirs: Fingerprint, mine: Fingerprint) -> bool:
@@ -118,6 +129,7 @@ class Match:
     upstream: tuple[str, ...]
     fixed_where: tuple[str, ...] = ()  # its manifest's [expected_when] conditions that expect it fixed
     otherwise: str = ""  # a related repro: how it differs ("where it fails otherwise, as crash"); "": the same bug
+    via: str = ""  # the same bug met as its effect: the ops the failing ones read are the saved repro's
 
     def line(self) -> str:
         links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
@@ -127,7 +139,8 @@ class Match:
         if self.otherwise:
             return (f"looks related to a known bug: {self.name} (the same ops on the same backend, {self.otherwise}: "
                     f"{self.title}{links}{fixed})")
-        return f"looks like a known bug: {self.name} ({self.title}{links}{fixed})"
+        via = f"{self.via}: " if self.via else ""
+        return f"looks like a known bug: {self.name} ({via}{self.title}{links}{fixed})"
 
 
 def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
@@ -163,6 +176,12 @@ def compare(folder: Path, suite: Path | None = None,
             (related if otherwise else found).append(
                 Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
                       tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"), otherwise))
+        elif (mine.read_off_ops and theirs.backend == mine.backend and theirs.kind == mine.read_off_kind
+              and _less_overloads(theirs.ops) == _less_overloads(mine.read_off_ops)):  # the crash is its effect
+            ops = ", ".join(op.split(".", 1)[-1] for op, _ in mine.read_off_ops)
+            found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
+                               tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"),
+                               via=f"the ops the failing ones read ({ops}), compiled alone, fail as it does"))
         elif mine.program and theirs.program == mine.program:  # other ops, or another backend: said, not a twin
             ops = ", ".join(sorted(_less_overloads(theirs.ops)))
             same_ops = _less_overloads(theirs.ops) == _less_overloads(mine.ops)

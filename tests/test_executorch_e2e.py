@@ -302,3 +302,8 @@ def test_a_crash_on_a_value_an_earlier_op_got_wrong_names_that_op(tmp_path):
     assert summary["passes"]["read_values_off"]["calls"] == 1, summary["passes"]
     assert sum(s["calls"] for s in summary["passes"].values()) == summary["oracle_calls"], summary["passes"]
     assert "| read_values_off | 1 | 0 | 0 |" in (out / "report.md").read_text()
+    # the remainder alone is the suite's saved bug: the crash, its effect, is no new issue to file
+    known = ("looks like a known bug: executorch_portable_int64_remainder_sign (the ops the failing ones read "
+             "(remainder.Scalar), compiled alone, fail as it does: ")
+    assert known in " ".join(r.stderr.split()), r.stderr[-2000:]
+    assert summary["read_off"]["ops"] == {"aten.remainder.Scalar": 1}, summary["read_off"]
