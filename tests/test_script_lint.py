@@ -302,7 +302,7 @@ def test_small_float_tensors_are_written_in_their_dtypes_digits() -> None:
     same value in the tensor's dtype (float16, bfloat16, float8 too), so the script's
     weights are the program's exactly; in the nested lists of its shape (a 0-d tensor as its
     number), as a maintainer reads a mask."""
-    from minimize.emit.script import _literal
+    from minimize.program.literals import tensor_literal
 
     inf = float("inf")  # the literals below name it, as repro.py does where it needs it
     for t, text in ((torch.tensor([0.1, -0.8438375, -0.0], dtype=torch.float32), "[0.1, -0.8438375, -0.0]"),
@@ -313,7 +313,7 @@ def test_small_float_tensors_are_written_in_their_dtypes_digits() -> None:
                     (torch.tensor(80), "80"),
                     (torch.tensor([[[True, False]], [[False, True]]]), "[[[True, False]], [[False, True]]]"),
                     (torch.zeros(0, 3), None)):
-        written = _literal(t)
+        written = tensor_literal(t)
         assert written == (f"torch.tensor({text}, dtype={t.dtype})" if text else f"torch.empty((0, 3), dtype={t.dtype})"), \
             written
         back = eval(written)

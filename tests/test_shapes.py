@@ -140,9 +140,36 @@ def test_sizes_that_fit_only_together_shrink_together() -> None:
     assert _shapes(problem)["x"] == (1, 2, 2, 2), _shapes(problem)
     assert _size_calls(problem) == 1
     # where the bug needs a size (the kernel's 5), the turns one at a time go to those that fit
-    # alone (5, the 3 channels in), none to the 96 that cannot
+    # alone (5, the 4 channels out, the 3 in), none to the 96 that cannot
     problem, _ = _reduce(_Conv().eval(), (torch.randn(1, 3, 96, 96),), needs={5})
-    assert _shapes(problem)["x"] == (1, 2, 96, 96) and _size_calls(problem) == 3, (_shapes(problem), _size_calls(problem))
+    assert _shapes(problem)["x"] == (1, 2, 96, 96) and _size_calls(problem) == 4, (_shapes(problem), _size_calls(problem))
+
+
+class _ConvNormed(torch.nn.Module):
+    """16 channels: the batch norm's means, variances, weight and bias (16 values each) and
+    the conv's bias are written as literals, never made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.norm = torch.nn.Conv2d(3, 16, 3), torch.nn.BatchNorm2d(16)
+        self.norm.running_mean.uniform_(-1, 1)  # values worth keeping: the literal's first ones stay
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.norm(self.conv(x)))
+
+
+def test_a_size_held_by_small_literal_tensors_shrinks_them_to_their_first_values() -> None:
+    """A 16-channel conv and batch norm stayed at 16 channels (its 16-value tensors held the
+    size; 17 shrank to 2): they now shrink as literals of their first values."""
+    module = _ConvNormed().eval()
+    problem, _ = _reduce(module, (torch.randn(1, 3, 10, 10),), needs=set())
+    shapes = _shapes(problem)
+    assert all(16 not in shape for shape in shapes.values()), shapes
+    mean = next(e for n, e in dict(problem.current.made).items() if "running_mean" in n)
+    assert make(mean).tolist() == module.norm.running_mean[:2].tolist() and "randn" not in mean, mean
+    # a size the bug needs stays in the literals too
+    problem, _ = _reduce(module, (torch.randn(1, 3, 10, 10),), needs={16})
+    assert any(16 in shape for shape in _shapes(problem).values()), _shapes(problem)
 
 
 class _ConvBeside(torch.nn.Module):

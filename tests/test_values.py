@@ -130,9 +130,12 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     # made and shrunk in one call (generate_small_values): the two passes that try each have nothing left
     assert [summary["passes"][p]["calls"] for p in ("generate_small_values", "generate_values", "shrink_shapes")] == [1, 0, 0]
     script = (tmp_path / "made" / "repro.py").read_text()
-    # and the sizes it does not need shrink (minimize/search/passes/shapes.py): the bias's 16 stays
-    assert "self.register_buffer('l1_weight', torch.randn((16, 2), generator=torch.Generator().manual_seed(" in script
-    assert summary["shrunk_shapes"] == {"l1_weight": [[16, 8], [16, 2]], "x": [[4, 8], [2, 2]]}
+    # and the sizes it does not need shrink (minimize/search/passes/shapes.py), the bias's 16 too:
+    # its literal keeps its first values
+    assert "self.register_buffer('l1_weight', torch.randn((2, 2), generator=torch.Generator().manual_seed(" in script
+    assert summary["shrunk_shapes"] == {"l1_weight": [[16, 8], [2, 2]], "l1_bias": [[16], [2]], "x": [[4, 8], [2, 2]]}
+    bias = torch.export.load(model).state_dict["l1.bias"]
+    assert make(summary["generated_values"]["l1_bias"]).tolist() == bias[:2].tolist(), summary["generated_values"]
     assert not (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" not in summary["files"]
     # trtmin ran it alone, in a new process (what run_repro would run again): REPRODUCED, exit 1
     alone = summary["repro_alone"]
@@ -476,7 +479,8 @@ def test_a_nan_of_another_sign_or_payload_keeps_its_bits_in_the_script() -> None
     Python float of one is written as its bits."""
     import struct
 
-    from minimize.emit.script import _literal, tensors_source
+    from minimize.emit.script import tensors_source
+    from minimize.program.literals import tensor_literal
     odd = torch.zeros(4)
     odd.view(torch.int32)[0] = -4194304  # 0xffc00000: a negative NaN
     payload = torch.zeros(3, dtype=torch.bfloat16)
@@ -486,5 +490,5 @@ def test_a_nan_of_another_sign_or_payload_keeps_its_bits_in_the_script() -> None
     assert torch.equal(big["odd"].view(torch.int32), odd.view(torch.int32))
     assert torch.equal(big["payload"].view(torch.int16), payload.view(torch.int16))
     negative = struct.unpack("<d", struct.pack("<q", -2251799813685248))[0]  # 0xfff8000000000000
-    made = eval(_literal(negative), {"torch": torch})
-    assert struct.pack("<d", made) == struct.pack("<d", negative) and _literal(float("nan")) == "nan"
+    made = eval(tensor_literal(negative), {"torch": torch})
+    assert struct.pack("<d", made) == struct.pack("<d", negative) and tensor_literal(float("nan")) == "nan"

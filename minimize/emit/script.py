@@ -7,10 +7,8 @@ runs with torch and the compiler alone, never trtmin.
 
 from __future__ import annotations
 
-import math
 import platform
 import re
-import struct
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -22,9 +20,9 @@ import minimize
 from minimize.program.candidate import INLINE_MAX_ELEMENTS
 from minimize.program.inputs import is_row_major
 from minimize.program.libraries import IMPORT_COPY_PREFIX, import_copies
+from minimize.program.literals import odd_nans, tensor_literal
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
-from oracles.checks import shortest
 from oracles.errors import without_colours
 from oracles.reference import ERROR_RATIO
 from oracles.script_checks import OUTCOMES, check_source, error_pattern, message_pattern, tagged_source
@@ -126,39 +124,6 @@ def inline_attribute_reads(forward: str) -> str:
     return "\n".join(lines)
 
 
-def odd_nans(t: torch.Tensor) -> bool:
-    """Whether a float tensor holds a NaN other than the one `nan` writes (a sign bit, a
-    payload): a literal would lose it, and a compiler may read those bits."""
-    if not t.is_floating_point() or t.layout != torch.strided:
-        return False
-    values = t.detach().cpu()
-    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    plain = torch.tensor(float("nan"), dtype=t.dtype).view(bits)
-    return bool((values[values.isnan()].view(bits) != plain).any())
-
-
-def _literal(v: Any) -> str:
-    """A small value as Python: a tensor as the nested lists of its shape (a 0-d one as its
-    number: torch.tensor(80), not torch.tensor([80]).reshape(())), as a maintainer reads it.
-    A float NaN of another sign or payload than `nan`'s, as its bits."""
-    if isinstance(v, float) and math.isnan(v) and struct.pack("<d", v) != struct.pack("<d", float("nan")):
-        return f"torch.tensor({struct.unpack('<q', struct.pack('<d', v))[0]}).view(torch.float64).item()"
-    if not isinstance(v, torch.Tensor):
-        return repr(v)
-    if not v.numel():  # no values: only the shape says anything
-        return f"torch.empty({tuple(v.shape)!r}, dtype={v.dtype})"
-    values = v.detach().cpu().reshape(-1).tolist()
-    if v.is_floating_point():  # a float32 0.1 as 0.1, not the 0.10000000149011612 it is as a double
-        values = [shortest(x, v.dtype) for x in values]
-
-    def nested(flat: list[Any], shape: tuple[int, ...]) -> str:
-        if not shape:
-            return repr(flat[0])
-        step = len(flat) // shape[0]
-        return "[" + ", ".join(nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
-    return f"torch.tensor({nested(values, tuple(v.shape))}, dtype={v.dtype})"
-
-
 def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
                        big: dict[str, torch.Tensor]) -> dict[str, str]:
     """The expression that makes each value in repro.py: generated ones as the expression
@@ -178,7 +143,7 @@ def tensor_expressions(values: dict[str, Any], generated: dict[str, str] | None,
             copy = v if is_row_major(v) and whole else v.clone()  # clone keeps a dense layout
             big[name] = copy if copy.stride() == v.stride() else v  # a strided slice: as it is, its storage too
             return f"tensors[{name!r}]"
-        return _literal(v)
+        return tensor_literal(v)
     return {name: value(name, v) for name, v in values.items()}
 
 

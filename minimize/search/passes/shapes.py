@@ -36,7 +36,9 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from minimize.program.candidate import Candidate
+from minimize.program.candidate import INLINE_MAX_ELEMENTS, Candidate
+from minimize.program.inputs import is_row_major
+from minimize.program.literals import odd_nans, tensor_literal
 from minimize.search.passes.values import bounded, index_bound, made_expressions, reshaped
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Slice, size_arguments
@@ -118,6 +120,14 @@ def _in_bounds(expr: str, mapped: Mapping[int, int]) -> str:
     return bounded(expr, low if low < min(caps) else 0, min(caps))
 
 
+def sliceable(value: object) -> bool:
+    """Whether a value is a tensor repro.py writes as a literal (at most INLINE_MAX_ELEMENTS
+    real values, row-major, every NaN plain), which a shrunk size may cut to its first values."""
+    return (type(value) in (torch.Tensor, torch.nn.Parameter) and 0 < value.numel() <= INLINE_MAX_ELEMENTS
+            and value.layout == torch.strided and not value.is_complex() and not value.is_quantized and value.dim() > 0
+            and is_row_major(value) and not odd_nans(value))
+
+
 def _indices(piece: Slice) -> set[str]:
     """The inputs and weights an indexing op reads (embedding, index, gather, take, scatter):
     only these are kept inside a shrunk size; other integers (counts, pixel values) are data."""
@@ -136,11 +146,15 @@ class _SizePlan:
         self.generated = dict(cand.made)
         piece = prog.materialize(cand.nodes)
         self.indices = _indices(piece)
+        # small tensors repro.py writes as literals (a batch norm's 16 means) shrink as literals
+        # of their first values: a size they hold is not held, and a 16-channel conv shrinks too
+        self.literals = {n: v for n in piece.input_names + piece.constant_names if n not in self.generated
+                         and n not in self.indices and sliceable(v := prog.values[n])}
         self.held = {d for n in piece.input_names + piece.constant_names if n not in self.generated
-                     and isinstance(v := prog.values[n], torch.Tensor) for d in v.shape}
+                     and n not in self.literals and isinstance(v := prog.values[n], torch.Tensor) for d in v.shape}
         self.in_graph = {x for i in cand.nodes for _, value in size_arguments(prog.nodes[i])
                          for x in value if type(x) is int}
-        in_tensors = {d for n in self.generated for d in prog.values[n].shape}
+        in_tensors = {d for n in [*self.generated, *self.literals] for d in prog.values[n].shape}
         # a size a dynamic dim of a made tensor holds shrinks no lower than the dim's
         # torch.export.Dim min: below it, the user's program takes no such input, and the
         # script's export would widen the range without a word
@@ -169,7 +183,8 @@ class _SizePlan:
         return {d: self.target(d) for d in sizes}
 
     def _shapes_for(self, mapped: dict[int, int]) -> dict[str, tuple[int, ...]]:
-        return {n: tuple(mapped.get(d, d) for d in self.problem.program.values[n].shape) for n in self.generated}
+        return {n: tuple(mapped.get(d, d) for d in self.problem.program.values[n].shape)
+                for n in [*self.generated, *self.literals]}
 
     def _fitting(self, mapped: dict[int, int]) -> dict[int, int] | None:
         """`mapped`, or else it with the sizes that are products of others following them
@@ -195,6 +210,8 @@ class _SizePlan:
         prog, shapes = self.problem.program, self._shapes_for(mapped)
         exprs = {n: reshaped(e, tuple(prog.values[n].shape), shapes[n]) for n, e in self.generated.items()}
         exprs = {n: _in_bounds(e, mapped) if n in self.indices else e for n, e in exprs.items()}
+        exprs |= {n: tensor_literal(v[tuple(slice(0, k) for k in shapes[n])]) for n, v in self.literals.items()
+                  if shapes[n] != tuple(v.shape)}  # the first values along each shrunk dim
         return self.cand.but(made=exprs, sizes={d: t for d, t in mapped.items() if d in self.in_graph})
 
 
