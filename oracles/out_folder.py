@@ -101,6 +101,21 @@ def outputs_of_journal(folder: Path, summary: dict[str, Any]) -> bool | None:
     return header_digest(line.decode(errors="replace")) == recorded
 
 
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp(?:\.npz)?")  # replace_from_temporary's names
+
+
+def sweep_temporaries(out: Path) -> list[str]:
+    """Remove the temporaries of trtmin's files (replace_from_temporary's) that a kill -9
+    left in `out` (a run writes one at a time: any there now is stale); their names."""
+    gone = []
+    for p in out.glob(".*.tmp*"):
+        m = TEMPORARY.fullmatch(p.name)
+        if m and is_ours(m["name"]) and p.is_file() and not p.is_symlink():
+            p.unlink(missing_ok=True)
+            gone.append(p.name)
+    return gone
+
+
 def replace_from_temporary(path: Path, write: Callable[[Path], None], suffix: str = ".tmp") -> None:
     """`write(tmp)` beside `path`, then renamed over it: a kill leaves the old file or the new
     one, and a failed write (a full disk) leaves no temporary behind. `suffix`: the

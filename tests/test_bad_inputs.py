@@ -519,8 +519,11 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path, monkeypatc
     assert_one_line_error(reduce_here(str(model), *args, "--resume"), "finished run whose repro.py changed since it "
                           "wrote it", "copy your changes elsewhere, or pass --force with --resume")
     assert script.read_text().endswith("# my note\n")
+    (tmp_path / ".repro_inputs.pt.tmp").write_bytes(b"\0" * 4096)  # a kill -9 mid-write left it; a run that
+    (tmp_path / ".notes.txt.tmp").write_text("mine")  # writes no repro_inputs.pt would never replace it
     replayed = reduce_here(str(model), *args, "--resume", "--force")
     assert replayed.returncode == 0 and not script.read_text().endswith("# my note\n"), replayed.stderr[-2000:]
+    assert not (tmp_path / ".repro_inputs.pt.tmp").exists() and (tmp_path / ".notes.txt.tmp").read_text() == "mine"
     assert "replaying" in replayed.stderr and json.loads((tmp_path / "summary.json").read_text())["oracle_calls"]
     (tmp_path / "notes.txt").write_text("mine")  # --force replaces the earlier run's files, not these
     assert_one_line_error(reduce_here(str(model), *args, "--timeout", "60"), "holds a finished run", "--force")

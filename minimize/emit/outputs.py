@@ -29,7 +29,7 @@ from oracles.backends.base import Backend
 from oracles.backends.onnx_export import OnnxExportError
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
 from oracles.errors import TrtminError
-from oracles.out_folder import emitted_names, replace_from_temporary
+from oracles.out_folder import emitted_names, replace_from_temporary, sweep_temporaries
 from oracles.reference import float64_outputs
 
 
@@ -157,6 +157,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     `others` writes the --emit scripts, after the report and the summary, and returns what
     each printed run alone (none with --no-verify): both are written again with it."""
     out.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(out)  # a kill -9 mid-write left one (a partial repro_inputs.pt of GBs, say)
     gm = piece.gm
     inputs = {n: values[n] for n in piece.input_names}
     input_values = list(inputs.values())
