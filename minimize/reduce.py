@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import re
 import threading
 import time
+from collections import Counter
 from concurrent.futures import Future
 from contextlib import ExitStack
 from pathlib import Path
-from collections import Counter
 from typing import Any, Callable, Mapping
 
 import torch
@@ -105,6 +106,7 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         # --force over a run: its journal back where this one finds nothing to reduce (the
         # corrected command goes on over it, its outputs still theirs)
         earlier = (out / JOURNAL).read_bytes() if force and not resume and had_journal else None
+        earlier_mtime_ns = (out / JOURNAL).stat().st_mtime_ns if earlier is not None else 0
         journal = Journal(out, header, resume)
         if resume:
             log(f"resuming: replaying {len(journal.cache)} journaled verdicts (the oracle calls count only those "
@@ -152,6 +154,12 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
             elif nothing_to_reduce and earlier is not None:
                 journal.close()
                 atomic_write(out / JOURNAL, earlier)
+            raise
+        except KeyboardInterrupt:  # before this run's first verdict, --force has replaced nothing yet
+            journal.close()
+            if earlier is not None and journaled_verdicts(out / JOURNAL) == 0:
+                atomic_write(out / JOURNAL, earlier)
+                os.utime(out / JOURNAL, ns=(earlier_mtime_ns, earlier_mtime_ns))  # the earlier run's, as it was
             raise
         finally:
             journal.close()

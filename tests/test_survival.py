@@ -246,6 +246,28 @@ def test_a_run_stopped_before_its_first_verdict_leaves_the_folder_to_the_same_co
     check_out_dir(out, resume=False, force=False)  # not "holds an interrupted run"
 
 
+def test_a_force_stopped_before_its_first_verdict_gives_the_earlier_run_back(host_program, clean_mismatch_run,
+                                                                                tmp_path):
+    """--force over a finished run, stopped while the original's first compile is out: it
+    replaced nothing yet, so the earlier run's journal is back (its outputs stay its own for
+    `repros add`), not a header-only one that made the folder "hold an interrupted run"."""
+    model, inputs = host_program
+    out = tmp_path / "out"
+    shutil.copytree(clean_mismatch_run, out)
+    earlier = (out / "journal.jsonl").read_bytes()
+    proc = _start(reduce_args(model, inputs, out, "hang", "hang_on_tanh", "--timeout", "120", "--force"))
+    deadline = time.monotonic() + 300
+    while (out / "journal.jsonl").read_bytes() == earlier:  # this run's header, no verdict yet
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "before the first verdict: nothing to resume" in err, err[-2000:]
+    assert (out / "journal.jsonl").read_bytes() == earlier
+    matched = run_cli("repros", "match", str(out))
+    assert "an earlier run's" not in matched.stdout + matched.stderr, matched.stdout + matched.stderr
+
+
 def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     """kill -9 leaves the state folder (the eager value of every node, megabytes) in the
     temporary folder; the next run removes it, and only it: not a live run's."""
