@@ -268,6 +268,23 @@ def test_a_force_stopped_before_its_first_verdict_gives_the_earlier_run_back(hos
     assert "an earlier run's" not in matched.stdout + matched.stderr, matched.stdout + matched.stderr
 
 
+def test_a_run_stopped_while_its_emitted_script_runs_says_its_results_are_written(host_program, tmp_path):
+    """Stopped while the --emit script ran alone: summary.json was whole and named the run, so
+    "progress is saved; continue with --resume" and then "holds a finished run" disagreed."""
+    model, inputs = host_program
+    proc = _start(reduce_args(model, inputs, tmp_path, "mismatch", "mismatch_mul_exp", "--emit", "inductor"))
+    deadline = time.monotonic() + 600
+    while not (tmp_path / "repro_inductor.py").exists():  # written, then run alone: a compile of seconds
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    said = "interrupted after the results were written (repro.py, report.md, summary.json); the same command " \
+           "with --resume writes them again, running the --emit scripts alone too"
+    assert proc.returncode == 130 and said in " ".join(err.split()), err[-2000:]
+    assert "progress is saved" not in err
+
+
 def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     """kill -9 leaves the state folder (the eager value of every node, megabytes) in the
     temporary folder; the next run removes it, and only it: not a live run's."""
