@@ -285,6 +285,39 @@ def test_a_run_stopped_while_its_emitted_script_runs_says_its_results_are_writte
     assert "progress is saved" not in err
 
 
+def _descendants(pid: int) -> list[int]:
+    try:
+        kids = [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+    return [d for k in kids for d in (k, *_descendants(k))]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree from /proc")
+def test_repro_py_killed_from_outside_while_checked_is_run_again(host_program, tmp_path):
+    """A kill -9 from outside (the OOM killer, a user) of repro.py's check run ended as ERROR,
+    "trtmin's bug: please report it"; as a worker's job, it is run once more."""
+    model, inputs = host_program
+    proc = _start(reduce_args(model, inputs, tmp_path, "mismatch", "mismatch_mul_exp"))
+    script, deadline, killed = str(tmp_path / "repro.py"), time.monotonic() + 600, None
+    while killed is None:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        for pid in _descendants(proc.pid):
+            try:
+                words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if words[-2:-1] == [script.encode()] or words[-1:] == [script.encode()]:
+                time.sleep(0.5)
+                os.kill(pid, signal.SIGKILL)
+                killed = pid
+                break
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=600)
+    alone = json.loads((tmp_path / "summary.json").read_text())["repro_alone"]
+    assert proc.returncode == 0 and (alone["status"], alone["exit"]) == ("REPRODUCED", 1), (alone, err[-2000:])
+
+
 def test_a_killed_runs_state_is_removed_by_the_next_run(tmp_path, monkeypatch):
     """kill -9 leaves the state folder (the eager value of every node, megabytes) in the
     temporary folder; the next run removes it, and only it: not a live run's."""

@@ -11,6 +11,7 @@ run. One compile of the reduced program: a few seconds, against the reduction's 
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,16 @@ START_UP_S = 300.0  # beside the oracle's timeout: a new interpreter, torch's im
 
 def run_alone(script: Path, timeout: float) -> dict[str, Any]:
     """status (REPRODUCED, FIXED, SKIPPED, CHANGED or ERROR, as `repros run` says it), the
-    script's exit code, its verdict line (or why there is none), and seconds. The script's
+    script's exit code, its verdict line (or why there is none), and seconds; a run killed by
+    SIGKILL from outside is run once more, as a worker's job is. The script's
     own switches (TRTMIN_BACKEND=eager, TRTMIN_CHILD) are not passed on from this shell; the
     rest of the environment is, a plugin's own TRTMIN_-named settings and PYTHONPATH included
     (the report then names PYTHONPATH as _search_path gives it)."""
     limit = timeout + START_UP_S
     rc, out, err, timed_out, seconds = run_script(script, limit, without=SCRIPT_SWITCHES)
+    if rc == -signal.SIGKILL and not timed_out:  # killed from outside (the OOM killer, a user): once more, as a
+        rc, out, err, timed_out, more = run_script(script, limit, without=SCRIPT_SWITCHES)  # worker's job is
+        seconds += more
     status, reason, verdict = classify(rc, out, err, timed_out, limit)
     search_path = _search_path()
     return {"status": status, "exit": rc, "line": verdict or reason, "seconds": round(seconds, 1),
