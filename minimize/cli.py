@@ -26,7 +26,7 @@ from minimize.emit.out_dir import (JOURNAL, check_reads_outside, check_out_dir, 
 from minimize.emit.run_header import check_resumable, header_before_loading
 from oracles import bytecode
 from oracles.backend_names import check_compile_on
-from oracles.errors import TrtminError, unjudgeable
+from oracles.errors import TrtminError, unjudgeable, without_scratch_folders
 from oracles.verdict import answers
 from oracles.worker import exit_now
 
@@ -369,7 +369,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"the run's {timing['sessions']} sessions: {timing['earlier_sessions_seconds'] + seconds:.0f} s "
                       f"in all, {timing['replayed_verdicts']} verdict{'' if timing['replayed_verdicts'] == 1 else 's'} replayed from "
                       "the journal", highlight=False)
-    console.print(f"bug: {summary['final_verdict']}", highlight=False, markup=False)
+    console.print(f"bug: {without_scratch_folders(summary['final_verdict'])}", highlight=False, markup=False)
     if summary.get("native_errors"):  # the cause, where the error itself is a bare code
         console.print(f"logged: {summary['native_errors'][0]}", highlight=False, markup=False)
     notes = summary.get("diagnosis") or {}
@@ -382,7 +382,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     if notes.get("shrank"):  # a bug of another size may be left: the user must not file it as theirs unwarned
         console.print(f"[yellow]but[/]: {escape(notes['shrank'])}", highlight=False)
     if notes.get("original_symptom"):  # the user's own symptom, where the bug left shows otherwise
-        console.print(f"was: {summary['original_verdict']}", highlight=False, markup=False)
+        console.print(f"was: {without_scratch_folders(summary['original_verdict'])}", highlight=False, markup=False)
     minimal = notes.get("one_minimal") or {}
     if minimal.get("proven") and not minimal.get("cuts_tried"):
         console.print("1-minimal: yes, a single op is left")

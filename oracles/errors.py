@@ -54,6 +54,18 @@ def without_colours(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
+# the folders a backend's files live in while it runs (base.scratch_folder's, a script's
+# mkdtemp): gone when a reader sees the message, where the file's name alone says what it is
+_SCRATCH_FOLDER = re.compile(r"(?:/[^\s/'\"()]+)*/(?:trtmin|repro)-(?:et|trt|onnx|cmd)-\w+/")
+
+
+def without_scratch_folders(text: str) -> str:
+    """A compiler's words as a reader gets them: "Load model from model.onnx failed", not
+    from /tmp/trtmin-state-3354-q9/scratch/trtmin-onnx-xi44/model.onnx, a folder that
+    was gone when the run ended (and is another in each run)."""
+    return _SCRATCH_FOLDER.sub("", text)
+
+
 FLOAT64_FAILED = "the float64 run: "  # an invalid verdict's message prefix: eager ran, its float64 run did not
 SETTING_FAILED = "a setting: "  # one's prefix where a backend setting cannot be honoured for the program
 

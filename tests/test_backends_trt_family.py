@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -342,6 +343,33 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
     assert {"model.onnx", "model_io.npz"} <= set(json.loads((out / "summary.json").read_text())["files"])
     from repros.suite import add_repro  # saved with the report that names them
     assert {"model.onnx", "model_io.npz", "report.md"} <= {p.name for p in add_repro(out, "ort", tmp_path / "suite").iterdir()}
+
+
+class MishHost(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.mish(x * 2)
+
+
+@needs_ort
+def test_a_crash_naming_the_backends_scratch_file_names_it_by_its_name(tmp_path: Path) -> None:
+    """torch.onnx writes a bf16 mish as ONNX Mish, which ONNX Runtime refuses ("Load model from
+    /tmp/trtmin-state-.../scratch/trtmin-onnx-.../model.onnx failed"): report.md, repro.py and
+    the screen quoted folders gone by then, another in each run; they say model.onnx, and the
+    script, matching any folder, still reproduces."""
+    from tests.conftest import save_program
+    from tests.helpers import run_cli, run_repro
+
+    model, inputs = save_program(MishHost().eval(), (torch.randn(2, 8, dtype=torch.bfloat16),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "onnxruntime", "--oracle", "crash",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    texts = {"screen": r.stderr, "report.md": (out / "report.md").read_text(), "repro.py": (out / "repro.py").read_text()}
+    for name, text in texts.items():
+        said = " ".join(text.split())  # the docstring is wrapped
+        assert "Load model from model.onnx failed" in said and "trtmin-onnx-" not in said, (name, said[:3000])
+    assert json.loads((out / "summary.json").read_text())["repro_alone"]["status"] == "REPRODUCED"
+    assert run_repro(out).returncode == 1
 
 
 def test_onnxruntime_short_form_only_where_numpy_holds_every_value() -> None:

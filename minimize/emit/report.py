@@ -13,7 +13,7 @@ from minimize.emit.script import (INPUTS_FILE, ReproInfo, calls, forward_source,
                                   reference_words, sentence, tensor_expressions)
 from minimize.emit.snippet import renamed_apart, snippet_source, taken_names
 from oracles.backends.base import Backend
-from oracles.errors import without_colours
+from oracles.errors import without_colours, without_scratch_folders
 from oracles.out_folder import PLUGIN_COPY_PREFIX, emitted_names
 from oracles.verdict import Verdict
 
@@ -362,7 +362,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
                          if "\ngot = " in snippet else
                          " It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
                          "the result.")
-    return f"""# {info.title}
+    return without_scratch_folders(f"""# {info.title}
 
 **What fails:** {info.verdict.describe()}
 
@@ -390,4 +390,4 @@ It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 w
 ## How it was reduced
 
 {passes}
-"""
+""")  # the compiler's words name files by name, not in folders gone by now

@@ -23,7 +23,7 @@ from minimize.program.libraries import IMPORT_COPY_PREFIX, import_copies
 from minimize.program.literals import odd_nans, tensor_literal
 from oracles.address_space import address_space_source
 from oracles.backends.base import Backend
-from oracles.errors import without_colours
+from oracles.errors import without_colours, without_scratch_folders
 from oracles.reference import ERROR_RATIO
 from oracles.script_checks import OUTCOMES, check_source, error_pattern, message_pattern, tagged_source
 from oracles.script_child import CHILD_SOURCE
@@ -369,7 +369,8 @@ def _docstring_text(text: str) -> str:
     (a Windows path, a regex: '\\x' then no hex digits is a SyntaxError), three quotes, a
     terminal's colours, or a control byte (a NUL: "source code cannot contain null bytes"),
     written as its escape."""
-    text = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", without_colours(text))
+    text = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}",
+                  without_scratch_folders(without_colours(text)))
     return text.replace("\\", "\\\\").replace('"""', '\\"""')
 
 
