@@ -510,6 +510,15 @@ def test_a_mismatch_counts_only_in_the_outputs_the_reduction_follows():
     assert "off" not in compare_outputs([torch.zeros(3)], [torch.ones(3)], tol).extra  # one output: its own
 
 
+def test_a_relative_error_where_eager_is_zero_is_not_said():
+    """A policy hunt's title said "max rel 4.958e+11" where eager's value was 0 (the error
+    over 1e-12): no relative error is said there, as torch's own assert_close says inf."""
+    tol = Tolerance(1e-3, 1e-3)
+    zero = compare_outputs([torch.tensor([0.0, 1.0])], [torch.tensor([0.5, 1.0])], tol)
+    assert zero.max_rel == float("inf") and "max rel" not in zero.describe(), zero.describe()
+    assert "(max rel 0.25)" in compare_outputs([torch.tensor([2.0, 0.0])], [torch.tensor([2.5, 0.0])], tol).describe()
+
+
 def test_the_comparisons_edges():
     """oracles/checks.compare_outputs at its edges: a Python float output gets the relative
     tolerance as a tensor does; an inf where eager is finite is a NaN bug like a NaN;
