@@ -751,8 +751,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     first_seen = {k: str(env[k]) for k in packages_of(summary["backend"], out_dir) if env.get(k) and env[k] != NOT_INSTALLED}
     notes = [f"Saved from {out_dir.name}/ by `trtmin repros add`."]
     if "original_nodes" in summary:
+        final, spent = summary.get("final_nodes"), summary.get("oracle_calls")
         notes.append(f"Reduced from {summary.get('model', '?')}: {summary.get('original_nodes')} -> "
-                     f"{summary.get('final_nodes')} call nodes in {summary.get('oracle_calls')} oracle calls.")
+                     f"{final} call node{'' if final == 1 else 's'} in {spent} oracle call{'' if spent == 1 else 's'}.")
     if summary.get("final_verdict"):
         notes.append(f"Verdict: {summary['final_verdict']}")
     where = ", ".join(f"{k} {env[k]}" for k in ("gpu", "cuda", "python") if env.get(k) not in (None, "", "none"))

@@ -438,8 +438,12 @@ def test_add_repro(tmp_path: Path) -> None:
     assert m.title == 'ReLU after "cast" differs on inductor'
     assert (m.backend, m.oracle, m.device, m.expected) == ("inductor", "mismatch", "cpu", "reproduces")
     assert m.added == date.today().isoformat() and m.first_seen == {"torch": "2.13.0+cpu"} and m.upstream == ()
-    assert "40 -> 2 call nodes" in m.notes
+    assert "40 -> 2 call nodes in 17 oracle calls." in m.notes
     assert "Reduced on: python 3.11.7." in m.notes and "none" not in m.notes  # not "cuda none"
+    one = _reduce_out(tmp_path / "one")
+    summary = json.loads((one / "summary.json").read_text())
+    (one / "summary.json").write_text(json.dumps({**summary, "final_nodes": 1, "oracle_calls": 1}))
+    assert "40 -> 1 call node in 1 oracle call." in parse_manifest(add_repro(one, "one", tmp_path / "suite1") / "manifest.toml").notes
     with pytest.raises(TrtminError, match="already exists.*--force"):
         add_repro(out, "relu_cast", root)
     (out / "report.md").write_text("# A better title\n")
