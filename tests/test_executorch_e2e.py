@@ -67,9 +67,11 @@ def test_xnnpack_bug_reduces_to_linear_and_batch_norm(reduced):
     assert "linear" in script and "batch_norm" in script
     assert "self.register_buffer('proj_weight'" in script  # weights stay weights: the bug needs it
     # not their values: the script makes them (and its input), and ships no tensor file
-    assert "proj_weight" in s["generated_values"] and "torch.randn((5, 2)" in script
-    # nor their sizes but one: the 5 features that BatchNorm's inline statistics hold stay
-    assert s["shrunk_shapes"]["proj_weight"] == [[5, 8], [5, 2]], s["shrunk_shapes"]
+    assert "proj_weight" in s["generated_values"] and "torch.randn((2, 2)" in script
+    # nor their sizes: the 5 features shrink in the weight and in BatchNorm's inline statistics,
+    # which keep their first values
+    assert s["shrunk_shapes"]["proj_weight"] == [[5, 8], [2, 2]], s["shrunk_shapes"]
+    assert s["shrunk_shapes"]["bn_running_var"] == [[5], [2]], s["shrunk_shapes"]
     assert not (reduced / "repro_inputs.pt").exists()
     # a static program: export, lower and load in the compile body, no helpers for other variants
     assert "load_program(pte.buffer)" in script and "def lower_to_pte" not in script, script

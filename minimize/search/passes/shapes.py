@@ -147,14 +147,15 @@ class _SizePlan:
         piece = prog.materialize(cand.nodes)
         self.indices = _indices(piece)
         # small tensors repro.py writes as literals (a batch norm's 16 means) shrink as literals
-        # of their first values: a size they hold is not held, and a 16-channel conv shrinks too
+        # of their first values with a made tensor's size (a 16-channel conv's weight): a size
+        # they hold is not held. One only they hold stays (4 values shrunk to 2 is no gain)
         self.literals = {n: v for n in piece.input_names + piece.constant_names if n not in self.generated
                          and n not in self.indices and sliceable(v := prog.values[n])}
         self.held = {d for n in piece.input_names + piece.constant_names if n not in self.generated
                      and n not in self.literals and isinstance(v := prog.values[n], torch.Tensor) for d in v.shape}
         self.in_graph = {x for i in cand.nodes for _, value in size_arguments(prog.nodes[i])
                          for x in value if type(x) is int}
-        in_tensors = {d for n in [*self.generated, *self.literals] for d in prog.values[n].shape}
+        in_tensors = {d for n in self.generated for d in prog.values[n].shape}  # literals follow these, never lead
         # a size a dynamic dim of a made tensor holds shrinks no lower than the dim's
         # torch.export.Dim min: below it, the user's program takes no such input, and the
         # script's export would widen the range without a word
