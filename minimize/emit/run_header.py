@@ -45,7 +45,8 @@ def options_key(opts: Options) -> dict[str, Any]:
 # 2: a pass manager's bare Exception ends with its cause's words (700ab65).
 # 3: an ONNX node's name is the same with or without its counter (node_view, node_view_9).
 # 4: a crash carries the compiler's native error lines (extra.native_errors), part of its signature.
-VERDICT_FORMAT = 4
+# 5: a value verdict lists each output off (extra.off): the bug counts only upstream of the original's.
+VERDICT_FORMAT = 5
 
 
 def header_before_loading(opts: Options) -> dict[str, Any]:

@@ -12,7 +12,6 @@ speculative extra work is reported separately, as timing.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from dataclasses import dataclass, field, fields
@@ -251,7 +250,7 @@ class ReductionProblem:
         leaves = self.output_leaves(cand.nodes)
         off = [(size, output) for output, size in failing_outputs(verdict)
                if output is not None and output < len(leaves) and self.upstream_of_symptom(leaves[output])]
-        return leaves[max(off, key=lambda o: math.inf if o[0] is None else o[0])[1]] if off else None
+        return leaves[max(off, key=lambda o: o[0] or 0)[1]] if off else None  # the worst, as summarize ranks them
 
     def has_partitions(self) -> bool:
         return self._partitions is not None

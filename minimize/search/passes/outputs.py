@@ -18,7 +18,8 @@ def keep_one_output(problem: ReductionProblem) -> None:
         outs = problem.program.outputs_of(problem.current.nodes)
         if len(outs) < 2:
             return
-        cands = [problem.at(c) for c in (cone(problem, o) for o in outs) if c and c != problem.current.nodes]
+        cands = [problem.at(c) for c in (cone(problem, o) for o in outs if problem.upstream_of_symptom(o))
+                 if c and c != problem.current.nodes]  # another output's cone cannot show the bug
         i = problem.try_first(cands)
         if i is None:
             return
