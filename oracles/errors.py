@@ -56,7 +56,7 @@ def without_colours(text: str) -> str:
 
 # the folders a backend's files live in while it runs (base.scratch_folder's, a script's
 # mkdtemp): gone when a reader sees the message, where the file's name alone says what it is
-_SCRATCH_FOLDER = re.compile(r"(?:/[^\s/'\"()]+)*/(?:trtmin|repro)-(?:et|trt|onnx|cmd)-\w+/")
+_SCRATCH_FOLDER = re.compile(r"(?<![^\s'\"(=:])(?:/[^\s/'\"()]+)*/(?:trtmin|repro)-(?:et|trt|onnx|cmd)-[a-z0-9_]{8}/")
 
 
 def without_scratch_folders(text: str) -> str:

@@ -517,6 +517,9 @@ def test_a_relative_error_where_eager_is_zero_is_not_said():
     zero = compare_outputs([torch.tensor([0.0, 1.0])], [torch.tensor([0.5, 1.0])], tol)
     assert zero.max_rel == float("inf") and "max rel" not in zero.describe(), zero.describe()
     assert "(max rel 0.25)" in compare_outputs([torch.tensor([2.0, 0.0])], [torch.tensor([2.5, 0.0])], tol).describe()
+    # noise within the tolerance at an eager 0 hides no real relative error (of the values off)
+    noisy = compare_outputs([torch.tensor([0.0, 1.0, 2.0])], [torch.tensor([1e-9, 1.5, 2.0])], tol)
+    assert "(max rel 0.5)" in noisy.describe(), noisy.describe()
 
 
 def test_the_comparisons_edges():
@@ -664,3 +667,34 @@ def test_a_candidate_eager_itself_cannot_run_is_invalid_not_the_compilers_crash(
                                                                                   Tolerance())[0]):
         assert (v.kind, v.exc_type) == ("invalid", "RuntimeError") and not v.failed
     assert Compiled.asked == 0
+
+
+class _TwoHeads(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.sin(x), torch.cos(x) * 2
+
+
+def test_the_symptom_is_the_output_the_verdict_names_even_beside_a_shape_mismatch() -> None:
+    """summarize ranks an output without a size (another shape) below one off by 10: the
+    cone the reduction holds to is that output's, the one the verdict and report name."""
+    from oracles.checks import Tolerance, compare_outputs
+    from tests.helpers import cpu_program, reduce_with
+
+    v = compare_outputs([torch.zeros(3), torch.zeros(3)], [torch.zeros(2), torch.full((3,), 10.0)], Tolerance())
+    assert (v.output, v.extra["off"]) == (1, [[0, None], [1, 10.0]]), v
+    program = cpu_program(_TwoHeads(), torch.randn(3))
+    problem = reduce_with(program, lambda cand: v, passes=lambda p: p.establish_original())
+    cos = next(i for i, n in enumerate(program.nodes) if "cos" in str(n.target))
+    assert cos in problem.symptom_cone and not any("sin" in str(program.nodes[i].target) for i in problem.symptom_cone)
+
+
+def test_only_the_backends_scratch_folders_leave_a_compilers_words():
+    """without_scratch_folders drops trtmin's and the scripts' temporary folders (an 8-character
+    random suffix, an absolute path), not a user's folder named alike nor a relative path."""
+    from oracles.errors import without_scratch_folders as shown
+
+    assert shown("Load model from /tmp/trtmin-state-3354-q97y4_4g/scratch/trtmin-onnx-xi44rh0q/model.onnx failed") \
+        == "Load model from model.onnx failed"
+    assert shown("path='/tmp/repro-onnx-ab_12xyz/model.onnx'") == "path='model.onnx'"
+    for kept in ("/data/repro-trt-fp16/cfg.json", "scratch/trtmin-onnx-ab12cd34/model.onnx"):
+        assert shown(kept) == kept
