@@ -172,6 +172,16 @@ def test_a_size_held_by_small_literal_tensors_shrinks_them_to_their_first_values
     assert any(16 in shape for shape in _shapes(problem).values()), _shapes(problem)
 
 
+def test_only_finite_small_tensors_shrink_as_literals() -> None:
+    """A literal's inf or NaN (a mask's -inf) has no name in a made value's expression, and
+    may be the bug's: such a tensor holds its sizes, as any tensor the script does not make."""
+    from minimize.search.passes.shapes import sliceable
+
+    assert sliceable(torch.ones(4)) and sliceable(torch.arange(3)) and sliceable(torch.ones(2, 8, dtype=torch.bfloat16))
+    assert not sliceable(torch.tensor([0.0, float("-inf")])) and not sliceable(torch.tensor([float("nan"), 1.0]))
+    assert not sliceable(torch.ones(17)) and not sliceable(torch.tensor(1.0)) and not sliceable(torch.ones(2) + 0j)
+
+
 class _ConvBeside(torch.nn.Module):
     """_Conv's frame, beside a tensor of four sizes of its own, each of which fits alone."""
 

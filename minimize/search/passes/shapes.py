@@ -8,7 +8,8 @@ a compiler builds it faster. A size is a number shared by every made tensor that
 every size argument of the graph that holds it (the 8 of a (5, 8) weight, a (4, 8) input
 and a view to (4, 8) is one dimension), so each candidate changes one number everywhere at
 once, and the graph stays consistent. Sizes also held by a tensor the script does not make
-(a mask the bug needs, a small inline one) stay, as do 1 and 2.
+(a mask the bug needs) stay, as do 1 and 2; a small one written inline (a batch norm's 16
+means) follows a made tensor's size, cut to its first values.
 
 A size that is a product of others (the 512 of a (2, 98, 512) viewed as (2, 98, 8, 64))
 follows them where it must: 8 and 64 to 2 take 512 to 4. Before any oracle call, the
@@ -38,7 +39,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from minimize.program.candidate import INLINE_MAX_ELEMENTS, Candidate
 from minimize.program.inputs import is_row_major
-from minimize.program.literals import odd_nans, tensor_literal
+from minimize.program.literals import tensor_literal
 from minimize.search.passes.values import bounded, index_bound, made_expressions, reshaped
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Slice, size_arguments
@@ -122,10 +123,11 @@ def _in_bounds(expr: str, mapped: Mapping[int, int]) -> str:
 
 def sliceable(value: object) -> bool:
     """Whether a value is a tensor repro.py writes as a literal (at most INLINE_MAX_ELEMENTS
-    real values, row-major, every NaN plain), which a shrunk size may cut to its first values."""
+    real, finite values, row-major), which a shrunk size may cut to its first values (an
+    inf or a NaN in a mask may be the bug's, and make() has no names for them)."""
     return (type(value) in (torch.Tensor, torch.nn.Parameter) and 0 < value.numel() <= INLINE_MAX_ELEMENTS
             and value.layout == torch.strided and not value.is_complex() and not value.is_quantized and value.dim() > 0
-            and is_row_major(value) and not odd_nans(value))
+            and is_row_major(value) and bool(value.detach().isfinite().all()))
 
 
 def _indices(piece: Slice) -> set[str]:
