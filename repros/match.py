@@ -134,7 +134,7 @@ class Match:
     def line(self) -> str:
         links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
         fixed = f"; fixed where {' or '.join(self.fixed_where)}" if self.fixed_where else ""
-        if self.otherwise.startswith("cut from the same program"):  # another bug of the model, or this one found
+        if self.otherwise.startswith(("cut from the same program", "cut to its effect")):  # not the same ops
             return f"looks related to a known bug: {self.name} ({self.otherwise}: {self.title}{links}{fixed})"  # smaller
         if self.otherwise:
             return (f"looks related to a known bug: {self.name} (the same ops on the same backend, {self.otherwise}: "
@@ -179,9 +179,14 @@ def compare(folder: Path, suite: Path | None = None,
         elif (mine.read_off_ops and theirs.backend == mine.backend and theirs.kind == mine.read_off_kind
               and _less_overloads(theirs.ops) == _less_overloads(mine.read_off_ops)):  # the crash is its effect
             ops = ", ".join(op.split(".", 1)[-1] for op, _ in mine.read_off_ops)
-            found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
-                               tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"),
-                               via=f"the ops the failing ones read ({ops}), compiled alone, fail as it does"))
+            fixed = tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed")
+            if theirs.ops == mine.read_off_ops:
+                found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream), fixed,
+                                   via=f"the ops the failing ones read ({ops}), compiled alone, fail as it does"))
+            else:  # as for the reduced ops themselves: one kernel reached two ways is related, not a twin
+                related.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
+                                     fixed, otherwise=f"cut to its effect: the ops the failing ones read ({ops}), "
+                                                      "by other overloads, fail as it does"))
         elif mine.program and theirs.program == mine.program:  # other ops, or another backend: said, not a twin
             ops = ", ".join(sorted(_less_overloads(theirs.ops)))
             same_ops = _less_overloads(theirs.ops) == _less_overloads(mine.ops)

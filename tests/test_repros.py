@@ -1623,3 +1623,31 @@ def test_force_replaces_a_plugins_repro_only_by_the_same_plugins_reduction(tmp_p
                   duplicate=True)
     again = reduced("seg2", "/elsewhere/planted.py:segfault_at_two_sites")  # the same plugin, from another folder
     assert add_repro(again, "seg", tmp_path / "suite", force=True, duplicate=True) == tmp_path / "suite" / "seg"
+
+
+def test_a_crash_whose_read_off_ops_are_a_saved_bug_matches_it_only_by_the_same_overloads(tmp_path: Path) -> None:
+    """A crash (remainder feeding an embedding) whose read-off ops, compiled alone, fail as a
+    saved repro does is that bug; by other overloads (remainder.Tensor for .Scalar) it is
+    related, never a duplicate `repros add` would refuse."""
+    from repros.match import compare
+
+    suite, mine = tmp_path / "suite", tmp_path / "out"
+    saved = {"backend": "executorch:portable", "final_verdict": "MISMATCH: output 0 differs from eager by max abs 16"}
+    for folder, ops in ((suite / "remainder_sign", ["remainder.Scalar"]), (mine, ["remainder.Scalar", "embedding.default"])):
+        folder.mkdir(parents=True)
+        calls = "".join(f"        x = torch.ops.aten.{op}(x)\n" for op in ops)
+        (folder / "repro.py").write_text(f"class Repro:\n    def forward(self, x):\n{calls}        return (x,)\n")
+    (suite / "remainder_sign" / "summary.json").write_text(json.dumps(saved))
+    (suite / "remainder_sign" / "manifest.toml").write_text(manifest("remainder keeps the sign",
+                                                                     backend='"executorch:portable"'))
+    crash = {"backend": "executorch:portable", "final_verdict": "CRASH: RuntimeError: execute() failed with error 0x12",
+             "read_off": {"ops": {"aten.remainder.Scalar": 1}, "verdict": "MISMATCH: output 0 differs ..."}}
+    found = compare(mine, suite, crash)[0]
+    assert [(m.name, m.otherwise) for m in found] == [("remainder_sign", "")], found
+    assert found[0].line().startswith("looks like a known bug: remainder_sign (the ops the failing ones read "
+                                      "(remainder.Scalar), compiled alone, fail as it does: ")
+    other = {**crash, "read_off": {"ops": {"aten.remainder.Tensor": 1}, "verdict": "MISMATCH: ..."}}
+    related = compare(mine, suite, other)[0]
+    assert len(related) == 1 and related[0].otherwise and related[0].line().startswith(
+        "looks related to a known bug: remainder_sign (cut to its effect: "), related
+    assert compare(mine, suite, {**crash, "read_off": None})[0] == []  # an older summary: no read-off
