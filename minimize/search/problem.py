@@ -128,6 +128,7 @@ class ReductionProblem:
         self.partition_cache: dict[Candidate, list[list[str]]] = {}
         self.value_expressions: dict[tuple[str, int], str | None] = {}  # made values' texts (passes/values.py)
         self.shape_checks: dict[Any, bool] = {}  # which shapes fit the graph (passes/shapes.py)
+        self.leaves_cache: dict[tuple[int, ...], list[int]] = {}  # output_leaves' answers
         # What to evaluate beside a needed run (set by minimize/search/scheduler.py when jobs > 1).
         self.speculate: Callable[[int], list[Candidate]] | None = None
 
@@ -190,17 +191,24 @@ class ReductionProblem:
         those whose node is in the symptom's cone (None: any)."""
         if self.symptom_cone is None or cand is None:
             return None
-        cone, leaves = self.symptom_cone, self.output_leaves(cand.nodes)
-        return lambda output: output is None or output >= len(leaves) or leaves[output] in cone
+        cone = self.symptom_cone
+
+        def counts(output: int | None) -> bool:  # the leaves only where a verdict names an output
+            leaves = self.output_leaves(cand.nodes)
+            return output is None or output >= len(leaves) or leaves[output] in cone
+        return counts
 
     def upstream_of_symptom(self, node: int) -> bool:
         """Whether a node's value may show the bug: it is in the symptom's cone (or no cone is held)."""
         return self.symptom_cone is None or node in self.symptom_cone
 
-    def output_leaves(self, nodes: Sequence[int]) -> list[int]:
-        """The node each of a node set's flattened outputs comes from."""
-        prog = self.program
-        return prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(nodes)])
+    def output_leaves(self, nodes: tuple[int, ...]) -> list[int]:
+        """The node each of a node set's flattened outputs comes from (cached: speculation's
+        replays ask again for every candidate they pass)."""
+        if nodes not in self.leaves_cache:
+            prog = self.program
+            self.leaves_cache[nodes] = prog.leaf_nodes([prog.nodes[sink].name for sink in prog.outputs_of(nodes)])
+        return self.leaves_cache[nodes]
 
     def _count_failures(self, runs: list[Verdict], cand: Candidate) -> int:
         return sum(1 for v in runs if self.same_bug(v, cand))
