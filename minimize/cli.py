@@ -243,11 +243,12 @@ def reduce(
     except TrtminError as e:
         _fail(e)
     except KeyboardInterrupt:
-        if _progress_saved(out, started, resume) and finished_run(out):  # stopped while --emit's scripts ran alone
+        saved = _progress_saved(out, started, resume)
+        if saved and finished_run(out):  # stopped while --emit's scripts ran alone
             code = _say_interrupted("[yellow]interrupted[/] after the results were written (repro.py, report.md, "
                                     "summary.json); the same command with --resume writes them again"
                                     + (", running the --emit scripts alone too" if emit else ""))
-        elif _progress_saved(out, started, resume):
+        elif saved:
             earlier = [  # --force over a run made otherwise: its files, older than this
                 name for name in earlier_runs_files(out, []) if _written_before(out / name, started)]
             code = _say_interrupted("[yellow]interrupted[/]: progress is saved; continue with the same command and --resume"

@@ -104,16 +104,13 @@ def outputs_of_journal(folder: Path, summary: dict[str, Any]) -> bool | None:
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp(?:\.npz)?")  # replace_from_temporary's names
 
 
-def sweep_temporaries(out: Path) -> list[str]:
+def sweep_temporaries(out: Path) -> None:
     """Remove the temporaries of trtmin's files (replace_from_temporary's) that a kill -9
-    left in `out` (a run writes one at a time: any there now is stale); their names."""
-    gone = []
+    left in `out` (a run writes one at a time: any there now is stale)."""
     for p in out.glob(".*.tmp*"):
         m = TEMPORARY.fullmatch(p.name)
         if m and is_ours(m["name"]) and p.is_file() and not p.is_symlink():
             p.unlink(missing_ok=True)
-            gone.append(p.name)
-    return gone
 
 
 def replace_from_temporary(path: Path, write: Callable[[Path], None], suffix: str = ".tmp") -> None:

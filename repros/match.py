@@ -26,7 +26,7 @@ from typing import Any
 from oracles.backend_names import parse_backend
 from oracles.errors import TrtminError
 from oracles.verdict import normalize_message, signal_of
-from repros.suite import SCRIPT, default_roots, find_repros
+from repros.suite import SCRIPT, Repro, default_roots, find_repros
 
 _OP_CALL = re.compile(r"torch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
 
@@ -143,6 +143,14 @@ class Match:
         return f"looks like a known bug: {self.name} ({via}{self.title}{links}{fixed})"
 
 
+def _match(repro: Repro, fixed: bool = True, **how: str) -> Match:
+    """A saved repro as a Match, its manifest's title and links, said as `how` says
+    (otherwise=, via=); `fixed`: with the conditions that expect it fixed."""
+    m = repro.manifest
+    return Match(repro.name, repro.path, m.title, tuple(m.upstream),
+                 tuple(c.text for c, status in m.expected_when if status == "fixed") if fixed else (), **how)
+
+
 def known_bugs(folder: Path, suite: Path | None = None) -> list[Match]:
     """The saved repros whose fingerprint is the reduction's in `folder`."""
     return [m for m in compare(folder, suite)[0] if not m.otherwise]
@@ -173,24 +181,20 @@ def compare(folder: Path, suite: Path | None = None,
                 blind.append(repro.name)
         elif theirs.backend == mine.backend and _less_overloads(theirs.ops) == _less_overloads(mine.ops):
             otherwise = _how_it_differs(theirs, mine)
-            (related if otherwise else found).append(
-                Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
-                      tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed"), otherwise))
+            (related if otherwise else found).append(_match(repro, otherwise=otherwise))
         elif (mine.read_off_ops and theirs.backend == mine.backend and theirs.kind == mine.read_off_kind
               and _less_overloads(theirs.ops) == _less_overloads(mine.read_off_ops)):  # the crash is its effect
             ops = ", ".join(op.split(".", 1)[-1] for op, _ in mine.read_off_ops)
-            fixed = tuple(c.text for c, status in repro.manifest.expected_when if status == "fixed")
+            read = f"the ops the failing ones read ({ops})"
             if theirs.ops == mine.read_off_ops:
-                found.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream), fixed,
-                                   via=f"the ops the failing ones read ({ops}), compiled alone, fail as it does"))
+                found.append(_match(repro, via=f"{read}, compiled alone, fail as it does"))
             else:  # as for the reduced ops themselves: one kernel reached two ways is related, not a twin
-                related.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
-                                     fixed, otherwise=f"cut to its effect: the ops the failing ones read ({ops}), "
-                                                      "by other overloads, fail as it does"))
+                related.append(_match(repro, otherwise=f"cut to its effect: {read}, by other overloads, "
+                                                       "fail as it does"))
         elif mine.program and theirs.program == mine.program:  # other ops, or another backend: said, not a twin
             ops = ", ".join(sorted(_less_overloads(theirs.ops)))
             same_ops = _less_overloads(theirs.ops) == _less_overloads(mine.ops)
-            related.append(Match(repro.name, repro.path, repro.manifest.title, tuple(repro.manifest.upstream),
-                                 otherwise=f"cut from the same program, to {'the same' if same_ops else 'other'} ops "
-                                           f"({ops}) on {theirs.backend}"))
+            to = "the same" if same_ops else "other"
+            related.append(_match(repro, fixed=False,
+                                  otherwise=f"cut from the same program, to {to} ops ({ops}) on {theirs.backend}"))
     return found + related, blind, unread

@@ -191,11 +191,10 @@ class ReductionProblem:
         those whose node is in the symptom's cone (None: any)."""
         if self.symptom_cone is None or cand is None:
             return None
-        cone = self.symptom_cone
 
         def counts(output: int | None) -> bool:  # the leaves only where a verdict names an output
             leaves = self.output_leaves(cand.nodes)
-            return output is None or output >= len(leaves) or leaves[output] in cone
+            return output is None or output >= len(leaves) or self.upstream_of_symptom(leaves[output])
         return counts
 
     def upstream_of_symptom(self, node: int) -> bool:
