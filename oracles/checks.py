@@ -38,6 +38,7 @@ class Tolerance:
     atol: float = 1e-3
     rtol: float = 1e-3
     reference: str = "eager"  # "float64": a mismatch must also be ERROR_RATIO x eager's own error (oracles/reference.py)
+    asked: str = "nan"  # the value oracle asked about: where one output is NaN and another off, summarize names it
 
 
 def flatten_outputs(out: Any) -> list[Any]:
@@ -138,16 +139,18 @@ def in_eager_form(e: Any, a: Any) -> Any:
     return a
 
 
-def summarize(each: Sequence[Verdict]) -> Verdict:
+def summarize(each: Sequence[Verdict], asked: str = "nan") -> Verdict:
     """The verdict of all outputs: NaN where eager is finite is a `nan` (the first such
-    output decides); otherwise values off by more than atol + rtol*|expected| are a
-    `mismatch` (the worst output decides). Where several outputs fail so, extra["off"]
+    output decides); values off by more than atol + rtol*|expected| are a `mismatch` (the
+    worst output decides). Where outputs fail both ways, the kind `asked` (the value oracle
+    the user asked about) names the verdict: a policy's NaN value head does not hide its
+    action head's mismatch from --oracle mismatch. Where several outputs fail so, extra["off"]
     lists each as [output, max abs]: the reduction holds to the one output whose cause
     it follows (Signature.matches), which need not be the worst. A pass keeps the first
     output's note of a difference that was within eager's own error (--reference float64)."""
     nan = next((v for v in each if v.kind == "nan"), None)
     worst = max((v for v in each if v.kind == "mismatch"), key=lambda v: v.max_abs or 0, default=None)
-    chosen = nan or worst
+    chosen = (worst or nan) if asked == "mismatch" else (nan or worst)
     if chosen is None:
         return next((v for v in each if v.detail), Verdict("pass"))
     off = [[v.output, v.max_abs] for v in each if v.kind == chosen.kind]

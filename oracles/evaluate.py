@@ -47,7 +47,7 @@ def evaluate_each(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, t
         return compare_outputs(expected, actual, tol), []
     actual = [in_eager_form(e, a) for e, a in zip(expected, actual)]  # a form is not an error (localization)
     each = compare_each(expected, actual, tol, exact)
-    return summarize(each), each
+    return summarize(each, tol.asked), each
 
 
 def _run_both(gm: fx.GraphModule, inputs: Sequence[Any], backend: Backend, device: str,

@@ -555,3 +555,28 @@ def test_a_mismatch_reduction_keeps_to_the_output_the_user_saw_fail(tmp_path):
     assert "output 1" in summary["original_verdict"] and "dtype int64" in summary["original_verdict"], summary
     assert ops_in(tmp_path / "out" / "repro.py") == ["add.Tensor"], r.stderr[-2000:]
     assert "dtype int64" in summary["final_verdict"], summary
+
+
+class ValueAndAction(torch.nn.Module):
+    """A value head (rsqrt, NaN on the backend) before an action head (exp of a mul, 1.5x)."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        for _ in range(4):
+            x = torch.tanh(x * 0.9 + 0.1)
+        return torch.rsqrt(x.abs() + 1), torch.exp(x * 0.5)
+
+
+def test_a_nan_in_one_output_does_not_hide_another_outputs_mismatch(tmp_path):
+    """--oracle mismatch where output 0 turns NaN and output 1 is off: the mismatch is the
+    question (it was "does not fail the mismatch oracle ..., but: NAN"), and the reduction
+    ends on the action head's exp of a mul; --oracle nan still asks about the NaN."""
+    model, inputs = save_program(ValueAndAction().eval(), (torch.randn(4, 8),), tmp_path)
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "mismatch",
+                "--backend", plugin("nan_rsqrt_and_mul_exp"))
+    assert r.returncode == 1 and "FAILS (mismatch)" in r.stdout and "output 1" in r.stdout, r.stdout + r.stderr[-2000:]
+    summary, r = reduce_cli_run(model, inputs, tmp_path / "out", "mismatch", plugin("nan_rsqrt_and_mul_exp"),
+                                "--no-verify")
+    assert ops_in(tmp_path / "out" / "repro.py") == ["exp.default", "mul.Tensor"], r.stderr[-2000:]
+    r = run_cli("check", str(model), "--inputs", str(inputs), "--oracle", "nan",
+                "--backend", plugin("nan_rsqrt_and_mul_exp"))
+    assert r.returncode == 1 and "FAILS (nan)" in r.stdout and "output 0" in r.stdout, r.stdout + r.stderr[-2000:]

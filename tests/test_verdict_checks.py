@@ -2,7 +2,7 @@ import re
 
 import torch
 
-from oracles.checks import Tolerance, classify_exception, compare_outputs
+from oracles.checks import Tolerance, classify_exception, compare_outputs, summarize
 from oracles.script_checks import check_source, error_pattern
 from oracles.verdict import Signature, Verdict, answers, normalize_message
 
@@ -165,6 +165,19 @@ def test_per_output_verdicts_pair_outputs_or_give_none():
     assert [v.kind for v in each] == ["pass", "mismatch"] and verdict.kind == "mismatch" and verdict.output == 1
     verdict, each = evaluate_each(gm, [x], DropsOne("eager"), Tolerance())
     assert each == [] and verdict.kind == "mismatch" and "2 outputs" in verdict.detail
+
+
+def test_the_value_oracle_asked_names_a_verdict_whose_outputs_fail_both_ways():
+    """Output 0 NaN, outputs 1 and 2 off: a NaN by default (and for --oracle nan), the worst
+    mismatch, with both listed, for --oracle mismatch."""
+    each = [Verdict("nan", output=0, detail="4 of 4 values"), Verdict("mismatch", output=1, max_abs=0.5),
+            Verdict("mismatch", output=2, max_abs=2.0)]
+    assert summarize(each).kind == "nan" and summarize(each, "nan").output == 0
+    asked = summarize(each, "mismatch")
+    assert (asked.kind, asked.output, asked.extra["off"]) == ("mismatch", 2, [[1, 0.5], [2, 2.0]])
+    assert summarize(each[:1], "mismatch").kind == "nan"  # no mismatch: the NaN still shows
+    assert compare_outputs([torch.ones(2), torch.ones(2)], [torch.full((2,), float("nan")), torch.ones(2) * 3],
+                           Tolerance(asked="mismatch")).output == 1
 
 
 def test_error_codes_stay_in_the_signature_and_addresses_do_not():

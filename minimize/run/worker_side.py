@@ -174,8 +174,9 @@ def before_fork(state: str, device: str, **_: Any) -> None:
 
 
 def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float, rtol: float,
-                 device: str, scratch: str | None = None, reference: str = "eager") -> Callable[[dict[str, Any]], dict[str, Any]]:
-    tol = Tolerance(atol, rtol, reference)
+                 device: str, scratch: str | None = None, reference: str = "eager",
+                 asked: str = "nan") -> Callable[[dict[str, Any]], dict[str, Any]]:
+    tol = Tolerance(atol, rtol, reference, asked)
     use_scratch_root(scratch)
 
     def backend_for(overrides: dict[str, str]) -> Any:

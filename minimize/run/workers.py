@@ -118,7 +118,8 @@ class Workers:
             preload="minimize.run.worker_side:preload",
             prefork="minimize.run.worker_side:before_fork",
             setup_kwargs={"state": self._state.name, "scratch": str(scratch), "backend": opts.backend, "settings": opts.settings,
-                          "atol": opts.atol, "rtol": opts.rtol, "reference": opts.reference, "device": opts.device},
+                          "atol": opts.atol, "rtol": opts.rtol, "reference": opts.reference, "device": opts.device,
+                          "asked": opts.oracle},
             timeout_s=opts.timeout,
             memory_limit_bytes=opts.memory_limit_mb * 2**20 if opts.memory_limit_mb else None,
         )

@@ -121,6 +121,19 @@ def int_add_and_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> 
     return _run(gm, _IntAddAndMulExp)
 
 
+class _NanRsqrtAndMulExp(_ExpAfterMul):
+    """Two bugs of two kinds in two outputs: rsqrt all NaN (a value head) and the exp of a
+    mul 1.5x (the action head the user asks about with --oracle mismatch)."""
+
+    def run_node(self, n: Node) -> Any:
+        out = super().run_node(n)
+        return torch.full_like(out, float("nan")) if n.target is aten.rsqrt.default else out
+
+
+def nan_rsqrt_and_mul_exp(gm: GraphModule, example_inputs: list[torch.Tensor]) -> Callable[..., Any]:
+    return _run(gm, _NanRsqrtAndMulExp)
+
+
 class _SmallThenLarge(_ExpAfterMul):
     """Two bugs of other sizes: relu's values 0.01 high (upstream, the first value off) and
     1.5x from an exp of a mul (the error the user sees, 100s of times larger)."""
