@@ -21,7 +21,7 @@ import logging
 import re
 import textwrap
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -92,6 +92,9 @@ class OnnxExport:
     input_positions: list[int]    # for each, its index in the candidate's input list
     output_names: list[str]
     placeholder_names: list[str]  # the candidate's inputs, frozen ones included
+    # ONNX node name -> the fx node it was made from, with its source stack (torch.onnx's
+    # metadata): what a parser's or runtime's error naming `node_linear_2` was working on
+    origins: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def feeds(self, inputs: Sequence[Any]) -> dict[str, Any]:
         return {name: inputs[i] for name, i in zip(self.input_names, self.input_positions)}
@@ -163,7 +166,9 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     program.save(str(path))
-    return OnnxExport(path, input_names, input_positions, output_names, placeholders)
+    origins = {node.name: (meta["pkg.torch.onnx.fx_node"], meta.get("pkg.torch.onnx.stack_trace") or "None")
+               for node in program.model.graph if "pkg.torch.onnx.fx_node" in (meta := node.metadata_props)}
+    return OnnxExport(path, input_names, input_positions, output_names, placeholders, origins)
 
 
 def upstream_onnx(folder: Path, gm: fx.GraphModule, inputs: Sequence[Any], opset: int | None,
@@ -238,25 +243,15 @@ def read_onnx_io(path: Path) -> tuple[list[str], list[str], dict[str, Any]]:
 _ONNX_NODE_NAME = re.compile(r"\bnode_\w+")  # torch.onnx names each node after its fx node
 
 
-def named_node_text(path: Path, message: str) -> str | None:
-    """The first node of the saved model that a parser's or runtime's error names, in the
+def named_node_text(export: OnnxExport, message: str) -> str | None:
+    """The first node of the exported model that a parser's or runtime's error names, in the
     words torch.fx's Interpreter uses ("While executing %softmax : ... Original traceback:
     ..."), which oracles/checks.py failing_node reads: torch.onnx keeps each node's fx node
-    and source stack in its metadata. None when the message names no node of the model."""
-    import onnx
-
-    named = _ONNX_NODE_NAME.findall(message)
-    if not named:
-        return None
-    try:
-        nodes = onnx.load(str(path), load_external_data=False).graph.node
-    except Exception:  # noqa: BLE001 - only a guess: never in place of the compiler's own error
-        return None
-    meta = {n.name: {p.key: p.value for p in n.metadata_props} for n in nodes if n.name in named}
-    for name in named:
-        fx_node = meta.get(name, {}).get("pkg.torch.onnx.fx_node")
-        if fx_node:
-            stack = meta[name].get("pkg.torch.onnx.stack_trace") or "None"
+    and source stack in its metadata (OnnxExport.origins). None when the message names no
+    node of the model."""
+    for name in _ONNX_NODE_NAME.findall(message):
+        if name in export.origins:
+            fx_node, stack = export.origins[name]
             return f"While executing {fx_node}\nOriginal traceback:\n{stack}"
     return None
 

@@ -371,7 +371,7 @@ class TensorRTBackend(Backend):
             try:
                 plan = build_plan(trt, export.path, self.build_settings)
             except TensorRTError as e:  # the parser names an ONNX node: which of ours, for localization
-                e.failing_node_text = named_node_text(export.path, str(e))  # type: ignore[attr-defined]
+                e.failing_node_text = named_node_text(export, str(e))  # type: ignore[attr-defined]
                 raise
         if not torch.cuda.is_available():
             raise NotRunHere(f"{tensorrt_name(trt)} parsed and built the engine; it was not run (no GPU here)")
