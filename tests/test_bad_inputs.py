@@ -500,6 +500,10 @@ def test_resume_names_the_option_that_changed(host_program, tmp_path, monkeypatc
     from minimize.emit.run_header import _difference  # a compiler of another version: named, with both
     said = _difference({"compilers": {"mycompiler": "1.0"}}, {"compilers": {"mycompiler": "2.0"}})[0]
     assert said == "with mycompiler 1.0 (this is 2.0): its verdicts are that compiler's", said
+    # another backend records other compilers: the backend is the difference, and its fix a rerun (a newcomer's)
+    said = _difference({"compilers": {"torch_inductor": "2.13"}, "options": {"backend": "inductor"}},
+                       {"compilers": {"onnxruntime": "1.32", "onnxscript": "0.7"}, "options": {"backend": "onnxruntime"}})
+    assert said[0] == "with other options (--backend 'inductor' there, --backend 'onnxruntime' now)", said
     # a plugin file gone since the run began is gone, not "another version" (the resilience trial)
     from minimize.emit.run_header import _recorded_by_both
     plugin_run = {"plugin_sha256": "ab", "options": {"backend": "/x/plug.py:fn"}}

@@ -212,15 +212,17 @@ def _difference(then: dict[str, Any], now: dict[str, Any]) -> tuple[str, str]:
                 START_OVER)
     if then.get("torch") != now.get("torch"):
         return f"with torch {then.get('torch')} (this is {now.get('torch')})", START_OVER
-    old_compilers, new_compilers = then.get("compilers", {}), now.get("compilers", {})
-    if set(old_compilers) != set(new_compilers):  # a plugin's were all of trtmin's before 8f26320: what it imports now
-        return (f"by a trtmin that recorded other compilers for this backend ({', '.join(sorted(old_compilers)) or 'none'}"
-                f" there, {', '.join(sorted(new_compilers)) or 'none'} now)", START_OVER)
-    for name in sorted(set(old_compilers) | set(new_compilers)):
-        if old_compilers.get(name) != new_compilers.get(name):
-            return (f"with {name} {old_compilers.get(name, 'not recorded')} (this is "
-                    f"{new_compilers.get(name, 'not recorded')}): its verdicts are that compiler's", START_OVER)
     old, new = then.get("options", {}), now.get("options", {})
+    old_compilers, new_compilers = then.get("compilers", {}), now.get("compilers", {})
+    if old.get("backend") == new.get("backend"):  # another backend records other compilers: said as an option, below
+        if set(old_compilers) != set(new_compilers):  # a plugin's were all of trtmin's before 8f26320
+            return (f"by a trtmin that recorded other compilers for this backend ("
+                    f"{', '.join(sorted(old_compilers)) or 'none'} there, {', '.join(sorted(new_compilers)) or 'none'}"
+                    " now)", START_OVER)
+        for name in sorted(old_compilers):
+            if old_compilers[name] != new_compilers[name]:
+                return (f"with {name} {old_compilers[name]} (this is {new_compilers[name]}): its verdicts are that "
+                        "compiler's", START_OVER)
     changed = [f"{_as_flag(k, old.get(k))} there, {_as_flag(k, new.get(k))} now"
                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     return (f"with other options ({'; '.join(changed)})" if changed else "with other options"), RERUN_SAME
