@@ -318,10 +318,29 @@ def test_inputs_the_exported_program_cannot_take_are_refused(tmp_path: Path) -> 
     with pytest.raises(TrtminError, match=re.escape("kwargs has 'stride', which it does not take by keyword: it "
                                                     "was exported as a positional argument; put it in args")):
         load_inputs(path, ep)
+    # a batch of a dict: named by its key, as the dtype and shape errors name it (a newcomer met
+    # 'batch_observation_image' in these two and args[0]['observation.image'] in those)
+    batch = torch.export.Dim("batch", min=1, max=8)
+    dicts = torch.export.export(DictBatch(), ({"observation.image": torch.randn(2, 3), "state": torch.randn(2, 4)},),
+                                dynamic_shapes=({"observation.image": {0: batch}, "state": {0: batch}},))
+    for batch_inputs, words in [
+            (({"observation.image": torch.randn(9, 3), "state": torch.randn(9, 4)},),
+             "input args[0]['observation.image'] in "),
+            (({"observation.image": torch.randn(2, 3), "state": torch.randn(3, 4)},),
+             "input args[0]['state'] in ")]:
+        torch.save(batch_inputs, path)
+        with pytest.raises(TrtminError, match=re.escape(words)) as raised:
+            load_inputs(path, dicts)
+        assert "batch_" not in str(raised.value), raised.value
     torch.export.save(ep, tmp_path / "model.pt2")
     torch.save(next(iter(cases)), path)
     assert_one_line_error(run_cli_here("check", str(tmp_path / "model.pt2"), "--inputs", str(path), "--oracle",
                                        "mismatch", "--backend", "inductor"), "'stride'", "pass 2")
+
+
+class DictBatch(nn.Module):
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return batch["observation.image"].sum(-1) + batch["state"].sum(-1)
 
 
 class _DictPolicy(nn.Module):

@@ -165,34 +165,34 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     sizes: dict[Any, tuple[str, int, int]] = {}  # a dynamic dim's symbol -> the first input, dim and size given
     places = input_places(_serialized_call_spec(ep))
     for index, ((name, val), got) in enumerate(zip(metas, flat)):
+        which = input_words(name, places, index)  # the user's key in a dict of the arguments, or the name
         if not isinstance(val, torch.Tensor):
             if isinstance(val, (bool, int, float)) and not isinstance(got, torch.Tensor) and got != val:
-                raise TrtminError(f"input {name!r} in {path} is {got!r}, and the program was exported with "
+                raise TrtminError(f"{which} in {path} is {got!r}, and the program was exported with "
                                   f"{name}={val!r}, which it keeps as a constant; pass {val!r}, or export again "
                                   f"with {name}={got!r}")
             continue
         if not isinstance(got, torch.Tensor):
-            raise TrtminError(f"input {name!r} in {path} is {kind_of(got)}, the program expects a tensor")
-        which = input_words(name, places, index)  # the user's key in a dict of the arguments, or the name
+            raise TrtminError(f"{which} in {path} is {kind_of(got)}, the program expects a tensor")
         if got.layout != torch.strided:  # torch.export traced dense tensors; a sparse one has no storage to copy
             raise TrtminError(f"{which} in {path} is a sparse tensor ({got.layout}); "
                               "save it dense, with .to_dense(), as the program was exported with")
         if got.is_meta:
-            raise TrtminError(f"input {name!r} in {path} is a meta tensor, which holds no values to run on; save "
+            raise TrtminError(f"{which} in {path} is a meta tensor, which holds no values to run on; save "
                               "the real tensors the model runs on (torch.save of them on the CPU or a GPU)")
         if got.dtype != val.dtype:
             raise wrong_dtype_error(path, which, str(got.dtype), str(val.dtype))
         static = tuple(d if isinstance(d, int) else None for d in val.shape)
         if got.dim() != len(static) or any(s is not None and s != g for s, g in zip(static, got.shape)):
             raise wrong_shape_error(path, which, tuple(got.shape), static)
-        _check_dynamic_sizes(ep, path, name, val, got, sizes)
+        _check_dynamic_sizes(ep, path, which, val, got, sizes)
     return flat
 
 
-def _check_dynamic_sizes(ep: ExportedProgram, path: Path, name: str, val: torch.Tensor, got: torch.Tensor,
+def _check_dynamic_sizes(ep: ExportedProgram, path: Path, which: str, val: torch.Tensor, got: torch.Tensor,
                          sizes: dict[Any, tuple[str, int, int]]) -> None:
     """Each dynamic dim's size within the range the program was exported for, and one size
-    for a Dim two inputs share: the exported program's own guards, which it checks when it is
+    for a Dim two inputs share (`which`: the input in the user's words, input_words): the exported program's own guards, which it checks when it is
     called (ep.module()), where trtmin's graph runs without them and reduced a program that
     cannot take such inputs."""
     for dim, (want, size) in enumerate(zip(val.shape, got.shape)):
@@ -204,12 +204,12 @@ def _check_dynamic_sizes(ep: ExportedProgram, path: Path, name: str, val: torch.
             low, high = int(bounds.lower), bounds.upper
             high_text = str(int(high)) if high.is_finite else "any"
             if size < low or (high.is_finite and size > int(high)):
-                raise TrtminError(f"input {name!r} in {path} has size {size} in dim {dim}, outside the range the "
+                raise TrtminError(f"{which} in {path} has size {size} in dim {dim}, outside the range the "
                                   f"program was exported for ({low} to {high_text}); pass a size in that range, or "
                                   "export again with a wider torch.export.Dim")
-        first = sizes.setdefault(symbol, (name, dim, size))
+        first = sizes.setdefault(symbol, (which, dim, size))
         if first[2] != size:
-            raise TrtminError(f"input {name!r} in {path} has size {size} in dim {dim}, and {first[0]!r} size "
+            raise TrtminError(f"{which} in {path} has size {size} in dim {dim}, and {first[0].removeprefix('input ')} size "
                               f"{first[2]} in dim {first[1]}: the program was exported with one size for both "
                               "(the same torch.export.Dim); pass equal sizes")
 
