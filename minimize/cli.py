@@ -525,7 +525,8 @@ def repros_add(
         check_repro_name(name)
         existed, previous = old.exists(), readable_manifest(old)
         kept = kept_fields(previous, old, title is not None, bool(upstream)) if previous and force else []  # before
-        mine = [p.name for p in users_files(old)] if existed and force and old.is_dir() else []  # it goes
+        mine = [p.name for p in users_files(old, out_dir)] if existed and force and old.is_dir() else []  # it goes
+        # (those of a name the new entry has too are kept as NAME.edited, said below)
         before = {p.name for p in old.iterdir()} if existed and old.is_dir() else set()
         for url in upstream or ():  # the option's mistake, named as the option (not as the manifest's field)
             if not UPSTREAM_URL.match(url):

@@ -95,6 +95,7 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert saved.returncode == 0 and (suite / "arange_again" / "repro.py").exists() and "in place" not in saved.stdout
     (suite / "view_above_8_dims" / "NOTES.txt").write_text("what we tried")  # the user's own: they stay,
     (suite / "view_above_8_dims" / "repro_fp16.py").write_text("# a variant")  # trtmin-like names too
+    (suite / "view_above_8_dims" / "report.md").write_text("# ours")  # a name the new entry has: kept as .edited
     replace = ("repros", "add", str(tmp_path), "--name", "view_above_8_dims", "--suite", str(suite), "--duplicate",
                "--force")
     other = run_cli_here(*replace)  # a Torch-TensorRT crash: not this Inductor mismatch's to replace
@@ -109,8 +110,10 @@ def test_example_reduces_to_three_nodes_or_fewer(tmp_path: Path, tmp_path_factor
     assert (suite / "view_above_8_dims" / "repro_fp16.py").read_text() == "# a variant"
     assert (suite / "view_above_8_dims" / "repro.py.edited").read_bytes() == (
         ROOT / "repros" / "suite" / "view_above_8_dims" / "repro.py").read_bytes()  # the hand-written script kept
+    assert (suite / "view_above_8_dims" / "report.md.edited").read_text() == "# ours"
     assert replaced.stdout.rstrip().endswith("; kept your files there: NOTES.txt, repro_fp16.py; kept its "
-                                             "hand-written or edited files as repro.py.edited"), replaced.stdout
+                                             "hand-written or edited files as report.md.edited, repro.py.edited"), \
+        replaced.stdout  # report.md was said in both (a newcomer's hunt)
     # what people wrote into the manifest stays: its title, when it was added and first seen, its notes
     assert "kept from its manifest: title, added, first_seen, and its notes" in replaced.stdout, replaced.stdout
     before = parse_manifest(ROOT / "repros" / "suite" / "view_above_8_dims" / "manifest.toml")
