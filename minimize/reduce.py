@@ -386,6 +386,7 @@ def _needed_dynamic(problem: ReductionProblem, found: Candidate,
     problem.current_pass = "static sizes"  # on the live line while it compiles
     with counted(problem, CHECK_STATIC_SIZES):
         static = problem.failures(found.but(static=True)) >= problem.min_failures  # journaled: a --resume replays it
+        problem.counters.accepted += static  # the static form is taken: its row says so, as made values' does
     problem.current_pass = DONE
     if static:
         problem.notes["static"] = ("the program was exported with dynamic sizes, and the bug shows with them "

@@ -156,6 +156,7 @@ def test_a_bug_that_shows_with_static_sizes_too_gets_a_static_repro(tmp_path):
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["dynamic"] == {} and summary["repro_alone"]["status"] == "REPRODUCED", summary
+    assert summary["passes"]["check_static_sizes"]["accepted"] == 1, summary["passes"]  # was 0 (a newcomer's hunt)
     script = (out / "repro.py").read_text()
     assert "DYNAMIC" not in script and "mark_dynamic" not in script and "linear" in script
     assert "the bug shows with them static too" in (out / "report.md").read_text()
