@@ -597,7 +597,7 @@ def repros_list(suite: SuiteOpt = None) -> None:
 @repros_app.command("match")
 def repros_match(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT_DIR", help="A reduce output folder (repro.py and summary.json).")],
-    suite: SuiteOpt = None,
+    suite: Annotated[Optional[Path], typer.Option("--suite", metavar="DIR", help="The one suite folder to compare with (default: $TRTMIN_SUITE's where it is set, and the repros/suite shipped with trtmin).")] = None,
 ) -> None:
     """Say which saved repros a reduction looks like (the same ops, backend and failure), and which are related (the same ops and backend, another failure, or the same ops by other overloads); exit 1 if one is the same bug, 0 if none."""
     from repros.match import compare, fingerprint
