@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import re
 import sys
 from typing import Any, Callable, Iterable
 
@@ -163,11 +164,29 @@ def tensorrt_module_name() -> str | None:
     return next((m for m in TENSORRT_MODULES if importlib.util.find_spec(m) is not None), None)
 
 
+def pip_install(package: str) -> str:
+    """`pip install 'executorch==1.4.*' (trtmin's extra executorch)`: the version trtmin's own
+    extras pin (pyproject.toml; a bare `executorch` takes a release built for another torch),
+    else the bare name."""
+    import importlib.metadata
+    try:
+        requires = importlib.metadata.requires("trtmin") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        requires = []
+    for line in requires:
+        wanted, _, extra = line.partition(";")
+        name = re.split(r"[<>=!~ \[]", wanted.strip(), maxsplit=1)[0]
+        if name == package and "extra ==" in extra:
+            which = extra.split("==")[1].strip().strip("'\"")
+            return f"pip install '{wanted.strip()}' (trtmin's pin; pip install -e '.[{which}]' in its checkout)"
+    return f"pip install {package}"
+
+
 def check_onnx_export(spec: str) -> None:
-    for module, pip in (("onnx", "onnx"), ("onnxscript", "onnxscript")):
+    for module in ("onnx", "onnxscript"):
         if importlib.util.find_spec(module) is None:
             raise MissingPackageError(f"backend {spec} exports the candidate with torch.onnx, which needs the {module} "
-                                      f"package, which is not installed here; install it with pip install {pip}")
+                                      f"package, which is not installed here; install it with {pip_install(module)}")
 
 
 def check_packages(spec: str) -> None:
@@ -179,17 +198,17 @@ def check_packages(spec: str) -> None:
     if spec == "onnxruntime":
         if importlib.util.find_spec("onnxruntime") is None:
             raise MissingPackageError(f"backend {spec} needs the onnxruntime package, which is not installed here; "
-                                      "install it with pip install onnxruntime")
+                                      f"install it with {pip_install('onnxruntime')}")
         check_onnx_export(spec)
     if spec == "tensorrt":
         if tensorrt_module_name() is None:
             raise MissingPackageError(f"backend {spec} needs TensorRT, which is not installed here; install it with "
-                                      "pip install tensorrt (NVIDIA's TensorRT) or pip install tensorrt-rtx (TensorRT-RTX)")
+                                      f"pip install tensorrt (NVIDIA's TensorRT) or {pip_install('tensorrt-rtx')}")
         check_onnx_export(spec)
     if spec.startswith("executorch:"):
         if importlib.util.find_spec("executorch") is None:
             raise MissingPackageError(f"backend {spec} needs the executorch package, which is not installed here; "
-                                      "install it with pip install executorch")
+                                      f"install it with {pip_install('executorch')}")
         if spec == "executorch:tensorrt" and not torch_tensorrt_installed():
             raise MissingPackageError(f"backend {spec} needs the torch_tensorrt package, which is not installed "
                                       f"here; {TORCH_TENSORRT_HINT}")

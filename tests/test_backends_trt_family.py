@@ -32,7 +32,7 @@ from oracles.checks import Tolerance, flatten_outputs
 from oracles.environment import collect_environment, format_environment
 from oracles.errors import MissingPackageError, TrtminError
 from oracles.evaluate import evaluate
-from tests.helpers import alone_env
+from tests.helpers import ROOT, alone_env
 
 HAS_TORCH_TRT = importlib.util.find_spec("torch_tensorrt") is not None
 HAS_TRT = any(importlib.util.find_spec(m) is not None for m in ("tensorrt", "tensorrt_rtx"))
@@ -109,7 +109,21 @@ def test_missing_tensorrt_is_one_line() -> None:
     with pytest.raises(MissingPackageError) as info:
         resolve("tensorrt")
     assert "\n" not in str(info.value) and "pip install tensorrt" in str(info.value)
-    assert "pip install tensorrt-rtx" in str(info.value)
+    assert "pip install 'tensorrt-rtx==" in str(info.value)
+
+
+def test_a_missing_packages_hint_pins_the_version_trtmin_pins() -> None:
+    """A bare `pip install executorch` took 1.5.1, built for another torch than the 2.13
+    that pyproject.toml's extra pairs it with (a newcomer's hunt): the hint names the pin."""
+    import tomllib
+
+    from oracles.backend_setup import pip_install
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra, package in (("executorch", "executorch"), ("onnx", "onnxruntime"), ("tensorrt", "tensorrt-rtx")):
+        pin = next(r for r in extras[extra] if r.startswith(package) and not r[len(package)].isalpha()
+                   and r[len(package)] != "-")
+        assert pip_install(package) == f"pip install '{pin}' (trtmin's pin; pip install -e '.[{extra}]' in its checkout)"
+    assert pip_install("not-a-dependency") == "pip install not-a-dependency"
 
 
 def test_unknown_executorch_variant() -> None:
