@@ -258,6 +258,9 @@ def reduce(
             code = _say_interrupted("[yellow]interrupted[/] before the first verdict: nothing to resume; run the command again")
         raise typer.Exit(code)
     _print_result(console, summary, out, time.time() - started, suite_notes)
+    alone = summary.get("repro_alone")
+    if alone is not None and alone["status"] != "REPRODUCED":  # the WARNING said why: a script or CI must see it
+        raise typer.Exit(1)
 
 
 @app.command()

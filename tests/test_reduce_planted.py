@@ -339,9 +339,12 @@ def test_the_run_alone_allows_for_start_up_and_quotes_what_the_script_printed(tm
 def test_a_repro_that_does_not_reproduce_alone_is_said_loudly(host_program, tmp_path):
     """The reduction's verdicts come from warm workers; run alone, this bug's repro passes
     (the bug needs process state, as a flaky compiler's may): trtmin says so, in the CLI's
-    output, summary.json and report.md. --no-verify skips the run."""
+    output, summary.json and report.md, and exits 1. --no-verify skips the run."""
     model, inputs = host_program
-    summary, r = reduce_cli_run(model, inputs, tmp_path / "on", "crash", plugin("crash_on_sin_in_trtmins_workers_only"))
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend",
+                plugin("crash_on_sin_in_trtmins_workers_only"), "--out", str(tmp_path / "on"))
+    assert r.returncode == 1, r.stderr[-3000:]  # the files written, and a script or CI told: exit 1, not 0
+    summary = json.loads((tmp_path / "on" / "summary.json").read_text())
     assert summary["final_nodes"] == 1 and summary["repro_alone"]["status"] == "FIXED"
     said = " ".join((r.stdout + r.stderr).split())
     assert "WARNING: run alone after the reduction, `python repro.py` ended" in said
