@@ -317,14 +317,17 @@ def test_the_edges_of_what_the_numbers_and_settings_take():
 
 
 def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
-    """--import of a module that is not installed, an --emit typo, and --device cuda where
+    """--import of a module that is not installed, an --emit typo, a plugin file that is not
+    there, and --device cuda where
     the machine shows no GPU, were found only after torch had loaded (7-8 s); so were the
     --set mistakes of the backends whose settings trtmin lists (3-4 s): now from files
     alone. Each ask: the words the error must hold, then the arguments."""
     model, inputs = host_program
     inductor = ["--backend", "inductor"]
     asks = [["--import", "check", *inductor, "--import", "no_such_lib.ops"],
-            ["--emit", "reduce", *inductor, "--emit", "bogus", "--out", str(model.parent / "o")]]
+            ["--emit", "reduce", *inductor, "--emit", "bogus", "--out", str(model.parent / "o")],
+            # a plugin file's typo: after the workers' start and torch's import it took 5.9 s (a newcomer's hunt)
+            ["plugin file nofile.py does not exist", "check", "--backend", "nofile.py:fn"]]
 
     def installed(*modules: str) -> bool:
         return all(importlib.util.find_spec(m) for m in modules)
