@@ -128,6 +128,10 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     if device.startswith("cuda") and not gpu_driver_seen():
         raise TrtminError(f"--device {device} was asked for, but no CUDA GPU is visible here; "
                           "run on a GPU machine or use --device cpu")
+    if backend == "tensorrt" and oracle not in ("crash", "hang") and not gpu_driver_seen():  # the backend's words
+        raise TrtminError(f"--oracle {oracle} needs the TensorRT engine run, and no GPU is visible here; without one, "
+                          "backend tensorrt only parses and builds: use --oracle crash for parser and builder "
+                          "failures, or run on a machine with an NVIDIA GPU")
     if match is not None and oracle not in ERROR_ORACLES:
         raise TrtminError(f"--match applies to the error of a crash or an oom; a {oracle} has no error "
                           "message to match: drop --match")

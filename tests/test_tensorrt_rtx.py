@@ -14,6 +14,7 @@ import importlib.util
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,13 @@ def test_mismatch_without_a_gpu_is_one_line_exit_2(tmp_path: Path) -> None:
     r = run_cli_here("check", str(model), "--inputs", str(inputs), "--backend", "tensorrt", "--oracle", "mismatch")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert r.stderr.strip().splitlines()[-1].startswith("error: --oracle mismatch needs the TensorRT engine run")
+    from minimize.arguments import gpu_driver_seen
+    if not gpu_driver_seen():  # then said before torch loads (it took 7 s, after the workers' start: a hunt's)
+        code = ("import sys\nfrom minimize.cli import run\n"
+                f"code = run({['check', str(model), '--inputs', str(inputs), '--backend', 'tensorrt', '--oracle', 'nan']!r})\n"
+                "print(code, 'torch' in sys.modules)")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.stdout.split() == ["2", "False"] and "--oracle nan needs the TensorRT engine run" in r.stderr, r
 
 
 def test_dynamic_sizes_tensorrt_builds_static_are_said_before_the_first_call(tmp_path: Path) -> None:
