@@ -37,7 +37,7 @@ from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
 from oracles.backend_names import parse_backend
 from oracles.backends import resolve
-from oracles.errors import TrtminError, unjudgeable, write_failure
+from oracles.errors import TrtminError, first_line, unjudgeable, write_failure
 from oracles.verdict import VALUE_ORACLES, Verdict, answers, output_dtype, precision_note
 
 
@@ -296,9 +296,15 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
 
     def others() -> dict[str, dict[str, Any]]:  # each --emit script, run alone too: which backends have the bug
         ran = {}
-        for spec in summary["emitted"]:  # --emit's, and the backend without its delegate where it took nothing
-            path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
-                                      reduced_with=backend.describe_shared())  # no user folder
+        for spec in list(summary["emitted"]):  # --emit's, and the backend without its delegate where it took nothing
+            try:
+                path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
+                                          reduced_with=backend.describe_shared())  # no user folder
+            except Exception as e:  # noqa: BLE001 - torch.onnx's export for tensorrt's, say: the rest stands
+                summary["emitted"].remove(spec)  # its files are not among those written (write_outputs)
+                summary.setdefault("emit_failed", {})[spec] = f"{type(e).__name__}: {first_line(e, 300)}"
+                log(f"note: no script for {spec}: {summary['emit_failed'][spec]}")
+                continue
             if opts.verify:
                 log(f"running {path.name} alone, for {spec}")
                 on_phase(f"running {path.name} alone")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import re
 
 import pytest
 import torch
@@ -433,3 +434,16 @@ def test_renaming_apart_leaves_attributes_keywords_strings_and_fxs_own_globals()
     inputs = dict(zip(piece.input_names, program.inputs_for(piece, {})))
     assert report_snippet(repro_info(Verdict("mismatch", output=0, max_abs=0.5)), piece.gm, inputs, {},
                           BUILTIN["inductor"]("inductor", {})) is None
+
+
+def test_a_script_line_with_a_bar_stays_in_its_table_cell():
+    """TensorRT joins its errors with " | ": unescaped in report.md's table of the --emit
+    scripts, the cell ended at the first one (a TensorRT user's hunt)."""
+    from minimize.emit.report import _emitted_line
+
+    line = "REPRODUCED: TensorRTError: In node 0 with name: node_view | Reshape fails"
+    said = _emitted_line({"emitted": ["tensorrt"], "emitted_alone": {
+        "repro_tensorrt.py": {"status": "REPRODUCED", "exit": 1, "line": line}}})
+    row = next(r for r in said.splitlines() if r.startswith("| `repro_tensorrt.py`"))
+    assert row.endswith("| `REPRODUCED: TensorRTError: In node 0 with name: node_view \\| Reshape fails` |"), row
+    assert len(re.findall(r"(?<!\\)\|", row)) == 4, row  # three cells

@@ -525,3 +525,29 @@ def test_a_build_failure_script_matches_what_trtmin_kept_of_all_tensorrt_said() 
     at = "[graphOptimizer.cpp::fuse::{}] Error Code 2: Internal Error (Assertion failed: /MatMul_{} has no tactic)"
     pattern = said_pattern("building the engine failed: " + tensorrt_said([], [cuda, at.format(731, 17)]))
     assert re.search(pattern, "TensorRTError: building the engine failed: " + " | ".join([cuda, at.format(802, 4)]))
+
+
+class Median(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x).median(-1).values
+
+
+def test_an_emit_script_that_cannot_be_made_is_said_and_the_rest_stands(tmp_path: Path) -> None:
+    """--emit tensorrt of a bug in torch.onnx's export itself (no ONNX function for median):
+    the TensorRT-only script needs that export. It ended in a traceback (exit 1), with
+    report.md and summary.json naming repro_tensorrt.py, model.onnx and the .npz, none
+    written (a TensorRT user's hunt). Now report.md says why it is missing, and lists no
+    such file; repro.py stands."""
+    model, inputs = save_program(Median().eval(), (torch.randn(2, 8),), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli_here("reduce", str(model), "--inputs", str(inputs), "--oracle", "crash", "--backend", "tensorrt",
+                     "--emit", "tensorrt", "--out", str(out), "--no-verify")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "note: no script for tensorrt: OnnxExportError: torch.onnx.export failed" in r.stderr, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["emitted"] == [] and "median" in summary["emit_failed"]["tensorrt"], summary
+    assert not {"repro_tensorrt.py", "model.onnx", "repro_tensorrt.npz"} & set(summary["files"]), summary["files"]
+    assert not any((out / name).exists() for name in ("repro_tensorrt.py", "model.onnx", "repro_tensorrt.npz"))
+    report = (out / "report.md").read_text()
+    assert "Not written for tensorrt (`repro_tensorrt.py`): making it failed, OnnxExportError" in report, report
+    assert "Also written for other backends" not in report

@@ -181,10 +181,11 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
         summary["reduced_pt2_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     # What this run writes (the --emit scripts come next): `repros add` saves these and no
     # other, as an earlier run's files may be beside them (--force replaces, never deletes)
-    emitted = {n for spec in summary.get("emitted", []) for n in emitted_names(spec)}
+    def emitted() -> set[str]:  # a script that could not be made leaves summary["emitted"] (minimize/reduce.py)
+        return {n for spec in summary.get("emitted", []) for n in emitted_names(spec)}
 
     def files() -> list[str]:
-        return sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"} | emitted)
+        return sorted({p.name for p in written.values()} | set(copied) | {"report.md", "summary.json"} | emitted())
 
     summary["files"] = files()
     snippet = report_snippet(info, gm, inputs, constants, backend, generated)
@@ -192,7 +193,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
     def report_and_summary(scripts_written: bool = False) -> None:
         atomic_write(out / "report.md", render_report(info, script, backend, summary, snippet,
                                                        input_names=list(inputs), inputs=inputs))
-        mine = [n for n in summary["files"] if scripts_written or n not in emitted]  # not an earlier run's scripts
+        mine = [n for n in summary["files"] if scripts_written or n not in emitted()]  # not an earlier run's scripts
         summary["written_sha256"] = written_digests(out, mine)  # a replay keeps off later edits
         atomic_write(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
@@ -218,6 +219,7 @@ def write_outputs(out: Path, info: ReproInfo, piece: Slice, values: dict[str, An
             summary.setdefault("timing", {})[f"{name}_alone_seconds"] = alone.pop("seconds")
         if ran:
             summary["emitted_alone"] = ran
+        summary["files"] = files()
         report_and_summary(scripts_written=True)  # again, with what each printed, and the scripts' digests
     return written
 

@@ -215,16 +215,25 @@ def _what_copy(name: str) -> str:
 
 def _emitted_line(summary: dict[str, Any]) -> str:
     specs = summary.get("emitted") or []
+    failed = "".join(f"\nNot written for {spec} (`{emitted_names(spec)[0]}`): making it failed, {why}\n"
+                     for spec, why in (summary.get("emit_failed") or {}).items())
     if not specs:
-        return ""
+        return failed
     files = "; ".join(", ".join(f"`{n}`" for n in emitted_names(spec)) + f" ({spec})" for spec in specs)
     ran = summary.get("emitted_alone") or {}
     if not ran:
-        return f"\nAlso written for other backends (generated from this program, not run by the oracle): {files}.\n"
-    rows = "".join(f"| `{name}` | {alone['status']} (exit {alone['exit']}) | `{alone['line']}` |\n"
+        return (f"\nAlso written for other backends (generated from this program, not run by the oracle): {files}.\n"
+                + failed)
+    rows = "".join(f"| `{name}` | {alone['status']} (exit {alone['exit']}) | `{table_cell(alone['line'])}` |\n"
                    for name, alone in ran.items())
     return (f"\nAlso written for other backends, from this program: {files}. Each was run alone here after the "
-            f"reduction, as repro.py was:\n\n| script | status | printed |\n|---|---|---|\n{rows}")
+            f"reduction, as repro.py was:\n\n| script | status | printed |\n|---|---|---|\n{rows}" + failed)
+
+
+def table_cell(text: str) -> str:
+    """`text` inside a Markdown table's cell: its | escaped, which would end the cell (TensorRT's
+    "... | ..."-joined errors), in a code span too (GitHub's tables)."""
+    return text.replace("|", "\\|")
 
 
 def _native_section(v: Verdict) -> str:
