@@ -118,7 +118,7 @@ def compare_outputs(expected: Sequence[Any], actual: Sequence[Any], tol: Toleran
     exact: the float64 run's outputs, with --reference float64."""
     if len(expected) != len(actual):
         return Verdict("mismatch", detail=f"eager returns {len(expected)} outputs, the backend {len(actual)}")
-    return summarize(compare_each(expected, actual, tol, exact))
+    return summarize(compare_each(expected, actual, tol, exact), tol.asked)
 
 
 def compare_each(expected: Sequence[Any], actual: Sequence[Any], tol: Tolerance,
