@@ -92,7 +92,8 @@ def _sep(detail: str) -> str:
 # What normalize_message writes in place of what a cut or a run changes, and the regex that
 # stands for it in a script's error pattern (script_checks.message_pattern)
 PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<n>": r"\d+", "<addr>": r"0x[0-9a-fA-F]+", "<path>/": r"\S*/",
-                "<nodes>": r"[^\]]*", "<value>": r"[^)]*"}
+                "<nodes>": r"[^\]]*", "<value>": r"[^)]*",
+                "<types>": r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*(?:\s*\|)?"}
 
 _NORMALIZERS = [
     # names a cut changes, where the words around them name the failure: TensorRT's fused
@@ -104,6 +105,9 @@ _NORMALIZERS = [
     # an ONNX node's name (torch.onnx names it after its fx node: node_view, node_view_9) counts
     # its op's earlier nodes, which a cut renumbers: the same node with or without a suffix
     (re.compile(r"\b(node_[A-Za-z]\w*?)(?:_\d+)?\b"), r"\1<_n>"),
+    # a union of types (onnxscript's "TRealOrUInt8=UINT8 | INT32 | INT8 | ..."), listed from a set
+    # in an order each process draws anew (PYTHONHASHSEED): one bug, whatever the order
+    (re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*){2,}(?:\s*\|)?"), "<types>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(/[\w.\-]+)+/([\w.\-]+)"), r"<path>/\2"),
     (re.compile(r"\d+"), "<n>"),

@@ -711,3 +711,18 @@ def test_only_the_backends_scratch_folders_leave_a_compilers_words():
     assert shown("path='/tmp/repro-onnx-ab_12xyz/model.onnx'") == "path='model.onnx'"
     for kept in ("/data/repro-trt-fp16/cfg.json", "scratch/trtmin-onnx-ab12cd34/model.onnx"):
         assert shown(kept) == kept
+
+
+def test_a_union_of_types_listed_in_another_order_is_the_same_failure():
+    """onnxscript lists a type union from a set, in an order each process draws anew
+    (PYTHONHASHSEED): repro.py's ERROR_PATTERN, made from the workers' order, said CHANGED
+    on every run alone (a TensorRT user's hunt: amax without dim, 49 -> 1 node)."""
+    said = ("torch.onnx.export failed (ConversionError): ValueError: Required parameter 'dim' is not provided. "
+            "Signature: aten_amax(self: TRealOrUInt8) -> (TRealOrUInt8) where TRealOrUInt8={} | BFLOAT16 |...")
+    orders = [said.format("UINT8 | INT32 | INT8 | INT64"), said.format("INT64 | UINT8 | INT8 | INT32")]
+    assert normalize_message(orders[0]) == normalize_message(orders[1])
+    assert "TRealOrUInt<n>=<types>" in normalize_message(orders[0])
+    pattern = error_pattern(Signature("crash", "OnnxExportError", normalize_message(orders[0])), None)
+    assert all(re.search(pattern, text) for text in orders), pattern
+    # words joined by " | " are not a union: TensorRT's errors keep theirs
+    assert normalize_message("node_view failed | Reshape fails | x") == "node_view<_n> failed | Reshape fails | x"
