@@ -302,7 +302,7 @@ def check(
                     whole = session.program.normalize(session.program.all_kept())
                     runs = session.evaluate([Candidate(whole, tuple(sorted(opts.settings.items())))])[0]
                     runs = [v.named(session.program.output_names) for v in runs]  # output 1 ['action']
-                    crashes = {v.message: v for v in runs if v.kind == "crash"}.values()  # --repeat: each once
+                    crashes = {v.message: v for v in runs if v.kind in ("crash", "hang")}.values()  # --repeat: each once
                     mistake = next(filter(None, map(session.setup_problem, crashes)), None)
                     if mistake:  # the set-up's, not the compiler's: as reduce refuses it (minimize/reduce.py)
                         raise TrtminError(f"{mistake} (the program, on {session.backend.describe()})")

@@ -551,3 +551,15 @@ def test_an_emit_script_that_cannot_be_made_is_said_and_the_rest_stands(tmp_path
     report = (out / "report.md").read_text()
     assert "Not written for tensorrt (`repro_tensorrt.py`): making it failed, OnnxExportError" in report, report
     assert "Also written for other backends" not in report
+
+
+def test_a_timeout_shorter_than_any_compile_is_refused_not_reduced_as_a_hang(tmp_path: Path) -> None:
+    """--oracle hang with a --timeout under a fresh worker's first export and build: every
+    program "hangs", and a reduction ended at a 1-node view "hang" whose repro reproduced (a
+    TensorRT user's hunt). A one-op program runs past it too: refused, exit 2, one line."""
+    model, inputs = save_program(nn.Linear(8, 4).eval(), (torch.randn(2, 8),), tmp_path)
+    r = run_cli_here("check", str(model), "--inputs", str(inputs), "--oracle", "hang", "--backend", "tensorrt",
+                     "--timeout", "0.5")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr[-2000:]
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        "error: one-op programs (x + 1, x * 2) run past --timeout 0.5 s too"), r.stderr[-2000:]

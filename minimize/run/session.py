@@ -179,13 +179,14 @@ class Session:
         """Why the original's crash is the set-up's mistake, not a compiler's bug (what to
         fix), or None. The backend's own checks first (a module not installed, a plugin that
         returns no callable, a --set TensorRT refuses); then, where the backend runs the
-        user's own code (a plugin, a command), two one-op programs (x + 1, x * 2) in workers,
-        once a session: failing the same way on both, the failure does not depend on the
-        model, and a reduction would end at one node and call it a bug (a converter bug of
-        add's own fails on x + 1 alone). Each control gets at most ONE_OP_TIMEOUT_S."""
+        user's own code (a plugin, a command) or the failure is a hang (a --timeout too short
+        for any compile), two one-op programs (x + 1, x * 2) in workers, once a session:
+        failing the same way on both, the failure does not depend on the model, and a
+        reduction would end at one node and call it a bug (a converter bug of add's own fails
+        on x + 1 alone). Each control gets at most ONE_OP_TIMEOUT_S (--timeout, if lower)."""
         problem = self.backend.setup_problem(v.message)
         whose = self.backend.own_code()
-        if problem or not whose:
+        if problem or not (whose or v.kind == "hang"):  # a built-in backend's hang: is --timeout too short for any?
             return problem
         if self._one_op is None:
             self._one_op = []
@@ -198,6 +199,10 @@ class Session:
         if len(self._one_op) < len(ONE_OP_PROGRAMS) or not all(map(Signature.of(v).matches, self._one_op)):
             return None
         control = self._one_op[0]
+        if v.kind == "hang" and not whose:  # a fresh worker's first compile (torch.onnx's set-up, say) took longer
+            return (f"one-op programs ({', '.join(ONE_OP_PROGRAMS)}) run past --timeout {self.opts.timeout:g} s too, "
+                    "each in a fresh worker as every run after a hang is: the timeout is shorter than this backend's "
+                    "first compile of any program, not a hang of your model's; raise --timeout")
         said = control.message.splitlines()[0][:200] if control.message.strip() else control.exc_type
         return (f"{whose} fails the same way on one-op programs ({', '.join(ONE_OP_PROGRAMS)}): {said}; its failure "
                 "does not depend on your model (it is its own, or its set-up's): fix it, no compiler's bug to reduce")
