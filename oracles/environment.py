@@ -242,18 +242,21 @@ BACKEND_LINES = {"torch_tensorrt": ("Torch-TensorRT Version", "TensorRT Version"
 COMPILER_LINES = ("Torch-TensorRT Version", "TensorRT Version", "ExecuTorch Version", "ONNX Runtime Version",
                   "ONNX export")
 GPU_LINES = ("CUDA version", "GPU models and configuration", "Driver version")
+# backends whose engines are the GPU's wherever trtmin ran the program: their GPU lines stay, a
+# TensorRT build failure's "no GPU" included (it may be the GPU's absence)
+GPU_BACKENDS = ("tensorrt", "torch_tensorrt", "executorch:cuda", "executorch:tensorrt")
 
 
 def format_environment(env: dict[str, str], backend: str | None = None, device: str | None = None) -> str:
     """The "## Environment" list of the Torch-TensorRT bug report template. For a bug
     (`backend`, `device`): of the compilers, only those the backend uses (a plugin's or a
-    command's: those installed), and without the GPU lines for a CPU bug."""
+    command's: those installed), and without the GPU lines for a CPU bug (GPU_BACKENDS' are none)."""
     if backend is not None:
         family = backend if backend in BACKEND_LINES else "executorch" if backend.startswith("executorch:") else None
         if family is None:  # a plugin or a command: which compilers it calls is not known
             env = {k: v for k, v in env.items() if v != NOT_INSTALLED}
         else:
             env = {k: v for k, v in env.items() if k not in COMPILER_LINES or k in BACKEND_LINES[family]}
-    if device is not None and not device.startswith("cuda"):
+    if device is not None and not device.startswith("cuda") and backend not in GPU_BACKENDS:
         env = {k: v for k, v in env.items() if k not in GPU_LINES}
     return "\n".join(f" - {k}: {v}" for k, v in env.items())

@@ -674,6 +674,9 @@ def test_a_reports_environment_keeps_the_gpu_of_a_cuda_bug_and_what_its_compiler
         shown = format_environment(env, "inductor", device).splitlines()
         assert [f" - {k}: {env[k]}" for k in gpu_lines] == shown[-3:], (device, shown)
     assert not any(k in format_environment(env, "inductor", "cpu") for k in gpu_lines)
+    # a TensorRT engine is the GPU's wherever the program ran: its build failure without one may
+    # be the GPU's absence, and the report says which GPU, or none (a TensorRT user's hunt)
+    assert all(k in format_environment(env, "tensorrt", "cpu") for k in gpu_lines)
     lowered = format_environment(env, "executorch:tensorrt", "cuda").splitlines()
     assert " - Torch-TensorRT Version: 2.11.0" in lowered and " - TensorRT Version: not installed" in lowered, lowered
     for unknown in ("plugins/mine.py:compile", "cmd:tensorrt_run.sh {model}"):
