@@ -168,6 +168,9 @@ def export_onnx(gm: fx.GraphModule, inputs: Sequence[Any], path: Path, *, opset:
     program.save(str(path))
     origins = {node.name: (meta["pkg.torch.onnx.fx_node"], meta.get("pkg.torch.onnx.stack_trace") or "None")
                for node in program.model.graph if "pkg.torch.onnx.fx_node" in (meta := node.metadata_props)}
+    for node in gm.graph.nodes:  # --set opset=N: the version converter keeps node_<fx name>, drops the metadata
+        if node.op == "call_function":
+            origins.setdefault(f"node_{node.name}", (node.format_node(), node.meta.get("stack_trace") or "None"))
     return OnnxExport(path, input_names, input_positions, output_names, placeholders, origins)
 
 
