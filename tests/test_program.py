@@ -601,6 +601,24 @@ def test_an_op_of_several_values_left_without_its_getitems_returns_each(tmp_path
     assert (r.returncode, r.stdout.strip()) == (0, "FIXED: the backend matches eager PyTorch"), r.stdout + r.stderr
 
 
+class MedianValues(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x).median(-1).values
+
+
+def test_an_op_of_several_values_returns_only_those_the_program_reads():
+    """median.dim kept, its getitem cut: the slice returned its indices too, which the
+    program never reads, so a one-op repro had 3 call nodes ("2 -> 3 call nodes", a
+    TensorRT user's hunt) and an unused value compared with eager's."""
+    x = torch.randn(2, 8)
+    program = cpu_program(MedianValues(), x)
+    [kept] = [i for i, n in enumerate(program.nodes) if n.target is torch.ops.aten.median.dim]
+    piece = program.materialize((kept,))
+    out = piece.gm(*program.inputs_for(piece))
+    assert len(out) == 1 and torch.equal(out[0], x.relu().median(-1).values), out
+    assert piece.call_nodes == program.call_nodes_of((kept,)) == 2
+
+
 def test_invalid_candidates_are_counted_among_the_calls_at_any_jobs(program: Program):
     """summary.json's invalid_candidates counted every candidate evaluated, speculation's
     too, so it grew with --jobs (the review); it counts the oracle calls that were invalid,

@@ -46,7 +46,9 @@ def options_key(opts: Options) -> dict[str, Any]:
 # 3: an ONNX node's name is the same with or without its counter (node_view, node_view_9).
 # 4: a crash carries the compiler's native error lines (extra.native_errors), part of its signature.
 # 5: a value verdict lists each output off (extra.off): the bug counts only upstream of the original's.
-VERDICT_FORMAT = 5
+# 6: a slice returns only the values of an op of several that the program reads (median.dim's
+#    values, not its unused indices): another count of outputs; a type union's words are <types>.
+VERDICT_FORMAT = 6
 
 
 def header_before_loading(opts: Options) -> dict[str, Any]:

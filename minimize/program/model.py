@@ -455,24 +455,32 @@ class Program:
         of an op of several values it returns whole (_returned)."""
         return len(kept) + sum(len(self._items_returned(self.nodes[i]) or ()) for i in self.outputs_of(kept))
 
-    def _items_returned(self, node: fx.Node) -> Sequence[Any] | None:
-        """The values of an op of several values, which a slice returning it returns by a
-        getitem each (_returned); None for any other node, returned as it is."""
+    def _items_returned(self, node: fx.Node) -> list[int] | None:
+        """Which values of an op of several values a slice returning it returns, by a getitem
+        each (_returned): those the program reads (median.dim's values, not its unused
+        indices: counted, "2 -> 3 call nodes"; and compared, for nothing), else all; None
+        for any other node, returned as it is."""
         value = self.values.get(node.name)
-        return value if node.target is not operator.getitem and isinstance(value, (tuple, list)) else None
+        if node.target is operator.getitem or not isinstance(value, (tuple, list)):
+            return None
+        read = sorted({u.args[1] for u in node.users if u.target is operator.getitem and u.name in self.index
+                       and isinstance(u.args[1], int)})
+        return read or list(range(len(value)))
 
     def _returned(self, graph: fx.Graph, node: fx.Node, name: str) -> list[fx.Node]:
         """What a slice returns of an output node: the node, or, for an op of several
-        values (max.dim, batch norm's) whose getitems were cut, each value by getitem. The
-        tuple itself would be one nested output: repro.py's eager half returned 1 output
-        against the compiler's 2, said REPRODUCED for that, and its eager control failed."""
-        value = self._items_returned(self.nodes[self.index[name]])  # node is the slice's copy
-        if value is None:
+        values (max.dim, batch norm's) whose getitems were cut, each value the program reads
+        by getitem. The tuple itself would be one nested output: repro.py's eager half
+        returned 1 output against the compiler's 2, said REPRODUCED for that, and its eager
+        control failed."""
+        original = self.nodes[self.index[name]]  # node is the slice's copy
+        indices = self._items_returned(original)
+        if indices is None:
             return [node]
+        value, val = self.values[original.name], node.meta.get("val")
         items = []
-        for k in range(len(value)):
+        for k in indices:
             item = graph.call_function(operator.getitem, (node, k))
-            val = node.meta.get("val")
             item.meta["val"] = val[k] if isinstance(val, (tuple, list)) and k < len(val) else value[k]
             items.append(item)
         return items
