@@ -102,6 +102,20 @@ def gpu_driver_seen() -> bool:
             or any(shutil.which(tool) for tool in ("nvidia-smi", "nvidia-modprobe")))
 
 
+def check_gpu_seen(backend: str, oracle: str) -> None:
+    """A backend that needs a GPU for what is asked, where no GPU driver shows: refused in
+    the backend's own words before torch loads (it said so after 6-7 s); where a driver
+    shows, the backend asks torch."""
+    if gpu_driver_seen():
+        return
+    if backend in ("executorch:cuda", "executorch:tensorrt"):
+        raise TrtminError(f"backend {backend} needs an NVIDIA GPU, and none is visible here; run on a GPU machine")
+    if backend == "tensorrt" and oracle not in ("crash", "hang"):
+        raise TrtminError(f"--oracle {oracle} needs the TensorRT engine run, and no GPU is visible here; without one, "
+                          "backend tensorrt only parses and builds: use --oracle crash for parser and builder "
+                          "failures, or run on a machine with an NVIDIA GPU")
+
+
 def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path], match: Optional[str],
              atol: float, rtol: float, timeout: float, device: str, jobs: Optional[int] = 1, any_failure: bool = False,
              settings: Optional[list[str]] = None, emit: Optional[list[str]] = None,
@@ -128,10 +142,6 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     if device.startswith("cuda") and not gpu_driver_seen():
         raise TrtminError(f"--device {device} was asked for, but no CUDA GPU is visible here; "
                           "run on a GPU machine or use --device cpu")
-    if backend == "tensorrt" and oracle not in ("crash", "hang") and not gpu_driver_seen():  # the backend's words
-        raise TrtminError(f"--oracle {oracle} needs the TensorRT engine run, and no GPU is visible here; without one, "
-                          "backend tensorrt only parses and builds: use --oracle crash for parser and builder "
-                          "failures, or run on a machine with an NVIDIA GPU")
     if match is not None and oracle not in ERROR_ORACLES:
         raise TrtminError(f"--match applies to the error of a crash or an oom; a {oracle} has no error "
                           "message to match: drop --match")
@@ -148,6 +158,7 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     check_jobs(jobs)
     parsed_settings = parse_settings(settings)
     check_before_torch(backend, parsed_settings)  # a missing package, a --set typo: in a second, not after torch
+    check_gpu_seen(backend, oracle)
     return Options(model=model, oracle=oracle, backend=backend, inputs=inputs, match=match, atol=atol,
                    rtol=rtol, timeout=timeout, device=device, jobs=jobs, any_failure=any_failure,
                    settings=parsed_settings, emit=list(dict.fromkeys(emit or [])), reference=reference, **more)  # once each

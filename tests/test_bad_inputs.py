@@ -345,6 +345,9 @@ def test_a_missing_import_or_gpu_is_named_before_torch_loads(host_program):
         asks += [["has no setting 'per_op'", "check", "--backend", "executorch:xnnpack", "--set", "per_op=1"],
                  ["executorch:portable takes no settings", "check", "--backend", "executorch:portable", "--set", "x=1"]]
     asks += [["--device cuda", "check", *inductor, "--device", "cuda"]] if not gpu_driver_seen() else []
+    if installed("executorch") and not gpu_driver_seen():  # 5.6 s, after the workers' start (a newcomer's hunt)
+        asks += [["backend executorch:cuda needs an NVIDIA GPU, and none is visible here", "check", "--backend",
+                  "executorch:cuda"]]
     for words, command, *ask in asks:
         code = ("import sys\nfrom minimize.cli import run\n"
                 f"code = run({[command, str(model), '--inputs', str(inputs), '--oracle', 'crash', *ask]!r})\n"
