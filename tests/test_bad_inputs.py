@@ -449,6 +449,11 @@ def test_an_inputs_file_torch_cannot_read_is_one_line(host_program, tmp_path):
     r = check_here(str(model), "--inputs", str(f))
     assert_one_line_error(r, "holds numpy arrays", "convert them with torch.from_numpy")
     assert "\x1b" not in r.stderr
+    code = ("import sys\nfrom minimize.cli import run\n"  # said before torch loads (4.2 s: a newcomer's hunt)
+            f"code = run({['check', str(model), '--inputs', str(f), '--oracle', 'crash', '--backend', 'inductor']!r})\n"
+            "print(code, 'torch' in sys.modules)")
+    early = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert early.stdout.split() == ["2", "False"] and "holds numpy arrays" in early.stderr, early
 
 
 def test_out_folders_trtmin_did_not_write_are_never_written_over(host_program, tmp_path):

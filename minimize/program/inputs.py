@@ -14,7 +14,8 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from minimize.program.peek import (UnknownToReader, flatten_like_export, flatten_serialized_up_to, input_places,
-                                   input_words, wrong_dtype_error, wrong_inputs_error, wrong_shape_error)
+                                   input_words, unloadable_inputs_error, wrong_dtype_error, wrong_inputs_error,
+                                   wrong_shape_error)
 from oracles.errors import TrtminError, first_line, kind_of, without_colours
 
 SEED = 0
@@ -147,12 +148,7 @@ def load_inputs(path: Path, ep: ExportedProgram) -> list[Any]:
     except Exception as e:  # noqa: BLE001  (a file that is not torch's raises KeyError, IndexError, ...)
         unsafe = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
         if unsafe:  # an object only a full unpickle makes: say which, not torch's advice to trust the file
-            numpy = unsafe.group(1).startswith("numpy")
-            what, fix = (("numpy arrays", "convert them with torch.from_numpy") if numpy else
-                         (f"an object that needs {unsafe.group(1)}", "keep only tensors, numbers and tuples, lists "
-                                                                      "or dicts of them"))
-            raise TrtminError(f"inputs file {path} holds {what}, which torch.load(weights_only=True) does not load; "
-                              f"{fix}, then save the arguments again with torch.save") from None
+            raise unloadable_inputs_error(path, unsafe.group(1)) from None
         said = without_colours(first_line(e))  # torch's own bold, as escape codes
         raise TrtminError(f"inputs file {path} cannot be loaded with weights_only=True ({type(e).__name__}: "
                           f"{said}); save a plain tuple of tensors with torch.save") from None

@@ -218,15 +218,29 @@ class _ShapeUnpickler(pickle.Unpickler):
 
 def saved_inputs(path: Path) -> Any | None:
     """What torch.save wrote to `path`, tensors as TensorShapes, or None where this reader
-    cannot tell."""
+    cannot tell. numpy arrays, which torch.load(weights_only=True) refuses, are refused here
+    in its words (they took 4 s, after torch's import)."""
     try:
         with zipfile.ZipFile(path) as z:
             names = [n for n in z.namelist() if n.endswith("/data.pkl")]
             if len(names) != 1:
                 return None
             return _ShapeUnpickler(z.open(names[0])).load()
+    except UnknownToReader as e:
+        if str(e).startswith("numpy"):
+            raise unloadable_inputs_error(path, str(e)) from None
+        return None
     except Exception:  # noqa: BLE001 - any surprise: the full check, with torch, decides
         return None
+
+
+def unloadable_inputs_error(path: Path, global_name: str) -> TrtminError:
+    """An inputs file holding an object torch.load(weights_only=True) does not make (its
+    pickle's global `global_name`): which, and what to do."""
+    what, fix = (("numpy arrays", "convert them with torch.from_numpy") if global_name.startswith("numpy") else
+                 (f"an object that needs {global_name}", "keep only tensors, numbers and tuples, lists or dicts of them"))
+    return TrtminError(f"inputs file {path} holds {what}, which torch.load(weights_only=True) does not load; "
+                       f"{fix}, then save the arguments again with torch.save")
 
 
 def _plain(loaded: Any) -> list[TensorShape] | None:
