@@ -57,6 +57,10 @@ def command_files(command, folder):
     return args, paths
 
 
+# run_command's export_dynamic_shapes in a script of a static program: no marks to read
+STATIC_SHAPES_SOURCE = "def export_dynamic_shapes(inputs):\n    return None  # the program's sizes are static\n"
+
+
 def run_command(command, module, inputs, folder, launcher=()):
     """Export `module` with `inputs` into `folder`, run `command` (its {model}, {inputs} and
     {outputs} replaced by the files' paths) and return what it wrote to {outputs} (None
@@ -152,7 +156,11 @@ class CommandBackend(Backend):
 
         return run
 
-    def script_part(self) -> ScriptPart:
+    def script_part_for(self, verdict: Any, dynamic: bool = True,
+                        io_dtypes: frozenset[Any] | None = None) -> ScriptPart:
+        """The command's runner, pasted: a static program's script has no dynamic shapes to
+        export (export_dynamic_shapes's 20 lines, a newcomer's hunt found, never ran), and
+        only a hang's needs trtmin's launcher (it was a line of 3,194 characters in each)."""
         from oracles.backends.onnx_export import script_source
         from oracles.backends.torch_tensorrt import _indent_body
 
@@ -163,7 +171,7 @@ class CommandBackend(Backend):
             command = backend
 
             def run(*args):
-                outputs = run_command(command, module, args, folder, supervised(folder))
+                outputs = run_command(command, module, args, folder, LAUNCHER(folder))
                 return module(*args) if outputs is None else outputs
             return run""")
         # The files the command names (a runner script): where the user ran it, the script
@@ -187,10 +195,25 @@ class CommandBackend(Backend):
             if shutil.which(command[0]) is None:
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             return command""")
-        supervise = f"SUPERVISE_SOURCE = {SUPERVISE_SOURCE!r}\n\n\n" + script_source(supervised)
-        return ScriptPart(imports=[script_source(CommandFailed, export_dynamic_shapes, command_files, command_failure, run_command), supervise],
+        # A hang's script runs the backend in a child it kills at the timeout: the command goes
+        # with it under trtmin's launcher (oracles/supervise.py). Another's runs the command in
+        # its own process group, which `repros run` ends, and a terminal's Ctrl-C reaches,
+        # without the launcher's 3,000 characters (a line of them the maintainer would read)
+        if verdict is None or getattr(verdict, "kind", None) == "hang":
+            assert '"""' not in SUPERVISE_SOURCE and "\\" not in SUPERVISE_SOURCE  # as it is, in a """ string
+            launcher = (f'SUPERVISE_SOURCE = """\\\n{SUPERVISE_SOURCE}"""\n\n\n' + script_source(supervised)
+                        + "\n\nLAUNCHER = supervised  # the command dies with this script, even by kill -9\n")
+        else:
+            launcher = "LAUNCHER = lambda folder: ()  # the command runs in this script's process group\n"
+        shapes = script_source(export_dynamic_shapes) if dynamic else STATIC_SHAPES_SOURCE
+        runner = "\n\n\n".join([script_source(CommandFailed).rstrip("\n"), shapes.rstrip("\n"),
+                                 script_source(command_files, command_failure, run_command)])
+        return ScriptPart(imports=[runner, launcher],
                           compile_body=_indent_body(body), load_body=_indent_body(load),
                           files=copied)
+
+    def script_part(self) -> ScriptPart:
+        return self.script_part_for(None)
 
     def copied_files(self) -> dict[str, Path]:
         """The files the command names, up to COPY_MAX_BYTES each, to copy beside repro.py
