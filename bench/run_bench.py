@@ -156,7 +156,7 @@ def run_fx(case: Case, max_calls: int, max_seconds: float, log: Path) -> dict[st
     t0 = time.monotonic()
     gm, args = start_graph(case)
     setup_s = time.monotonic() - t0
-    backend, tol = resolve(case.backend), Tolerance(atol=case.atol)
+    backend, tol = resolve(case.backend), Tolerance(atol=case.atol, asked=case.oracle)  # judged as trtmin judges it
     match = re.compile(case.match) if case.match else None
     t1 = time.monotonic()
     def check(g: fx.GraphModule, inps: Any) -> Verdict:

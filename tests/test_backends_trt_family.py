@@ -509,6 +509,10 @@ def test_script_comparison_matches_trtmins_checks() -> None:
     # to trtmin an inf where eager is finite is a nan: for a mismatch bug, it fails another way (CHANGED)
     assert compare_outputs_np(e, nan_out, ["float32", "int64"], "mismatch", 1e-3, 1e-3) == \
         (None, "output 0 has 1 non-finite values where eager is finite")
+    # ... unless another output is off: the mismatch, as trtmin names it then (Tolerance.asked)
+    nan_and_off = [np.array([np.inf, 2.0, np.nan], np.float32), np.array([3, 5])]
+    reproduced, message = compare_outputs_np(e, nan_and_off, ["float32", "int64"], "mismatch", 1e-3, 1e-3)
+    assert reproduced is True and message.startswith("output 1 differs from eager by max abs 1"), message
     bf16_bits = np.array([0x3F80, 0x4000], np.uint16)  # 1.0, 2.0
     assert not compare_outputs_np([bf16_bits], [bf16_bits], ["bfloat16"], "mismatch", 0, 0)[0]
 

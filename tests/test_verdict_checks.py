@@ -437,6 +437,12 @@ def test_the_scripts_verdict_names_the_worst_value_off_with_both_values():
     _, why = ns["outcome"]([torch.tensor([1 + 2j])], [torch.tensor([1 + 3j])])
     assert why.endswith("at [0]: eager 1+2j, backend 1+3j)"), why
     assert ns["outcome"]([torch.tensor(2.0)], [torch.tensor(2.0)])[0] == "FIXED"
+    # a NaN where eager is finite: trtmin's NaN bug (CHANGED), unless another output is off, which
+    # trtmin's --oracle mismatch then names (a review: repro.py said CHANGED, trtmin REPRODUCED)
+    ones, nan = torch.ones(2), torch.full((2,), float("nan"))
+    assert ns["outcome"]([ones, ones], [nan, ones])[0] == "CHANGED: fails differently now"
+    assert ns["outcome"]([ones, ones], [nan, ones * 3]) == (
+        "REPRODUCED", "output 1 differs from eager by max abs 2 (2 of 2 values off; at [0]: eager 1, backend 3)")
 
 
 def test_a_nan_eager_makes_too_is_said_as_the_programs_on_a_pass():

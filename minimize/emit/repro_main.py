@@ -97,5 +97,4 @@ def entry():
     if type(why) is Exception and why.__cause__ is not None:  # [wrapped] a pass manager's: its pass's words after
         why = f"Exception: {why}: {type(why.__cause__).__name__}: {why.__cause__}"  # [wrapped] as trtmin words it
     why = f"{type(why).__name__}: {str(why).strip()}".rstrip(": ") if isinstance(why, BaseException) else why
-    print(f"{verdict}: {why.splitlines()[0][:300]}")
-    sys.exit({"FIXED": 0, "REPRODUCED": 1, "SKIPPED": 2, "CHANGED": 3}[verdict.split(":")[0]])
+    sys.exit(print(f"{verdict}: {why.splitlines()[0][:300]}") or {"FIXED": 0, "REPRODUCED": 1, "SKIPPED": 2, "CHANGED": 3}[verdict.split(":")[0]])
