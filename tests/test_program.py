@@ -617,6 +617,11 @@ def test_an_op_of_several_values_returns_only_those_the_program_reads():
     out = piece.gm(*program.inputs_for(piece))
     assert len(out) == 1 and torch.equal(out[0], x.relu().median(-1).values), out
     assert piece.call_nodes == program.call_nodes_of((kept,)) == 2
+    # and each output is read back to its node, where localization and the symptom's cone look
+    assert program.leaf_nodes(piece.output_names) == [kept]
+    both = program.normalize((kept, program.index["relu"]))
+    mark_all = program.materialize(both, mark_all=True)
+    assert len(mark_all.gm(*program.inputs_for(mark_all))) == len(program.leaf_nodes(mark_all.output_names))
 
 
 def test_invalid_candidates_are_counted_among_the_calls_at_any_jobs(program: Program):

@@ -452,7 +452,7 @@ class Program:
     def call_nodes_of(self, kept: Sequence[int]) -> int:
         """The call nodes of the slice of `kept` (normalized), as its graph counts them
         (Slice.call_nodes), without building it: each kept node, and a getitem for each value
-        of an op of several values it returns whole (_returned)."""
+        of an op of several values that it returns (_returned)."""
         return len(kept) + sum(len(self._items_returned(self.nodes[i]) or ()) for i in self.outputs_of(kept))
 
     def _items_returned(self, node: fx.Node) -> list[int] | None:
@@ -519,8 +519,12 @@ class Program:
 
     def leaf_nodes(self, output_names: Sequence[str]) -> list[int]:
         """The node each flattened output comes from, for outputs that are these nodes'
-        values (a node may return several tensors), in the order outputs are compared."""
-        return [self.index[name] for name in output_names for _ in flatten_outputs(self.values[name])]
+        values (a node may return several tensors: those _returned returns), in the order
+        outputs are compared."""
+        def count(name: str) -> int:
+            items = self._items_returned(self.nodes[self.index[name]])
+            return len(flatten_outputs(self.values[name])) if items is None else len(items)
+        return [self.index[name] for name in output_names for _ in range(count(name))]
 
     def inputs_for(self, s: Slice, replaced: Mapping[str, Any] | None = None) -> list[Any]:
         """The slice's input values. A cut value is fed with row-major strides, as repro.py
