@@ -183,7 +183,8 @@ class Session:
         for any compile), two one-op programs (x + 1, x * 2) in workers, once a session:
         failing the same way on both, the failure does not depend on the model, and a
         reduction would end at one node and call it a bug (a converter bug of add's own fails
-        on x + 1 alone). Each control gets at most ONE_OP_TIMEOUT_S (--timeout, if lower)."""
+        on x + 1 alone). Each control gets at most ONE_OP_TIMEOUT_S (--timeout, if lower), a
+        hang's --timeout itself."""
         problem = self.backend.setup_problem(v.message)
         whose = self.backend.own_code()
         if problem or not (whose or v.kind == "hang"):  # a built-in backend's hang: is --timeout too short for any?
@@ -192,7 +193,8 @@ class Session:
             self._one_op = []
             for which in ONE_OP_PROGRAMS:  # one after the other: most bugs pass the first, and end it
                 interrupts.check()
-                result = self.pool.run([{"one_op": which, "timeout_s": ONE_OP_TIMEOUT_S}])[0]
+                limit = self.opts.timeout if v.kind == "hang" else ONE_OP_TIMEOUT_S  # a hang: by the user's measure
+                result = self.pool.run([{"one_op": which, "timeout_s": limit}])[0]
                 self._one_op.append(_verdict(result))
                 if not Signature.of(v).matches(self._one_op[-1]):
                     break
