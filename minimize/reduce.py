@@ -38,7 +38,7 @@ from minimize.run.workers import Workers
 from oracles.backend_names import parse_backend
 from oracles.backends import resolve
 from oracles.errors import TrtminError, first_line, unjudgeable, write_failure
-from oracles.verdict import VALUE_ORACLES, Verdict, answers, output_dtype, precision_note
+from oracles.verdict import VALUE_ORACLES, Verdict, answers, needs_child, output_dtype, precision_note
 
 
 def digest_in_background(path: Path) -> Future[str]:
@@ -255,7 +255,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
         reference=opts.reference, device=opts.device, timeout=opts.timeout, memory_limit_mb=opts.memory_limit_mb,
         imports=tuple(opts.imports) if uses_custom_ops(final.gm.graph) else (),  # else SKIPPED for nothing
         dynamic=dynamic,
-        needs_subprocess=final_verdict.kind == "hang" or final_verdict.exc_type in ("Signal", "ProcessExit"))
+        needs_subprocess=needs_child(final_verdict))
     if final_verdict.extra.get("native_errors"):  # the compiler's words behind its error code
         summary["native_errors"] = final_verdict.extra["native_errors"]
     summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
@@ -300,6 +300,8 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
             try:
                 path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
                                           reduced_with=backend.describe_shared())  # no user folder
+            except OSError:  # a full disk, say: write_outputs's caller says so, and --resume writes them
+                raise
             except Exception as e:  # noqa: BLE001 - torch.onnx's export for tensorrt's, say: the rest stands
                 summary["emitted"].remove(spec)  # its files are not among those written (write_outputs)
                 summary.setdefault("emit_failed", {})[spec] = f"{type(e).__name__}: {first_line(e, 300)}"

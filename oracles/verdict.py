@@ -105,9 +105,9 @@ _NORMALIZERS = [
     # an ONNX node's name (torch.onnx names it after its fx node: node_view, node_view_9) counts
     # its op's earlier nodes, which a cut renumbers: the same node with or without a suffix
     (re.compile(r"\b(node_[A-Za-z]\w*?)(?:_\d+)?\b"), r"\1<_n>"),
-    # a union of types (onnxscript's "TRealOrUInt8=UINT8 | INT32 | INT8 | ..."), listed from a set
+    # a union of types (onnxscript's "TRealOrUInt8=UINT8 | INT32 | INT8 | ...", two or more), listed from a set
     # in an order each process draws anew (PYTHONHASHSEED): one bug, whatever the order
-    (re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*){2,}(?:\s*\|)?"), "<types>"),
+    (re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)+\b(?:\s*\|(?=\.\.\.|\s*$))?"), "<types>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(/[\w.\-]+)+/([\w.\-]+)"), r"<path>/\2"),
     (re.compile(r"\d+"), "<n>"),
@@ -180,6 +180,12 @@ def mismatch_decade(max_abs: float | None) -> int:
     if not max_abs or not math.isfinite(max_abs):
         return 99
     return math.floor(math.log10(max_abs))
+
+
+def needs_child(v: Verdict) -> bool:
+    """Whether a script must run the backend in a child process to judge `v`: a hang (the
+    child is killed at the timeout) or a death that ends the process (a signal, an exit)."""
+    return v.kind == "hang" or v.exc_type in ("Signal", "ProcessExit")
 
 
 def failing_outputs(v: Verdict) -> list[tuple[int | None, float | None]]:

@@ -34,6 +34,7 @@ from oracles.backends.base import Backend, ScriptPart, scratch_folder
 from oracles.dynamic import export_dynamic_shapes
 from oracles.errors import TrtminError
 from oracles.supervise import SUPERVISE_SOURCE, supervised
+from oracles.verdict import needs_child
 
 from oracles.backend_names import COMMAND_PREFIX as PREFIX  # noqa: E402
 from oracles.command_line import parse_command  # noqa: E402
@@ -195,11 +196,11 @@ class CommandBackend(Backend):
             if shutil.which(command[0]) is None:
                 raise FileNotFoundError({self.command[0]!r} + ", the program of the backend's command, is not found here")
             return command""")
-        # A hang's script runs the backend in a child it kills at the timeout: the command goes
-        # with it under trtmin's launcher (oracles/supervise.py). Another's runs the command in
-        # its own process group, which `repros run` ends, and a terminal's Ctrl-C reaches,
-        # without the launcher's 3,000 characters (a line of them the maintainer would read)
-        if verdict is None or getattr(verdict, "kind", None) == "hang":
+        # A hang's script (a death's) runs the backend in a child it kills at the timeout: the
+        # command goes with it under trtmin's launcher (oracles/supervise.py). Another's runs the
+        # command in its own process group, which `repros run` ends, and a terminal's Ctrl-C
+        # reaches, without the launcher's 3,000 characters (a line of them the maintainer would read)
+        if verdict is None or needs_child(verdict):
             assert '"""' not in SUPERVISE_SOURCE and "\\" not in SUPERVISE_SOURCE  # as it is, in a """ string
             launcher = (f'SUPERVISE_SOURCE = """\\\n{SUPERVISE_SOURCE}"""\n\n\n' + script_source(supervised)
                         + "\n\nLAUNCHER = supervised  # the command dies with this script, even by kill -9\n")
