@@ -730,5 +730,7 @@ def test_a_union_of_types_listed_in_another_order_is_the_same_failure():
     assert "TRealOrUInt<n>=<types>" in normalize_message(orders[0])
     pattern = error_pattern(Signature("crash", "OnnxExportError", normalize_message(orders[0])), None)
     assert all(re.search(pattern, text) for text in orders), pattern
+    assert normalize_message("T=UINT8 | INT32") == normalize_message("T=INT32 | UINT8") == "T=<types>"
+    assert normalize_message("A | B | Cat") == "<types> | Cat"  # names whole (it was "<types>at")
     # words joined by " | " are not a union: TensorRT's errors keep theirs
     assert normalize_message("node_view failed | Reshape fails | x") == "node_view<_n> failed | Reshape fails | x"
