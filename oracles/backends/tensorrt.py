@@ -29,9 +29,12 @@ value oracles are refused in one line (`oracle_problem`).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.fx as fx
@@ -54,6 +57,22 @@ BUILD_FAILURES = ("the ONNX parser failed", "building the engine failed")
 
 class TensorRTError(RuntimeError):
     """TensorRT refused the model: parsing, building, or running the engine failed."""
+
+
+@contextlib.contextmanager
+def native_stderr_off() -> Iterator[None]:
+    """File descriptor 2 to /dev/null while TensorRT builds in trtmin's own process (the
+    set-up check's one-layer networks): a native line ("Internal Error: MyelinCheckException
+    ...") came before trtmin's one-line refusal of the setting (a TensorRT user's hunt)."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def import_tensorrt():
@@ -331,7 +350,8 @@ class TensorRTBackend(Backend):
                 alone = {k: v for k, v in parse_trt_settings({key: value}, self.spec).items() if k != "opset"}
                 for network in networks if alone else []:
                     try:
-                        build_plan(trt, network, alone)
+                        with native_stderr_off():  # Myelin prints its own line: the refusal below says it
+                            build_plan(trt, network, alone)
                     except TensorRTError as e:
                         if normalize_message(str(e)) != failed:
                             continue
