@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from minimize.program.inputs import load_inputs
+from minimize.program.peek import check_inputs_early
 from oracles.errors import TrtminError
 from tests.conftest import plugin
 from tests.helpers import check_here, cpu_program, run_cli, run_cli_here, run_repro
@@ -332,6 +333,18 @@ def test_inputs_the_exported_program_cannot_take_are_refused(tmp_path: Path) -> 
         with pytest.raises(TrtminError, match=re.escape(words)) as raised:
             load_inputs(path, dicts)
         assert "batch_" not in str(raised.value), raised.value
+        # and before torch loads, from the files alone, in the same words (it took 4-8 s: a newcomer's hunt)
+        torch.export.save(dicts, tmp_path / "dicts.pt2")
+        with pytest.raises(TrtminError) as early:
+            check_inputs_early(tmp_path / "dicts.pt2", path)
+        assert str(early.value) == str(raised.value)
+    torch.export.save(ep, tmp_path / "strided.pt2")
+    for inputs, words in list(cases.items())[1:]:  # the int's constant is the full check's
+        torch.save(inputs, path)
+        with pytest.raises(TrtminError, match=re.escape(words)):
+            check_inputs_early(tmp_path / "strided.pt2", path)
+    torch.save((torch.randn(2, 12), torch.randn(12), 2), path)
+    check_inputs_early(tmp_path / "strided.pt2", path)  # within the range, one size: nothing to say
     torch.export.save(ep, tmp_path / "model.pt2")
     torch.save(next(iter(cases)), path)
     assert_one_line_error(run_cli_here("check", str(tmp_path / "model.pt2"), "--inputs", str(path), "--oracle",

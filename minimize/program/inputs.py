@@ -14,8 +14,8 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
 from minimize.program.peek import (UnknownToReader, flatten_like_export, flatten_serialized_up_to, input_places,
-                                   input_words, unloadable_inputs_error, wrong_dtype_error, wrong_inputs_error,
-                                   wrong_shape_error)
+                                   input_words, outside_range_error, unequal_sizes_error, unloadable_inputs_error,
+                                   wrong_dtype_error, wrong_inputs_error, wrong_shape_error)
 from oracles.errors import TrtminError, first_line, kind_of, without_colours
 
 SEED = 0
@@ -197,17 +197,12 @@ def _check_dynamic_sizes(ep: ExportedProgram, path: Path, which: str, val: torch
         symbol = want.node.expr
         bounds = ep.range_constraints.get(symbol)
         if bounds is not None:
-            low, high = int(bounds.lower), bounds.upper
-            high_text = str(int(high)) if high.is_finite else "any"
-            if size < low or (high.is_finite and size > int(high)):
-                raise TrtminError(f"{which} in {path} has size {size} in dim {dim}, outside the range the "
-                                  f"program was exported for ({low} to {high_text}); pass a size in that range, or "
-                                  "export again with a wider torch.export.Dim")
+            low, high = int(bounds.lower), (int(bounds.upper) if bounds.upper.is_finite else None)
+            if size < low or (high is not None and size > high):
+                raise outside_range_error(path, which, size, dim, low, high)
         first = sizes.setdefault(symbol, (which, dim, size))
         if first[2] != size:
-            raise TrtminError(f"{which} in {path} has size {size} in dim {dim}, and {first[0].removeprefix('input ')} size "
-                              f"{first[2]} in dim {first[1]}: the program was exported with one size for both "
-                              "(the same torch.export.Dim); pass equal sizes")
+            raise unequal_sizes_error(path, which, size, dim, first)
 
 
 def _serialized_call_spec(ep: ExportedProgram) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import pickle
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -418,6 +419,44 @@ def wrong_shape_error(path: Path, input: str, got: tuple[int, ...], want: tuple[
                        "shape it was exported with, or export again with dynamic_shapes for the sizes that vary")
 
 
+def outside_range_error(path: Path, which: str, size: int, dim: int, low: int, high: int | None) -> TrtminError:
+    """A dynamic dim's size outside the range its Dim was exported with (None: no upper end)."""
+    return TrtminError(f"{which} in {path} has size {size} in dim {dim}, outside the range the program was exported "
+                       f"for ({low} to {'any' if high is None else high}); pass a size in that range, or export again "
+                       "with a wider torch.export.Dim")
+
+
+def unequal_sizes_error(path: Path, which: str, size: int, dim: int, first: tuple[str, int, int]) -> TrtminError:
+    """Two sizes for one Dim two inputs share; `first`: (input_words, dim, size) of the first."""
+    return TrtminError(f"{which} in {path} has size {size} in dim {dim}, and {first[0].removeprefix('input ')} size "
+                       f"{first[2]} in dim {first[1]}: the program was exported with one size for both (the same "
+                       "torch.export.Dim); pass equal sizes")
+
+
+_SYMBOL = re.compile(r"^Symbol\('(\w+)'")  # a dim that is a Dim itself ("Symbol('s28', positive=True, ...)")
+
+
+def _dynamic_dims(model: Path, graph_module: dict[str, Any]) -> tuple[dict[str, list[str | None]], dict[str, tuple[int, int | None]]]:
+    """Each user input's dims by the symbol of its Dim (None: static, or an expression of
+    one: the full check's), and each symbol's exported range; empty where unread."""
+    try:
+        tensors, dims = graph_module["graph"]["tensor_values"], {}
+        for spec in graph_module["signature"]["input_specs"]:
+            arg = spec.get("user_input", {}).get("arg", {})
+            if "as_tensor" in arg:
+                name = arg["as_tensor"]["name"]
+                dims[name] = [(m.group(1) if (m := _SYMBOL.match(str(s.get("as_expr", {}).get("expr_str", ""))))
+                               else None) for s in tensors[name]["sizes"]]
+        ranges = {}
+        for symbol, bounds in ((_model_json(model) or {}).get("range_constraints") or {}).items():
+            low, high = bounds.get("min_val"), bounds.get("max_val")
+            if isinstance(low, int):  # an unbounded end is written otherwise ("int_oo", a float)
+                ranges[symbol] = (low, high if isinstance(high, int) and high < 2 ** 62 else None)
+        return dims, ranges
+    except (KeyError, TypeError, AttributeError):
+        return {}, {}
+
+
 def check_inputs_early(model: Path, inputs: Path) -> None:
     """Refuse inputs of another count, shape or dtype than the program's, in the full check's
     words, where both files can be read without torch; else leave it to that check. A file of
@@ -457,6 +496,18 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
                                     f"torch.{want.dtype}")
         if len(got.sizes) != len(want.sizes) or any(w is not None and w != g for w, g in zip(want.sizes, got.sizes)):
             raise wrong_shape_error(inputs, input_words(name, places, index), got.sizes, want.sizes)
+    dims, ranges = _dynamic_dims(model, graph_module)
+    firsts: dict[str, tuple[str, int, int]] = {}  # a Dim's symbol -> the first input, dim and size given
+    for index, ((name, want), got) in enumerate(zip(wanted, flat)):  # as inputs.py's _check_dynamic_sizes
+        for dim, (symbol, size) in enumerate(zip(dims.get(name) or (), getattr(got, "sizes", ()))):
+            if symbol is None or want is None:
+                continue
+            low, high = ranges.get(symbol, (0, None))
+            if size < low or (high is not None and size > high):
+                raise outside_range_error(inputs, input_words(name, places, index), size, dim, low, high)
+            first = firsts.setdefault(symbol, (input_words(name, places, index), dim, size))
+            if first[2] != size:
+                raise unequal_sizes_error(inputs, input_words(name, places, index), size, dim, first)
 
 
 def check_model_file(path: Path, inputs: Path | None = None) -> None:
