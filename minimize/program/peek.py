@@ -19,7 +19,7 @@ import json
 import pickle
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -35,11 +35,17 @@ _STORAGE_DTYPES = {"ByteStorage": "uint8", "CharStorage": "int8", "ShortStorage"
                    "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128"}
 
 
+_SYMBOL = re.compile(r"^Symbol\('(\w+)'")  # a dim that is a Dim itself ("Symbol('s28', positive=True, ...)")
+
+
 @dataclass(frozen=True)
 class TensorShape:
-    """A tensor as a file describes it: its sizes (None: a dynamic dim) and dtype name."""
+    """A tensor as a file describes it: its sizes (None: a dynamic dim) and dtype name; a
+    program's input, the symbol of each dim that is a torch.export.Dim itself (None: static,
+    or an expression of one, which the torch check reads)."""
     sizes: tuple[int | None, ...]
     dtype: str | None
+    dims: tuple[str | None, ...] = field(default=(), compare=False)  # the program's side alone
 
 
 def _model_json(pt2: Path) -> dict[str, Any] | None:
@@ -89,7 +95,9 @@ def program_inputs(pt2: Path, graph_module: dict[str, Any] | None = None) -> lis
             name = arg["as_tensor"]["name"]
             meta = tensors[name]
             sizes = tuple(s["as_int"] if "as_int" in s else None for s in meta["sizes"])
-            found.append((name, TensorShape(sizes, _SCHEMA_DTYPES.get(meta["dtype"]))))
+            dims = tuple(m.group(1) if (m := _SYMBOL.match(str(s.get("as_expr", {}).get("expr_str", "")))) else None
+                         for s in meta["sizes"])
+            found.append((name, TensorShape(sizes, _SCHEMA_DTYPES.get(meta["dtype"]), dims)))
         return found
     except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
         return None
@@ -433,28 +441,16 @@ def unequal_sizes_error(path: Path, which: str, size: int, dim: int, first: tupl
                        "torch.export.Dim); pass equal sizes")
 
 
-_SYMBOL = re.compile(r"^Symbol\('(\w+)'")  # a dim that is a Dim itself ("Symbol('s28', positive=True, ...)")
-
-
-def _dynamic_dims(model: Path, graph_module: dict[str, Any]) -> tuple[dict[str, list[str | None]], dict[str, tuple[int, int | None]]]:
-    """Each user input's dims by the symbol of its Dim (None: static, or an expression of
-    one: the full check's), and each symbol's exported range; empty where unread."""
-    try:
-        tensors, dims = graph_module["graph"]["tensor_values"], {}
-        for spec in graph_module["signature"]["input_specs"]:
-            arg = spec.get("user_input", {}).get("arg", {})
-            if "as_tensor" in arg:
-                name = arg["as_tensor"]["name"]
-                dims[name] = [(m.group(1) if (m := _SYMBOL.match(str(s.get("as_expr", {}).get("expr_str", ""))))
-                               else None) for s in tensors[name]["sizes"]]
-        ranges = {}
-        for symbol, bounds in ((_model_json(model) or {}).get("range_constraints") or {}).items():
-            low, high = bounds.get("min_val"), bounds.get("max_val")
-            if isinstance(low, int):  # an unbounded end is written otherwise ("int_oo", a float)
-                ranges[symbol] = (low, high if isinstance(high, int) and high < 2 ** 62 else None)
-        return dims, ranges
-    except (KeyError, TypeError, AttributeError):
-        return {}, {}
+def _dim_ranges(program: dict[str, Any]) -> dict[str, tuple[int, int | None]]:
+    """Each Dim symbol's exported range (None: no upper end), from model.json's
+    range_constraints; empty where unread."""
+    ranges = {}
+    constraints = program.get("range_constraints")
+    for symbol, bounds in (constraints.items() if isinstance(constraints, dict) else ()):
+        low, high = (bounds.get("min_val"), bounds.get("max_val")) if isinstance(bounds, dict) else (None, None)
+        if isinstance(low, int):  # an unbounded end is written otherwise ("int_oo", a float)
+            ranges[symbol] = (low, high if isinstance(high, int) and high < 2 ** 62 else None)
+    return ranges
 
 
 def check_inputs_early(model: Path, inputs: Path) -> None:
@@ -463,7 +459,8 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
     tensors alone holds the program's inputs flat only if it holds as many: no other form of
     the arguments flattens to more or fewer tensors (minimize/program/inputs.py)."""
     check_inputs_file(inputs)
-    graph_module = _graph_module(model)
+    program = _model_json(model) or {}
+    graph_module = program.get("graph_module") if isinstance(program.get("graph_module"), dict) else None
     wanted = program_inputs(model, graph_module) if graph_module else None
     loaded = saved_inputs(inputs) if wanted else None
     if not wanted or loaded is None:
@@ -487,27 +484,25 @@ def check_inputs_early(model: Path, inputs: Path) -> None:
         if named:
             raise wrong_inputs_error(inputs, loaded, names, spec)
         return
-    places = input_places(call_spec)
-    for index, ((name, want), got) in enumerate(zip(wanted, flat)):
+    places, ranges = input_places(call_spec), _dim_ranges(program)
+    firsts: dict[str, tuple[str, int, int]] = {}  # a Dim's symbol -> the first input, dim and size given
+    for index, ((name, want), got) in enumerate(zip(wanted, flat)):  # in the order inputs.py's load_inputs checks
         if want is None or not isinstance(got, TensorShape):  # a number: the full check reads it
             continue
+        which = input_words(name, places, index)
         if want.dtype and got.dtype and want.dtype != got.dtype:
-            raise wrong_dtype_error(inputs, input_words(name, places, index), f"torch.{got.dtype}",
-                                    f"torch.{want.dtype}")
+            raise wrong_dtype_error(inputs, which, f"torch.{got.dtype}", f"torch.{want.dtype}")
         if len(got.sizes) != len(want.sizes) or any(w is not None and w != g for w, g in zip(want.sizes, got.sizes)):
-            raise wrong_shape_error(inputs, input_words(name, places, index), got.sizes, want.sizes)
-    dims, ranges = _dynamic_dims(model, graph_module)
-    firsts: dict[str, tuple[str, int, int]] = {}  # a Dim's symbol -> the first input, dim and size given
-    for index, ((name, want), got) in enumerate(zip(wanted, flat)):  # as inputs.py's _check_dynamic_sizes
-        for dim, (symbol, size) in enumerate(zip(dims.get(name) or (), getattr(got, "sizes", ()))):
-            if symbol is None or want is None:
+            raise wrong_shape_error(inputs, which, got.sizes, want.sizes)
+        for dim, (symbol, size) in enumerate(zip(want.dims, got.sizes)):  # as its _check_dynamic_sizes
+            if symbol is None:
                 continue
             low, high = ranges.get(symbol, (0, None))
             if size < low or (high is not None and size > high):
-                raise outside_range_error(inputs, input_words(name, places, index), size, dim, low, high)
-            first = firsts.setdefault(symbol, (input_words(name, places, index), dim, size))
+                raise outside_range_error(inputs, which, size, dim, low, high)
+            first = firsts.setdefault(symbol, (which, dim, size))
             if first[2] != size:
-                raise unequal_sizes_error(inputs, input_words(name, places, index), size, dim, first)
+                raise unequal_sizes_error(inputs, which, size, dim, first)
 
 
 def check_model_file(path: Path, inputs: Path | None = None) -> None:
