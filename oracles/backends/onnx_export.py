@@ -15,6 +15,7 @@ user's model (minimize/program/model.py), so exporters see them as weights.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import json
 import logging
@@ -23,7 +24,7 @@ import textwrap
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -257,6 +258,19 @@ def named_node_text(export: OnnxExport, message: str) -> str | None:
             fx_node, stack = export.origins[name]
             return f"While executing {fx_node}\nOriginal traceback:\n{stack}"
     return None
+
+
+@contextlib.contextmanager
+def naming_the_node(export: OnnxExport) -> Iterator[None]:
+    """A parser's or runtime's error names the ONNX node it failed on (TensorRT's "In node
+    1 with name: node_softmax", ONNX Runtime's "... node with name 'node_mul'"): the fx node
+    it was made from goes with the error, for localization to start there
+    (oracles/checks.py classify_exception)."""
+    try:
+        yield
+    except Exception as e:
+        e.failing_node_text = named_node_text(export, str(e))  # type: ignore[attr-defined]
+        raise
 
 
 def external_data_files(path: Path) -> list[Path]:

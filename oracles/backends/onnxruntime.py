@@ -12,33 +12,19 @@ intra_op_num_threads=N, opset=N (the ONNX opset of the export).
 
 from __future__ import annotations
 
-import contextlib
 import textwrap
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
-from oracles.backends.onnx_export import (OnnxExport, OnnxExportError, export_error, export_onnx,
-                                          export_statement, named_node_text, script_source, upstream_onnx)
+from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
+                                          naming_the_node, script_source, upstream_onnx)
 from oracles.backend_setup import check_packages, parse_ort_settings
 from oracles.dynamic import export_dynamic_shapes
-
-
-@contextlib.contextmanager
-def naming_the_node(export: OnnxExport) -> Iterator[None]:
-    """ONNX Runtime's error names the ONNX node it failed on ("Could not find an
-    implementation for Mul(14) node with name 'node_mul'", "... running Gemm node.
-    Name:'node_linear_2'"): the fx node it was made from goes with the error, for
-    localization to start there (oracles/checks.py classify_exception)."""
-    try:
-        yield
-    except Exception as e:
-        e.failing_node_text = named_node_text(export, str(e))  # type: ignore[attr-defined]
-        raise
 
 
 def ort_session(onnx_path, options):

@@ -41,7 +41,7 @@ import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
 from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
-                                          named_node_text, script_source, upstream_onnx)
+                                          naming_the_node, script_source, upstream_onnx)
 from oracles.backend_setup import FLAG_SETTINGS, check_packages, parse_trt_settings, tensorrt_module_name
 from oracles.errors import NotRunHere, TrtminError
 from oracles.script_checks import message_pattern
@@ -388,11 +388,8 @@ class TensorRTBackend(Backend):
         trt = import_tensorrt()
         with scratch_folder("trtmin-trt-") as tmp:
             export = export_onnx(gm, example_inputs, Path(tmp) / ONNX_NAME, opset=self.options.get("opset"))
-            try:
+            with naming_the_node(export):  # the parser names an ONNX node: which of ours, for localization
                 plan = build_plan(trt, export.path, self.build_settings)
-            except TensorRTError as e:  # the parser names an ONNX node: which of ours, for localization
-                e.failing_node_text = named_node_text(export, str(e))  # type: ignore[attr-defined]
-                raise
         if not torch.cuda.is_available():
             raise NotRunHere(f"{tensorrt_name(trt)} parsed and built the engine; it was not run (no GPU here)")
         built = load_plan(trt, plan)
