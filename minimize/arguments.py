@@ -16,7 +16,7 @@ from typing import Any, Optional
 from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
 from oracles.backend_names import (COMMAND_PREFIX, DEVICE_WORDS, check_backend_name, check_compile_on, check_emit,
-                                   is_device, parse_backend)
+                                   check_plugin_file, is_device)
 from oracles.backend_setup import check_before_torch
 from oracles.command_line import parse_command
 from oracles.errors import TrtminError
@@ -124,9 +124,7 @@ def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path]
     other fields as they are)."""
     check_model_file(model, inputs)  # these, before any worker starts or torch is imported: an answer in a second
     check_backend_name(backend)
-    plugin_file = parse_backend(backend).plugin_file
-    if plugin_file is not None and not plugin_file.is_file():  # as the worker's import words it, in a second
-        raise TrtminError(f"plugin file {plugin_file} does not exist; pass --backend path/to/file.py:function")
+    check_plugin_file(backend)
     if backend.startswith(COMMAND_PREFIX):  # the command line's mistakes now, before torch loads; not a
         parse_command(backend)  # manifest's, whose program may be on another machine
     check_compile_on(backend)

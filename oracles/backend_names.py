@@ -153,6 +153,14 @@ def parse_backend(spec: str) -> BackendSpec:
     return BackendSpec(spec, "plugin", target, function)
 
 
+def check_plugin_file(spec: str) -> None:
+    """A plugin `path/to/file.py:function` whose file is not there: one line, from the CLI's
+    checks before torch loads and from the worker's import alike."""
+    path = parse_backend(spec).plugin_file
+    if path is not None and not path.is_file():
+        raise TrtminError(f"plugin file {path} does not exist; pass --backend path/to/file.py:function")
+
+
 def check_emit(specs: list[str], backend: str = "") -> None:
     """--emit's backends, before any worker starts or torch loads: a typo must not cost the run,
     nor the --backend's own script written twice (but `tensorrt`'s: a torch-free script)."""

@@ -27,7 +27,7 @@ import torch
 import torch.fx as fx
 
 from oracles.backends.base import Backend, ScriptPart, compile_off_guard, reset_dynamo
-from oracles.backend_names import parse_backend, plugin_own_modules
+from oracles.backend_names import check_plugin_file, parse_backend, plugin_own_modules
 from oracles.errors import TrtminError, kind_of
 from oracles.out_folder import PLUGIN_COPY_PREFIX
 
@@ -49,8 +49,7 @@ def load_plugin_module(spec: str) -> ModuleType:
     parsed = parse_backend(spec)
     target, fn_name, path = parsed.target, parsed.function, parsed.plugin_file
     if path is not None:
-        if not path.is_file():
-            raise TrtminError(f"plugin file {path} does not exist; pass --backend path/to/file.py:function")
+        check_plugin_file(spec)
         mod_name = f"trtmin_plugin_{abs(hash(str(path.resolve())))}"
         spec_obj = importlib.util.spec_from_file_location(mod_name, path)
         if spec_obj is None or spec_obj.loader is None:
