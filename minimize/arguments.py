@@ -17,7 +17,7 @@ from minimize.options import Options
 from minimize.program.peek import check_inputs_early, check_model_file
 from oracles.backend_names import (COMMAND_PREFIX, DEVICE_WORDS, check_backend_name, check_compile_on, check_emit,
                                    check_plugin_file, is_device)
-from oracles.backend_setup import check_before_torch
+from oracles.backend_setup import JUDGED_WITHOUT_GPU, check_before_torch, no_gpu_for_backend, no_gpu_for_engine
 from oracles.command_line import parse_command
 from oracles.errors import TrtminError
 from oracles.verdict import ERROR_ORACLES
@@ -109,11 +109,9 @@ def check_gpu_seen(backend: str, oracle: str) -> None:
     if gpu_driver_seen():
         return
     if backend in ("executorch:cuda", "executorch:tensorrt"):
-        raise TrtminError(f"backend {backend} needs an NVIDIA GPU, and none is visible here; run on a GPU machine")
-    if backend == "tensorrt" and oracle not in ("crash", "hang"):
-        raise TrtminError(f"--oracle {oracle} needs the TensorRT engine run, and no GPU is visible here; without one, "
-                          "backend tensorrt only parses and builds: use --oracle crash for parser and builder "
-                          "failures, or run on a machine with an NVIDIA GPU")
+        raise TrtminError(no_gpu_for_backend(backend, "none is visible here"))
+    if backend == "tensorrt" and oracle not in JUDGED_WITHOUT_GPU:
+        raise TrtminError(no_gpu_for_engine(oracle, "no GPU is visible here"))
 
 
 def build_options(model: Path, oracle: str, backend: str, inputs: Optional[Path], match: Optional[str],

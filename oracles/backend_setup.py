@@ -182,6 +182,22 @@ def pip_install(package: str) -> str:
     return f"pip install {package}"
 
 
+JUDGED_WITHOUT_GPU = ("crash", "hang")  # what backend tensorrt judges without a GPU (its parser and builder)
+
+
+def no_gpu_for_engine(oracle: str, seen: str) -> str:
+    """Why backend tensorrt cannot judge `oracle` here (`seen`: "no GPU is visible here",
+    where no driver shows; torch's word, where one does): the CLI's and the backend's words."""
+    return (f"--oracle {oracle} needs the TensorRT engine run, and {seen}; without one, backend tensorrt only "
+            "parses and builds: use --oracle crash for parser and builder failures, or run on a machine with an "
+            "NVIDIA GPU")
+
+
+def no_gpu_for_backend(spec: str, seen: str) -> str:
+    """Why a backend that runs only on a GPU (executorch:cuda, executorch:tensorrt) cannot run here."""
+    return f"backend {spec} needs an NVIDIA GPU, and {seen}; run on a GPU machine"
+
+
 def check_onnx_export(spec: str) -> None:
     for module in ("onnx", "onnxscript"):
         if importlib.util.find_spec(module) is None:

@@ -33,7 +33,7 @@ from oracles.backends.base import (LOWER_STEP, Backend, ScriptPart, SnippetCall,
                                    scratch_folder)
 from oracles.dynamic import detached, export_dynamic_shapes, tensorrt_inputs
 from oracles.backend_names import EXECUTORCH_VARIANTS as VARIANTS
-from oracles.backend_setup import ET_KEYS, check_packages, parse_et_settings
+from oracles.backend_setup import ET_KEYS, check_packages, no_gpu_for_backend, parse_et_settings
 from oracles.errors import MissingPackageError, TrtminError
 
 
@@ -41,7 +41,7 @@ def check_executorch(spec: str) -> None:
     check_packages(spec)
     variant = spec.partition(":")[2]
     if variant in ("cuda", "tensorrt") and not torch.cuda.is_available():
-        raise TrtminError(f"backend {spec} needs an NVIDIA GPU, and torch {torch.__version__} sees none here")
+        raise TrtminError(no_gpu_for_backend(spec, f"torch {torch.__version__} sees none here"))
     if variant == "cuda":
         from executorch.runtime import Runtime
 

@@ -42,7 +42,8 @@ import torch.fx as fx
 from oracles.backends.base import Backend, ScriptPart, SnippetCall, args_tuple, scratch_folder
 from oracles.backends.onnx_export import (OnnxExportError, export_error, export_onnx, export_statement,
                                           naming_the_node, script_source, upstream_onnx)
-from oracles.backend_setup import FLAG_SETTINGS, check_packages, parse_trt_settings, tensorrt_module_name
+from oracles.backend_setup import (FLAG_SETTINGS, JUDGED_WITHOUT_GPU, check_packages, no_gpu_for_engine,
+                                   parse_trt_settings, tensorrt_module_name)
 from oracles.errors import NotRunHere, TrtminError
 from oracles.script_checks import message_pattern
 from oracles.verdict import Verdict, normalize_message
@@ -328,11 +329,9 @@ class TensorRTBackend(Backend):
     keeps_dynamic = False  # build_engine makes no optimization profile: static shapes
 
     def oracle_problem(self, oracle: str) -> str | None:
-        if torch.cuda.is_available() or oracle in ("crash", "hang"):
+        if torch.cuda.is_available() or oracle in JUDGED_WITHOUT_GPU:
             return None
-        return (f"--oracle {oracle} needs the TensorRT engine run, and torch {torch.__version__} sees no GPU here; "
-                "without one, backend tensorrt only parses and builds: use --oracle crash for parser and "
-                "builder failures, or run on a machine with an NVIDIA GPU")
+        return no_gpu_for_engine(oracle, f"torch {torch.__version__} sees no GPU here")
 
     def setup_problem(self, message: str) -> str | None:
         """Also a --set that fails a one-layer network as it failed the model: TensorRT
