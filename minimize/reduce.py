@@ -38,7 +38,9 @@ from minimize.run.workers import Workers
 from oracles.backend_names import parse_backend
 from oracles.backends import resolve
 from oracles.errors import TrtminError, first_line, unjudgeable, write_failure
-from oracles.verdict import VALUE_ORACLES, Verdict, answers, needs_child, output_dtype, precision_note
+from oracles.reference import ERROR_RATIO
+from oracles.verdict import (VALUE_ORACLES, Signature, Verdict, answers, needs_child, output_dtype,
+                             precision_note)
 
 
 def digest_in_background(path: Path) -> Future[str]:
@@ -343,9 +345,17 @@ def _mismatch_shrank(original: Verdict, final: Verdict) -> str | None:
     """Where the reduced program's mismatch is far smaller than the original's, words that
     say so and how to hold the search to the original's size: the signature lets a mismatch
     fall by up to 3 decades (upstream drift cut away), so a smaller bug met on the way (a
-    bf16 conv's rounding where a layer_norm carried the error) may be what is left."""
+    bf16 conv's rounding where a layer_norm carried the error) may be what is left. Under
+    --reference float64, a bug left within Signature.RATIO_MARGIN of eager's own error is
+    said to be near the threshold: other values may not show it."""
     if original.kind != "mismatch" or final.kind != "mismatch" or not original.max_abs or not final.max_abs:
         return None
+    ratio = final.extra.get("ratio")
+    if ratio is not None and ratio < Signature.RATIO_MARGIN:  # --reference float64: the bug's own size
+        was = original.extra.get("ratio")
+        return (f"the program left is off by {ratio:.3g}x eager's own error from float64, near the "
+                f"{ERROR_RATIO:g}x that makes a bug" + (f" (the original: {was:.3g}x)" if was else "") +
+                ": other values may show none; run repro.py on other inputs before filing it")
     if not (math.isfinite(original.max_abs) and math.isfinite(final.max_abs)):  # a NaN lost: no size to compare
         return None
     if output_dtype(original) != output_dtype(final) or final.max_abs * SHRANK_FACTOR > original.max_abs:

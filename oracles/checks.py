@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
@@ -153,7 +154,7 @@ def summarize(each: Sequence[Verdict], asked: str = "nan") -> Verdict:
     chosen = (worst or nan) if asked == "mismatch" else (nan or worst)
     if chosen is None:
         return next((v for v in each if v.detail), Verdict("pass"))
-    off = [[v.output, v.max_abs] for v in each if v.kind == chosen.kind]
+    off = [[v.output, v.max_abs, v.extra.get("ratio")] for v in each if v.kind == chosen.kind]
     return chosen if len(off) < 2 else replace(chosen, extra={**chosen.extra, "off": off})
 
 
@@ -213,6 +214,7 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
         if ratio is not None:
             detail += (", where eager matches the float64 run" if ratio == float("inf")
                        else f", {ratio:.3g}x eager's own error from float64")
+        ratio = ratio if ratio is not None and math.isfinite(ratio) else None  # Signature.holds_ratio's
     # a relative error of an integer is noise (1e+12 where eager's value is 0): none is given
     scale = float(e64[e_finite].abs().max()) if rounds and bool(e_finite.any()) else 0.0  # precision_note's
     lost = ~e_finite & a_finite  # eager's NaN or inf came back finite: Verdict.lost_words says so
@@ -222,7 +224,7 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
         "eager": "NaN" if bool(e64[lost].isnan().all()) else "inf" if not bool(e64[lost].isnan().any()) else "NaN or inf"}}
     return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail,
                    extra={"first_off": first_off_values(e, a, off, exact), **({"scale": scale} if scale else {}),
-                          **lost_what})
+                          **({"ratio": ratio} if exact is not None and ratio is not None else {}), **lost_what})
 
 
 def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, exact: torch.Tensor | None = None,

@@ -188,10 +188,12 @@ def needs_child(v: Verdict) -> bool:
     return v.kind == "hang" or v.exc_type in ("Signal", "ProcessExit")
 
 
-def failing_outputs(v: Verdict) -> list[tuple[int | None, float | None]]:
-    """(output, max abs) of each output a mismatch or NaN verdict finds off: extra["off"]
-    where several are (oracles/checks.summarize), else the one it names."""
-    return [(output, size) for output, size in v.extra.get("off") or [(v.output, v.max_abs)]]
+def failing_outputs(v: Verdict) -> list[tuple[int | None, float | None, float | None]]:
+    """(output, max abs, error ratio) of each output a mismatch or NaN verdict finds off:
+    extra["off"] where several are (oracles/checks.summarize), else the one it names. The
+    ratio: its error from the float64 run over eager's own (--reference float64), else None."""
+    return [(o[0], o[1], o[2] if len(o) > 2 else None)
+            for o in v.extra.get("off") or [(v.output, v.max_abs, v.extra.get("ratio"))]]
 
 
 def answers(v: Verdict, oracle: str, match: re.Pattern[str] | str | None = None, any_failure: bool = False) -> bool:
@@ -217,6 +219,7 @@ class Signature:
     exc_type: str = ""
     message: str = ""
     decade: int | None = None  # mismatch only: order of magnitude of the original error
+    ratio: float | None = None  # mismatch under --reference float64: the original's error over eager's own
     cause: str = ""  # crash only: the compiler's first native error line, normalized (native_cause)
 
     @staticmethod
@@ -224,12 +227,24 @@ class Signature:
         if v.kind == "crash":
             return Signature("crash", v.exc_type, crash_words(v), cause=native_cause(v))
         if v.kind == "mismatch":
-            return Signature("mismatch", decade=mismatch_decade(v.max_abs))
+            return Signature("mismatch", decade=mismatch_decade(v.max_abs), ratio=v.extra.get("ratio"))
         return Signature(v.kind)
 
     # A mismatch may shrink as upstream drift is cut away, but one that falls by more
     # than this many decades is treated as a different (rounding-sized) bug.
     MISMATCH_DECADES = 3
+    # Under --reference float64 the error over eager's own names the bug's size: a candidate
+    # must keep it within a decade of the original's, and at least the original's or this
+    # (twice the ratio that makes a bug): a rounding-sized conv met on the way (4x where a
+    # var's overflow was 150x) is another bug, and a shrink that leaves a 2.9x bug at 2.02x
+    # leaves a repro that fails on half the seeds.
+    RATIO_MARGIN = 4.0
+
+    def holds_ratio(self, ratio: float | None) -> bool:
+        """Whether a candidate's error ratio is this mismatch's size (True where either has none)."""
+        if self.ratio is None or ratio is None:
+            return True
+        return ratio >= max(self.ratio / 10, min(self.ratio, self.RATIO_MARGIN))
 
     def matches(self, v: Verdict, match: re.Pattern[str] | None = None, any_failure: bool = False,
                 counts: Callable[[int | None], bool] | None = None) -> bool:
@@ -245,16 +260,17 @@ class Signature:
             return (v.exc_type, crash_words(v)) == (self.exc_type, self.message) and native_cause(v) == self.cause
         if self.kind not in VALUE_ORACLES:
             return True
-        sizes = [size for output, size in failing_outputs(v) if counts is None or counts(output)]
+        off = [(size, ratio) for output, size, ratio in failing_outputs(v) if counts is None or counts(output)]
         if self.kind == "mismatch" and self.decade is not None:
-            return any(mismatch_decade(size) >= self.decade - self.MISMATCH_DECADES for size in sizes)
-        return bool(sizes)
+            return any(mismatch_decade(size) >= self.decade - self.MISMATCH_DECADES and self.holds_ratio(ratio)
+                       for size, ratio in off)
+        return bool(off)
 
     def text(self) -> str:
         if self.kind == "crash":
             return f"crash: {self.exc_type}: {self.message}" + (f" (logged: {self.cause})" if self.cause else "")
         if self.kind == "mismatch":
-            return f"mismatch: max abs error ~1e{self.decade}"
+            return f"mismatch: max abs error ~1e{self.decade}" + (f", {self.ratio:.3g}x eager's own" if self.ratio else "")
         return self.kind
 
     def to_dict(self) -> dict[str, Any]:

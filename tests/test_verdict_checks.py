@@ -174,7 +174,7 @@ def test_the_value_oracle_asked_names_a_verdict_whose_outputs_fail_both_ways():
             Verdict("mismatch", output=2, max_abs=2.0)]
     assert summarize(each).kind == "nan" and summarize(each, "nan").output == 0
     asked = summarize(each, "mismatch")
-    assert (asked.kind, asked.output, asked.extra["off"]) == ("mismatch", 2, [[1, 0.5], [2, 2.0]])
+    assert (asked.kind, asked.output, asked.extra["off"]) == ("mismatch", 2, [[1, 0.5, None], [2, 2.0, None]])
     assert summarize(each[:1], "mismatch").kind == "nan"  # no mismatch: the NaN still shows
     assert compare_outputs([torch.ones(2), torch.ones(2)], [torch.full((2,), float("nan")), torch.ones(2) * 3],
                            Tolerance(asked="mismatch")).output == 1
@@ -520,7 +520,7 @@ def test_a_mismatch_counts_only_in_the_outputs_the_reduction_follows():
     tol = Tolerance(1e-3, 1e-3)
     v = compare_outputs([torch.zeros(3), torch.zeros(3, dtype=torch.int64)],
                         [torch.full((3,), 0.5), torch.full((3,), 10)], tol)
-    assert (v.output, v.max_abs, v.extra["off"]) == (1, 10.0, [[0, 0.5], [1, 10.0]])
+    assert (v.output, v.max_abs, v.extra["off"]) == (1, 10.0, [[0, 0.5, None], [1, 10.0, None]])
     sig = Signature.of(v)
     assert sig.matches(v) and sig.matches(v, counts=lambda output: output == 1)
     assert sig.matches(v, counts=lambda output: output == 0)  # 0.5 is within 3 decades of 10
@@ -700,7 +700,7 @@ def test_the_symptom_is_the_output_the_verdict_names_even_beside_a_shape_mismatc
     from tests.helpers import cpu_program, reduce_with
 
     v = compare_outputs([torch.zeros(3), torch.zeros(3)], [torch.zeros(2), torch.full((3,), 10.0)], Tolerance())
-    assert (v.output, v.extra["off"]) == (1, [[0, None], [1, 10.0]]), v
+    assert (v.output, v.extra["off"]) == (1, [[0, None, None], [1, 10.0, None]]), v
     program = cpu_program(_TwoHeads(), torch.randn(3))
     problem = reduce_with(program, lambda cand: v, passes=lambda p: p.establish_original())
     cos = next(i for i, n in enumerate(program.nodes) if "cos" in str(n.target))

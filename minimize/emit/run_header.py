@@ -48,7 +48,8 @@ def options_key(opts: Options) -> dict[str, Any]:
 # 5: a value verdict lists each output off (extra.off): the bug counts only upstream of the original's.
 # 6: a slice returns only the values of an op of several that the program reads (median.dim's
 #    values, not its unused indices): another count of outputs; a type union's words are <types>.
-VERDICT_FORMAT = 6
+# 7: a mismatch under --reference float64 carries its error ratio (extra.ratio): the bug's size.
+VERDICT_FORMAT = 7
 
 
 def header_before_loading(opts: Options) -> dict[str, Any]:

@@ -255,7 +255,7 @@ class ReductionProblem:
         if verdict is None or verdict.output is None:
             return None
         leaves = self.output_leaves(cand.nodes)
-        off = [(size, output) for output, size in failing_outputs(verdict)
+        off = [(size, output) for output, size, _ in failing_outputs(verdict)
                if output is not None and output < len(leaves) and self.upstream_of_symptom(leaves[output])]
         return leaves[max(off, key=lambda o: o[0] or 0)[1]] if off else None  # the worst, as summarize ranks them
 
