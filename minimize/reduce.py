@@ -111,7 +111,8 @@ def reduce(opts: Options, out: Path, resume: bool = False, force: bool = False,
         earlier_mtime_ns = (out / JOURNAL).stat().st_mtime_ns if earlier is not None else 0
         journal = Journal(out, header, resume)
         if resume:
-            log(f"resuming: replaying {len(journal.cache)} journaled verdicts (the oracle calls count only those "
+            n = len(journal.cache)
+            log(f"resuming: replaying {n} journaled verdict{'s' * (n != 1)} (the oracle calls count only those "
                 "the search asks for: a --jobs run journals its speculative runs too)")
             if journal.damaged:
                 lines = ", ".join(map(str, journal.damaged[:5])) + (" ..." if len(journal.damaged) > 5 else "")

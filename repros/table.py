@@ -45,7 +45,7 @@ def load_run(path: Path | str) -> dict[str, Any]:
     except OSError as e:
         raise TrtminError(f"{path} cannot be read ({e.strerror}); pass a file written by `trtmin repros run --json`") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TrtminError(f"{path}: not valid JSON ({e})") from None
+        raise TrtminError(f"{path}: not valid JSON ({e}); pass a file written by `trtmin repros run --json FILE`") from None
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
         raise TrtminError(f"{path}: not a trtmin repros run (format {JSON_FORMAT!r}); "
                           f"write one with `trtmin repros run --json FILE`")

@@ -356,6 +356,9 @@ def test_merge_tables(tmp_path: Path) -> None:
         merge_tables([tmp_path / "bad.json"])
     with pytest.raises(TrtminError, match="no such file"):
         merge_tables([tmp_path / "absent.json"])
+    (tmp_path / "model.pt").write_bytes(b"PK\x03\x04 not json")  # another file given by mistake: the fix named
+    with pytest.raises(TrtminError, match=r"not valid JSON \(.*\); pass a file written by `trtmin repros run --json"):
+        merge_tables([tmp_path / "model.pt"])
     # hand-edited runs: a version written as a number, ok as a string, one link as a string
     for edit, said in (({"environment": {**cpu["environment"], "versions": {"torch": 2.13}}},
                         "environment.versions must map each package to its version as a string"),
@@ -1059,9 +1062,11 @@ def test_a_runs_json_goes_to_stdout_and_the_suite_can_be_named_once(tmp_path: Pa
     make_repro(tmp_path / "ours", "good", exits(1, "REPRODUCED: x"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TRTMIN_SUITE", str(tmp_path / "ours"))
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a CI's: colours on stderr's table, never in the JSON
     assert default_root() == tmp_path / "ours"
     r = run_cli_here("repros", "run", "--json", "-")
     data = json.loads(r.stdout)  # nothing else on stdout: the table went to stderr
+    assert "\x1b" not in r.stdout
     assert r.returncode == 0 and [x["name"] for x in data["results"]] == ["good"], r.stdout + r.stderr
     assert {k: data["results"][0][k] for k in ("backend", "oracle", "device")} == {
         "backend": "inductor", "oracle": "mismatch", "device": "cpu"}  # a CI job groups rows by them
