@@ -93,16 +93,30 @@ _EXECUTING = re.compile(r"While executing %(\w+) : .*?\[target=(.*?)\]\(")
 _TRACEBACK = re.compile(r"\nOriginal traceback:\n(.*?)(?:\nUse tlparse|\Z)", re.S)
 _LOWERING_TARGET = re.compile(r"^\s*target: (\S+)\s*$", re.M)
 _FOUND_FROM = re.compile(r"\nFound from : \n(.*?)(?:\n\n|\Z)", re.S)
+# ExecuTorch's to_edge verifiers check the graph it made of ours (its nodes keep our stacks):
+#   Operator: <EdgeOpOverload: aten.mul.Tensor>: schema = aten::mul.Tensor(...) with args: {...}
+#   stack trace: File "model.py", line 33, in forward
+#       q = rope(q, freqs)
+#   Please make sure the dtypes of the Tensor inputs are the same as ...
+# or name an op not in core ATen, with no stack:
+#   Operator torch._ops.aten._upsample_bicubic2d_aa.default is not in Core ATen opset (...)
+_EDGE_OPERATOR = re.compile(r"^Operator: <EdgeOpOverload: ([\w.]+)>", re.M)
+_EDGE_STACK = re.compile(r"\nstack trace: (.*?)(?=\nOperator: |\nPlease make sure|\Z)", re.S)
+_NOT_CORE_ATEN = re.compile(r"Operator torch\._ops\.([\w.]+) is not in Core ATen opset")
 
 
 def failing_node(message: str) -> dict[str, str] | None:
     """The node a compiler's error says it was working on: its name in the compiler's graph
     (where it says), its target and the source stack it was traced from (torch keeps the
-    exported program's stack traces through Dynamo and AOT), read from the whole message
-    before it is cut."""
+    exported program's stack traces through Dynamo and AOT, ExecuTorch through to_edge),
+    read from the whole message before it is cut."""
     node = _EXECUTING.search(message)
     if node is not None:
         name, target, stack = node.group(1), node.group(2), _TRACEBACK.search(message, node.end())
+    elif (edge := _EDGE_OPERATOR.search(message)) is not None:  # ExecuTorch's verifier: a stack of ours
+        name, target, stack = "", edge.group(1), _EDGE_STACK.search(message, edge.end())
+    elif (not_core := _NOT_CORE_ATEN.search(message)) is not None:  # no stack: a target only one node has
+        name, target, stack = "", not_core.group(1), None
     else:
         lowering = _LOWERING_TARGET.search(message)
         if lowering is None:

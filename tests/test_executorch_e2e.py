@@ -180,6 +180,50 @@ def test_a_lowering_failure_ends_the_snippet_at_the_lowering():
     assert ran.last == "" and ran.setup[-1] == "program = Runtime.get().load_program(pte.buffer)", ran
 
 
+class ComplexRope(nn.Module):
+    """Complex RoPE beside a real mul and a plain resize: ExecuTorch 1.4's to_edge refuses
+    the complex64 mul ("mismatched dtypes", every dtype complex64), and the antialiased
+    bicubic resize (not core ATen)."""
+
+    def __init__(self, antialias: bool) -> None:
+        super().__init__()
+        self.antialias = antialias
+
+    def forward(self, x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+        h = torch.nn.functional.interpolate(x * 2, size=(4, 4), mode="bilinear")
+        h = torch.nn.functional.interpolate(h, size=(2, 4), mode="bicubic", antialias=self.antialias)
+        rotated = torch.view_as_complex(h.reshape(1, 2, 2, 2, 2).contiguous()) * freqs
+        return torch.view_as_real(rotated).flatten() * 3
+
+
+@pytest.mark.parametrize("antialias", [True, False], ids=["not_core_aten", "complex_mul"])
+def test_executorchs_verifier_error_names_the_node_the_search_starts_at(antialias: bool):
+    """ExecuTorch's to_edge verifiers name the op they refuse, and for a dtype error the
+    source stack of its node (ours, kept through to_edge); failing_node read neither, so a
+    complex RoPE's mul (78 nodes) or an antialiased resize (58) took 7 calls of bisection (a
+    hunt). Now the guess is the node: by stack and target among three muls, by the one
+    node of a target that is not core ATen."""
+    from minimize.search.localize import named_failing_position
+    from minimize.search.problem import ReductionProblem, Rules
+    from oracles.backends import resolve
+    from oracles.checks import Tolerance
+    from oracles.evaluate import evaluate
+    from tests.helpers import cpu_program
+
+    inputs = (torch.randn(1, 2, 4, 4), torch.randn(2, 1, 2, dtype=torch.complex64))
+    program = cpu_program(ComplexRope(antialias), *inputs)
+    piece = program.materialize(program.all_kept())
+    v = evaluate(piece.gm, program.inputs_for(piece), resolve("executorch:portable", {}), Tolerance())
+    assert v.kind == "crash" and ("not in Core ATen" if antialias else "mismatched dtypes") in v.message, v
+    problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))
+    problem.cache[problem.current] = [v]
+    guessed = program.nodes[problem.current.nodes[named_failing_position(problem, problem.current.nodes)]]
+    muls = [n for n in program.nodes if "mul" in str(n.target)]
+    want = "aten._upsample_bicubic2d_aa.vec" if antialias else "aten.mul.Tensor"  # ExecuTorch says .default
+    assert len(muls) >= 3 and str(guessed.target) == want, guessed
+    assert antialias or guessed.meta["val"].dtype == torch.complex64, guessed
+
+
 class Wrap(nn.Module):
     """An int64 phase index wrapped into [0, 16): Python's % (the divisor's sign)."""
 

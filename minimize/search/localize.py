@@ -129,7 +129,8 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
     """Position in `cand` of the node the compiler's error on `cand` says it was working
     on, or None. Its graph is Dynamo's or AOT's, not ours (names differ), so it is matched by
     the source stack it was traced from (what torch keeps), then by target (an op the
-    compiler decomposed has another); without stacks, by a target only one node has. The
+    compiler decomposed has another); without stacks, by a target (or, failing that, an op
+    under any overload) only one node has. The
     first such node: a guess too early costs a few calls, one too late leaves nodes for
     later passes. A replay that only hypothesizes `cand`'s verdict has no guess (None), as
     a run without such an error. Of several such nodes, the one of the error's node name.
@@ -150,8 +151,10 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
         picks = by_name
     elif same_line:
         picks = same_op or same_line  # that line's failing op, or its first op (the compiler decomposed it)
-    elif not stack:
-        picks = same_op if len(same_op) == 1 else []  # no stack at all: the target, where only one node has it
+    elif not stack:  # no stack at all: the target, where only one node has it; else its op under another
+        packet = [p for p in range(len(cand))  # overload (ExecuTorch names _upsample_bicubic2d_aa.vec .default)
+                  if _target_name(nodes[cand[p]].target).rsplit(".", 1)[0] == hint["target"].rsplit(".", 1)[0]]
+        picks = same_op if len(same_op) == 1 else packet if not same_op and len(packet) == 1 else []
     else:
         picks = []  # a stack that names none of ours: a decomposed op's target may be another node's
     if not picks:
