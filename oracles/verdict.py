@@ -77,7 +77,7 @@ class Verdict:
             return f"NAN: {output} has non-finite values where eager is finite{_sep(self.detail)}"
         if self.kind == "hang":
             return f"HANG: {self.message}"
-        first = next((ln.strip() for ln in self.message.splitlines() if ln.strip()), "")
+        first = leading_line(self.message)
         return f"{self.kind.upper()}: {self.exc_type}: {first[:300]}{'...' if len(first) > 300 else ''}"
 
 
@@ -122,8 +122,8 @@ _ERROR_CODE = re.compile(r"(?i)\berror(?:\s+code)?\s*[:=]?\s*(?:0x:?[0-9a-f]+|\d
 
 
 def normalize_message(message: str) -> str:
-    """First non-empty line, with numbers, addresses, paths and ONNX node names' counters
-    made generic, error codes kept.
+    """The leading line (leading_line), with numbers, addresses, paths and ONNX node names'
+    counters made generic, error codes kept.
 
     `KeyError: 'buf12'` and `KeyError: 'buf3'` are the same bug; an error about a
     different op is not, and neither is another error code. 300 characters, as the
@@ -132,7 +132,7 @@ def normalize_message(message: str) -> str:
     ([myelin_graph.h:<n>: ...] ... CHECK(false) failed. Strided & Dilated Deconv not
     supported by cuDNN"), and a cut at 200 kept "Strid" of them.
     """
-    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    line = leading_line(message)
     codes = _ERROR_CODE.findall(line)
     for i, code in enumerate(codes):  # out of the normalizers' way, as characters none of them touches
         line = line.replace(code, chr(0xE000 + i), 1)
@@ -146,6 +146,13 @@ def normalize_message(message: str) -> str:
                            for token in PLACEHOLDERS):
         cut = cut[:opened]  # not half a placeholder: the script's pattern would need "<pa" literally
     return cut
+
+
+def leading_line(message: str) -> str:
+    """A message's first non-empty line, and the next where the first ends with ":" and only
+    leads to it (ExecuTorch's "...with mismatched dtypes:" names its op on the next)."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()][:2]
+    return " ".join(lines) if lines and lines[0].endswith(":") else "".join(lines[:1])
 
 
 def signal_of(message: str) -> str:

@@ -13,6 +13,25 @@ def test_normalize_makes_numbers_and_addresses_generic():
     assert normalize_message("no converter for aten::sin") != normalize_message("no converter for aten::cos")
 
 
+def test_a_first_line_that_only_leads_to_the_next_keeps_the_next_in_the_signature():
+    """ExecuTorch 1.4.1's to_edge says "These operators are taking Tensor inputs with mismatched
+    dtypes:" and names the op on the next line: the signature and repro.py's pattern kept the
+    first line alone, so any op's dtype error was "the same bug" (a hunt: complex RoPE)."""
+    said = ("These operators are taking Tensor inputs with mismatched dtypes:\n\nOperator: <EdgeOpOverload: "
+            "aten.%s.Tensor>: schema = aten::%s.Tensor(Tensor self, Tensor other) -> Tensor with args: {'self': "
+            "torch.complex64, 'other': torch.complex64, '__ret_0': torch.complex64}\nstack trace: File \"m.py\", "
+            "line 3, in forward\nPlease make sure the dtypes of the Tensor inputs are the same")
+    mul, add = said % ("mul", "mul"), said % ("add", "add")
+    sig = Signature.of(Verdict("crash", "SpecViolationError", mul))
+    assert "aten.mul.Tensor" in sig.message and "stack trace" not in sig.message, sig.message
+    assert "aten.mul.Tensor" in Verdict("crash", "SpecViolationError", mul).describe()  # the bug: line too
+    assert sig.matches(Verdict("crash", "SpecViolationError", mul.replace("line 3", "line 9")))
+    assert not sig.matches(Verdict("crash", "SpecViolationError", add))
+    assert re.search(error_pattern(sig, None), mul) and not re.search(error_pattern(sig, None), add)
+    assert normalize_message("Error:\n\n  the cause\nmore") == "Error: the cause"
+    assert "more" not in normalize_message("KeyError: 'buf12'\nmore")  # a line that says something stays alone
+
+
 def test_names_a_cut_changes_are_one_bug_and_the_scripts_pattern_finds_them():
     """Seen on TensorRT-RTX 1.4 and ONNX Runtime 1.32 (a hunt): each cut renamed the fused
     region or the value the error names, so 10 candidates failing with the same words were
