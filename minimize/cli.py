@@ -405,7 +405,10 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     from oracles.out_folder import emitted_names
     others = [emitted_names(spec)[0] for spec in summary.get("emitted", [])]  # --emit: each backend's script
     ran = summary.get("emitted_alone") or {}
-    said = ", ".join(f"{name} {ran[name]['status']}" if name in ran else name for name in others)
+    took_none = {emitted_names(spec)[0] for spec in summary.get("emitted_undelegated") or {}}
+    said = ", ".join((f"{name} {ran[name]['status']}" if name in ran else name)
+                     + (" (its delegate took no op: the portable kernels ran)" if name in took_none else "")
+                     for name in others)
     console.print(f"wrote {out}/repro.py, report.md, summary.json"
                   + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),
                   highlight=False, markup=False)

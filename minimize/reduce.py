@@ -227,6 +227,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     delegation, took_none = _delegation_note(session, found, static=not dynamic)
     if delegation:
         problem.notes["delegation"] = delegation
+    emitted_undelegated = _emitted_undelegated(opts, session, found, static=not dynamic)
     moved = _symptom_moved(original, final_verdict)
     if moved:
         problem.notes["original_symptom"] = moved
@@ -277,6 +278,8 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     summary["emitted"] = list(opts.emit) + ([undelegated] if undelegated and undelegated not in opts.emit else [])
     if undelegated:  # its script, run alone, tells whose bug it is: report.md says so under what fails
         summary["undelegated"] = undelegated
+    if emitted_undelegated:  # an --emit's delegate that took nothing: its script's verdict is another's
+        summary["emitted_undelegated"] = emitted_undelegated
     if read_off:  # what repros match compares with the suite too: the cause may be a saved bug
         summary["read_off"] = read_off[1]
     summary["journal_header_sha256"] = journal_digest  # repros add: these outputs are this journal's run
@@ -431,6 +434,15 @@ def _delegation_note(session: Session, found: Candidate, static: bool) -> tuple[
     return (f"the delegate took none of the program's ops: ExecuTorch ran {ops} on its portable kernels, so the "
             "bug is likely theirs, not the delegate's" + (f" (`{emitted_names(alone)[0]}`, for {alone}, tells)"
                                                           if alone else "")), True
+
+
+def _emitted_undelegated(opts: Options, session: Session, found: Candidate, static: bool) -> dict[str, list[str]]:
+    """Of the --emit backends with a delegate (executorch:xnnpack beside --backend
+    executorch:portable), those whose delegate takes none of the reduced program's ops, with
+    the ops their script then runs on ExecuTorch's portable kernels: its REPRODUCED is
+    theirs, which report.md says beside it. One lowering each, in a worker, no run."""
+    said = {spec: session.delegation(found, static, backend=spec) for spec in opts.emit if spec != opts.backend}
+    return {spec: d["not_delegated"] for spec, d in said.items() if d and not d["delegated"] and d["not_delegated"]}
 
 
 def op_name(node: Any) -> str:

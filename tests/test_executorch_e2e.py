@@ -264,6 +264,31 @@ class ViewTo8Dims(nn.Module):
         return (torch.relu(x * 2).view(1, 2, 2, 2, 4, 2, 4, 2) + 1).sum()
 
 
+def test_an_emitted_delegates_share_is_asked_of_its_own_backend(tmp_path):
+    """--backend executorch:portable --emit executorch:xnnpack: the XNNPACK script said
+    REPRODUCED where XNNPACK took none of the ops (a bf16 conv: its portable kernel ran; a
+    hunt), and nothing said so. A worker lowers for the emitted backend when asked, and
+    report.md says whose kernels ran beside the script's status."""
+    from minimize.emit.report import _emitted_line
+    from tests.helpers import cpu_program, worker_in_process
+
+    def share(module: nn.Module, x: torch.Tensor, backend: str | None) -> dict | None:
+        program = cpu_program(module, x)
+        run = worker_in_process(tmp_path, program, "def f(gm, inputs):\n    return gm\n", "f")
+        job = {"kept": list(program.all_kept()), "settings": {}, "delegation": True, "static": True}
+        return run({**job, **({"backend": backend} if backend else {})})["delegation"]
+
+    assert share(Wrap(), torch.arange(-8, 8), None) is None  # the session's backend: a plugin, no delegate
+    said = share(Wrap(), torch.arange(-8, 8), "executorch:xnnpack")  # int64: XNNPACK takes none
+    assert said and not said["delegated"] and "aten.remainder.Scalar" in said["not_delegated"], said
+    assert share(nn.Linear(4, 4).eval(), torch.randn(2, 4), "executorch:xnnpack")["delegated"]
+    summary = {"emitted": ["executorch:xnnpack"], "emitted_undelegated": {"executorch:xnnpack": said["not_delegated"]},
+               "emitted_alone": {"repro_executorch_xnnpack.py": {"status": "REPRODUCED", "exit": 1, "line": "x"}}}
+    line = " ".join(_emitted_line(summary).split())
+    assert "`repro_executorch_xnnpack.py`: executorch:xnnpack's delegate takes none of the program's ops; " \
+           "ExecuTorch runs `aten.mul.Tensor`, `aten.remainder.Scalar`" in line and "theirs, not the delegate's" in line, line
+
+
 def test_what_executorch_logged_behind_its_bare_error_code_is_reported(tmp_path):
     """A real ExecuTorch 1.4 failure: XNNPACK cannot define an 8-D tensor, and the runtime
     raises only "Failed to load method forward, error: 0x:1"; the cause is in its log on

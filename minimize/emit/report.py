@@ -219,15 +219,19 @@ def _emitted_line(summary: dict[str, Any]) -> str:
                      for spec, why in (summary.get("emit_failed") or {}).items())
     if not specs:
         return failed
+    took_none = "".join(f"\n`{emitted_names(spec)[0]}`: {spec}'s delegate takes none of the program's ops; ExecuTorch "
+                        f"runs {', '.join(f'`{op}`' for op in ops)} on its portable kernels, so what it prints is "
+                        "theirs, not the delegate's.\n"
+                        for spec, ops in (summary.get("emitted_undelegated") or {}).items())
     files = "; ".join(", ".join(f"`{n}`" for n in emitted_names(spec)) + f" ({spec})" for spec in specs)
     ran = summary.get("emitted_alone") or {}
     if not ran:
         return (f"\nAlso written for other backends (generated from this program, not run by the oracle): {files}.\n"
-                + failed)
+                + took_none + failed)
     rows = "".join(f"| `{name}` | {alone['status']} (exit {alone['exit']}) | `{table_cell(alone['line'])}` |\n"
                    for name, alone in ran.items())
     return (f"\nAlso written for other backends, from this program: {files}. Each was run alone here after the "
-            f"reduction, as repro.py was:\n\n| script | status | printed |\n|---|---|---|\n{rows}" + failed)
+            f"reduction, as repro.py was:\n\n| script | status | printed |\n|---|---|---|\n{rows}" + took_none + failed)
 
 
 def table_cell(text: str) -> str:

@@ -165,14 +165,16 @@ class Session:
         self.pool.run(jobs, while_waiting=collect_parked, on_result=landed)
         return [verdicts[i * n:(i + 1) * n] for i in range(len(cands))]  # type: ignore[misc]
 
-    def delegation(self, cand: Candidate, static: bool = False) -> dict[str, Any] | None:
+    def delegation(self, cand: Candidate, static: bool = False, backend: str | None = None) -> dict[str, Any] | None:
         """Which of a candidate's ops the backend's delegate takes (Backend.delegation), from
         a lowering in a worker, no run, with static sizes where repro.py has them; None where
-        the backend delegates nothing or cannot say."""
-        if type(self.backend).delegation is Backend.delegation:
+        the backend delegates nothing or cannot say. `backend`: another's (an --emit's), with
+        its defaults."""
+        if type(resolve(backend, {}) if backend else self.backend).delegation is Backend.delegation:
             return None
         interrupts.check()
-        result = self.pool.run([{**cand.but(mark_all=False).job(), "delegation": True, "static": static}])[0]
+        job = {**cand.but(mark_all=False).job(), "delegation": True, "static": static}
+        result = self.pool.run([{**job, **({"backend": backend} if backend else {})}])[0]
         return result.get("delegation") if isinstance(result, dict) else None
 
     def setup_problem(self, v: Verdict) -> str | None:

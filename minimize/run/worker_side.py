@@ -214,7 +214,7 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         replaced = made(job.get("generated", {}))
         sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)
-        be = backend_for(job.get("settings", settings))
+        be = resolve(job["backend"], {}) if job.get("backend") else backend_for(job.get("settings", settings))
         dynamic = program.dynamic if be.keeps_dynamic and not job.get("static") else {}  # the export's stay so
         inputs = [mark_dynamic(v, dynamic.get(name, {})) for name, v in
                   zip(piece.input_names, program.inputs_for(piece, replaced))]
