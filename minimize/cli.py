@@ -334,6 +334,10 @@ def check(
     elif v.failed:  # as reduce's refusal says it: the oracle that asks about this failure
         print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}; "
               f"--oracle {v.kind} asks about that")
+        from oracles.verdict import precision_note
+        precision = precision_note(v, reference.value) if v.kind == "mismatch" else None
+        if precision:  # a bf16 difference sent to --oracle mismatch: the rounding it may be, said as FAILS says it
+            print(f"note: {precision}", file=sys.stderr)
     elif v.message:  # built and not run here (TensorRT without a GPU)
         print(f"does not fail the {oracle.value} oracle {where}: {v.message}; the bug does not reproduce here")
     elif v.detail:  # a difference within eager's own error (--reference float64)

@@ -141,6 +141,11 @@ def test_check_counts_rounding_only_against_eager(bf16_host):
     r = run_cli_here(*base, "--reference", "float64")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "its error from the float64 run is" in r.stdout and "eager's own (a bug above 2x)" in r.stdout, r.stdout
+    # asked about NaN, pointed to --oracle mismatch: the same note, before a user reduces rounding
+    base[base.index("mismatch")] = "nan"
+    r = run_cli_here(*base)
+    assert "--oracle mismatch asks about that" in r.stdout, r.stdout + r.stderr
+    assert "note: the mismatch is in a bfloat16 output, where rounding alone differs from eager" in r.stderr
 
 
 def test_a_bf16_reduction_keeps_the_bug_not_the_rounding(bf16_host, tmp_path):
