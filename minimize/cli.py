@@ -411,7 +411,7 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
     ran = summary.get("emitted_alone") or {}
     took_none = {emitted_names(spec)[0] for spec in summary.get("emitted_undelegated") or {}}
     said = ", ".join((f"{name} {ran[name]['status']}" if name in ran else name)
-                     + (" (its delegate took no op: the portable kernels ran)" if name in took_none else "")
+                     + (" (its delegate takes no op: ExecuTorch's portable kernels run it)" if name in took_none else "")
                      for name in others)
     console.print(f"wrote {out}/repro.py, report.md, summary.json"
                   + (f"; for other backends ({'run alone' if ran else 'not run'}): {said}" if others else ""),

@@ -149,10 +149,12 @@ def normalize_message(message: str) -> str:
 
 
 def leading_line(message: str) -> str:
-    """A message's first non-empty line, and the next where the first ends with ":" and only
-    leads to it (ExecuTorch's "...with mismatched dtypes:" names its op on the next)."""
+    """A message's first non-empty line, and the next where the first only leads to an op it
+    names: ExecuTorch's "...with mismatched dtypes:" then "Operator: <EdgeOpOverload: ...>".
+    Not any line after a ":" (Triton's "at 5:11:" leads to a kernel whose name each cut changes)."""
     lines = [ln.strip() for ln in message.splitlines() if ln.strip()][:2]
-    return " ".join(lines) if lines and lines[0].endswith(":") else "".join(lines[:1])
+    leads = len(lines) == 2 and lines[0].endswith(":") and lines[1].startswith("Operator: ")
+    return " ".join(lines) if leads else "".join(lines[:1])
 
 
 def signal_of(message: str) -> str:
@@ -241,17 +243,19 @@ class Signature:
     # than this many decades is treated as a different (rounding-sized) bug.
     MISMATCH_DECADES = 3
     # Under --reference float64 the error over eager's own names the bug's size: a candidate
-    # must keep it within a decade of the original's, and at least the original's or this
+    # must keep it no more than a decade below the original's, and at least the original's or this
     # (twice the ratio that makes a bug): a rounding-sized conv met on the way (4x where a
     # var's overflow was 150x) is another bug, and a shrink that leaves a 2.9x bug at 2.02x
     # leaves a repro that fails on half the seeds.
     RATIO_MARGIN = 4.0
 
     def holds_ratio(self, ratio: float | None) -> bool:
-        """Whether a candidate's error ratio is this mismatch's size (True where either has none)."""
+        """Whether a candidate's error ratio is this mismatch's size (True where either has none):
+        no more than a decade below the original's, nor below 0.9x the lesser of it and
+        RATIO_MARGIN (the slack: the original's own reruns, --repeat's, vary a little)."""
         if self.ratio is None or ratio is None:
             return True
-        return ratio >= max(self.ratio / 10, min(self.ratio, self.RATIO_MARGIN))
+        return ratio >= max(self.ratio / 10, 0.9 * min(self.ratio, self.RATIO_MARGIN))
 
     def matches(self, v: Verdict, match: re.Pattern[str] | None = None, any_failure: bool = False,
                 counts: Callable[[int | None], bool] | None = None) -> bool:

@@ -499,9 +499,11 @@ def test_a_failed_commands_words_are_its_exit_or_signal_and_last_line():
     assert command_failure(1, "only stdout\n", "").splitlines()[0] == "exit 1: only stdout"
     assert command_failure(-11, "", "").splitlines()[0] == "killed by SIGSEGV: (it printed nothing)"
     # a runner's start-up noise, then the cause: the whole last lines, within what a verdict keeps
-    noisy = "".join(f"W1207 16:{i:02d} torchao: failed to load /venv/lib/ops_{i}.so: undefined symbol\n" * 1
+    noisy = "".join(f"W1207 16:{i:02d} torchao: failed to load /venv/lib/ops_{i}.so: undefined symbol\n"
                     for i in range(28)) + "[method.cpp:1480] KernelCall failed in operator aten::convolution.out\nboom\n"
     said = command_failure(1, "", noisy)
     assert len(said) <= 2000 and said.splitlines()[0] == "exit 1: boom", said
     assert said.splitlines()[-2] == "[method.cpp:1480] KernelCall failed in operator aten::convolution.out"
     assert all(line in noisy.splitlines() for line in said.splitlines()[1:]), said  # no line cut
+    said = command_failure(1, "", noisy + "x" * 731 + "\n")  # a long last line: in the head, and whole at the end
+    assert len(said) <= 2000 and said.endswith("\n" + "x" * 731) and said.startswith("exit 1: xxx"), len(said)

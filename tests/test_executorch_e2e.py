@@ -282,6 +282,8 @@ def test_an_emitted_delegates_share_is_asked_of_its_own_backend(tmp_path):
     said = share(Wrap(), torch.arange(-8, 8), "executorch:xnnpack")  # int64: XNNPACK takes none
     assert said and not said["delegated"] and "aten.remainder.Scalar" in said["not_delegated"], said
     assert share(nn.Linear(4, 4).eval(), torch.randn(2, 4), "executorch:xnnpack")["delegated"]
+    if importlib.util.find_spec("torch_tensorrt") is None:  # one not installed here says nothing, and ends nothing
+        assert share(Wrap(), torch.arange(-8, 8), "torch_tensorrt") is None
     summary = {"emitted": ["executorch:xnnpack"], "emitted_undelegated": {"executorch:xnnpack": said["not_delegated"]},
                "emitted_alone": {"repro_executorch_xnnpack.py": {"status": "REPRODUCED", "exit": 1, "line": "x"}}}
     line = " ".join(_emitted_line(summary).split())

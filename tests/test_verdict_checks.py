@@ -28,8 +28,11 @@ def test_a_first_line_that_only_leads_to_the_next_keeps_the_next_in_the_signatur
     assert sig.matches(Verdict("crash", "SpecViolationError", mul.replace("line 3", "line 9")))
     assert not sig.matches(Verdict("crash", "SpecViolationError", add))
     assert re.search(error_pattern(sig, None), mul) and not re.search(error_pattern(sig, None), add)
-    assert normalize_message("Error:\n\n  the cause\nmore") == "Error: the cause"
-    assert "more" not in normalize_message("KeyError: 'buf12'\nmore")  # a line that says something stays alone
+    # not any line after a ":": Triton's leads to a kernel whose name each cut changes
+    triton = "at 5:11:\ndef triton_poi_fused_%s_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):"
+    assert Signature.of(Verdict("crash", "CompilationError", triton % "add_mul")).matches(
+        Verdict("crash", "CompilationError", triton % "mul"))
+    assert "more" not in normalize_message("KeyError: 'buf12'\nmore")
 
 
 def test_names_a_cut_changes_are_one_bug_and_the_scripts_pattern_finds_them():

@@ -19,7 +19,7 @@ from minimize.program.model import ONE_OP_PROGRAMS, Program, Slice, load_exporte
 from minimize.run.steps import StepClock
 from minimize.run.worker_side import save_state
 from minimize.run.workers import Workers
-from oracles.backends import resolve
+from oracles.backends import BUILTIN, resolve
 from oracles.backends.base import Backend
 from oracles.backends.plugin import PluginBackend
 from oracles.errors import TrtminError, disk_full
@@ -170,7 +170,8 @@ class Session:
         a lowering in a worker, no run, with static sizes where repro.py has them; None where
         the backend delegates nothing or cannot say. `backend`: another's (an --emit's), with
         its defaults."""
-        if type(resolve(backend, {}) if backend else self.backend).delegation is Backend.delegation:
+        kind = BUILTIN.get(backend, Backend) if backend else type(self.backend)  # not built here: it may not run here
+        if kind.delegation is Backend.delegation:
             return None
         interrupts.check()
         job = {**cand.but(mark_all=False).job(), "delegation": True, "static": static}

@@ -214,14 +214,15 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
         replaced = made(job.get("generated", {}))
         sizes = {int(k): v for k, v in job.get("sizes", {}).items()}  # JSON's keys are text
         piece = program.materialize(job["kept"], mark_all=job.get("mark_all", False), replaced=replaced, sizes=sizes)
-        be = resolve(job["backend"], {}) if job.get("backend") else backend_for(job.get("settings", settings))
+        be = backend_for(job.get("settings", settings))
         dynamic = program.dynamic if be.keeps_dynamic and not job.get("static") else {}  # the export's stay so
         inputs = [mark_dynamic(v, dynamic.get(name, {})) for name, v in
                   zip(piece.input_names, program.inputs_for(piece, replaced))]
         if job.get("static"):  # the marks of earlier jobs stay on the program's tensors: new tensor objects
             inputs = [v.detach() if isinstance(v, torch.Tensor) else v for v in inputs]
-        if job.get("delegation"):  # the report's: which ops the delegate took (Backend.delegation)
-            try:
+        if job.get("delegation"):  # the report's: which ops the delegate took (Backend.delegation), of
+            try:  # this backend or an --emit's ("backend"; one not installed here says nothing)
+                be = resolve(job["backend"], {}) if job.get("backend") else be
                 return {"delegation": be.delegation(piece.gm, inputs)}
             except Exception as e:  # a backend that cannot say: no word of it in the report
                 return {"delegation": None, "error": f"{type(e).__name__}: {e}"}

@@ -152,9 +152,10 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
     elif same_line:
         picks = same_op or same_line  # that line's failing op, or its first op (the compiler decomposed it)
     elif not stack:  # no stack at all: the target, where only one node has it; else its op under another
-        packet = [p for p in range(len(cand))  # overload (ExecuTorch names _upsample_bicubic2d_aa.vec .default)
-                  if _target_name(nodes[cand[p]].target).rsplit(".", 1)[0] == hint["target"].rsplit(".", 1)[0]]
-        picks = same_op if len(same_op) == 1 else packet if not same_op and len(packet) == 1 else []
+        same_op_any_overload = [p for p in range(len(cand))  # (ExecuTorch names _upsample_bicubic2d_aa.vec .default)
+                                if _target_name(nodes[cand[p]].target).rsplit(".", 1)[0] == hint["target"].rsplit(".", 1)[0]]
+        picks = (same_op if len(same_op) == 1 else
+                 same_op_any_overload if not same_op and len(same_op_any_overload) == 1 else [])
     else:
         picks = []  # a stack that names none of ours: a decomposed op's target may be another node's
     if not picks:

@@ -102,16 +102,17 @@ def run_command(command, module, inputs, folder, launcher=()):
 
 def command_failure(returncode, stdout, stderr):
     """A failed command's words: its exit (or the signal that killed it) and last line
-    (stderr's, else stdout's), then the tail of what it said, its last whole lines within
-    1,500 characters (a verdict keeps 2,000: a runner's start-up warnings came first and
-    its cause was cut mid-line). Shared, by source, with repro.py."""
+    (stderr's, else stdout's), then the tail of what it said: its last whole lines, all
+    within the 2,000 characters a verdict keeps (a runner's start-up warnings came first
+    and its cause was cut mid-line). Shared, by source, with repro.py."""
     import signal
 
     said = [ln for ln in stderr.splitlines() if ln.strip()] or [ln for ln in stdout.splitlines() if ln.strip()]
     how = f"exit {returncode}" if returncode > 0 else f"killed by {signal.Signals(-returncode).name}"
-    tail = "\n".join(said[-30:])
-    tail = tail if len(tail) <= 1500 else tail[-1500:].split("\n", 1)[-1]
-    return f"{how}: {said[-1].strip() if said else '(it printed nothing)'}\n" + tail
+    head, tail = f"{how}: {said[-1].strip() if said else '(it printed nothing)'}"[:1000], said[-30:]
+    while tail and len(head) + sum(len(line) + 1 for line in tail) > 2000:  # what a verdict keeps
+        tail = tail[1:]
+    return "\n".join([head, *tail])
 
 
 COPY_MAX_BYTES = 1 << 20  # a runner script is copied beside repro.py; a larger file is data
