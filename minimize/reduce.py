@@ -354,19 +354,18 @@ def _mismatch_shrank(original: Verdict, final: Verdict) -> str | None:
     said to be near the threshold: other values may not show it."""
     if original.kind != "mismatch" or final.kind != "mismatch" or not original.max_abs or not final.max_abs:
         return None
-    ratio = final.extra.get("ratio")
+    said = []
+    ratio, was = final.extra.get("ratio"), original.extra.get("ratio")
     if ratio is not None and ratio < Signature.RATIO_MARGIN:  # --reference float64: the bug's own size
-        was = original.extra.get("ratio")
-        return (f"the program left is off by {ratio:.3g}x eager's own error from float64, near the "
-                f"{ERROR_RATIO:g}x that makes a bug" + (f" (the original: {was:.3g}x)" if was else "") +
-                ": other values may show none; run repro.py on other inputs before filing it")
-    if not (math.isfinite(original.max_abs) and math.isfinite(final.max_abs)):  # a NaN lost: no size to compare
-        return None
-    if output_dtype(original) != output_dtype(final) or final.max_abs * SHRANK_FACTOR > original.max_abs:
-        return None
-    return (f"the program left is off by {final.max_abs:.4g}, {original.max_abs / final.max_abs:.0f}x less than "
-            f"the original's {original.max_abs:.4g}: it may be another, smaller bug met on the way; to hold the "
-            f"reduction to errors of the original's size, rerun with --atol {original.max_abs / 10:.2g}")
+        said.append(f"the program left is off by {ratio:.3g}x eager's own error from float64, near the "
+                    f"{ERROR_RATIO:g}x that makes a bug" + (f" (the original: {was:.3g}x)" if was else "") +
+                    ": other values may show none; run repro.py on other inputs before filing it")
+    if (math.isfinite(original.max_abs) and math.isfinite(final.max_abs)  # a NaN lost: no size to compare
+            and output_dtype(original) == output_dtype(final) and final.max_abs * SHRANK_FACTOR <= original.max_abs):
+        said.append(f"the program left is off by {final.max_abs:.4g}, {original.max_abs / final.max_abs:.0f}x less "
+                    f"than the original's {original.max_abs:.4g}: it may be another, smaller bug met on the way; to "
+                    f"hold the reduction to errors of the original's size, rerun with --atol {original.max_abs / 10:.2g}")
+    return "; and ".join(said) or None
 
 
 def ops_in_title(ops: list[str], limit: int = 120) -> str:

@@ -122,6 +122,9 @@ def test_a_mismatch_under_float64_keeps_its_size_in_eager_errors():
     assert "3.06x eager's own error from float64, near the 2x" in _mismatch_shrank(off(2.9), off(3.06))
     assert "(the original: 2.9x)" in _mismatch_shrank(off(2.9), off(3.06))
     assert _mismatch_shrank(big, off(20)) is None
+    far = compare_outputs([eager * 1e4], [(exact + 150 * err) * 1e4], tol, [exact * 1e4])  # 1e4x larger, and 150x
+    said = _mismatch_shrank(far, off(3.06))  # both are said: near the threshold, and far smaller than the original
+    assert "near the 2x" in said and "less than the original's" in said and "--atol" in said, said
 
 
 @pytest.fixture(scope="module")
