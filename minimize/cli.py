@@ -315,13 +315,13 @@ def check(
         _fail(unjudgeable(v.exc_type, v.message))
     fails = answers(v, oracle.value, match)
     where = f"{backend} on {device}"
+    from oracles.verdict import precision_note
+    precision = precision_note(v, reference.value)  # a mismatch's alone: the note reduce gives too (minimize/reduce.py)
     if fails:
         print(f"FAILS ({oracle.value}) {where}: {v.describe()}")
         for line in v.extra.get("native_errors") or []:  # the compiler's words behind a bare error code
             print(f"logged: {line}")
-        from oracles.verdict import precision_note
-        precision = precision_note(v, reference.value)
-        if precision:  # the note reduce gives too (minimize/reduce.py)
+        if precision:
             print(f"note: {precision}", file=sys.stderr)
         raise typer.Exit(1)
     if v.kind == oracle.value:  # it fails as asked, but --match does not take its message
@@ -334,8 +334,6 @@ def check(
     elif v.failed:  # as reduce's refusal says it: the oracle that asks about this failure
         print(f"does not fail the {oracle.value} oracle {where}, but: {v.describe()}; "
               f"--oracle {v.kind} asks about that")
-        from oracles.verdict import precision_note
-        precision = precision_note(v, reference.value) if v.kind == "mismatch" else None
         if precision:  # a bf16 difference sent to --oracle mismatch: the rounding it may be, said as FAILS says it
             print(f"note: {precision}", file=sys.stderr)
     elif v.message:  # built and not run here (TensorRT without a GPU)

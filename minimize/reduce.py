@@ -512,7 +512,7 @@ def _refusal_hint(opts: Options, v: Verdict, program: Program) -> str:
         return (f"no result within --timeout {opts.timeout:g} s: if the compile is only slow (a big graph), raise "
                 "--timeout; if it never ends, try --oracle hang")
     if v.failed and v.kind != opts.oracle:  # and, for a bf16 mismatch, the rounding it may be (check says it too)
-        precision = precision_note(v, opts.reference) if v.kind == "mismatch" else None
+        precision = precision_note(v, opts.reference)  # a mismatch's alone
         return f"it fails as {v.kind} instead; try --oracle {v.kind}" + (f" (but {precision})" if precision else "")
     if not v.failed:
         return (f"check --backend, --device{' and the tolerances' if opts.oracle == 'mismatch' else ''}"

@@ -220,15 +220,14 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
     detail = f"{off_count} of {e.numel()} values off, dtype {str(e.dtype).removeprefix('torch.')}"
     rounds = e.is_floating_point() or e.is_complex()  # an integer has no error to be judged by
     exact = r if tol.reference == "float64" and rounds and isinstance(r, torch.Tensor) and r.shape == e.shape else None
-    if exact is not None:
-        ratio = error_ratio(e64, a64, r.detach().to("cpu", e64.dtype))
-        if ratio is not None and ratio <= ERROR_RATIO:
-            return Verdict("pass", detail=f"output {i} is off eager by max abs {max_abs:.4g}, but its error from the "
-                                          f"float64 run is {ratio:.3g}x eager's own (a bug above {ERROR_RATIO:g}x)")
-        if ratio is not None:
-            detail += (", where eager matches the float64 run" if ratio == float("inf")
-                       else f", {ratio:.3g}x eager's own error from float64")
-        ratio = ratio if ratio is not None and math.isfinite(ratio) else None  # Signature.holds_ratio's
+    ratio = error_ratio(e64, a64, exact.detach().to("cpu", e64.dtype)) if exact is not None else None
+    if ratio is not None and ratio <= ERROR_RATIO:
+        return Verdict("pass", detail=f"output {i} is off eager by max abs {max_abs:.4g}, but its error from the "
+                                      f"float64 run is {ratio:.3g}x eager's own (a bug above {ERROR_RATIO:g}x)")
+    if ratio is not None:
+        detail += (", where eager matches the float64 run" if ratio == float("inf")
+                   else f", {ratio:.3g}x eager's own error from float64")
+    sized = {"ratio": ratio} if ratio is not None and math.isfinite(ratio) else {}  # Signature.holds_ratio's
     # a relative error of an integer is noise (1e+12 where eager's value is 0): none is given
     scale = float(e64[e_finite].abs().max()) if rounds and bool(e_finite.any()) else 0.0  # precision_note's
     lost = ~e_finite & a_finite  # eager's NaN or inf came back finite: Verdict.lost_words says so
@@ -238,7 +237,7 @@ def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdi
         "eager": "NaN" if bool(e64[lost].isnan().all()) else "inf" if not bool(e64[lost].isnan().any()) else "NaN or inf"}}
     return Verdict("mismatch", output=i, max_abs=max_abs, max_rel=float(rel.max()) if rounds else None, detail=detail,
                    extra={"first_off": first_off_values(e, a, off, exact), **({"scale": scale} if scale else {}),
-                          **({"ratio": ratio} if exact is not None and ratio is not None else {}), **lost_what})
+                          **sized, **lost_what})
 
 
 def first_off_values(e: torch.Tensor, a: torch.Tensor, bad: torch.Tensor, exact: torch.Tensor | None = None,
