@@ -208,6 +208,7 @@ def test_executorchs_verifier_error_names_the_node_the_search_starts_at(antialia
     from oracles.backends import resolve
     from oracles.checks import Tolerance
     from oracles.evaluate import evaluate
+    from oracles.verdict import Verdict
     from tests.helpers import cpu_program
 
     inputs = (torch.randn(1, 2, 4, 4), torch.randn(2, 1, 2, dtype=torch.complex64))
@@ -215,6 +216,10 @@ def test_executorchs_verifier_error_names_the_node_the_search_starts_at(antialia
     piece = program.materialize(program.all_kept())
     v = evaluate(piece.gm, program.inputs_for(piece), resolve("executorch:portable", {}), Tolerance())
     assert v.kind == "crash" and ("not in Core ATen" if antialias else "mismatched dtypes") in v.message, v
+    # titled as ExecuTorch's own verifier's, before any delegate: not an XNNPACK crash (a hunt)
+    xnnpack = resolve("executorch:xnnpack", {})
+    assert xnnpack.failure_words(v) == "to_edge verifier failure"
+    assert xnnpack.failure_words(Verdict("crash", "RuntimeError", "XNNPACK failed")) is None
     problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))
     problem.cache[problem.current] = [v]
     guessed = program.nodes[problem.current.nodes[named_failing_position(problem, problem.current.nodes)]]

@@ -172,6 +172,14 @@ class ExecuTorchBackend(Backend):
 
         return run
 
+    def failure_words(self, verdict: Any) -> str | None:
+        """A to_edge verifier's refusal (a dtype mix, an op not in core ATen) is ExecuTorch's
+        own, met before any partitioner: titled so, not as a crash of the delegate the spec
+        names, whose maintainers would get a bug that is not theirs."""
+        if verdict is not None and getattr(verdict, "exc_type", None) == "SpecViolationError":
+            return "to_edge verifier failure"
+        return super().failure_words(verdict)
+
     def delegation(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, Any] | None:
         """XNNPACK's share of gm, as lower_to_pte lowers it (no run): a bf16 conv XNNPACK does
         not take runs on ExecuTorch's portable kernels, and its bug is theirs, not XNNPACK's."""
