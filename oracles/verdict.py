@@ -91,7 +91,7 @@ def _sep(detail: str) -> str:
 
 # What normalize_message writes in place of what a cut or a run changes, and the regex that
 # stands for it in a script's error pattern (script_checks.message_pattern)
-PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<n>": r"\d+", "<addr>": r"0x[0-9a-fA-F]+", "<path>/": r"\S*/",
+PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<onnx_node>": r"node_\w+", "<n>": r"\d+", "<addr>": r"0x[0-9a-fA-F]+", "<path>/": r"\S*/",
                 "<nodes>": r"[^\]]*", "<value>": r"[^)]*",
                 "<types>": r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*(?:\s*\|)?"}
 
@@ -115,6 +115,14 @@ _NORMALIZERS = [
 ]
 
 
+# TensorRT's ONNX parser names the node and its operator: "In node 0 with name: node_view and
+# operator: Reshape (parseNode): ... Invalid Node - node_view". torch.onnx names that node after
+# the fx node (node_view) or after the ONNX op it made (node_Reshape_21), as a cut changes the
+# graph around it; with the operator said, its name is any name (one bug, not two: a hunt's
+# 10-D reshape stopped at 2 nodes).
+_PARSER_NODE = re.compile(r"\bwith name: (node_\w+) and operator: \w")
+
+
 # An error code names the failure, where an address or a count does not: ExecuTorch's
 # "execute() failed with error 0x12", "error: 0x:1", TensorRT's "Error Code 3: API Usage
 # Error", a CUDA "error 700". Kept as they are; another code is another bug.
@@ -123,7 +131,8 @@ _ERROR_CODE = re.compile(r"(?i)\berror(?:\s+code)?\s*[:=]?\s*(?:0x:?[0-9a-f]+|\d
 
 def normalize_message(message: str) -> str:
     """The leading line (leading_line), with numbers, addresses, paths and ONNX node names'
-    counters made generic, error codes kept.
+    counters made generic (the whole name where TensorRT's parser names the operator), error
+    codes kept.
 
     `KeyError: 'buf12'` and `KeyError: 'buf3'` are the same bug; an error about a
     different op is not, and neither is another error code. 300 characters, as the
@@ -133,6 +142,8 @@ def normalize_message(message: str) -> str:
     supported by cuDNN"), and a cut at 200 kept "Strid" of them.
     """
     line = leading_line(message)
+    if (parsed := _PARSER_NODE.search(line)) is not None:
+        line = re.sub(rf"\b{re.escape(parsed.group(1))}\b", "<onnx_node>", line)
     codes = _ERROR_CODE.findall(line)
     for i, code in enumerate(codes):  # out of the normalizers' way, as characters none of them touches
         line = line.replace(code, chr(0xE000 + i), 1)

@@ -756,3 +756,25 @@ def test_a_union_of_types_listed_in_another_order_is_the_same_failure():
     assert normalize_message("A | B | Cat") == "<types> | Cat"  # names whole (it was "<types>at")
     # words joined by " | " are not a union: TensorRT's errors keep theirs
     assert normalize_message("node_view failed | Reshape fails | x") == "node_view<_n> failed | Reshape fails | x"
+
+
+def test_a_parser_error_naming_the_operator_matches_whatever_the_node_is_named():
+    """TensorRT's ONNX parser names the node and its operator; torch.onnx names the node
+    after the fx node (node_view) or the ONNX op it made (node_Reshape_21), as a cut changes
+    the graph around it. A 10-D reshape stopped at 2 nodes, its one-node candidate "another
+    bug" (a TensorRT user's hunt). The operator still counts, and where TensorRT names no
+    operator (a builder's "node_NonZero has no runners") the name's stem does."""
+    said = ("the ONNX parser failed: In node {} with name: {} and operator: {} (parseNode): INVALID_NODE: Invalid "
+            "Node - {} | IShuffleLayer::setReshapeDimensions: Error Code 3: API Usage Error (Number of dimensions "
+            "(10) is not in the valid range [-1, Dims::MAX_DIMS]. In replicaSymbolicDims at /_src/network.cpp:306)")
+    two_nodes, one_node = said.format(1, "node_Reshape_27", "Reshape", "node_Reshape_27"), \
+        said.format(0, "node_view", "Reshape", "node_view")
+    sig = Signature.of(Verdict("crash", "TensorRTError", two_nodes))
+    assert sig.matches(Verdict("crash", "TensorRTError", one_node)), normalize_message(one_node)
+    pattern = error_pattern(sig, None)
+    assert re.search(pattern, one_node) and re.search(pattern, two_nodes), pattern
+    other_op = said.format(0, "node_view", "Transpose", "node_view")
+    assert not sig.matches(Verdict("crash", "TensorRTError", other_op))
+    runners = Signature.of(Verdict("crash", "TensorRTError", "node_NonZero_0 has no runners that implement it"))
+    assert runners.matches(Verdict("crash", "TensorRTError", "node_NonZero_3 has no runners that implement it"))
+    assert not runners.matches(Verdict("crash", "TensorRTError", "node_TopK_0 has no runners that implement it"))
