@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -28,7 +29,8 @@ from oracles.checks import Tolerance
 from oracles.errors import TrtminError
 from oracles.evaluate import evaluate
 from tests.conftest import save_program
-from tests.helpers import report_snippet_text, run_cli, run_cli_here, run_report_snippet, run_repro
+from tests.helpers import (alone_env, report_snippet_text, run_cli, run_cli_here, run_report_snippet,
+                           run_repro)
 from tests.test_backends_trt_family import candidate
 
 HAS_TRT = any(importlib.util.find_spec(m) is not None for m in ("tensorrt", "tensorrt_rtx"))
@@ -321,6 +323,16 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     script = run_trt_script(out)
     assert script.returncode == 1, script.stdout + script.stderr[-2000:]
     assert script.stdout.startswith("REPRODUCED: TensorRTError: ") and first_words in script.stdout, script.stdout
+    # on NVIDIA's TensorRT (TensorRT-RTX under its module name here) with no cuda-python, which
+    # only running an engine needs: the build still runs and reproduces (it said SKIPPED: a hunt)
+    shim = tmp_path / "full_tensorrt"
+    shim.mkdir()
+    (shim / "tensorrt.py").write_text("from tensorrt_rtx import *  # noqa\nfrom tensorrt_rtx import __version__  # noqa\n")
+    if importlib.util.find_spec("cuda") is None:
+        as_full = run_repro(out, script="repro_tensorrt.py", env={"PYTHONPATH": os.pathsep.join(
+            [str(shim), *filter(None, [alone_env().get("PYTHONPATH")])])})  # a staged tensorrt_rtx's folder kept
+        assert as_full.returncode == 1 and as_full.stdout.startswith("REPRODUCED: TensorRTError: "), \
+            as_full.stdout + as_full.stderr[-2000:]
     for word in ("onnxruntime", "eager"):  # eager: the control's word in repro.py, which report.md teaches
         control = run_trt_script(out, TRTMIN_BACKEND=word)
         assert control.returncode == 0 and control.stdout.startswith("FIXED"), control.stdout + control.stderr[-2000:]

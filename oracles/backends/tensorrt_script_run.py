@@ -42,12 +42,13 @@ def cuda_check(result):
     return rest[0] if len(rest) == 1 else rest
 
 
-def gpu_missing():
-    """Why the engine cannot run here (no cuda-python, no GPU), or None."""
+def gpu_missing(cuda_python=True):
+    """Why the engine cannot run here (no cuda-python, no GPU), or None. A build needs no
+    cuda-python (cuda_python=False): without it, TensorRT finds the GPU itself or fails."""
     try:
         cudart = find_cudart()
     except ImportError:
-        return "cuda-python is not installed (pip install cuda-python)"
+        return "cuda-python is not installed (pip install cuda-python)" if cuda_python else None
     try:
         count = cuda_check(cudart.cudaGetDeviceCount())
     except Exception as e:  # no driver, no device
@@ -156,7 +157,8 @@ def run():
             run_reference(inputs, meta)  # [!values]
         else:
             trt = import_tensorrt()
-            cannot = gpu_missing()
+            cannot = gpu_missing(cuda_python=False)  # [build]
+            cannot = gpu_missing()  # [run]
             if cannot and not trt.__name__.startswith("tensorrt_rtx"):  # only TensorRT-RTX builds without a GPU
                 print(f"SKIPPED: {tensorrt_name(trt)} needs a GPU: {cannot}")
                 return 2
