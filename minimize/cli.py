@@ -383,6 +383,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"[yellow]but[/]: {escape(notes['precision'])}", highlight=False)
     if notes.get("delegation"):  # a bug in what the delegate left is the portable kernels', not the delegate's
         console.print(f"note: {notes['delegation'].replace('`', '')}", highlight=False, markup=False)
+    if notes.get("exported_model"):  # an ONNX backend's wrong value may be the exporter's, not the runtime's
+        console.print(f"note: {notes['exported_model']}", highlight=False, markup=False)
     if notes.get("read_off"):  # the failing op may be innocent: what it reads is off already
         console.print(f"[yellow]but[/]: {escape(notes['read_off'])}", highlight=False)
     if notes.get("shrank"):  # a bug of another size may be left: the user must not file it as theirs unwarned

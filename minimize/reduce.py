@@ -38,6 +38,7 @@ from minimize.run.workers import Workers
 from oracles.backend_names import parse_backend
 from oracles.backends import resolve
 from oracles.errors import TrtminError, first_line, unjudgeable, write_failure
+from oracles.environment import package_version
 from oracles.reference import ERROR_RATIO
 from oracles.verdict import (VALUE_ORACLES, Signature, Verdict, answers, needs_child, output_dtype,
                              precision_note)
@@ -228,6 +229,9 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     if delegation:
         problem.notes["delegation"] = delegation
     emitted_undelegated = _emitted_undelegated(opts, session, found, static=not dynamic)
+    exported = _exported_model_note(session, found, final_verdict, static=not dynamic)
+    if exported:
+        problem.notes["exported_model"] = exported
     moved = _symptom_moved(original, final_verdict)
     if moved:
         problem.notes["original_symptom"] = moved
@@ -433,6 +437,27 @@ def _delegation_note(session: Session, found: Candidate, static: bool) -> tuple[
     return (f"the delegate took none of the program's ops: ExecuTorch ran {ops} on its portable kernels, so the "
             "bug is likely theirs, not the delegate's" + (f" (`{emitted_names(alone)[0]}`, for {alone}, tells)"
                                                           if alone else "")), True
+
+
+def _exported_model_note(session: Session, found: Candidate, final: Verdict, static: bool) -> str | None:
+    """Whose a wrong value of a backend that runs torch.onnx's export is (ONNX Runtime,
+    TensorRT): the same export run by ONNX's reference evaluator (one call). Where it computes
+    the bug too, the exported model is wrong, and the bug is likely torch.onnx's lowering,
+    not the runtime's (a hunt: ORT's SDPA rows of an all-False mask, titled as ORT's); where it
+    matches eager, the runtime runs a right model wrong. None for other bugs and backends, and
+    where the evaluator cannot run the model."""
+    if final.kind not in ("mismatch", "nan"):
+        return None
+    said = session.exporter_control(found, static)
+    if said is None or said.kind not in ("pass", final.kind):
+        return None
+    spec = session.backend.spec
+    evaluator = f"ONNX's reference evaluator (onnx {package_version('onnx')}), run on the same exported model,"
+    if said.kind == "pass":
+        return f"{evaluator} matches eager PyTorch: the model torch.onnx made is right, and {spec} computes it wrong"
+    off = f"max abs {said.max_abs:.4g}" if said.max_abs is not None else said.kind
+    return (f"{evaluator} differs from eager PyTorch too ({off}): the model torch.onnx made computes "
+            f"otherwise than PyTorch, so the bug is likely torch.onnx's lowering, not {spec}'s")
 
 
 def _emitted_undelegated(opts: Options, session: Session, found: Candidate, static: bool) -> dict[str, list[str]]:

@@ -337,6 +337,11 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
     if importlib.util.find_spec("pyflakes"):
         from tests.test_script_lint import lint
         assert not lint(script, "repro.py")
+    # whose bug: ONNX's reference evaluator runs the same model.onnx as eager does (its ArgMax
+    # keeps the NaN's index), so the model is right and ONNX Runtime runs it wrong
+    assert "- Exported model: ONNX's reference evaluator (onnx " in said and \
+        "matches eager PyTorch: the model torch.onnx made is right, and onnxruntime computes it wrong." in said, said
+    assert "the model torch.onnx made is right" in r.stderr  # on the screen too
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: output 0 differs"), \
         alone.stdout + alone.stderr[-2000:]
@@ -357,6 +362,48 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
     assert {"model.onnx", "model_io.npz"} <= set(json.loads((out / "summary.json").read_text())["files"])
     from repros.suite import add_repro  # saved with the report that names them
     assert {"model.onnx", "model_io.npz", "report.md"} <= {p.name for p in add_repro(out, "ort", tmp_path / "suite").iterdir()}
+
+
+class AttentionAllMasked(nn.Module):
+    """Attention whose boolean mask holds rows with no key at all (a padded VLA prefix):
+    eager gives 0 there, torch.onnx's lowering of SDPA a mean of the values."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@needs_ort
+def test_a_wrong_value_of_the_exported_model_is_said_to_be_torch_onnxs() -> None:
+    """The report's "Exported model" note (minimize/reduce.py _exported_model_note) from the
+    reference evaluator's real verdict: on SDPA rows whose mask is all False, ONNX's reference
+    evaluator computes what ONNX Runtime computes, not eager's 0, so the bug is the exported
+    model's (a hunt: titled as ONNX Runtime's, 31 -> 1); on an ArgMax over a NaN it matches
+    eager, so ONNX Runtime's."""
+    from types import SimpleNamespace
+
+    from minimize.program.candidate import Candidate
+    from minimize.reduce import _exported_model_note
+    from oracles.backends.onnxruntime import OnnxReference
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8)
+    mask = torch.tensor([[True, True, False, False], [False] * 4, [True] * 4, [False] * 4])
+    cases = {"sdpa": (AttentionAllMasked(), (q, k, v, mask)),
+             "argmax": (ArgMaxHost().eval(), (torch.randn(4, 6), torch.tensor([[1.0, float("nan"), 0, 0, 0, 0]] * 4)))}
+    notes = {}
+    for name, (module, inputs) in cases.items():
+        gm = torch.export.export(module, inputs).module()
+        backend, control = resolve("onnxruntime"), resolve("onnxruntime").exporter_control()
+        assert isinstance(control, OnnxReference)
+        found = evaluate(gm, list(inputs), backend, Tolerance())
+        assert found.kind == "mismatch", (name, found)
+        session = SimpleNamespace(backend=backend,
+                                  exporter_control=lambda cand, static: evaluate(gm, list(inputs), control, Tolerance()))
+        notes[name] = _exported_model_note(session, Candidate(nodes=(0,)), found, static=True)
+    assert "differs from eager PyTorch too (max abs " in notes["sdpa"], notes
+    assert notes["sdpa"].endswith("so the bug is likely torch.onnx's lowering, not onnxruntime's"), notes
+    assert notes["argmax"].endswith("the model torch.onnx made is right, and onnxruntime computes it wrong"), notes
+    assert resolve("inductor").exporter_control() is None  # no ONNX export: no such note
 
 
 class MishHost(torch.nn.Module):

@@ -110,6 +110,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- Values fed in: {notes['random_draws']}.")
     if "delegation" in notes:
         lines.append(f"- Delegation: {notes['delegation']}.")
+    if "exported_model" in notes:
+        lines.append(f"- Exported model: {notes['exported_model']}.")
     if "static" in notes:
         lines.append(f"- Dynamic sizes: {notes['static']}.")
     if "in_place" in notes:

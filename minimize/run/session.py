@@ -178,6 +178,17 @@ class Session:
         result = self.pool.run([{**job, **({"backend": backend} if backend else {})}])[0]
         return result.get("delegation") if isinstance(result, dict) else None
 
+    def exporter_control(self, cand: Candidate, static: bool = False) -> Verdict | None:
+        """The candidate's verdict with its ONNX export run by the spec in place of the backend
+        (Backend.exporter_control: ONNX's reference evaluator), in a worker, one call; None
+        where the backend exports no ONNX model."""
+        if type(self.backend).exporter_control is Backend.exporter_control:
+            return None
+        interrupts.check()
+        job = {**cand.but(mark_all=False).job(), "exporter_control": True, "static": static}
+        result = self.pool.run([job])[0]
+        return _verdict(result) if isinstance(result, dict) and result.get("kind") else None
+
     def setup_problem(self, v: Verdict) -> str | None:
         """Why the original's crash is the set-up's mistake, not a compiler's bug (what to
         fix), or None. The backend's own checks first (a module not installed, a plugin that

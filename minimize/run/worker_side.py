@@ -226,6 +226,9 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
                 return {"delegation": be.delegation(piece.gm, inputs)}
             except Exception as e:  # a backend that cannot say: no word of it in the report
                 return {"delegation": None, "error": f"{type(e).__name__}: {e}"}
+        if job.get("exporter_control"):  # the report's: the same export run by the ONNX spec (Backend.exporter_control)
+            control = be.exporter_control()
+            return evaluate(piece.gm, inputs, control, tol, device).to_dict() if control is not None else {}
         if job.get("partitions"):
             try:
                 return {"partitions": be.partitions(piece.gm, inputs) or []}

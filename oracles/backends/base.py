@@ -205,6 +205,13 @@ class Backend:
         ops that did not}, for the report of the reduced program; None for the others."""
         return None
 
+    def exporter_control(self) -> "Backend | None":
+        """For a backend that runs torch.onnx's export of the program (ONNX Runtime, TensorRT):
+        the backend that runs the same export by the ONNX spec (onnxruntime.py OnnxReference),
+        to tell a wrong value of the exported model (torch.onnx's) from one of the runtime;
+        None for the others."""
+        return None
+
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
         """Files for the compiler's own maintainers, who may not take torch (an ONNX runtime's
         model.onnx), written into `folder` beside repro.py: {file name: what it is, for

@@ -112,6 +112,9 @@ class OnnxRuntimeBackend(Backend):
     def check_available(spec: str = "onnxruntime") -> None:
         check_packages(spec)
 
+    def exporter_control(self) -> Backend:
+        return OnnxReference(self.options.get("opset"))
+
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
         return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"),
                              {k: v for k, v in self.settings.items() if k != "opset"})
@@ -217,3 +220,32 @@ class OnnxRuntimeBackend(Backend):
 
     def describe(self) -> str:
         return self.spec + "".join(f" {k}={v}" for k, v in self.options.items())
+
+
+class OnnxReference(Backend):
+    """ONNX's reference evaluator (onnx.reference: the operators' spec, in numpy) on the same
+    torch.onnx export an ONNX backend runs: no backend a user asks for, but the control that
+    tells whose a wrong value is. Where the exported model computes it on the evaluator too,
+    the model is wrong (torch.onnx's lowering); where the evaluator matches eager, the
+    runtime that ran it is (Backend.exporter_control). No bf16: numpy has none."""
+    name = "onnx_reference"
+
+    def __init__(self, opset: int | None = None):
+        super().__init__("onnx_reference", {})
+        self.opset = opset
+
+    def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        from onnx.reference import ReferenceEvaluator
+
+        if any(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in example_inputs):
+            raise TypeError("ONNX's reference evaluator takes numpy arrays, and numpy has no bfloat16")
+        with scratch_folder("trtmin-onnx-ref-") as tmp:
+            export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.opset)
+            evaluator = ReferenceEvaluator(str(export.path))  # reads the file (and its weights) now
+
+        def run(*args: Any) -> list[torch.Tensor]:
+            feeds = {name: to_numpy(v) if isinstance(v, torch.Tensor) else np.asarray(v)
+                     for name, v in export.feeds(args).items()}
+            return [from_numpy(np.asarray(a)) for a in evaluator.run(None, feeds)]
+
+        return run

@@ -379,6 +379,10 @@ class TensorRTBackend(Backend):
     def died_after_export(self, verdict: Verdict | None) -> bool:
         return died_building(verdict)
 
+    def exporter_control(self) -> Backend:
+        from oracles.backends.onnxruntime import OnnxReference
+        return OnnxReference(self.options.get("opset"))
+
     def upstream_files(self, folder: Path, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> dict[str, str]:
         return upstream_onnx(folder, gm, example_inputs, self.options.get("opset"),
                              {k: v for k, v in self.settings.items() if k != "opset"})
