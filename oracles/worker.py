@@ -172,12 +172,19 @@ def stack_site(frames: str, past_stdlib: bool = False) -> str:
     """The innermost function of the fault handler's `frames` and its caller:
     "string_at (called from segfault_on_tanh)"; "" where there are none. `past_stdlib`: from
     the innermost frame outside Python's own library (a hang waits in threading's join or
-    subprocess's select, which names no compiler)."""
+    subprocess's select, which names no compiler), and the installed package it is of."""
     found = [m.groups() for m in map(FAULT_FRAME.match, frames.splitlines()) if m]
     if past_stdlib:
         found = [(path, name) for path, name in found if not _in_stdlib(path)] or found
     names = [name for _, name in found]
-    return f"{names[0]} (called from {names[1]})" if len(names) > 1 else "".join(names)
+    site = f"{names[0]} (called from {names[1]})" if len(names) > 1 else "".join(names)
+    package = _INSTALLED_PACKAGE.search(found[0][0]) if past_stdlib and found else None
+    return f"{site} in {package.group(1).removesuffix('.py')}" if package else site
+
+
+# the package an installed file is of: a hang "in onnx_ir" is torch.onnx's export's, not the
+# TensorRT build the user may take it for (a TensorRT user's hunt)
+_INSTALLED_PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
 
 
 def _in_stdlib(path: str) -> bool:

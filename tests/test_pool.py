@@ -241,7 +241,12 @@ def test_a_hangs_site_is_the_innermost_frame_outside_pythons_own_library() -> No
         f'  File "{STDLIB}/threading.py", line 1095 in join',
         f'  File "{STDLIB}/site-packages/compiler/build.py", line 40 in build_engine',
         '  File "/home/me/plugin.py", line 9 in backend'])
-    assert stack_site(installed, past_stdlib=True) == "build_engine (called from backend)"
+    # with the package it is of: a hang in onnx_ir is torch.onnx's export's, not TensorRT's build
+    assert stack_site(installed, past_stdlib=True) == "build_engine (called from backend) in compiler"
+    exporting = '  File "/venv/lib/python3.12/site-packages/onnx_ir/_core.py", line 9 in _add_usage\n' \
+                '  File "/venv/lib/python3.12/site-packages/onnx_ir/_core.py", line 99 in __init__\n'
+    assert stack_site(exporting, past_stdlib=True) == "_add_usage (called from __init__) in onnx_ir"
+    assert stack_site(exporting) == "_add_usage (called from __init__)"  # a death's site, matched as said
     only_stdlib = f'  File "{STDLIB}/selectors.py", line 415 in select\n'
     assert stack_site(only_stdlib, past_stdlib=True) == "select"  # nothing else: what there is
 
