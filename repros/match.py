@@ -2,7 +2,8 @@
 
 Before a user files a duplicate, a reduction is compared with every saved repro: the same
 multiset of ops in the reduced graph (ATen op names, as repro.py's `Repro.forward` calls
-them), the same backend family and the same kind of failure, and for a crash the same
+them), the same backend family (a plugin or command: itself) and the same kind of failure,
+for a mismatch the same symptom (eager's NaN or inf lost, or values off), and for a crash the same
 normalized error (for a death by a signal, the signal: not the site, which another release
 may move). One that differs in the failure, or only in the ops' overloads (remainder.Scalar
 for remainder.Tensor: one kernel, reached two ways), is related: said, never a duplicate; so is
@@ -36,7 +37,7 @@ class Fingerprint:
     ops: tuple[tuple[str, int], ...]   # sorted (op, count)
     backend: str                       # its family: torch_tensorrt, tensorrt, executorch, inductor, ...
     kind: str                          # crash, mismatch, nan, oom, hang
-    error: str                         # a crash's normalized message, else ""
+    error: str                         # a crash's normalized message, a mismatch's symptom, else ""
     program: str = ""                  # the sha256 of the program it was cut from (summary.json's), where known
     cause: str = ""                    # a crash's first logged native error, normalized (summary.json's), where any
     # a crash's ops before the failing ones, where compiled alone they already differ from eager
@@ -52,12 +53,25 @@ def ops_of(script: str) -> Counter[str]:
 
 def _family(backend: str) -> str:
     """What a repro's backend is compared by: a built-in's name less its variant
-    (executorch:xnnpack is executorch's), else "cmd" or "plugin" (a file's or a module's)."""
+    (executorch:xnnpack is executorch's); a plugin or a command by itself, as titles show it
+    ("compA.py:backend"): two users' compilers are two, whose bugs are never one (a hunt:
+    compB's clamped sigmoid was refused as compA's hardsigmoid)."""
     try:
-        kind = parse_backend(backend).kind
+        parsed = parse_backend(backend)
     except TrtminError:  # a summary.json edited by hand: its text, as written
         return backend
-    return {"builtin": backend.split(":")[0], "command": "cmd"}.get(kind, "plugin")
+    return backend.split(":")[0] if parsed.kind == "builtin" else parsed.shown
+
+
+_LOST = re.compile(r"where eager's is (NaN|-?inf)\b")
+
+
+def _mismatch_symptom(verdict: str) -> str:
+    """What a mismatch's values show, as its verdict says it: eager's NaN or inf come back
+    finite ("finite where eager's is NaN": an op that drops NaN), else values that differ.
+    An atan2 that flips pi's sign is not the atan2 that maps NaN to 0 (a hunt)."""
+    lost = _LOST.search(verdict)
+    return f"finite where eager's is {lost.group(1)}" if lost else "values differ"
 
 
 def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerprint | None:
@@ -78,7 +92,8 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     kind = verdict.split(":", 1)[0].strip().lower()
     if not ops or not kind:
         return None
-    error = normalize_message(verdict.split(":", 1)[1]) if kind == "crash" and ":" in verdict else ""
+    error = normalize_message(verdict.split(":", 1)[1]) if kind == "crash" and ":" in verdict else \
+        _mismatch_symptom(verdict) if kind == "mismatch" else ""
     if error.startswith("Signal: "):  # a death's site (its Python caller) may move between releases: the signal
         error = "Signal: " + signal_of(error.removeprefix("Signal: "))
     native = data.get("native_errors") if kind == "crash" else None
@@ -112,8 +127,8 @@ def _how_it_differs(theirs: Fingerprint, mine: Fingerprint) -> str:
     "" where it is the same bug."""
     if (theirs.ops, theirs.backend) == (mine.ops, mine.backend) and _same_failure(theirs, mine):
         return ""
-    failing = "" if _same_failure(theirs, mine) else f"as {theirs.kind}" + (
-        " with another error" if theirs.kind == mine.kind else "")
+    other = f": {theirs.error}" if theirs.kind == "mismatch" else " with another error"  # its symptom, said
+    failing = "" if _same_failure(theirs, mine) else f"as {theirs.kind}" + (other if theirs.kind == mine.kind else "")
     if theirs.ops != mine.ops:
         other = Counter(dict(theirs.ops)) - Counter(dict(mine.ops))  # the overloads it calls more often
         overloads = ", ".join(op.split(".", 1)[-1] for op in sorted(other))

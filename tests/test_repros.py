@@ -486,13 +486,13 @@ def test_a_plugins_manifest_names_its_file_not_the_path_it_had(tmp_path: Path) -
     """The suite copies the plugin as plugin.py: the folder it came from (a user's home) says
     nothing to a maintainer. Module specs, built-in names and cmd: lines stay as they are."""
     out = _reduce_out(tmp_path / "trtmin-out")
-    for spec, shown in [("/home/someone/work/my_compiler.py:backend", "my_compiler.py:backend"),
+    for i, (spec, shown) in enumerate([("/home/someone/work/my_compiler.py:backend", "my_compiler.py:backend"),
                         ("my_pkg.compilers:backend", "my_pkg.compilers:backend"),
                         ("executorch:xnnpack", "executorch:xnnpack"), ("cmd:trtexec --onnx={onnx}", "cmd:trtexec --onnx={onnx}"),
-                        ("cmd:python /opt/tools/run.py:main {onnx}", "cmd:python /opt/tools/run.py:main {onnx}")]:
+                        ("cmd:python /opt/tools/run.py:main {onnx}", "cmd:python /opt/tools/run.py:main {onnx}")]):
         summary = json.loads((out / "summary.json").read_text())
         (out / "summary.json").write_text(json.dumps({**summary, "backend": spec}))
-        entry = add_repro(out, f"relu_cast_{shown.split(':')[0].split('.')[0]}", tmp_path / "suite", force=True)
+        entry = add_repro(out, f"relu_cast_{i}", tmp_path / "suite")  # two commands are two compilers: two names
         assert parse_manifest(entry / "manifest.toml").backend == shown
 
 
@@ -923,6 +923,26 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
         assert related[0].line().startswith(f"looks related to a known bug: saved (the same ops on the same backend, "
                                             f"{otherwise}: uint8 permute")
     assert compare(other_op, suite)[0] == compare(other_backend, suite)[0] == []
+    # a mismatch by its symptom: values off is not eager's NaN lost (a hunt: atan2(+0, -1) = -pi on
+    # ONNX Runtime was named the saved atan2 that maps NaN to 0, and `repros add` refused it)
+    reduction(suite / "nan_lost", ["aten.atan2.default"], "onnxruntime",
+              "MISMATCH: output 0 is finite where eager's is NaN (14 of 32 values off, dtype float32)")
+    (suite / "nan_lost" / "manifest.toml").write_text(manifest("atan2 maps NaN to 0", backend='"onnxruntime"'))
+    sign = reduction(tmp_path / "sign", ["aten.atan2.default"], "onnxruntime",
+                     "MISMATCH: output 0 differs from eager by max abs 6.283 (max rel 2) (2 of 4 values off)")
+    nan_again = reduction(tmp_path / "nan_again", ["aten.atan2.default"], "onnxruntime",
+                          "MISMATCH: output 0 is finite at 3 values where eager's is NaN, and off at others")
+    assert known_bugs(sign, suite) == [] and [m.name for m in known_bugs(nan_again, suite)] == ["nan_lost"]
+    assert [m.otherwise for m in compare(sign, suite)[0]] == [
+        "where it fails otherwise, as mismatch: finite where eager's is NaN"]
+    # two plugins (or commands) are two compilers, whose bugs are never one (a hunt: compB's clamped
+    # sigmoid refused as compA's hardsigmoid); the same plugin from another folder is the same
+    reduction(suite / "comp_a", ["aten.sigmoid.default"], "compA.py:backend", "MISMATCH: output 0 differs")
+    (suite / "comp_a" / "manifest.toml").write_text(manifest("A's sigmoid", backend='"compA.py:backend"'))
+    comp_b = reduction(tmp_path / "comp_b", ["aten.sigmoid.default"], "compB.py:backend", "MISMATCH: output 0 differs")
+    comp_a = reduction(tmp_path / "comp_a", ["aten.sigmoid.default"], "/home/me/compA.py:backend",
+                       "MISMATCH: output 0 differs")
+    assert compare(comp_b, suite)[0] == [] and [m.name for m in known_bugs(comp_a, suite)] == ["comp_a"]
     from repros.match import Fingerprint, _how_it_differs  # the overloads it calls more often, and the failure
     theirs = Fingerprint((("aten.div.Tensor", 2),), "inductor", "crash", "E1")
     mine_ = Fingerprint((("aten.div.Scalar", 1), ("aten.div.Tensor", 1)), "inductor", "crash", "E2")
@@ -965,10 +985,11 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
         (folder / "summary.json").write_text(json.dumps({**data, "program_sha256": "def"}))
     assert [m.otherwise for m in compare(other_backend, suite)[0]] == [
         "cut from the same program, to the same ops (aten.div, aten.permute) on torch_tensorrt"]
-    # backends compare by family: a built-in less its variant; a plugin is one, of a file or a module
+    # backends compare by family: a built-in less its variant; a plugin or a command by itself, as
+    # titles show it (two users' compilers are two: a hunt's compB was refused as compA's bug)
     from repros.match import _family
-    assert [_family(b) for b in ("executorch:xnnpack", "cmd:run {model}", "my/plug.py:fn", "mypkg.backends:fn")] == [
-        "executorch", "cmd", "plugin", "plugin"]
+    assert [_family(b) for b in ("executorch:xnnpack", "cmd:run {model}", "/home/me/plug.py:fn", "mypkg.backends:fn")] \
+        == ["executorch", "cmd:run {model}", "plug.py:fn", "mypkg.backends:fn"]
 
 
 def test_a_crash_is_matched_by_the_first_error_the_compiler_logged(tmp_path: Path) -> None:
