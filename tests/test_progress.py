@@ -219,3 +219,23 @@ def test_the_search_replaces_a_phase_and_keeps_the_size_it_started_from():
     state.current, state.counters.accepted = Candidate((0, 1, 2)), 1
     view.update(state)
     assert "call nodes 40 -> 3 | oracle calls 1 | accepted 1" in view.__rich__().plain, view.__rich__().plain
+
+
+def test_with_jobs_the_originals_verdict_is_said_as_it_lands():
+    """--jobs 2 checks the original in a batch beside a speculative candidate, and the search
+    goes on when both are in: the line said "checking the original" for a minute after its
+    verdict had come (a hunt, 1,808 nodes on Inductor). Now the verdict, as it lands; the
+    journal still gets every candidate's runs, and another candidate's say nothing."""
+    from minimize.reduce import _say_the_originals_verdict
+    from oracles.verdict import Verdict
+
+    original, other = Candidate(nodes=(0, 1, 2)), Candidate(nodes=(0,))
+    journaled, phases = [], []
+    session = SimpleNamespace(on_verdict=lambda cand, runs: journaled.append(cand))
+    problem = SimpleNamespace(current=original, first_verdict=None)
+    _say_the_originals_verdict(session, problem, phases.append)
+    session.on_verdict(other, [Verdict("pass")])
+    assert phases == []
+    session.on_verdict(original, [Verdict("crash", "RuntimeError", "boom")])
+    assert phases == ["the original: CRASH: RuntimeError: boom; waiting for the candidate compiled beside it"]
+    assert journaled == [other, original]
