@@ -372,8 +372,9 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
                   f"{calls(summary['oracle_calls'])}, {seconds:.0f} s{parts}")
     timing = summary.get("timing") or {}
     if timing.get("sessions"):  # --resume: the time above is this command's; the earlier ones' up to their last verdict
-        console.print(f"the run's {timing['sessions']} sessions: {timing['earlier_sessions_seconds'] + seconds:.0f} s "
-                      f"in all, {timing['replayed_verdicts']} verdict{'' if timing['replayed_verdicts'] == 1 else 's'} replayed from "
+        console.print(f"the run's {timing['sessions']} sessions with verdicts: {timing['earlier_sessions_seconds'] + seconds:.0f} s "
+                      f"in all, each earlier one to its last verdict; "
+                      f"{timing['replayed_verdicts']} verdict{'' if timing['replayed_verdicts'] == 1 else 's'} replayed from "
                       "the journal", highlight=False)
     console.print(f"bug: {without_scratch_folders(summary['final_verdict'])}", highlight=False, markup=False)
     if summary.get("native_errors"):  # the cause, where the error itself is a bare code

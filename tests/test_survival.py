@@ -207,9 +207,10 @@ def test_interrupted_run_resumes_to_the_same_repro(host_program, clean_mismatch_
     # screen with this command's, which is no less than the done: line's
     assert resumed["timing"]["sessions"] == 2 and resumed["timing"]["earlier_sessions_seconds"] > 0, resumed["timing"]
     done = int(re.search(r"\ndone: .* in \d+ oracle calls, (\d+) s", r.stderr).group(1))
-    in_all = int(re.search(r"\nthe run's 2 sessions: (\d+) s in all, ", r.stderr).group(1))
+    in_all = int(re.search(r"\nthe run's 2 sessions with verdicts: (\d+) s in all, each earlier one to "
+                           r"its last verdict; ", r.stderr).group(1))
     assert in_all >= done, r.stderr[-2000:]
-    assert f"in all, {replayed} verdict{'s' if replayed != 1 else ''} replayed from the journal" in r.stderr  # "1 verdict"
+    assert f"last verdict; {replayed} verdict{'s' if replayed != 1 else ''} replayed from the journal" in r.stderr  # "1 verdict"
 
 
 def test_a_verdict_is_journaled_as_it_lands_not_when_its_batch_ends(host_program, tmp_path):
