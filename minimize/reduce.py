@@ -462,14 +462,20 @@ def _exported_model_note(session: Session, found: Candidate, final: Verdict, sta
     TensorRT): the same export run by ONNX's reference evaluator (one call). Where it computes
     the bug too, the exported model is wrong, and the bug is likely torch.onnx's lowering,
     not the runtime's (a hunt: ORT's SDPA rows of an all-False mask, titled as ORT's); where it
-    matches eager, the runtime runs a right model wrong. None for other bugs and backends, and
-    where the evaluator cannot run the model."""
-    if final.kind not in ("mismatch", "nan"):
+    matches eager, the runtime runs a right model wrong. A crash that says the model is invalid
+    (ORT's INVALID_GRAPH on a bf16 Conv) asks onnx.checker: where it refuses the export too,
+    torch.onnx's. None for other bugs and backends, and where the evaluator cannot run it."""
+    refused = final.kind == "crash" and "invalid" in final.message.lower()  # ORT's INVALID_GRAPH, TensorRT's INVALID_NODE
+    if final.kind not in ("mismatch", "nan") and not refused:
         return None
     said = session.exporter_control(found, static)
-    if said is None or said.kind not in ("pass", final.kind):
-        return None
     spec = session.backend.spec
+    if said is not None and said.exc_type == "InvalidOnnxModel":
+        return (f"onnx.checker (onnx {package_version('onnx')}) refuses the exported model too ("
+                f"{first_line(said.message)}): torch.onnx made an invalid ONNX model, so the bug is likely "
+                f"torch.onnx's, not {spec}'s")
+    if said is None or said.kind not in ("pass", final.kind) or refused:
+        return None
     evaluator = f"ONNX's reference evaluator (onnx {package_version('onnx')}), run on the same exported model,"
     if said.kind == "pass":
         return f"{evaluator} matches eager PyTorch: the model torch.onnx made is right, and {spec} computes it wrong"

@@ -378,7 +378,8 @@ def test_a_wrong_value_of_the_exported_model_is_said_to_be_torch_onnxs() -> None
     reference evaluator's real verdict: on SDPA rows whose mask is all False, ONNX's reference
     evaluator computes what ONNX Runtime computes, not eager's 0, so the bug is the exported
     model's (a hunt: titled as ONNX Runtime's, 31 -> 1); on an ArgMax over a NaN it matches
-    eager, so ONNX Runtime's."""
+    eager, so ONNX Runtime's; a bf16 Conv ONNX Runtime refuses as an invalid model, onnx.checker
+    refuses too, so torch.onnx's."""
     from types import SimpleNamespace
 
     from minimize.program.candidate import Candidate
@@ -388,21 +389,27 @@ def test_a_wrong_value_of_the_exported_model_is_said_to_be_torch_onnxs() -> None
     torch.manual_seed(0)
     q, k, v = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8)
     mask = torch.tensor([[True, True, False, False], [False] * 4, [True] * 4, [False] * 4])
+    conv = nn.Conv1d(2, 2, 1).to(torch.bfloat16)
     cases = {"sdpa": (AttentionAllMasked(), (q, k, v, mask)),
-             "argmax": (ArgMaxHost().eval(), (torch.randn(4, 6), torch.tensor([[1.0, float("nan"), 0, 0, 0, 0]] * 4)))}
+             "argmax": (ArgMaxHost().eval(), (torch.randn(4, 6), torch.tensor([[1.0, float("nan"), 0, 0, 0, 0]] * 4))),
+             "bf16_conv": (conv, (torch.randn(2, 2, 2, dtype=torch.bfloat16),))}
     notes = {}
     for name, (module, inputs) in cases.items():
         gm = torch.export.export(module, inputs).module()
         backend, control = resolve("onnxruntime"), resolve("onnxruntime").exporter_control()
         assert isinstance(control, OnnxReference)
         found = evaluate(gm, list(inputs), backend, Tolerance())
-        assert found.kind == "mismatch", (name, found)
+        assert found.kind == ("crash" if name == "bf16_conv" else "mismatch"), (name, found)
         session = SimpleNamespace(backend=backend,
                                   exporter_control=lambda cand, static: evaluate(gm, list(inputs), control, Tolerance()))
         notes[name] = _exported_model_note(session, Candidate(nodes=(0,)), found, static=True)
     assert "differs from eager PyTorch too (max abs " in notes["sdpa"], notes
     assert notes["sdpa"].endswith("so the bug is likely torch.onnx's lowering, not onnxruntime's"), notes
     assert notes["argmax"].endswith("the model torch.onnx made is right, and onnxruntime computes it wrong"), notes
+    # ONNX Runtime refuses a bf16 Conv as an invalid model (opset 20 has none): onnx.checker does too
+    assert "INVALID_GRAPH" in found.message and notes["bf16_conv"].startswith("onnx.checker (onnx "), notes
+    assert notes["bf16_conv"].endswith("torch.onnx made an invalid ONNX model, so the bug is likely torch.onnx's, not "
+                                       "onnxruntime's"), notes
     assert resolve("inductor").exporter_control() is None  # no ONNX export: no such note
 
 
@@ -430,6 +437,8 @@ def test_a_crash_naming_the_backends_scratch_file_names_it_by_its_name(tmp_path:
         said = " ".join(text.split())  # the docstring is wrapped
         assert "Load model from model.onnx failed" in said and "trtmin-onnx-" not in said, (name, said[:3000])
         assert "trtmin-state-" not in said, (name, said[:3000])  # nor half a folder, where the snippet's comment cut it
+    alone = next(line for line in r.stderr.splitlines() if line.startswith("Run alone after the reduction"))
+    assert "Load model from model.onnx failed" in alone, alone  # repro.py's own temporary folder, gone too
     assert json.loads((out / "summary.json").read_text())["repro_alone"]["status"] == "REPRODUCED"
     assert run_repro(out).returncode == 1
 

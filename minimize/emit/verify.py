@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from oracles.errors import without_scratch_folders
 from oracles.script_run import REPRODUCED, classify, run_script
 
 SCRIPT_SWITCHES = ("TRTMIN_BACKEND", "TRTMIN_CHILD")  # what repro.py itself reads (the control, its child)
@@ -50,7 +51,7 @@ def _search_path() -> str:
 def report_line(alone: dict[str, Any], repeat: int = 1) -> str:
     """What the report and the CLI say of it: a plain fact when it reproduced, else what
     that likely means and what to do."""
-    said = f"`{alone['line']}`" if alone["line"] else "nothing"
+    said = f"`{without_scratch_folders(alone['line'])}`" if alone["line"] else "nothing"  # its temporary folder is gone
     where = f" (with PYTHONPATH={alone['pythonpath']})" if alone.get("pythonpath") else ""
     if alone["status"] == REPRODUCED:
         return f"Run alone after the reduction, `python repro.py`{where} printed {said} (exit 1)."

@@ -222,12 +222,18 @@ class OnnxRuntimeBackend(Backend):
         return self.spec + "".join(f" {k}={v}" for k, v in self.options.items())
 
 
+class InvalidOnnxModel(RuntimeError):
+    """onnx.checker (full check, shape inference included) refuses torch.onnx's export."""
+
+
 class OnnxReference(Backend):
     """ONNX's reference evaluator (onnx.reference: the operators' spec, in numpy) on the same
     torch.onnx export an ONNX backend runs: no backend a user asks for, but the control that
     tells whose a wrong value is. Where the exported model computes it on the evaluator too,
     the model is wrong (torch.onnx's lowering); where the evaluator matches eager, the
-    runtime that ran it is (Backend.exporter_control). No bf16: numpy has none."""
+    runtime that ran it is (Backend.exporter_control). First, onnx.checker's full check: a
+    model it refuses (InvalidOnnxModel) is torch.onnx's, whatever refused it at run. No bf16
+    values: numpy has none."""
     name = "onnx_reference"
 
     def __init__(self, opset: int | None = None):
@@ -235,12 +241,17 @@ class OnnxReference(Backend):
         self.opset = opset
 
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        import onnx
         from onnx.reference import ReferenceEvaluator
 
-        if any(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in example_inputs):
-            raise TypeError("ONNX's reference evaluator takes numpy arrays, and numpy has no bfloat16")
         with scratch_folder("trtmin-onnx-ref-") as tmp:
             export = export_onnx(gm, example_inputs, Path(tmp) / "model.onnx", opset=self.opset)
+            try:  # a model the spec refuses is the exporter's mistake, whatever runs it
+                onnx.checker.check_model(str(export.path), full_check=True)
+            except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+                raise InvalidOnnxModel(str(e).strip()) from e
+            if any(isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16 for v in example_inputs):
+                raise TypeError("ONNX's reference evaluator takes numpy arrays, and numpy has no bfloat16")
             evaluator = ReferenceEvaluator(str(export.path))  # reads the file (and its weights) now
 
         def run(*args: Any) -> list[torch.Tensor]:
