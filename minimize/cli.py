@@ -388,6 +388,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"note: {notes['exported_model']}", highlight=False, markup=False)
     if notes.get("read_off"):  # the failing op may be innocent: what it reads is off already
         console.print(f"[yellow]but[/]: {escape(notes['read_off'])}", highlight=False)
+    if notes.get("timed_out"):  # a candidate's timeout is no verdict on the bug: the result may depend on the load
+        console.print(f"[yellow]but[/]: {escape(notes['timed_out'])}", highlight=False)
     if notes.get("shrank"):  # a bug of another size may be left: the user must not file it as theirs unwarned
         console.print(f"[yellow]but[/]: {escape(notes['shrank'])}", highlight=False)
     if notes.get("original_symptom"):  # the user's own symptom, where the bug left shows otherwise

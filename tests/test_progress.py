@@ -239,3 +239,23 @@ def test_with_jobs_the_originals_verdict_is_said_as_it_lands():
     session.on_verdict(original, [Verdict("crash", "RuntimeError", "boom")])
     assert phases == ["the original: CRASH: RuntimeError: boom; waiting for the candidate compiled beside it"]
     assert journaled == [other, original]
+
+
+def test_candidates_that_timed_out_are_said_to_have_counted_as_not_the_bug():
+    """A candidate past --timeout under another oracle counts as not the bug: on a busy
+    machine a long run's larger windows took 290 s of the 300 (a hunt), and a timeout there
+    would have kept a larger result, unsaid. Said now, with the fix; under --oracle hang a
+    timeout is the bug itself, and nothing is said."""
+    from minimize.reduce import _timed_out_note
+    from oracles.verdict import Verdict
+
+    hang = Verdict("hang", message="no result within the 300 s timeout; the worker was killed")
+    cache = {Candidate(nodes=(0, 1)): [Verdict("mismatch", output=0, max_abs=1.0)], Candidate(nodes=(0,)): [hang],
+             Candidate(nodes=(1,)): [Verdict("pass"), hang]}
+    problem = SimpleNamespace(cache=cache)
+    said = _timed_out_note(problem, SimpleNamespace(oracle="mismatch", timeout=300.0))
+    assert said == ("2 candidates ran past --timeout 300 s and counted as not the bug; on a busy machine that may "
+                    "have kept a larger result: a longer --timeout tells")
+    assert _timed_out_note(problem, SimpleNamespace(oracle="hang", timeout=300.0)) is None
+    assert _timed_out_note(SimpleNamespace(cache={Candidate(nodes=(0,)): [Verdict("pass")]}),
+                           SimpleNamespace(oracle="crash", timeout=5.0)) is None

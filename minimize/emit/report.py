@@ -102,6 +102,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- The original program failed as {sentence(summary['original_verdict'])}")
     if "read_off" in notes:
         lines.append(f"- What the failing ops read: {notes['read_off']}.")
+    if "timed_out" in notes:
+        lines.append(f"- Timeouts: {notes['timed_out']}.")
     if "shrank" in notes:
         lines.append(f"- Size: {notes['shrank']}.")
     if "made_inputs" in notes:
