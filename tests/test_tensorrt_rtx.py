@@ -177,7 +177,7 @@ def test_a_result_whose_failure_names_cuda_is_said_to_maybe_be_the_gpus_absence(
                    "Code 1: Cuda Runtime (In generateForCurrent at /_src/common/cudaDeviceProfile.cpp:42)")
     parser = Verdict("crash", "TensorRTError", "the ONNX parser failed: In node 1 with name: node_view (Reshape)")
     start = backend.note()
-    assert start.startswith("no GPU here: ") and "one that names CUDA may be the GPU's absence" in start
+    assert start.startswith("no GPU here: ") and "one that names CUDA (or a layer with no runners) may be the GPU's" in start
     session = type("S", (), {"backend": backend, "_static_note": lambda self, among=None: None, "in_place": []})()
     piece = candidate(nn.ReLU(), (torch.randn(2),))[0]
     said = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), cuda)["backend"]
@@ -185,6 +185,12 @@ def test_a_result_whose_failure_names_cuda_is_said_to_maybe_be_the_gpus_absence(
                          "before filing it"), said
     said = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), parser)["backend"]
     assert said.endswith("only its parser and builder failures were judged") and "CUDA" not in said, said
+    # a layer TensorRT-RTX finds no runners for, without a GPU (NonZero's, 88 -> 1: a hunt) may be its absence too
+    runners = Verdict("crash", "TensorRTError", "building the engine failed: IBuilder::buildSerializedNetwork: Error "
+                      "Code 10: Internal Error (node_NonZero_0 has no runners that implement it.)")
+    said = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), runners)["backend"]
+    assert said.endswith("this failure finds no runners for a layer, and may be the GPU's absence, not a bug: "
+                         "confirm it on a GPU before filing it"), said
 
 
 def test_a_parser_failure_is_a_crash_with_the_parsers_words() -> None:

@@ -278,10 +278,16 @@ def one_layer_networks(folder: Path) -> list[Path]:
     return paths
 
 
+# words of a TensorRT error that may be the machine's want of a GPU: CUDA (a setting that
+# JIT-compiles, a build that profiles the device), a layer no runner implements (TensorRT-RTX
+# picks runners for the device it builds for: NonZero's "has no runners" without one, a hunt)
+NO_GPU_WORDS = ("cuda", "no runners")
+
+
 def may_be_no_gpu(error: str) -> bool:
-    """Whether a TensorRT error may be this machine's want of a GPU, not a bug: it names CUDA,
-    and none is visible (a setting that JIT-compiles, a build that profiles the device)."""
-    return "cuda" in error.lower() and not torch.cuda.is_available()
+    """Whether a TensorRT error may be this machine's want of a GPU, not a bug: it says one
+    of NO_GPU_WORDS, and no GPU is visible."""
+    return any(word in error.lower() for word in NO_GPU_WORDS) and not torch.cuda.is_available()
 
 
 def build_failure(verdict: Verdict | None) -> bool:
@@ -369,10 +375,11 @@ class TensorRTBackend(Backend):
             return None
         said = f"no GPU here: {installed_tensorrt_name()} parses and builds each candidate and does not run it; "
         if verdict is None:
-            return said + ("only parser and builder failures are judged, and one that names CUDA may be the GPU's "
-                           "absence: confirm it on a GPU")
+            return said + ("only parser and builder failures are judged, and one that names CUDA (or a layer with no "
+                           "runners) may be the GPU's absence: confirm it on a GPU")
         if may_be_no_gpu(verdict.message):  # a build that profiles the device (an int8 cast's)
-            return said + ("this failure names CUDA, and may be the GPU's absence, not a bug: confirm it on a GPU "
+            what = "names CUDA" if "cuda" in verdict.message.lower() else "finds no runners for a layer"
+            return said + (f"this failure {what}, and may be the GPU's absence, not a bug: confirm it on a GPU "
                            "before filing it")
         return said + "only its parser and builder failures were judged"
 
