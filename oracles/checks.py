@@ -105,6 +105,22 @@ _EDGE_STACK = re.compile(r"\nstack trace: (.*?)(?=\nOperator: |\nPlease make sur
 _NOT_CORE_ATEN = re.compile(r"Operator torch\._ops\.([\w.]+) is not in Core ATen opset")
 
 
+# ExecuTorch's runtime logs the kernel that failed (behind its bare error code), as the core
+# ATen op's out variant, with no stack: conv3d runs as aten::convolution there.
+#   [method.cpp:1480] KernelCall failed at instruction 0:4 in operator aten::convolution.out: 0x12
+_KERNEL_CALL = re.compile(r"KernelCall failed .*?\bin operator (\w+)::(\w+)\.(\w+)")
+
+
+def failing_kernel(native_errors: Sequence[str]) -> dict[str, str] | None:
+    """failing_node's form of the kernel a compiler's native log says failed (ExecuTorch's
+    KernelCall line), or None: the search's guess where the raised error names none."""
+    for line in native_errors:
+        kernel = _KERNEL_CALL.search(line)
+        if kernel is not None:
+            return {"name": "", "target": ".".join(kernel.groups()), "stack": ""}
+    return None
+
+
 def failing_node(message: str) -> dict[str, str] | None:
     """The node a compiler's error says it was working on: its name in the compiler's graph
     (where it says), its target and the source stack it was traced from (torch keeps the

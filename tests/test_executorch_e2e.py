@@ -229,6 +229,42 @@ def test_executorchs_verifier_error_names_the_node_the_search_starts_at(antialia
     assert antialias or guessed.meta["val"].dtype == torch.complex64, guessed
 
 
+class ClipEncoder(nn.Module):
+    """A frame MLP beside a clip's conv3d, which ExecuTorch 1.4's portable convolution kernel
+    takes through lowering and refuses at run (it expects 3-D or 4-D input)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frame, self.clip = nn.Linear(8, 8), nn.Conv3d(2, 2, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return self.frame(x).relu().sum() + self.clip(v).tanh().mean()
+
+
+def test_the_kernel_executorchs_runtime_logs_names_the_node_the_search_starts_at():
+    """Behind "execute() failed with error 0x12" ExecuTorch logs the kernel that failed, as
+    the core ATen op's out variant: "KernelCall failed ... in operator aten::convolution.out"
+    for our conv3d. Read as the failing node (worker_side, with the native errors), it is the
+    search's first guess: 7 -> 1 in 3 oracle calls, not 6."""
+    from minimize.search.localize import named_failing_position
+    from minimize.search.problem import ReductionProblem, Rules
+    from oracles.checks import failing_kernel
+    from oracles.verdict import Verdict
+    from tests.helpers import cpu_program
+
+    logged = ["[op_convolution.cpp:363] Check failed (check_convolution_args(...)):",
+              "[method.cpp:1480] KernelCall failed at instruction 0:4 in operator aten::convolution.out: 0x12"]
+    kernel = failing_kernel(logged)
+    assert kernel == {"name": "", "target": "aten.convolution.out", "stack": ""}
+    assert failing_kernel(logged[:1]) is None
+    program = cpu_program(ClipEncoder(), torch.randn(2, 8), torch.randn(1, 2, 4, 4, 4))
+    problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))
+    problem.cache[problem.current] = [Verdict("crash", "RuntimeError", "method->execute() failed with error 0x12",
+                                              extra={"native_errors": logged, "failing_node": kernel})]
+    guessed = program.nodes[problem.current.nodes[named_failing_position(problem, problem.current.nodes)]]
+    assert str(guessed.target) == "aten.conv3d.default", guessed
+
+
 class Wrap(nn.Module):
     """An int64 phase index wrapped into [0, 16): Python's % (the divisor's sign)."""
 

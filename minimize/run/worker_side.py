@@ -22,7 +22,7 @@ from minimize.program.model import Program, one_op_candidate
 from minimize.run.steps import StepClock
 from oracles.backends import resolve
 from oracles.backends.base import reset_dynamo, use_scratch_root
-from oracles.checks import Tolerance, flatten_outputs
+from oracles.checks import Tolerance, failing_kernel, flatten_outputs
 from oracles.dynamic import mark_dynamic
 from oracles.errors import TrtminError
 from oracles.evaluate import evaluate, evaluate_each
@@ -241,6 +241,9 @@ def worker_setup(state: str, backend: str, settings: dict[str, Any], atol: float
             native = be.native_errors(log_since(logged))  # what the compiler logged of the error it raised
             if native:
                 verdict["extra"] = {**verdict.get("extra", {}), "native_errors": native}
+                kernel = failing_kernel(native)  # the kernel it names, where the error named no node
+                if kernel is not None and "failing_node" not in verdict["extra"]:
+                    verdict["extra"]["failing_node"] = kernel
         if "CUDA error" in verdict.get("message", "") or "CUDA error" in verdict.get("detail", ""):
             verdict["restart"] = True  # the CUDA context may be unusable now
         return verdict

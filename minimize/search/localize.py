@@ -125,6 +125,17 @@ def _target_name(target: Any) -> str:
     return name.removeprefix("torch.ops.")  # Inductor prints aten.sin.default
 
 
+# ops a compiler runs as another core ATen op, whose name its runtime error gives (ExecuTorch's
+# kernel of conv3d is aten::convolution.out)
+_CORE_ATEN_FORM = {f"aten.{op}": "aten.convolution" for op in (
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "_convolution")}
+
+
+def _op_as_core_aten(op: str) -> str:
+    """An op's name (no overload) as core ATen runs it: "aten.conv3d" -> "aten.convolution"."""
+    return _CORE_ATEN_FORM.get(op, op)
+
+
 def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None:
     """Position in `cand` of the node the compiler's error on `cand` says it was working
     on, or None. Its graph is Dynamo's or AOT's, not ours (names differ), so it is matched by
@@ -152,8 +163,9 @@ def named_failing_position(problem: ReductionProblem, cand: Nodes) -> int | None
     elif same_line:
         picks = same_op or same_line  # that line's failing op, or its first op (the compiler decomposed it)
     elif not stack:  # no stack at all: the target, where only one node has it; else its op under another
-        same_op_any_overload = [p for p in range(len(cand))  # (ExecuTorch names _upsample_bicubic2d_aa.vec .default)
-                                if _target_name(nodes[cand[p]].target).rsplit(".", 1)[0] == hint["target"].rsplit(".", 1)[0]]
+        wanted = hint["target"].rsplit(".", 1)[0]  # (ExecuTorch names _upsample_bicubic2d_aa.vec .default)
+        same_op_any_overload = [p for p in range(len(cand))
+                                if _op_as_core_aten(_target_name(nodes[cand[p]].target).rsplit(".", 1)[0]) == wanted]
         picks = (same_op if len(same_op) == 1 else
                  same_op_any_overload if not same_op and len(same_op_any_overload) == 1 else [])
     else:
