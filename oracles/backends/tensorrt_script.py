@@ -279,7 +279,8 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
                       + tagged_source(compare_outputs_np, on))
     if "child" in on:
         pasted.append(CHILD_SOURCE)
-    pasted.append(script_source(main_part.find_cudart, main_part.cuda_check, main_part.gpu_missing))
+    pasted.append(script_source(main_part.find_cudart, main_part.cuda_check, main_part.gpu_missing,
+                                *([main_part.driver_gpu_missing] if "build" in on else [])))
     if "run" in on:
         pasted.append(script_source(main_part.run_tensorrt))
     if "bf16" in on:

@@ -44,16 +44,31 @@ def cuda_check(result):
 
 def gpu_missing(cuda_python=True):
     """Why the engine cannot run here (no cuda-python, no GPU), or None. A build needs no
-    cuda-python (cuda_python=False): without it, TensorRT finds the GPU itself or fails."""
+    cuda-python (cuda_python=False): without it, the CUDA driver's own library is asked."""
     try:
         cudart = find_cudart()
     except ImportError:
-        return "cuda-python is not installed (pip install cuda-python)" if cuda_python else None
+        return "cuda-python is not installed (pip install cuda-python)" if cuda_python else driver_gpu_missing()
     try:
         count = cuda_check(cudart.cudaGetDeviceCount())
     except Exception as e:  # no driver, no device
         return f"no CUDA GPU is visible here ({e})"
     return None if count else "no CUDA GPU is visible here"
+
+
+def driver_gpu_missing():
+    """Why the CUDA driver sees no GPU here, or None: asked of its library, which TensorRT
+    loads too (no cuda-python, no torch)."""
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+    except OSError:
+        return "no CUDA driver is installed here"
+    count = ctypes.c_int(0)
+    if driver.cuInit(0) != 0 or driver.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return "no CUDA GPU is visible here"
+    return None
 
 
 def run_tensorrt(trt, plan, inputs, meta):
