@@ -43,7 +43,7 @@ class Fingerprint:
     # a crash's ops before the failing ones, where compiled alone they already differ from eager
     # (summary.json's read_off): sorted (op, count), and the kind of that failure
     read_off_ops: tuple[tuple[str, int], ...] = ()
-    read_off_kind: str = ""
+    read_off_kind: str = ""            # "mismatch: <its symptom>" for a mismatch (_mismatch_symptom)
 
 
 def ops_of(script: str) -> Counter[str]:
@@ -63,7 +63,7 @@ def _family(backend: str) -> str:
     return backend.split(":")[0] if parsed.kind == "builtin" else parsed.shown
 
 
-_LOST = re.compile(r"where eager's is (NaN|-?inf)\b")
+_LOST = re.compile(r"where eager's is (NaN or inf|NaN|inf)\b")  # oracles/checks.py's words
 
 
 def _mismatch_symptom(verdict: str) -> str:
@@ -101,7 +101,10 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     read_off = data.get("read_off") if kind == "crash" else None
     read_ops = read_off.get("ops") if isinstance(read_off, dict) else None
     read_ops = {str(op): n for op, n in read_ops.items() if isinstance(n, int)} if isinstance(read_ops, dict) else {}
-    read_kind = str(read_off.get("verdict", "")).split(":", 1)[0].strip().lower() if read_ops else ""
+    read_verdict = str(read_off.get("verdict", "")) if read_ops else ""
+    read_kind = read_verdict.split(":", 1)[0].strip().lower()
+    if read_kind == "mismatch":  # its symptom, as a saved mismatch's: "mismatch: values differ"
+        read_kind = f"mismatch: {_mismatch_symptom(read_verdict)}"
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error,
                        str(data.get("program_sha256") or ""), cause, tuple(sorted(read_ops.items())), read_kind)
 
@@ -197,7 +200,8 @@ def compare(folder: Path, suite: Path | None = None,
         elif theirs.backend == mine.backend and _less_overloads(theirs.ops) == _less_overloads(mine.ops):
             otherwise = _how_it_differs(theirs, mine)
             (related if otherwise else found).append(_match(repro, otherwise=otherwise))
-        elif (mine.read_off_ops and theirs.backend == mine.backend and theirs.kind == mine.read_off_kind
+        elif (mine.read_off_ops and theirs.backend == mine.backend and mine.read_off_kind in (
+                theirs.kind, f"{theirs.kind}: {theirs.error}")
               and _less_overloads(theirs.ops) == _less_overloads(mine.read_off_ops)):  # the crash is its effect
             ops = ", ".join(op.split(".", 1)[-1] for op, _ in mine.read_off_ops)
             read = f"the ops the failing ones read ({ops})"
