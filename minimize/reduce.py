@@ -37,7 +37,7 @@ from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
 from oracles.backend_names import parse_backend
 from oracles.backends import resolve
-from oracles.errors import TrtminError, first_line, unjudgeable, write_failure
+from oracles.errors import TrtminError, first_line, unjudgeable, without_scratch_folders, write_failure
 from oracles.environment import package_version
 from oracles.reference import ERROR_RATIO
 from oracles.verdict import (VALUE_ORACLES, Signature, Verdict, answers, needs_child, output_dtype,
@@ -210,8 +210,10 @@ def _say_the_originals_verdict(session: Session, problem: ReductionProblem, on_p
     def landed(cand: Candidate, runs: list[Verdict]) -> None:
         if record is not None:
             record(cand, runs)
-        if cand == original and problem.first_verdict is None:
-            on_phase(f"the original: {runs[0].describe()[:100]}; waiting for the candidate compiled beside it")
+        if cand == original and problem.first_verdict is None:  # --repeat: a failing run, if any, says it
+            said = next((v for v in runs if v.kind != "pass"), runs[0]).describe()
+            on_phase(f"the original: {without_scratch_folders(said)[:100]}; the search goes on when the candidates "
+                     "compiled beside it are in")
 
     session.on_verdict = landed
 

@@ -220,6 +220,7 @@ def test_executorchs_verifier_error_names_the_node_the_search_starts_at(antialia
     xnnpack = resolve("executorch:xnnpack", {})
     assert xnnpack.failure_words(v) == "to_edge verifier failure"
     assert xnnpack.failure_words(Verdict("crash", "RuntimeError", "XNNPACK failed")) is None
+    assert xnnpack.failure_words(Verdict("crash", "SpecViolationError", "Delegate broke the graph")) is None
     problem = ReductionProblem(program, lambda cands: [], Rules(locate_from_errors=True))
     problem.cache[problem.current] = [v]
     guessed = program.nodes[problem.current.nodes[named_failing_position(problem, problem.current.nodes)]]

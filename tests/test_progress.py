@@ -237,7 +237,8 @@ def test_with_jobs_the_originals_verdict_is_said_as_it_lands():
     session.on_verdict(other, [Verdict("pass")])
     assert phases == []
     session.on_verdict(original, [Verdict("crash", "RuntimeError", "boom")])
-    assert phases == ["the original: CRASH: RuntimeError: boom; waiting for the candidate compiled beside it"]
+    assert phases == ["the original: CRASH: RuntimeError: boom; the search goes on when the candidates compiled "
+                      "beside it are in"]
     assert journaled == [other, original]
 
 

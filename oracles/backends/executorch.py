@@ -125,6 +125,11 @@ def load_pte(variant, pte):
     return lambda args, program=program: list(method.execute(list(args)))
 
 
+# to_edge's own verifiers' words, before any partitioner (a SpecViolationError is also torch.export's,
+# and the edge verifier's after to_backend, a delegate's doing)
+TO_EDGE_REFUSALS = ("are taking Tensor inputs with mismatched dtypes", "is not in Core ATen opset")
+
+
 class ExecuTorchBackend(Backend):
     name = "executorch"
     devices: tuple[str, ...] = ("cpu",)
@@ -176,7 +181,9 @@ class ExecuTorchBackend(Backend):
         """A to_edge verifier's refusal (a dtype mix, an op not in core ATen) is ExecuTorch's
         own, met before any partitioner: titled so, not as a crash of the delegate the spec
         names, whose maintainers would get a bug that is not theirs."""
-        if verdict is not None and getattr(verdict, "exc_type", None) == "SpecViolationError":
+        if (verdict is not None and getattr(verdict, "exc_type", None) == "SpecViolationError"
+                and self.variant != "tensorrt"  # Torch-TensorRT's lowering calls no to_edge
+                and any(words in verdict.message for words in TO_EDGE_REFUSALS)):
             return "to_edge verifier failure"
         return super().failure_words(verdict)
 
