@@ -280,7 +280,7 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
     if "child" in on:
         pasted.append(CHILD_SOURCE)
     pasted.append(script_source(main_part.find_cudart, main_part.cuda_check, main_part.gpu_missing,
-                                *([main_part.driver_gpu_missing] if "build" in on else [])))
+                                main_part.driver_gpu_missing))
     if "run" in on:
         pasted.append(script_source(main_part.run_tensorrt))
     if "bf16" in on:
