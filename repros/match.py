@@ -43,7 +43,8 @@ class Fingerprint:
     # a crash's ops before the failing ones, where compiled alone they already differ from eager
     # (summary.json's read_off): sorted (op, count), and the kind of that failure
     read_off_ops: tuple[tuple[str, int], ...] = ()
-    read_off_kind: str = ""            # "mismatch: <its symptom>" for a mismatch (_mismatch_symptom)
+    read_off_kind: str = ""
+    read_off_symptom: str = ""         # where that failure is a mismatch (_mismatch_symptom)
 
 
 def ops_of(script: str) -> Counter[str]:
@@ -103,10 +104,10 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     read_ops = {str(op): n for op, n in read_ops.items() if isinstance(n, int)} if isinstance(read_ops, dict) else {}
     read_verdict = str(read_off.get("verdict", "")) if read_ops else ""
     read_kind = read_verdict.split(":", 1)[0].strip().lower()
-    if read_kind == "mismatch":  # its symptom, as a saved mismatch's: "mismatch: values differ"
-        read_kind = f"mismatch: {_mismatch_symptom(read_verdict)}"
+    read_symptom = _mismatch_symptom(read_verdict) if read_kind == "mismatch" else ""
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error,
-                       str(data.get("program_sha256") or ""), cause, tuple(sorted(read_ops.items())), read_kind)
+                       str(data.get("program_sha256") or ""), cause, tuple(sorted(read_ops.items())), read_kind,
+                       read_symptom)
 
 
 def _same_failure(theirs: Fingerprint, mine: Fingerprint) -> bool:
@@ -130,8 +131,8 @@ def _how_it_differs(theirs: Fingerprint, mine: Fingerprint) -> str:
     "" where it is the same bug."""
     if (theirs.ops, theirs.backend) == (mine.ops, mine.backend) and _same_failure(theirs, mine):
         return ""
-    other = f": {theirs.error}" if theirs.kind == "mismatch" else " with another error"  # its symptom, said
-    failing = "" if _same_failure(theirs, mine) else f"as {theirs.kind}" + (other if theirs.kind == mine.kind else "")
+    how = f": {theirs.error}" if theirs.kind == "mismatch" else " with another error"  # a mismatch's symptom, said
+    failing = "" if _same_failure(theirs, mine) else f"as {theirs.kind}" + (how if theirs.kind == mine.kind else "")
     if theirs.ops != mine.ops:
         other = Counter(dict(theirs.ops)) - Counter(dict(mine.ops))  # the overloads it calls more often
         overloads = ", ".join(op.split(".", 1)[-1] for op in sorted(other))
@@ -200,8 +201,8 @@ def compare(folder: Path, suite: Path | None = None,
         elif theirs.backend == mine.backend and _less_overloads(theirs.ops) == _less_overloads(mine.ops):
             otherwise = _how_it_differs(theirs, mine)
             (related if otherwise else found).append(_match(repro, otherwise=otherwise))
-        elif (mine.read_off_ops and theirs.backend == mine.backend and mine.read_off_kind in (
-                theirs.kind, f"{theirs.kind}: {theirs.error}")
+        elif (mine.read_off_ops and theirs.backend == mine.backend and theirs.kind == mine.read_off_kind
+              and (theirs.kind != "mismatch" or theirs.error == mine.read_off_symptom)  # a mismatch: its symptom too
               and _less_overloads(theirs.ops) == _less_overloads(mine.read_off_ops)):  # the crash is its effect
             ops = ", ".join(op.split(".", 1)[-1] for op, _ in mine.read_off_ops)
             read = f"the ops the failing ones read ({ops})"

@@ -173,9 +173,7 @@ class Session:
         kind = BUILTIN.get(backend, Backend) if backend else type(self.backend)  # not built here: it may not run here
         if kind.delegation is Backend.delegation:
             return None
-        interrupts.check()
-        job = {**cand.but(mark_all=False).job(), "delegation": True, "static": static}
-        result = self.pool.run([{**job, **({"backend": backend} if backend else {})}])[0]
+        result = self._ask(cand, "delegation", static, **({"backend": backend} if backend else {}))
         return result.get("delegation") if isinstance(result, dict) else None
 
     def exporter_control(self, cand: Candidate, static: bool = False) -> Verdict | None:
@@ -184,10 +182,14 @@ class Session:
         where the backend exports no ONNX model."""
         if type(self.backend).exporter_control is Backend.exporter_control:
             return None
-        interrupts.check()
-        job = {**cand.but(mark_all=False).job(), "exporter_control": True, "static": static}
-        result = self.pool.run([job])[0]
+        result = self._ask(cand, "exporter_control", static)
         return _verdict(result) if isinstance(result, dict) and result.get("kind") else None
+
+    def _ask(self, cand: Candidate, question: str, static: bool, **more: str) -> Any:
+        """A worker's answer to a question about a candidate that is no oracle call of the
+        search (worker_side's job of that key), with static sizes where repro.py has them."""
+        interrupts.check()
+        return self.pool.run([{**cand.but(mark_all=False).job(), question: True, "static": static, **more}])[0]
 
     def setup_problem(self, v: Verdict) -> str | None:
         """Why the original's crash is the set-up's mistake, not a compiler's bug (what to
