@@ -95,6 +95,11 @@ PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<onnx_node>": r"node_\w+", "<n>": r"\d+",
                 "<nodes>": r"[^\]]*", "<value>": r"[^)]*",
                 "<types>": r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*(?:\s*\|)?"}
 
+# A union of types (onnxscript's "TRealOrUInt8=UINT8 | INT32 | INT8 | ...", two or more), listed
+# from a set in an order each process draws anew (PYTHONHASHSEED): one bug, whatever the order.
+# Made generic first, before the dtype names in it are kept.
+_TYPE_UNION = re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)+\b(?:\s*\|(?=\.\.\.|\s*$))?")
+
 _NORMALIZERS = [
     # names a cut changes, where the words around them name the failure: TensorRT's fused
     # region by its first and last node ({ForeignNode[c_bias...node_tanh]} cannot be
@@ -105,9 +110,6 @@ _NORMALIZERS = [
     # an ONNX node's name (torch.onnx names it after its fx node: node_view, node_view_9) counts
     # its op's earlier nodes, which a cut renumbers: the same node with or without a suffix
     (re.compile(r"\b(node_[A-Za-z]\w*?)(?:_\d+)?\b"), r"\1<_n>"),
-    # a union of types (onnxscript's "TRealOrUInt8=UINT8 | INT32 | INT8 | ...", two or more), listed from a set
-    # in an order each process draws anew (PYTHONHASHSEED): one bug, whatever the order
-    (re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)+\b(?:\s*\|(?=\.\.\.|\s*$))?"), "<types>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(/[\w.\-]+)+/([\w.\-]+)"), r"<path>/\2"),
     (re.compile(r"\d+"), "<n>"),
@@ -115,12 +117,19 @@ _NORMALIZERS = [
 ]
 
 
-# TensorRT's ONNX parser names the node and its operator: "In node 0 with name: node_view and
-# operator: Reshape (parseNode): ... Invalid Node - node_view". torch.onnx names that node after
-# the fx node (node_view) or after the ONNX op it made (node_Reshape_21), as a cut changes the
-# graph around it; with the operator said, its name is any name (one bug, not two: a hunt's
-# 10-D reshape stopped at 2 nodes).
-_PARSER_NODE = re.compile(r"\bwith name: (node_\w+) and operator: \w")
+# Where a compiler's words name the operator, the ONNX node's name is any name (torch.onnx
+# names a node after the fx node, node_view, or after the ONNX op it made, node_Reshape_21, as
+# a cut changes the graph around it): one bug, not two (a hunt's 10-D reshape stopped at 2
+# nodes, a bf16 Conv at 2). TensorRT's parser: "In node 0 with name: node_view and operator:
+# Reshape"; ONNX Runtime's checker: "of operator (Conv) in node (node_Conv_8)", its run:
+# "while running Conv node. Name:'node_Conv_8'".
+_NODE_BESIDE_OPERATOR = [re.compile(r"\bwith name: (node_\w+) and operator: \w"),
+                         re.compile(r"\boperator \(\w+\) in node \((node_\w+)\)"),
+                         re.compile(r"\brunning \w+ node\. Name:'(node_\w+)'")]
+
+
+# A dtype's name holds a width, which is no count: tensor(int8) and tensor(int64) are two bugs.
+_DTYPE_NAME = re.compile(r"(?i)\bk?(?:u?int|float|bfloat|complex|fp|bf|tf)(?:4|8|16|32|64|128)(?:_e\dm\d\w*)?\b")
 
 
 # An error code names the failure, where an address or a count does not: ExecuTorch's
@@ -131,8 +140,8 @@ _ERROR_CODE = re.compile(r"(?i)\berror(?:\s+code)?\s*[:=]?\s*(?:0x:?[0-9a-f]+|\d
 
 def normalize_message(message: str) -> str:
     """The leading line (leading_line), with numbers, addresses, paths and ONNX node names'
-    counters made generic (the whole name where TensorRT's parser names the operator), error
-    codes kept.
+    counters made generic (the whole name where the words name the operator), error codes
+    and dtype names kept.
 
     `KeyError: 'buf12'` and `KeyError: 'buf3'` are the same bug; an error about a
     different op is not, and neither is another error code. 300 characters, as the
@@ -142,9 +151,11 @@ def normalize_message(message: str) -> str:
     supported by cuDNN"), and a cut at 200 kept "Strid" of them.
     """
     line = leading_line(message)
-    if (parsed := _PARSER_NODE.search(line)) is not None:
-        line = re.sub(rf"\b{re.escape(parsed.group(1))}\b", "<onnx_node>", line)
-    codes = _ERROR_CODE.findall(line)
+    for named in _NODE_BESIDE_OPERATOR:
+        if (parsed := named.search(line)) is not None:
+            line = re.sub(rf"\b{re.escape(parsed.group(1))}\b", "<onnx_node>", line)
+    line = _TYPE_UNION.sub("<types>", line)
+    codes = _ERROR_CODE.findall(line) + _DTYPE_NAME.findall(line)
     for i, code in enumerate(codes):  # out of the normalizers' way, as characters none of them touches
         line = line.replace(code, chr(0xE000 + i), 1)
     for pattern, repl in _NORMALIZERS:

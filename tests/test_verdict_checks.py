@@ -778,3 +778,25 @@ def test_a_parser_error_naming_the_operator_matches_whatever_the_node_is_named()
     runners = Signature.of(Verdict("crash", "TensorRTError", "node_NonZero_0 has no runners that implement it"))
     assert runners.matches(Verdict("crash", "TensorRTError", "node_NonZero_3 has no runners that implement it"))
     assert not runners.matches(Verdict("crash", "TensorRTError", "node_TopK_0 has no runners that implement it"))
+
+
+def test_onnx_runtimes_words_naming_the_operator_match_whatever_the_node_is_named():
+    """ONNX Runtime names the operator beside the node, in its checker's words and its run's:
+    torch.onnx's node_conv2d (a bf16 Conv alone) and node_Conv_8 (folded from a batch norm)
+    are one bug, and a bf16 Conv stopped at 2 nodes (a maintainer's hunt). A dtype's width
+    is no count: int8 and int64 are two bugs, and the script's pattern keeps the width."""
+    checker = ("[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from model.onnx failed:This is an invalid model. "
+               "Type Error: Type 'tensor({})' of input parameter ({}) of operator (Conv) in node ({}) is invalid.")
+    sig = Signature.of(Verdict("crash", "InvalidGraph", checker.format("bfloat16", "img", "node_Conv_8")))
+    assert sig.matches(Verdict("crash", "InvalidGraph", checker.format("bfloat16", "x", "node_conv2d")))
+    assert not sig.matches(Verdict("crash", "InvalidGraph", checker.format("float16", "x", "node_conv2d")))
+    assert re.search(error_pattern(sig, None), checker.format("bfloat16", "x", "node_conv2d"))
+    run = "Non-zero status code returned while running {} node. Name:'{}' Status Message: bad shape"
+    sig = Signature.of(Verdict("crash", "Fail", run.format("Conv", "node_Conv_3")))
+    assert sig.matches(Verdict("crash", "Fail", run.format("Conv", "node_convolution")))
+    assert not sig.matches(Verdict("crash", "Fail", run.format("Gemm", "node_convolution")))
+    widths = Signature.of(Verdict("crash", "TypeError", "unsupported tensor(int8) at 12"))
+    assert widths.matches(Verdict("crash", "TypeError", "unsupported tensor(int8) at 13"))
+    assert not widths.matches(Verdict("crash", "TypeError", "unsupported tensor(int64) at 12"))
+    assert re.search(error_pattern(widths, None), "unsupported tensor(int8) at 99")
+    assert not re.search(error_pattern(widths, None), "unsupported tensor(int16) at 99")
