@@ -37,6 +37,7 @@ from minimize.emit.verify import run_alone
 from minimize.run.workers import Workers
 from oracles.backend_names import parse_backend
 from oracles.backends import resolve
+from oracles.backends.onnx_export import OnnxExportError
 from oracles.errors import TrtminError, first_line, unjudgeable, without_scratch_folders, write_failure
 from oracles.environment import package_version
 from oracles.reference import ERROR_RATIO
@@ -262,9 +263,11 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     if delegation:
         problem.notes["delegation"] = delegation
     emitted_undelegated = _emitted_undelegated(opts, session, found, static=not dynamic)
-    exported = _exported_model_note(session, found, final_verdict, static=not dynamic)
+    exported, exporters = _exported_model_note(session, found, final_verdict, static=not dynamic)
     if exported:
         problem.notes["exported_model"] = exported
+    if exporters or final_verdict.exc_type == OnnxExportError.__name__:
+        problem.notes["fixed_by"] = "torch"  # torch.onnx's bug, fixed in a torch release (repros add's example)
     moved = _symptom_moved(original, final_verdict)
     if moved:
         problem.notes["original_symptom"] = moved
@@ -475,32 +478,33 @@ def _delegation_note(session: Session, found: Candidate, static: bool) -> tuple[
                                                           if alone else "")), True
 
 
-def _exported_model_note(session: Session, found: Candidate, final: Verdict, static: bool) -> str | None:
+def _exported_model_note(session: Session, found: Candidate, final: Verdict, static: bool) -> tuple[str | None, bool]:
     """Whose a wrong value of a backend that runs torch.onnx's export is (ONNX Runtime,
     TensorRT): the same export run by ONNX's reference evaluator (one call). Where it computes
     the bug too, the exported model is wrong, and the bug is likely torch.onnx's lowering,
     not the runtime's (a hunt: ORT's SDPA rows of an all-False mask, titled as ORT's); where it
     matches eager, the runtime runs a right model wrong. A crash that says the model is invalid
     (ORT's INVALID_GRAPH on a bf16 Conv) asks onnx.checker: where it refuses the export too,
-    torch.onnx's. None for other bugs and backends, and where the evaluator cannot run it."""
+    torch.onnx's. The note (None for other bugs and backends, and where the evaluator cannot
+    run it), and whether it says the bug is torch.onnx's."""
     refused = final.kind == "crash" and "invalid" in final.message.lower()  # ORT's INVALID_GRAPH, TensorRT's INVALID_NODE
     if final.kind not in ("mismatch", "nan") and not refused:
-        return None
+        return None, False
     said = session.exporter_control(found, static)
     spec = session.backend.spec
     if said is not None and said.exc_type == "InvalidOnnxModel":
         return (f"onnx.checker (onnx {package_version('onnx')}) refuses the exported model too ("
                 f"{first_line(said.message)}): torch.onnx made an invalid ONNX model, so the bug is likely "
-                f"torch.onnx's, not {spec}'s")
+                f"torch.onnx's, not {spec}'s"), True
     if said is None or refused or not (said.kind == "pass" or Signature.of(final).matches(
             said, counts=lambda output: output == final.output)):  # the same output off, by the bug's size
-        return None
+        return None, False
     evaluator = f"ONNX's reference evaluator (onnx {package_version('onnx')}), run on the same exported model,"
     if said.kind == "pass":
-        return f"{evaluator} matches eager PyTorch: the model torch.onnx made is right, and {spec} computes it wrong"
+        return f"{evaluator} matches eager PyTorch: the model torch.onnx made is right, and {spec} computes it wrong", False
     off = f"max abs {said.max_abs:.4g}" if said.max_abs is not None else said.kind
     return (f"{evaluator} differs from eager PyTorch too ({off}): the model torch.onnx made computes "
-            f"otherwise than PyTorch, so the bug is likely torch.onnx's lowering, not {spec}'s")
+            f"otherwise than PyTorch, so the bug is likely torch.onnx's lowering, not {spec}'s"), True
 
 
 def _emitted_undelegated(opts: Options, session: Session, found: Candidate, static: bool) -> dict[str, list[str]]:

@@ -443,8 +443,10 @@ def _toml_multiline(s: str) -> str:
 EXAMPLE_HEAD = ("# Once a release fixes it, say where (first condition that holds wins):", "# [expected_when]")
 
 
-def manifest_text(m: Manifest, comment_example: bool = True) -> str:
-    """manifest.toml for ``m`` (the inverse of ``parse_manifest``)."""
+def manifest_text(m: Manifest, comment_example: bool = True, fixed_by: str | None = None) -> str:
+    """manifest.toml for ``m`` (the inverse of ``parse_manifest``). Its commented example
+    names the release of `fixed_by` (the package the reduction says the bug is in: torch
+    for torch.onnx's) where first_seen has it, else the compiler's own, else torch's."""
     lines = [f"title = {_toml_str(m.title)}",
              "upstream = [" + ", ".join(_toml_str(u) for u in m.upstream) + "]",
              f"backend = {_toml_str(m.backend)}",
@@ -460,9 +462,10 @@ def manifest_text(m: Manifest, comment_example: bool = True) -> str:
                                      f"{_toml_str(v)}" for k, v in m.first_seen.items()]
     if m.expected_when:
         lines += ["", "[expected_when]"] + [f"{_toml_str(c.text)} = {_toml_str(s)}" for c, s in m.expected_when]
-    elif comment_example:  # the compiler's own release where it has one (executorch > 1.4.1), else torch's
-        package, seen = next(((k, v) for k, v in m.first_seen.items() if k != "torch"),
-                             next(iter(m.first_seen.items()), ("torch", "2.16")))
+    elif comment_example:  # executorch > 1.4.1
+        package, seen = next(((k, v) for k, v in m.first_seen.items() if k == fixed_by),
+                             next(((k, v) for k, v in m.first_seen.items() if k != "torch"),
+                                  next(iter(m.first_seen.items()), ("torch", "2.16"))))
         lines += ["", *EXAMPLE_HEAD, f'# "{package} > {seen}" = "fixed"']
     return "\n".join(lines) + "\n"
 
@@ -770,7 +773,7 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
     if previous is not None:  # a newer reduction of the repro: what people wrote into it stays
         kept = kept_fields(previous, root / name, title is not None, bool(tuple(upstream)))
         manifest = _keep_written(manifest, previous, kept, out_dir)
-    text = manifest_text(manifest)
+    text = manifest_text(manifest, fixed_by=(summary.get("diagnosis") or {}).get("fixed_by"))
     parsed, problems = manifest_from_dict(tomllib.loads(text))  # never save what we cannot read back
     if parsed is None:
         raise TrtminError(f"cannot write a valid manifest for {name}: {'; '.join(problems)}")

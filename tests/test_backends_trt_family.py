@@ -393,7 +393,7 @@ def test_a_wrong_value_of_the_exported_model_is_said_to_be_torch_onnxs() -> None
     cases = {"sdpa": (AttentionAllMasked(), (q, k, v, mask)),
              "argmax": (ArgMaxHost().eval(), (torch.randn(4, 6), torch.tensor([[1.0, float("nan"), 0, 0, 0, 0]] * 4))),
              "bf16_conv": (conv, (torch.randn(2, 2, 2, dtype=torch.bfloat16),))}
-    notes = {}
+    notes, exporters = {}, {}
     for name, (module, inputs) in cases.items():
         gm = torch.export.export(module, inputs).module()
         backend, control = resolve("onnxruntime"), resolve("onnxruntime").exporter_control()
@@ -402,7 +402,8 @@ def test_a_wrong_value_of_the_exported_model_is_said_to_be_torch_onnxs() -> None
         assert found.kind == ("crash" if name == "bf16_conv" else "mismatch"), (name, found)
         session = SimpleNamespace(backend=backend,
                                   exporter_control=lambda cand, static: evaluate(gm, list(inputs), control, Tolerance()))
-        notes[name] = _exported_model_note(session, Candidate(nodes=(0,)), found, static=True)
+        notes[name], exporters[name] = _exported_model_note(session, Candidate(nodes=(0,)), found, static=True)
+    assert exporters == {"sdpa": True, "argmax": False, "bf16_conv": True}  # repros add watches torch's releases
     assert "differs from eager PyTorch too (max abs " in notes["sdpa"], notes
     assert notes["sdpa"].endswith("so the bug is likely torch.onnx's lowering, not onnxruntime's"), notes
     assert notes["argmax"].endswith("the model torch.onnx made is right, and onnxruntime computes it wrong"), notes
@@ -416,7 +417,7 @@ def test_a_wrong_value_of_the_exported_model_is_said_to_be_torch_onnxs() -> None
     bug = Verdict("mismatch", output=0, max_abs=0.6)
     for control in (Verdict("mismatch", output=1, max_abs=0.6), Verdict("mismatch", output=0, max_abs=1e-5)):
         session = SimpleNamespace(backend=resolve("onnxruntime"), exporter_control=lambda cand, static: control)
-        assert _exported_model_note(session, Candidate(nodes=(0,)), bug, static=True) is None, control
+        assert _exported_model_note(session, Candidate(nodes=(0,)), bug, static=True) == (None, False), control
 
 
 class MishHost(torch.nn.Module):
@@ -675,6 +676,7 @@ def test_onnx_export_failure_reproduces_alone(tmp_path: Path) -> None:
     assert "No ONNX function found for" in summary["final_verdict"] and "\x1b" not in summary["final_verdict"]
     assert "\x1b" not in (out / "repro.py").read_text() and r"No\\s+ONNX\\s+function" in (out / "repro.py").read_text()
     assert (out / "report.md").read_text().startswith("# onnxruntime torch.onnx export failure: ")  # whose bug it is
+    assert summary["diagnosis"]["fixed_by"] == "torch"  # torch.onnx's: `repros add` watches torch's releases
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: OnnxExportError"), alone.stdout
     assert run_repro(out, backend="eager").returncode == 0
