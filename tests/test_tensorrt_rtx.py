@@ -448,6 +448,30 @@ def test_nvidias_tensorrt_without_a_gpu_is_refused_and_its_script_skips(tmp_path
     assert r.returncode == 2 and r.stdout.startswith("SKIPPED: TensorRT 10.0.0 needs a GPU"), r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("kind", ["crash", "mismatch"])
+def test_a_tensorrt_that_fails_to_import_skips_the_script_without_torch(tmp_path: Path, monkeypatch,
+                                                                        kind: str) -> None:
+    """repro_tensorrt.py where TensorRT is installed but its import fails (a broken install,
+    a missing library): SKIPPED (exit 2), as repro.py says, not CHANGED: no news of the bug
+    (a maintainer's hunt)."""
+    from oracles.backends.onnx_export import export_onnx
+    from oracles.backends.tensorrt_script import write_tensorrt_script
+    from oracles.checks import flatten_outputs
+    gm, inputs = candidate(*attn_pool_softmax_1d.build())
+    onnx = export_onnx(gm, inputs, tmp_path / "m" / "model.onnx")
+    script = write_tensorrt_script(tmp_path / "out", onnx.path, inputs, flatten_outputs(gm(*inputs)), kind,
+                                   1e-3, 1e-3, "header", error_pattern="Softmax" if kind == "crash" else "",
+                                   build_time=kind == "crash", child=False)
+    broken = tmp_path / "site"
+    broken.mkdir()
+    for name in ("tensorrt", "tensorrt_rtx"):  # found, as installed ones are; their import fails
+        (broken / f"{name}.py").write_text("raise ImportError('libnvinfer.so.10: cannot open shared object file')\n")
+    monkeypatch.setenv("PYTHONPATH", str(broken))
+    r = run_repro(script.parent, script="repro_tensorrt.py")
+    assert (r.returncode, r.stdout.strip()) == (
+        2, "SKIPPED: cannot run: ImportError: libnvinfer.so.10: cannot open shared object file"), r.stdout + r.stderr
+
+
 
 class TwoInTwoOut(nn.Module):
     """Inputs and outputs of different shapes and dtypes: a swapped input or output of the

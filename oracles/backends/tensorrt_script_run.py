@@ -191,6 +191,9 @@ def run():
         if not ERROR_PATTERN or re.search(ERROR_PATTERN, exception_text(e)):  # [failure]
             print(f"REPRODUCED: {type(e).__name__}: {first}")  # [failure]
             return 1  # [failure]
+        if isinstance(e, ImportError):  # installed, yet it fails to import: it cannot run here, no news of the bug
+            print(f"SKIPPED: cannot run: {type(e).__name__}: {first}")
+            return 2
         print(f"CHANGED: fails differently now: {type(e).__name__}: {first}")
         return 3
     dtypes = [item["dtype"] for item in meta["expected"]]  # [values]
