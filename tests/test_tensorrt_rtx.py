@@ -357,7 +357,7 @@ def test_real_failure_reduced_and_both_scripts_reproduce_alone(host: str, tmp_pa
     if importlib.util.find_spec("pyflakes"):  # a test extra: the GPU machine has none, and importing
         from tests.test_script_lint import lint  # test_script_lint there would skip this whole module
         assert not lint(report_snippet_text(out), "snippet.py")
-    assert snippet.returncode == 1 and "AssertionError" in snippet.stderr, snippet.stdout + snippet.stderr[-2000:]
+    assert snippet.returncode == 1 and "RuntimeError: " in snippet.stderr, snippet.stdout + snippet.stderr[-2000:]
     assert first_words in snippet.stdout + snippet.stderr, snippet.stdout + snippet.stderr[-2000:]
 
 

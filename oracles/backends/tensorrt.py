@@ -412,8 +412,8 @@ class TensorRTBackend(Backend):
 
     def snippet_call(self, args: Sequence[str], verdict: Any = None) -> SnippetCall | None:
         """The export to ONNX, then the parse and the build as build_plan makes them. For a
-        bug the parser or the builder shows, the failing step is last, as an assert (the
-        snippet raises there, TensorRT's logger having printed its words); for any other,
+        bug the parser or the builder shows, the failing step is last, raising (TensorRT's
+        logger having printed its words; no assert, which python -O drops); for any other,
         the engine then runs into `got` (contiguous CUDA buffers of eager's shapes and dtypes:
         static shapes), fed the tensor arguments on CUDA, as run_engine_torch feeds it (the
         export folds the others into the ONNX model)."""
@@ -431,14 +431,16 @@ class TensorRTBackend(Backend):
                          "  # the engine's inputs")
         setup += ["logger = trt.Logger(trt.Logger.ERROR)", "builder = trt.Builder(logger)",
                   f"network = builder.create_network({typed})", "parser = trt.OnnxParser(network, logger)"]
-        parse = f"assert parser.parse_from_file({SNIPPET_ONNX!r}), parser.get_error(0)"
+        parse = f"if not parser.parse_from_file({SNIPPET_ONNX!r}):  # not an assert: python -O drops those\n" \
+                "    raise RuntimeError(parser.get_error(0))"
         imports = (f"import {tensorrt_module_name() or 'tensorrt'} as trt",)
         if at_build and verdict.message.startswith(BUILD_FAILURES[0]):
             return SnippetCall(imports=imports, module=True, setup=tuple(setup), last=parse)
         setup += [parse, *self._config_lines()]
         if at_build:
             return SnippetCall(imports=imports, module=True, setup=tuple(setup),
-                               last='assert builder.build_serialized_network(network, config), "building the engine failed"')
+                               last="if not builder.build_serialized_network(network, config):\n"
+                                    '    raise RuntimeError("building the engine failed")')
         setup += ["runtime = trt.Runtime(logger)",
                   "engine = runtime.deserialize_cuda_engine(builder.build_serialized_network(network, config))",
                   "context = engine.create_execution_context()",
