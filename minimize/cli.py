@@ -386,6 +386,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"note: {notes['delegation'].replace('`', '')}", highlight=False, markup=False)
     if notes.get("exported_model"):  # an ONNX backend's wrong value may be the exporter's, not the runtime's
         console.print(f"note: {notes['exported_model']}", highlight=False, markup=False)
+    if notes.get("doubt"):  # the failure may be no bug (TensorRT's CUDA error without a GPU)
+        console.print(f"[yellow]but[/]: {escape(notes['doubt'])}", highlight=False)
     if notes.get("read_off"):  # the failing op may be innocent: what it reads is off already
         console.print(f"[yellow]but[/]: {escape(notes['read_off'])}", highlight=False)
     if notes.get("timed_out"):  # a candidate's timeout is no verdict on the bug: the result may depend on the load

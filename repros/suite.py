@@ -759,6 +759,9 @@ def add_repro(out_dir: Path, name: str, root: Path | None = None, *, force: bool
                      f"{final} call node{'' if final == 1 else 's'} in {spent} oracle call{'' if spent == 1 else 's'}.")
     if summary.get("final_verdict"):
         notes.append(f"Verdict: {summary['final_verdict']}")
+    said = (summary.get("diagnosis") or {}).get("backend")
+    if said:  # how the backend judged it there (TensorRT without a GPU: a CUDA error may be the GPU's absence)
+        notes.append(f"Backend: {said}.")
     where = ", ".join(f"{k} {env[k]}" for k in ("gpu", "cuda", "python") if env.get(k) not in (None, "", "none"))
     if where:
         notes.append(f"Reduced on: {where}.")

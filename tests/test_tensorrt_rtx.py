@@ -180,11 +180,17 @@ def test_a_result_whose_failure_names_cuda_is_said_to_maybe_be_the_gpus_absence(
     assert start.startswith("no GPU here: ") and "one that names CUDA (or a layer with no runners) may be the GPU's" in start
     session = type("S", (), {"backend": backend, "_static_note": lambda self, among=None: None, "in_place": []})()
     piece = candidate(nn.ReLU(), (torch.randn(2),))[0]
-    said = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), cuda)["backend"]
-    assert said.endswith("this failure names CUDA, and may be the GPU's absence, not a bug: confirm it on a GPU "
-                         "before filing it"), said
-    said = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), parser)["backend"]
-    assert said.endswith("only its parser and builder failures were judged") and "CUDA" not in said, said
+    notes = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), cuda)
+    assert notes["backend"].endswith("this failure names CUDA, and may be the GPU's absence, not a bug: confirm it on "
+                                     "a GPU before filing it"), notes
+    # said as a doubt too: on the screen at the end, atop report.md, in a saved repro's manifest (a maintainer's hunt
+    # found only the diagnosis saying it)
+    assert notes["doubt"] == notes["backend"].removeprefix(start.split("; ")[0] + "; "), notes
+    from minimize.emit.report import _whose_bug
+    assert _whose_bug({"diagnosis": notes}, "tensorrt").startswith("**Before filing:** This failure names CUDA, and")
+    notes = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), parser)
+    assert notes["backend"].endswith("only its parser and builder failures were judged") and "CUDA" not in notes["backend"]
+    assert "doubt" not in notes and not _whose_bug({"diagnosis": notes}, "tensorrt")
     # a layer TensorRT-RTX finds no runners for, without a GPU (NonZero's, 88 -> 1: a hunt) may be its absence too
     runners = Verdict("crash", "TensorRTError", "building the engine failed: IBuilder::buildSerializedNetwork: Error "
                       "Code 10: Internal Error (node_NonZero_0 has no runners that implement it.)")

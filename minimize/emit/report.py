@@ -258,7 +258,11 @@ def _whose_bug(summary: dict[str, Any], backend: str) -> str:
     """Whose bug it is, at the top, where the backend named is not its owner: an ONNX export
     failure is PyTorch's exporter's (TensorRT or ONNX Runtime never saw the model); where the
     delegate took none of the program's ops and the script without it (`summary["undelegated"]`)
-    reproduced alone, the portable kernels': a delegate's maintainer must not be asked."""
+    reproduced alone, the portable kernels': a delegate's maintainer must not be asked. Where
+    the failure may be no bug (the backend's doubt), that first."""
+    doubt = (summary.get("diagnosis") or {}).get("doubt")
+    if doubt:  # the failure may be no bug: before anyone files it
+        return f"**Before filing:** {sentence(doubt[0].upper() + doubt[1:])}\n\n"
     if str(summary.get("final_verdict", "")).startswith("CRASH: OnnxExportError"):
         return (f"**Whose bug:** PyTorch's ONNX exporter's (`torch.onnx.export`, onnxscript): the export fails, so "
                 f"{backend} never sees the model. File it with PyTorch (module: onnx).\n\n")

@@ -128,12 +128,15 @@ class Session:
     def notes_on(self, notes: dict[str, Any], result: Slice, verdict: Verdict | None = None) -> dict[str, Any]:
         """`notes` with the run's caveats narrowed to what bears on `result` and its `verdict`:
         the backend's of that failure (TensorRT without a GPU: one that names CUDA may be the
-        GPU's absence), the static sizes of its own inputs (cut values too), the in-place ops
+        GPU's absence, its `doubt` too), the static sizes of its own inputs (cut values too), the in-place ops
         only where it holds an op one of them may have become (a crash on a permute is no news
         of a masked_fill_), and no word of dead code, which no result holds."""
         notes = {key: note for key, note in notes.items() if key != "dead"}
         if "backend" in notes and verdict is not None:
             notes["backend"] = self.backend.note(verdict) or notes["backend"]
+        doubt = self.backend.doubt(verdict) if verdict is not None else None
+        if doubt:
+            notes["doubt"] = doubt
         if "static" in notes and not self.backend.keeps_dynamic:  # the session's note, not the reduction's
             narrowed = self._static_note(result.input_names)
             notes.pop("static") if narrowed is None else notes.update(static=narrowed)

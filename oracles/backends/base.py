@@ -246,6 +246,11 @@ class Backend:
         `verdict`: the result's, where report.md says it of that failure."""
         return None
 
+    def doubt(self, verdict: Any) -> str | None:
+        """Why `verdict`, the result's failure, may be no bug at all, to be said at the end of
+        the run and kept with a saved repro; None where nothing says so."""
+        return None
+
     def failure_words(self, verdict: Any) -> str | None:
         """The title's name for `verdict` where "crash on DEVICE" would mislead (a TensorRT
         parser or builder error runs on no device and kills nothing; an ONNX backend's failure

@@ -377,11 +377,13 @@ class TensorRTBackend(Backend):
         if verdict is None:
             return said + ("only parser and builder failures are judged, and one that names CUDA (or a layer with no "
                            "runners) may be the GPU's absence: confirm it on a GPU")
-        if may_be_no_gpu(verdict.message):  # a build that profiles the device (an int8 cast's)
-            what = "names CUDA" if "cuda" in verdict.message.lower() else "finds no runners for a layer"
-            return said + (f"this failure {what}, and may be the GPU's absence, not a bug: confirm it on a GPU "
-                           "before filing it")
-        return said + "only its parser and builder failures were judged"
+        return said + (self.doubt(verdict) or "only its parser and builder failures were judged")
+
+    def doubt(self, verdict: Verdict | None) -> str | None:
+        if verdict is None or not may_be_no_gpu(verdict.message):  # a build that profiles the device (an int8 cast's)
+            return None
+        what = "names CUDA" if "cuda" in verdict.message.lower() else "finds no runners for a layer"
+        return f"this failure {what}, and may be the GPU's absence, not a bug: confirm it on a GPU before filing it"
 
     def died_after_export(self, verdict: Verdict | None) -> bool:
         return died_building(verdict)
