@@ -425,6 +425,15 @@ def test_tensorrt_words_keep_what_was_said_and_drop_the_noise() -> None:
     # node it was building, which another cut names otherwise) is no part of the bug's words
     coded = "[optimizer.cpp::compile::42] Error Code 10: Internal Error (Could not find any implementation)"
     assert tensorrt_said([], [f"Compiling node /layers.3/MatMul_7\n{coded}"]) == coded
+    # a graph-wide parser error names no node, twice: the cause (here a UINT64 initializer of
+    # torch.onnx's int64 >>, a maintainer's hunt) must fit in the verdict's 300 characters
+    empty = "In node -1 with name:  and operator:  (parseGraph): "
+    said = tensorrt_said([f"{empty}INVALID_GRAPH: Failed to import initializer: {empty}UNSUPPORTED_NODE: Assertion "
+                          "failed: ctx->getWeightsContext().convertOnnxWeights(initializer, &weights): Failed to import "
+                          "initializer: val_4"],
+                         ["WeightsContext.cpp:462: Found unsupported datatype (13) when importing initializer: val_4"])
+    assert "In node -1" not in said and len("the ONNX parser failed: " + said) <= 300, said
+    assert said.endswith(" | WeightsContext.cpp:462: Found unsupported datatype (13) when importing initializer: val_4")
 
 
 def test_nvidias_tensorrt_without_a_gpu_is_refused_and_its_script_skips(tmp_path: Path, monkeypatch) -> None:

@@ -100,10 +100,13 @@ def tensorrt_said(parser_errors, logged):
     """TensorRT's words as one line: each parser error's first line and every "Error Code"
     line of the log, once, not the node dumps; a logged error with no such line, by its
     first line. catchCudaError's line ("CUDA failed under the builder", which every build
-    logs where there is no GPU) and the parser's node dumps only where nothing else was said."""
+    logs where there is no GPU) and the parser's node dumps only where nothing else was said;
+    no "In node -1 with name:  and operator:  (parseGraph): ", said of a graph-wide error
+    twice in one line, whose 300 characters then held no cause (a maintainer's hunt)."""
     lines = []
     for text, first in [(t, True) for t in parser_errors] + [(t, False) for t in logged]:
-        rows = [row.strip() for row in str(text).splitlines() if row.strip()]
+        text = str(text).replace("In node -1 with name:  and operator:  (parseGraph): ", "")  # no node: no news
+        rows = [row.strip() for row in text.splitlines() if row.strip()]
         coded = [row for row in rows if "Error Code" in row]
         for row in (rows[:1] if first else []) + (coded if coded else rows[:1]):
             if row not in lines:
