@@ -999,9 +999,9 @@ def test_force_keeps_an_earlier_runs_files_out_of_the_new_runs_repro(host_progra
     assert r.returncode == 0, r.stderr[-2000:]
     first = json.loads((out / "summary.json").read_text())["files"]
     assert "plugin.py" in first and "repro_executorch_portable.py" in first and "journal.jsonl" not in first
-    emitted = (out / "repro_executorch_portable.py").read_text()  # titled by its backend; no folder of this machine
-    assert emitted.startswith('"""executorch:portable crash') and "planted.py:crash_on_sin." in " ".join(
-        emitted.split()) and str(ROOT) not in emitted, emitted[:600]
+    emitted = (out / "repro_executorch_portable.py").read_text()  # no backend in its title: it never ran the bug
+    assert emitted.startswith('"""crash on cpu: sin.default [Emitted for executorch:portable') and \
+        "planted.py:crash_on_sin." in " ".join(emitted.split()) and str(ROOT) not in emitted, emitted[:600]
     (out / "notes.txt").write_text("mine")
     edited = (out / "repro.py").read_text() + "# my fix\n"  # the user's edit of the earlier run's script
     (out / "repro.py").write_text(edited)

@@ -5,6 +5,7 @@ maintainers read these scripts first; a linter's complaint is the first thing th
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -376,3 +377,33 @@ def test_a_message_cut_short_keeps_its_ellipsis_in_the_docstring_and_the_report(
     assert f"{' '.join(cut.split())} trtmin" in docstring and "...." not in docstring, docstring
     said = _diagnosis_lines({"original_verdict": cut, "final_verdict": "CRASH: another", "notes": {}})
     assert f"- The original program failed as {cut}\n" in said, said
+
+
+def test_an_emitted_script_names_its_backend_only_where_the_reduction_ran_what_it_runs(piece, tmp_path: Path) -> None:
+    """--emit torch_tensorrt beside a TensorRT parser bug: the script's title said
+    "torch_tensorrt parser failure", a bug that backend never showed (a robotics user's hunt).
+    Its title names no backend then, and a crash script says whose words its pattern holds;
+    where the reduction ran what the script runs (XNNPACK's delegate took none of the ops:
+    the portable kernels'), the title names it."""
+    from minimize.emit.outputs import write_extra_script
+    from tests.helpers import repro_info
+
+    sliced, values = piece
+    crash = Verdict("crash", "TensorRTError", "the ONNX parser failed: In node 0 with name: node_mish")
+    info = dataclasses.replace(repro_info(crash), title="tensorrt (TensorRT-RTX 1.4.0.76) parser failure: mish.default")
+    text = write_extra_script(tmp_path, info, sliced, values, "torch_tensorrt", {},
+                              reduced_with="tensorrt (TensorRT-RTX 1.4.0.76)").read_text()
+    head = " ".join(text.split('"""')[1].split())
+    assert head.startswith("parser failure: mish.default [Emitted for torch_tensorrt by trtmin; the reduction was "
+                           "checked on cpu with tensorrt (TensorRT-RTX 1.4.0.76). Its ERROR_PATTERN holds tensorrt "
+                           "(TensorRT-RTX 1.4.0.76)'s words: where torch_tensorrt fails in words of its own, it says "
+                           "CHANGED with them. It runs the program on cuda"), head
+    mismatch = Verdict("mismatch", output=0, max_abs=1.0)
+    info = dataclasses.replace(repro_info(mismatch), title="executorch:xnnpack mismatch on cpu: linear.default")
+    for ran_as_spec, title in ((False, "mismatch on cpu: linear.default"),
+                               (True, "executorch:portable mismatch on cpu: linear.default")):
+        (tmp_path / str(ran_as_spec)).mkdir()
+        text = write_extra_script(tmp_path / str(ran_as_spec), info, sliced, values, "executorch:portable", {},
+                                  reduced_with="executorch:xnnpack", ran_as_spec=ran_as_spec).read_text()
+        head = " ".join(text.split('"""')[1].split())
+        assert head.startswith(title + " [Emitted for executorch:portable") and "ERROR_PATTERN" not in head, head

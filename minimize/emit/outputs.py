@@ -241,9 +241,12 @@ def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
 
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
                        settings: dict[str, Any], generated: dict[str, str] | None = None,
-                       reduced_with: str = "") -> Path:
+                       reduced_with: str = "", ran_as_spec: bool = False) -> Path:
     """A script for another backend than the one reduced with (--emit; `reduced_with`: that
-    one, as titles show it, whose name the script's title trades for its own).
+    one, as titles show it). The script's title names `spec` where the reduction ran what
+    `spec` runs (`ran_as_spec`: XNNPACK's delegate took none of the ops, all ran on the
+    portable kernels); else it names no backend: `spec` never ran the bug (a hunt: "torch_tensorrt
+    parser failure" of a bug only TensorRT's ONNX parser showed).
 
     `tensorrt` writes the TensorRT-only script (tensorrt + numpy, an .onnx and an .npz);
     any other backend name writes repro_<name>.py with that backend's part. These
@@ -256,7 +259,11 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     note = (f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with "
             + ("this backend." if reduced_with == spec else f"{reduced_with or 'another backend'}."))
     if reduced_with and reduced_with != spec and info.title.startswith(reduced_with + " "):
-        info = ReproInfo(**{**info.__dict__, "title": spec + info.title[len(reduced_with):]})  # the script's own backend
+        rest = info.title[len(reduced_with) + 1:]
+        info = ReproInfo(**{**info.__dict__, "title": f"{spec} {rest}" if ran_as_spec else rest})
+    if info.verdict.kind == "crash" and reduced_with != spec and not ran_as_spec:
+        note += (f" Its ERROR_PATTERN holds {reduced_with or 'that backend'}'s words: where {spec} fails in words "
+                 "of its own, it says CHANGED with them.")
     inputs = [values[n] for n in piece.input_names]
     if spec == "tensorrt":
         from oracles.backends.onnx_export import export_onnx
