@@ -468,7 +468,7 @@ def test_a_tensorrt_that_fails_to_import_skips_the_script_without_torch(tmp_path
                                                                         kind: str) -> None:
     """repro_tensorrt.py where TensorRT is installed but its import fails (a broken install,
     a missing library): SKIPPED (exit 2), as repro.py says, not CHANGED: no news of the bug
-    (a maintainer's hunt)."""
+    (a maintainer's hunt). So is a control ONNX Runtime cannot run."""
     from oracles.backends.onnx_export import export_onnx
     from oracles.backends.tensorrt_script import write_tensorrt_script
     from oracles.checks import flatten_outputs
@@ -485,6 +485,14 @@ def test_a_tensorrt_that_fails_to_import_skips_the_script_without_torch(tmp_path
     r = run_repro(script.parent, script="repro_tensorrt.py")
     assert (r.returncode, r.stdout.strip()) == (
         2, "SKIPPED: cannot run: ImportError: libnvinfer.so.10: cannot open shared object file"), r.stdout + r.stderr
+    # the control, ONNX Runtime, that cannot run the model (a bf16 Conv it has no kernel for, a robotics
+    # user's hunt): SKIPPED too, not CHANGED; the control is asked to say FIXED, and cannot here
+    (broken / "onnxruntime.py").write_text("class InferenceSession:\n    def __init__(self, *args, **kwargs):\n"
+                                           "        raise RuntimeError('INVALID_GRAPH: no bf16 Conv')\n")
+    r = run_repro(script.parent, script="repro_tensorrt.py", backend="onnxruntime")
+    assert (r.returncode, r.stdout.strip()) == (
+        2, "SKIPPED: ONNX Runtime, the control, cannot run the model here: RuntimeError: INVALID_GRAPH: no bf16 Conv"), \
+        r.stdout + r.stderr
 
 
 
