@@ -43,12 +43,13 @@ def cuda_check(result):
 
 
 def gpu_missing(cuda_python=True):
-    """Why the engine cannot run here (no cuda-python, no GPU), or None. A build needs no
-    cuda-python (cuda_python=False): without it, the CUDA driver's own library is asked."""
+    """Why the engine cannot run here (no GPU, no cuda-python), or None. Without cuda-python
+    the CUDA driver's own library is asked whether there is a GPU; a build needs no
+    cuda-python (cuda_python=False)."""
     try:
         cudart = find_cudart()
-    except ImportError:
-        return "cuda-python is not installed (pip install cuda-python)" if cuda_python else driver_gpu_missing()
+    except ImportError:  # the GPU first: on a laptop without one, cuda-python would not help
+        return driver_gpu_missing() or ("cuda-python is not installed (pip install cuda-python)" if cuda_python else None)
     try:
         count = cuda_check(cudart.cudaGetDeviceCount())
     except Exception as e:  # no driver, no device
