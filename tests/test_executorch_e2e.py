@@ -293,6 +293,9 @@ def test_a_bug_the_delegate_left_to_the_portable_kernels_is_run_on_them_alone(tm
         "REPRODUCED" in said, said[-2000:]
     report = (out / "report.md").read_text()
     assert "| `repro_executorch_portable.py` | REPRODUCED (exit 1) |" in report
+    # the title names whose it is too (and so the saved repro's, which takes it): not XNNPACK's maintainers
+    assert report.startswith("# executorch:portable mismatch on cpu: remainder.Scalar (executorch:xnnpack's delegate "
+                             "took none of its ops)\n"), report[:300]
     # at the top, whose bug it is; the portable script's own title names its backend, not XNNPACK
     assert report.index("**Whose bug:** executorch:portable's: executorch:xnnpack's delegate took none of the "
                         "program's ops, and `repro_executorch_portable.py`") < report.index("```python"), report[:1500]

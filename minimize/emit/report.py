@@ -266,12 +266,29 @@ def _whose_bug(summary: dict[str, Any], backend: str) -> str:
     if str(summary.get("final_verdict", "")).startswith("CRASH: OnnxExportError"):
         return (f"**Whose bug:** PyTorch's ONNX exporter's (`torch.onnx.export`, onnxscript): the export fails, so "
                 f"{backend} never sees the model. File it with PyTorch (module: onnx).\n\n")
-    alone = summary.get("undelegated")
-    ran = (summary.get("emitted_alone") or {}).get(emitted_names(alone)[0], {}) if alone else {}
-    if ran.get("status") != "REPRODUCED":
+    alone = _undelegated_bug(summary)
+    if alone is None:
         return ""
     return (f"**Whose bug:** {alone}'s: {backend}'s delegate took none of the program's ops, and "
             f"`{emitted_names(alone)[0]}` ({alone}, no delegate) reproduces it alone. File that script.\n\n")
+
+
+def _undelegated_bug(summary: dict[str, Any]) -> str | None:
+    """The backend without its delegate (executorch:portable) where the delegate took none of
+    the ops and that backend's script reproduced the bug alone: the bug is its; else None."""
+    alone = summary.get("undelegated")
+    ran = (summary.get("emitted_alone") or {}).get(emitted_names(alone)[0], {}) if alone else {}
+    return alone if ran.get("status") == "REPRODUCED" else None
+
+
+def _title(title: str, summary: dict[str, Any], backend: str) -> str:
+    """report.md's title: the reduction's, naming the backend whose bug it is where that is
+    not the one reduced with (XNNPACK took no op: the portable kernels'; a hunt saw its
+    maintainers named in the title, and the saved repro's, under "Whose bug: portable's")."""
+    alone = _undelegated_bug(summary)
+    if alone is None or not title.startswith(backend + " "):
+        return title
+    return f"{alone} {title[len(backend) + 1:]} ({backend}'s delegate took none of its ops)"
 
 
 def _alone_line(summary: dict[str, Any]) -> str:
@@ -383,7 +400,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
                          if "\ngot = " in snippet else
                          " It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
                          "the result.")
-    return without_scratch_folders(f"""# {info.title}
+    return without_scratch_folders(f"""# {_title(info.title, summary, backend.describe_shared())}
 
 **What fails:** {info.verdict.describe()}
 
