@@ -651,9 +651,11 @@ def _edited_files(entry: Path, new: Path, previous: Manifest | None) -> list[tup
 
 def _without_our_example(text: str) -> str:
     """A manifest's text less the commented [expected_when] example `repros add` writes (any
-    trtmin's: its package and version are the run's), so that only a person's lines differ."""
+    trtmin's: its package and version are the run's), so that only a person's lines differ;
+    its heading too where the person uncommented the rest (the table is a field, carried over)."""
     head = "".join(f"\n{re.escape(line)}" for line in EXAMPLE_HEAD)
-    return re.sub(head + r'\n# "[^\n]*" = "fixed"\n', "\n", text).replace("\n\n\n", "\n\n")
+    text = re.sub(head + r'\n# "[^\n]*" = "fixed"\n', "\n", text)
+    return text.replace(f"\n{EXAMPLE_HEAD[0]}\n[expected_when]\n", "\n[expected_when]\n").replace("\n\n\n", "\n\n")
 
 
 def _previous_manifest(entry: Path) -> Manifest | None:

@@ -1358,6 +1358,12 @@ def test_add_force_refuses_another_bug_and_keeps_hand_work(tmp_path: Path) -> No
     (entry / "manifest.toml").write_text(older)  # an older trtmin's example comment: nobody's work either
     add_repro(newer, "cast", root, force=True, duplicate=True)
     assert not (entry / "manifest.toml.edited").exists()
+    uncommented = re.sub(r'\n# \[expected_when\]\n# ("[^\n]*" = "fixed")\n', r'\n[expected_when]\n\1\n',
+                         (entry / "manifest.toml").read_text())  # the example taken up as it stands: a field
+    assert uncommented != (entry / "manifest.toml").read_text()
+    (entry / "manifest.toml").write_text(uncommented)
+    add_repro(newer, "cast", root, force=True, duplicate=True)
+    assert not (entry / "manifest.toml.edited").exists() and parse_manifest(entry / "manifest.toml").expected_when
 
     # a report annotated, a manifest commented: each kept beside the new one, as a script is
     (entry / "report.md").write_text((entry / "report.md").read_text() + "\nSeen on the Orin too.\n")
