@@ -45,6 +45,7 @@ class Fingerprint:
     read_off_ops: tuple[tuple[str, int], ...] = ()
     read_off_kind: str = ""
     read_off_symptom: str = ""         # where that failure is a mismatch (_mismatch_symptom)
+    dtype: str = ""                    # a mismatch's output dtype, as its verdict names it, where it does
 
 
 def ops_of(script: str) -> Counter[str]:
@@ -64,6 +65,7 @@ def _family(backend: str) -> str:
     return backend.split(":")[0] if parsed.kind == "builtin" else parsed.shown
 
 
+_DTYPE = re.compile(r"\bdtype (\w+)\)")  # a mismatch verdict's "(16 of 32 values off, dtype float32)"
 _LOST = re.compile(r"where eager's is (NaN or inf|NaN|inf)\b")  # oracles/checks.py's words
 
 
@@ -105,16 +107,24 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     read_verdict = str(read_off.get("verdict", "")) if read_ops else ""
     read_kind = read_verdict.split(":", 1)[0].strip().lower()
     read_symptom = _mismatch_symptom(read_verdict) if read_kind == "mismatch" else ""
+    dtype = _DTYPE.search(verdict) if kind == "mismatch" else None
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error,
                        str(data.get("program_sha256") or ""), cause, tuple(sorted(read_ops.items())), read_kind,
-                       read_symptom)
+                       read_symptom, dtype.group(1) if dtype else "")
 
 
-def _same_failure(theirs: Fingerprint, mine: Fingerprint) -> bool:
+def _same_error(theirs: Fingerprint, mine: Fingerprint) -> bool:
     """The same kind and error, and the same logged cause where both were saved with one
     (a repro saved before causes were logged matches by its error alone)."""
     return (theirs.kind, theirs.error) == (mine.kind, mine.error) and (
         not theirs.cause or not mine.cause or theirs.cause == mine.cause)
+
+
+def _same_failure(theirs: Fingerprint, mine: Fingerprint) -> bool:
+    """The same error (_same_error), in the same output dtype where both name one: a bf16
+    linear's error is not an fp16 one's (a robotics user's hunt: the fp16 twin was refused as
+    "a known bug"; a fix of one may leave the other)."""
+    return _same_error(theirs, mine) and (not theirs.dtype or not mine.dtype or theirs.dtype == mine.dtype)
 
 
 def _less_overloads(ops: tuple[tuple[str, int], ...]) -> Counter[str]:
@@ -131,8 +141,9 @@ def _how_it_differs(theirs: Fingerprint, mine: Fingerprint) -> str:
     "" where it is the same bug."""
     if (theirs.ops, theirs.backend) == (mine.ops, mine.backend) and _same_failure(theirs, mine):
         return ""
-    how = f": {theirs.error}" if theirs.kind == "mismatch" else " with another error"  # a mismatch's symptom, said
-    failing = "" if _same_failure(theirs, mine) else f"as {theirs.kind}" + (how if theirs.kind == mine.kind else "")
+    how = ("" if theirs.kind != mine.kind else f" in {theirs.dtype}" if _same_error(theirs, mine) else
+           f": {theirs.error}" if theirs.kind == "mismatch" else " with another error")  # a mismatch's symptom, said
+    failing = "" if _same_failure(theirs, mine) else f"as {theirs.kind}{how}"
     if theirs.ops != mine.ops:
         other = Counter(dict(theirs.ops)) - Counter(dict(mine.ops))  # the overloads it calls more often
         overloads = ", ".join(op.split(".", 1)[-1] for op in sorted(other))

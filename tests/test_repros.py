@@ -941,6 +941,20 @@ def test_a_reduction_is_matched_by_its_ops_backend_and_failure(tmp_path: Path) -
     assert known_bugs(sign, suite) == [] and [m.name for m in known_bugs(nan_again, suite)] == ["nan_lost"]
     assert [m.otherwise for m in compare(sign, suite)[0]] == [
         "where it fails otherwise, as mismatch: finite where eager's is NaN"]
+    # the same ops and symptom in another output dtype: related, not a twin (a robotics user's hunt: the fp16
+    # linear refused as the saved bf16 one); a verdict that names no dtype matches either
+    reduction(suite / "bf16_linear", ["aten.linear.default"], "executorch:portable",
+              "MISMATCH: output 0 differs from eager by max abs 0.5 (3 of 4 values off, dtype bfloat16)")
+    (suite / "bf16_linear" / "manifest.toml").write_text(manifest("bf16 linear", backend='"executorch:portable"'))
+    for dtype, known in (("float16", []), ("bfloat16", ["bf16_linear"])):
+        again = reduction(tmp_path / dtype, ["aten.linear.default"], "executorch:portable",
+                          f"MISMATCH: output 0 differs from eager by max abs 2 (4 of 4 values off, dtype {dtype})")
+        assert [m.name for m in known_bugs(again, suite)] == known, dtype
+    assert [m.otherwise for m in compare(again.parent / "float16", suite)[0]] == [
+        "where it fails otherwise, as mismatch in bfloat16"]
+    unnamed = reduction(tmp_path / "unnamed", ["aten.linear.default"], "executorch:portable",
+                        "MISMATCH: output 0 differs from eager by max abs 2")
+    assert [m.name for m in known_bugs(unnamed, suite)] == ["bf16_linear"]
     from repros.match import _mismatch_symptom  # as oracles/checks.py words a mix of both
     assert _mismatch_symptom("MISMATCH: output 0 is finite where eager's is NaN or inf") == \
         "finite where eager's is NaN or inf"
