@@ -392,6 +392,8 @@ def _print_result(console: Console, summary: dict[str, Any], out: Path, seconds:
         console.print(f"[yellow]but[/]: {escape(notes['read_off'])}", highlight=False)
     if notes.get("timed_out"):  # a candidate's timeout is no verdict on the bug: the result may depend on the load
         console.print(f"[yellow]but[/]: {escape(notes['timed_out'])}", highlight=False)
+    if notes.get("undefined_cast"):  # eager's own answer is undefined there: the backend's may be no bug
+        console.print(f"[yellow]but[/]: {escape(notes['undefined_cast'])}", highlight=False)
     if notes.get("shrank"):  # a bug of another size may be left: the user must not file it as theirs unwarned
         console.print(f"[yellow]but[/]: {escape(notes['shrank'])}", highlight=False)
     if notes.get("original_symptom"):  # the user's own symptom, where the bug left shows otherwise

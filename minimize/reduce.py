@@ -29,6 +29,7 @@ from minimize.emit.out_dir import JOURNAL, check_out_dir, held_by_this_run, jour
 from minimize.program.candidate import Candidate, make
 from minimize.search import CHECK_STATIC_SIZES, CHECKS, DONE, READ_VALUES_OFF
 from minimize.search.problem import ReductionProblem, Rules
+from minimize.program.casts import out_of_range_casts
 from minimize.program.model import Program, Slice, fed_from_eager, random_draws_note
 from minimize.search.scheduler import counted, run_reduction
 from minimize.emit.script import ReproInfo, environment
@@ -274,6 +275,9 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     shrank = _mismatch_shrank(original, final_verdict)
     if shrank:
         problem.notes["shrank"] = shrank
+    undefined = _undefined_cast_note(final, values, final_verdict)
+    if undefined:
+        problem.notes["undefined_cast"] = undefined
     timed_out = _timed_out_note(problem, opts)
     if timed_out:
         problem.notes["timed_out"] = timed_out
@@ -384,6 +388,28 @@ def _symptom_moved(original: Verdict, final: Verdict) -> str | None:
     return (f"the original program failed as {original.describe()}; the program left, a cause upstream of that "
             f"output, fails in its own ({after or 'its dtype'}, max abs "
             f"{'n/a' if final.max_abs is None else format(final.max_abs, '.4g')})")
+
+
+def _undefined_cast_note(final: Slice, values: dict[str, Any], verdict: Verdict) -> str | None:
+    """Where a value bug's program casts floats the integer type cannot hold (run eagerly on
+    the values the final verdict ran on), words that say the backend's other result may be
+    no bug: C++ leaves that cast undefined, eager PyTorch with it (a maintainer's hunt:
+    Inductor's -128 for eager's 120 of an int8 cast of 200-odd, titled Inductor's bug)."""
+    if verdict.kind not in VALUE_ORACLES:
+        return None
+    try:
+        casts = out_of_range_casts(final.gm, [values[name] for name in final.input_names])
+    except Exception:  # noqa: BLE001 - a caveat only: an eager run that fails here says nothing of the bug
+        return None
+    if not casts:
+        return None
+    cast, dtype_name = casts[0], lambda d: str(d).removeprefix("torch.")
+    info = torch.iinfo(cast.target)
+    held = f"values from {cast.low:.4g} to {cast.high:.4g}" + (" and NaN" if cast.nan else "")
+    return (f"`{cast.node}` casts {dtype_name(cast.source)} {held} to {dtype_name(cast.target)}, whose range is "
+            f"[{info.min}, {info.max}]: C++ leaves a cast out of range undefined, eager PyTorch's kernels with it, "
+            "so the backend's other result may be no bug; clamp into range before the cast and check again "
+            "before filing it")
 
 
 SHRANK_FACTOR = 100  # a reduced mismatch this many times smaller than the original's is said

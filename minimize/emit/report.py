@@ -106,6 +106,8 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         lines.append(f"- Timeouts: {notes['timed_out']}.")
     if "shrank" in notes:
         lines.append(f"- Size: {notes['shrank']}.")
+    if "undefined_cast" in notes:
+        lines.append(f"- Undefined cast: {notes['undefined_cast']}.")
     if "made_inputs" in notes:
         lines.append(f"- Inputs: {notes['made_inputs']}.")
     if "random_draws" in notes:
@@ -259,8 +261,9 @@ def _whose_bug(summary: dict[str, Any], backend: str) -> str:
     failure is PyTorch's exporter's (TensorRT or ONNX Runtime never saw the model); where the
     delegate took none of the program's ops and the script without it (`summary["undelegated"]`)
     reproduced alone, the portable kernels': a delegate's maintainer must not be asked. Where
-    the failure may be no bug (the backend's doubt), that first."""
-    doubt = (summary.get("diagnosis") or {}).get("doubt")
+    the failure may be no bug (the backend's doubt, a cast out of range), that first."""
+    notes = summary.get("diagnosis") or {}
+    doubt = notes.get("doubt") or notes.get("undefined_cast")
     if doubt:  # the failure may be no bug: before anyone files it
         return f"**Before filing:** {sentence(doubt[0].upper() + doubt[1:])}\n\n"
     if str(summary.get("final_verdict", "")).startswith("CRASH: OnnxExportError"):
