@@ -132,6 +132,7 @@ def test_the_tensorrt_only_script_is_lint_clean_and_holds_what_its_bug_needs(pie
                                        **keywords)
         text = script.read_text()
         assert not lint(text, str(script)), name
+        assert "\n\n\n\n" not in text, name  # two blank lines between functions (pycodestyle's E303: a hunt)
         assert {part for part in parts if part in text} == held, name
 
 

@@ -269,13 +269,13 @@ def _script_text(on: set[str], *, header: str, onnx_files: list[str], oracle: st
     from oracles.script_checks import tagged_source
 
     pasted = [tagged_source(main_part.run, on),  # first: the top of the script shows the whole flow
-              script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said) + "\n\n\n"
+              script_source(TensorRTError, import_tensorrt, tensorrt_name, tensorrt_said).rstrip() + "\n\n\n"
               + tagged_source(build_plan, {k for k, v in settings.items() if v is not None})]
     if "run" in on:
         pasted.append(script_source(load_plan, engine_io))
     pasted.append(script_source(load_npz))
     if "values" in on:
-        pasted.append(script_source(as_float64, *([error_ratio_np] if "float64" in on else [])) + "\n\n\n"
+        pasted.append(script_source(as_float64, *([error_ratio_np] if "float64" in on else [])).rstrip() + "\n\n\n"
                       + tagged_source(compare_outputs_np, on))
     if "child" in on:
         pasted.append(CHILD_SOURCE)
