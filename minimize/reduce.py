@@ -298,7 +298,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
                             "min_failures": problem.min_failures}
     info = ReproInfo(
         title=f"{backend.describe_shared()} "
-              f"{session.backend.failure_words(final_verdict) or f'{final_verdict.kind} on {opts.device}'}: "
+              f"{session.backend.failure_words(final_verdict) or _kind_words(final_verdict, opts.device)}: "
               f"{ops_in_title(sorted({op_name(n) for n in final.gm.graph.nodes if _titled(n)}))}",
         source_model=opts.model.name, original_nodes=original_nodes, final_nodes=final.call_nodes,
         oracle_calls=problem.counters.oracle_calls, oracle=opts.oracle,
@@ -549,6 +549,15 @@ def op_name(node: Any) -> str:
     if isinstance(node.target, torch._ops.OpOverload):
         return str(node.target).removeprefix("aten.")
     return getattr(node.target, "__name__", None) or str(node.target)
+
+
+def _kind_words(verdict: Verdict, device: str) -> str:
+    """The title's words for a failure: "mismatch on cpu", and what a mismatch lost where
+    eager's NaN or inf came back finite ("mismatch on cpu, NaN lost": a maintainer's hunt
+    read ONNX Runtime's ReduceMax dropping NaN as any wrong value)."""
+    lost = verdict.extra.get("lost") if verdict.kind == "mismatch" else None
+    return f"{verdict.kind} on {device}" + (f", {lost['eager']} lost" if isinstance(lost, dict) and lost.get("eager")
+                                            else "")
 
 
 def _titled(node: Any) -> bool:

@@ -443,6 +443,10 @@ def test_a_lost_nan_is_said_as_such_not_as_an_infinite_difference():
     assert both.describe().startswith("MISMATCH: output 0 is finite at 1 value where eager's is NaN, and off at others")
     inf = compare_outputs([torch.tensor([float("inf")])], [torch.tensor([7.0])], Tolerance(1e-3, 1e-3))
     assert "is finite where eager's is inf" in inf.describe() and "nan" not in inf.describe()
+    # the title says it too (a maintainer's hunt: "onnxruntime mismatch on cpu: amax.default")
+    from minimize.reduce import _kind_words
+    assert (_kind_words(v, "cpu"), _kind_words(inf, "cuda")) == ("mismatch on cpu, NaN lost", "mismatch on cuda, inf lost")
+    assert _kind_words(compare_outputs([eager], [eager * 2], Tolerance(1e-3, 1e-3)), "cpu") == "mismatch on cpu"
 
 
 def test_the_scripts_verdict_names_the_worst_value_off_with_both_values():
