@@ -100,6 +100,8 @@ PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<onnx_node>": r"node_\w+", "<n>": r"\d+",
 # Made generic first, before the dtype names in it are kept.
 _TYPE_UNION = re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)+\b(?:\s*\|(?=\.\.\.|\s*$))?")
 
+_PATH = re.compile(r"(/[\w.\-]+)+/([\w.\-]+)")  # a file's folders: another machine's
+
 _NORMALIZERS = [
     # names a cut changes, where the words around them name the failure: TensorRT's fused
     # region by its first and last node ({ForeignNode[c_bias...node_tanh]} cannot be
@@ -111,7 +113,7 @@ _NORMALIZERS = [
     # its op's earlier nodes, which a cut renumbers: the same node with or without a suffix
     (re.compile(r"\b(node_[A-Za-z]\w*?)(?:_\d+)?\b"), r"\1<_n>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
-    (re.compile(r"(/[\w.\-]+)+/([\w.\-]+)"), r"<path>/\2"),
+    (_PATH, r"<path>/\2"),
     (re.compile(r"\d+"), "<n>"),
     (re.compile(r"\s+"), " "),
 ]
@@ -122,10 +124,12 @@ _NORMALIZERS = [
 # a cut changes the graph around it): one bug, not two (a hunt's 10-D reshape stopped at 2
 # nodes, a bf16 Conv at 2). TensorRT's parser: "In node 0 with name: node_view and operator:
 # Reshape"; ONNX Runtime's checker: "of operator (Conv) in node (node_Conv_8)", its run:
-# "while running Conv node. Name:'node_Conv_8'".
+# "while running Conv node. Name:'node_Conv_8'", its kernels: "Could not find an
+# implementation for Mish(18) node with name 'node_mish'".
 _NODE_BESIDE_OPERATOR = [re.compile(r"\bwith name: (node_\w+) and operator: \w"),
                          re.compile(r"\boperator \(\w+\) in node \((node_\w+)\)"),
-                         re.compile(r"\brunning \w+ node\. Name:'(node_\w+)'")]
+                         re.compile(r"\brunning \w+ node\. Name:'(node_\w+)'"),
+                         re.compile(r"\bfor \w+\(\d+\) node with name '(node_\w+)'")]
 
 
 # A dtype's name holds a width, which is no count: tensor(int8) and tensor(int64) are two bugs.
@@ -154,14 +158,18 @@ def normalize_message(message: str) -> str:
     for named in _NODE_BESIDE_OPERATOR:
         if (parsed := named.search(line)) is not None:
             line = re.sub(rf"\b{re.escape(parsed.group(1))}\b", "<onnx_node>", line)
-    line = _TYPE_UNION.sub("<types>", line)
-    codes = _ERROR_CODE.findall(line) + _DTYPE_NAME.findall(line)
-    for i, code in enumerate(codes):  # out of the normalizers' way, as characters none of them touches
-        line = line.replace(code, chr(0xE000 + i), 1)
+    line = _PATH.sub(r"<path>/\2", _TYPE_UNION.sub("<types>", line))  # a folder's "trt-fp16" is no dtype
+    kept: list[str] = []
+
+    def keep(found: re.Match[str]) -> str:  # out of the normalizers' way, where it stands, as a character none touches
+        kept.append(found.group(0))
+        return chr(0xE000 + len(kept) - 1)
+
+    line = _DTYPE_NAME.sub(keep, _ERROR_CODE.sub(keep, line))
     for pattern, repl in _NORMALIZERS:
         line = pattern.sub(repl, line)
-    for i, code in enumerate(codes):
-        line = line.replace(chr(0xE000 + i), code, 1)
+    for i, token in enumerate(kept):
+        line = line.replace(chr(0xE000 + i), token)
     cut = line[:300]
     opened = cut.rfind("<")
     if opened >= 0 and any(line.startswith(token, opened) and opened + len(token) > len(cut)

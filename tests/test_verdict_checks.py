@@ -804,3 +804,12 @@ def test_onnx_runtimes_words_naming_the_operator_match_whatever_the_node_is_name
     assert not widths.matches(Verdict("crash", "TypeError", "unsupported tensor(int64) at 12"))
     assert re.search(error_pattern(widths, None), "unsupported tensor(int8) at 99")
     assert not re.search(error_pattern(widths, None), "unsupported tensor(int16) at 99")
+    # its kernels' words too, the most common refusal of a bf16 program (a review)
+    kernel = "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Mish(18) node with name '{}'"
+    assert Signature.of(Verdict("crash", "NotImplemented", kernel.format("node_Mish_0"))).matches(
+        Verdict("crash", "NotImplemented", kernel.format("node_mish")))
+    # a dtype kept where it stands, not the first same text: in a folder's name, a quantized type's (a review)
+    library = "Failed to load library {}/lib/libnvinfer_plugin.so.10: undefined symbol"
+    sig = Signature.of(Verdict("crash", "OSError", library.format("/home/alice/envs/trt-fp16")))
+    assert re.search(error_pattern(sig, None), library.format("/opt/ci/venv")), error_pattern(sig, None)
+    assert normalize_message("expected torch.qint8 but got int8 at 12") == "expected torch.qint<n> but got int8 at <n>"
