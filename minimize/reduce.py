@@ -268,7 +268,7 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     if exported:
         problem.notes["exported_model"] = exported
     if exporters or final_verdict.exc_type == OnnxExportError.__name__:
-        problem.notes["fixed_by"] = "torch"  # torch.onnx's bug, fixed in a torch release (repros add's example)
+        problem.notes["fixed_by"] = "onnxscript"  # torch.onnx's lowerings: onnxscript's torch_lib (repros add's example)
     moved = _symptom_moved(original, final_verdict)
     if moved:
         problem.notes["original_symptom"] = moved

@@ -445,8 +445,9 @@ EXAMPLE_HEAD = ("# Once a release fixes it, say where (first condition that hold
 
 def manifest_text(m: Manifest, comment_example: bool = True, fixed_by: str | None = None) -> str:
     """manifest.toml for ``m`` (the inverse of ``parse_manifest``). Its commented example
-    names the release of `fixed_by` (the package the reduction says the bug is in: torch
-    for torch.onnx's) where first_seen has it, else the compiler's own, else torch's."""
+    names the release of `fixed_by` (the package the reduction says the bug is in:
+    onnxscript, whose torch_lib holds torch.onnx's lowerings) where first_seen has it, else
+    the compiler's own, else torch's."""
     lines = [f"title = {_toml_str(m.title)}",
              "upstream = [" + ", ".join(_toml_str(u) for u in m.upstream) + "]",
              f"backend = {_toml_str(m.backend)}",

@@ -679,7 +679,7 @@ def test_onnx_export_failure_reproduces_alone(tmp_path: Path) -> None:
     assert "No ONNX function found for" in summary["final_verdict"] and "\x1b" not in summary["final_verdict"]
     assert "\x1b" not in (out / "repro.py").read_text() and r"No\\s+ONNX\\s+function" in (out / "repro.py").read_text()
     assert (out / "report.md").read_text().startswith("# onnxruntime torch.onnx export failure: ")  # whose bug it is
-    assert summary["diagnosis"]["fixed_by"] == "torch"  # torch.onnx's: `repros add` watches torch's releases
+    assert summary["diagnosis"]["fixed_by"] == "onnxscript"  # torch.onnx's lowerings: `repros add` watches its releases
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: OnnxExportError"), alone.stdout
     assert run_repro(out, backend="eager").returncode == 0

@@ -814,11 +814,11 @@ def test_a_reductions_summary_names_the_compilers_version_for_first_seen(tmp_pat
     ort = parse_manifest(written)
     assert ort.first_seen == {"torch": "2.13.0+cpu", "onnxruntime": "1.32.0", "onnxscript": "0.7.2"}, ort.first_seen
     assert '\n# "onnxruntime > 1.32.0" = "fixed"\n' in written.read_text()  # the runtime first: its bugs are most
-    summary["diagnosis"] = {"fixed_by": "torch",  # reduce found it torch.onnx's (an export failure, an invalid model)
+    summary["diagnosis"] = {"fixed_by": "onnxscript",  # torch.onnx's (an export failure, an invalid model)
                             "backend": "no GPU here: this failure names CUDA"}  # how the backend judged it, kept
     (out / "summary.json").write_text(json.dumps(summary))
     written = add_repro(out, "ort_export", tmp_path / "suite", duplicate=True) / "manifest.toml"
-    assert '\n# "torch > 2.13.0+cpu" = "fixed"\n' in written.read_text()  # not the runtime that never saw the model
+    assert '\n# "onnxscript > 0.7.2" = "fixed"\n' in written.read_text()  # not the runtime that never saw the model
     assert "\nBackend: no GPU here: this failure names CUDA.\n" in parse_manifest(written).notes + "\n"
 
 
