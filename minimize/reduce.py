@@ -353,7 +353,8 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
             try:
                 path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
                                           reduced_with=backend.describe_shared(),  # no user folder
-                                          ran_as_spec=spec == summary.get("undelegated"))
+                                          ran_as=backend.describe_shared() if spec == opts.backend else
+                                          spec if spec == summary.get("undelegated") else None)
             except OSError:  # a full disk, say: write_outputs's caller says so, and --resume writes them
                 raise
             except Exception as e:  # noqa: BLE001 - torch.onnx's export for tensorrt's, say: the rest stands

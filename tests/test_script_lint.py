@@ -385,7 +385,7 @@ def test_an_emitted_script_names_its_backend_only_where_the_reduction_ran_what_i
     "torch_tensorrt parser failure", a bug that backend never showed (a robotics user's hunt).
     Its title names no backend then, and a crash script says whose words its pattern holds;
     where the reduction ran what the script runs (XNNPACK's delegate took none of the ops:
-    the portable kernels'), the title names it."""
+    the portable kernels'; the backend itself), the title names it."""
     from minimize.emit.outputs import write_extra_script
     from tests.helpers import repro_info
 
@@ -401,10 +401,19 @@ def test_an_emitted_script_names_its_backend_only_where_the_reduction_ran_what_i
                            "CHANGED with them. It runs the program on cuda"), head
     mismatch = Verdict("mismatch", output=0, max_abs=1.0)
     info = dataclasses.replace(repro_info(mismatch), title="executorch:xnnpack mismatch on cpu: linear.default")
-    for ran_as_spec, title in ((False, "mismatch on cpu: linear.default"),
-                               (True, "executorch:portable mismatch on cpu: linear.default")):
-        (tmp_path / str(ran_as_spec)).mkdir()
-        text = write_extra_script(tmp_path / str(ran_as_spec), info, sliced, values, "executorch:portable", {},
-                                  reduced_with="executorch:xnnpack", ran_as_spec=ran_as_spec).read_text()
+    for ran_as, title in ((None, "mismatch on cpu: linear.default"),
+                          ("executorch:portable", "executorch:portable mismatch on cpu: linear.default")):
+        (tmp_path / str(ran_as)).mkdir()
+        text = write_extra_script(tmp_path / str(ran_as), info, sliced, values, "executorch:portable", {},
+                                  reduced_with="executorch:xnnpack", ran_as=ran_as).read_text()
         head = " ".join(text.split('"""')[1].split())
         assert head.startswith(title + " [Emitted for executorch:portable") and "ERROR_PATTERN" not in head, head
+    # --emit tensorrt beside --backend tensorrt: the torch-free script of the same backend keeps its
+    # title, and its pattern is its own words (a review)
+    (tmp_path / "same").mkdir()
+    info = dataclasses.replace(repro_info(crash), title="tensorrt (TensorRT-RTX 1.4.0.76) parser failure: mish.default")
+    script = write_extra_script(tmp_path / "same", info, sliced, values, "tensorrt", {},
+                                reduced_with="tensorrt (TensorRT-RTX 1.4.0.76)", ran_as="tensorrt (TensorRT-RTX 1.4.0.76)")
+    head = " ".join(script.read_text().split('"""')[1].split())
+    assert head.startswith("tensorrt (TensorRT-RTX 1.4.0.76) parser failure: mish.default") and "ERROR_PATTERN" not in head
+    assert "checked on cpu with this backend." in head, head

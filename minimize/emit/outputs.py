@@ -24,7 +24,7 @@ from minimize.program.libraries import import_copies
 from minimize.program.model import Slice
 from minimize.emit.out_dir import written_digests
 from minimize.emit.report import render_report, report_snippet
-from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script, script_pattern
+from minimize.emit.script import INPUTS_FILE, ReproInfo, render_script, retitled, script_pattern
 from oracles.backends.base import Backend
 from oracles.backends.onnx_export import OnnxExportError
 from oracles.dynamic import export_dynamic_shapes, mark_dynamic
@@ -241,12 +241,13 @@ def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
 
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
                        settings: dict[str, Any], generated: dict[str, str] | None = None,
-                       reduced_with: str = "", ran_as_spec: bool = False) -> Path:
+                       reduced_with: str = "", ran_as: str | None = None) -> Path:
     """A script for another backend than the one reduced with (--emit; `reduced_with`: that
-    one, as titles show it). The script's title names `spec` where the reduction ran what
-    `spec` runs (`ran_as_spec`: XNNPACK's delegate took none of the ops, all ran on the
-    portable kernels); else it names no backend: `spec` never ran the bug (a hunt: "torch_tensorrt
-    parser failure" of a bug only TensorRT's ONNX parser showed).
+    one, as titles show it). The script's title names the backend as `ran_as` says, where
+    the reduction ran what `spec` runs (the backend itself: `--emit tensorrt` beside
+    `--backend tensorrt`; the portable kernels where XNNPACK's delegate took none of the ops);
+    else (None) no backend: `spec` never ran the bug (a hunt: "torch_tensorrt parser failure"
+    of a bug only TensorRT's ONNX parser showed).
 
     `tensorrt` writes the TensorRT-only script (tensorrt + numpy, an .onnx and an .npz);
     any other backend name writes repro_<name>.py with that backend's part. These
@@ -257,11 +258,10 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
 
     settings = settings_for(spec, settings)
     note = (f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with "
-            + ("this backend." if reduced_with == spec else f"{reduced_with or 'another backend'}."))
-    if reduced_with and reduced_with != spec and info.title.startswith(reduced_with + " "):
-        rest = info.title[len(reduced_with) + 1:]
-        info = ReproInfo(**{**info.__dict__, "title": f"{spec} {rest}" if ran_as_spec else rest})
-    if info.verdict.kind == "crash" and reduced_with != spec and not ran_as_spec:
+            + ("this backend." if ran_as == reduced_with else f"{reduced_with or 'another backend'}."))
+    if reduced_with:
+        info = ReproInfo(**{**info.__dict__, "title": retitled(info.title, reduced_with, ran_as)})
+    if info.verdict.kind == "crash" and ran_as is None:
         note += (f" Its ERROR_PATTERN holds {reduced_with or 'that backend'}'s words: where {spec} fails in words "
                  "of its own, it says CHANGED with them.")
     inputs = [values[n] for n in piece.input_names]

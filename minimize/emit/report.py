@@ -10,7 +10,7 @@ import torch.fx as fx
 
 import minimize
 from minimize.emit.script import (INPUTS_FILE, ReproInfo, calls, forward_source, nodes, output_values,
-                                  reference_words, sentence, tensor_expressions)
+                                  reference_words, retitled, sentence, tensor_expressions)
 from minimize.emit.snippet import renamed_apart, snippet_source, taken_names
 from oracles.backends.base import Backend
 from oracles.errors import without_colours, without_scratch_folders
@@ -291,7 +291,7 @@ def _title(title: str, summary: dict[str, Any], backend: str) -> str:
     alone = _undelegated_bug(summary)
     if alone is None or not title.startswith(backend + " "):
         return title
-    return f"{alone} {title[len(backend) + 1:]} ({backend}'s delegate took none of its ops)"
+    return f"{retitled(title, backend, alone)} ({backend}'s delegate took none of its ops)"
 
 
 def _alone_line(summary: dict[str, Any]) -> str:

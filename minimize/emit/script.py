@@ -252,6 +252,15 @@ def script_pattern(info: ReproInfo, backends_own: str | None = None) -> str:
     return backends_own if backends_own and not info.match else error_pattern(info.signature, info.match)
 
 
+def retitled(title: str, shown: str, name: str | None) -> str:
+    """`title` with the backend it opens with (`shown`, as titles show it) traded for `name`,
+    or dropped where `name` is None; as it is where it opens with another."""
+    if not title.startswith(shown + " "):
+        return title
+    rest = title[len(shown) + 1:]
+    return f"{name} {rest}" if name else rest
+
+
 def sentence(text: str) -> str:
     """text ended with one full stop: none added after its own, or after the "..." of a
     message cut short (which a strip of full stops would take away)."""
