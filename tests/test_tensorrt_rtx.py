@@ -191,6 +191,11 @@ def test_a_result_whose_failure_names_cuda_is_said_to_maybe_be_the_gpus_absence(
     notes = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), parser)
     assert notes["backend"].endswith("only its parser and builder failures were judged") and "CUDA" not in notes["backend"]
     assert "doubt" not in notes and not _whose_bug({"diagnosis": notes}, "tensorrt")
+    # torch.onnx's words are not TensorRT's: no doubt there, and whose bug it is still said (a review)
+    export = Verdict("crash", "OnnxExportError", "torch.onnx.export failed (X): a CUDA tensor was expected")
+    notes = Session.notes_on(session, {"backend": start}, Slice(piece, ["x"], ["relu"], [], {}), export)
+    assert "doubt" not in notes and _whose_bug({"diagnosis": notes, "final_verdict": export.describe()},
+                                               "tensorrt").startswith("**Whose bug:** PyTorch's ONNX exporter's")
     # a layer TensorRT-RTX finds no runners for, without a GPU (NonZero's, 88 -> 1: a hunt) may be its absence too
     runners = Verdict("crash", "TensorRTError", "building the engine failed: IBuilder::buildSerializedNetwork: Error "
                       "Code 10: Internal Error (node_NonZero_0 has no runners that implement it.)")

@@ -264,16 +264,15 @@ def _whose_bug(summary: dict[str, Any], backend: str) -> str:
     the failure may be no bug (the backend's doubt, a cast out of range), that first."""
     notes = summary.get("diagnosis") or {}
     doubt = notes.get("doubt") or notes.get("undefined_cast")
-    if doubt:  # the failure may be no bug: before anyone files it
-        return f"**Before filing:** {sentence(doubt[0].upper() + doubt[1:])}\n\n"
-    if str(summary.get("final_verdict", "")).startswith("CRASH: OnnxExportError"):
-        return (f"**Whose bug:** PyTorch's ONNX exporter's (`torch.onnx.export`, onnxscript): the export fails, so "
-                f"{backend} never sees the model. File it with PyTorch (module: onnx).\n\n")
+    before = f"**Before filing:** {sentence(doubt[0].upper() + doubt[1:])}\n\n" if doubt else ""  # maybe no bug
     alone = _undelegated_bug(summary)
+    if str(summary.get("final_verdict", "")).startswith("CRASH: OnnxExportError"):
+        return before + (f"**Whose bug:** PyTorch's ONNX exporter's (`torch.onnx.export`, onnxscript): the export "
+                         f"fails, so {backend} never sees the model. File it with PyTorch (module: onnx).\n\n")
     if alone is None:
-        return ""
-    return (f"**Whose bug:** {alone}'s: {backend}'s delegate took none of the program's ops, and "
-            f"`{emitted_names(alone)[0]}` ({alone}, no delegate) reproduces it alone. File that script.\n\n")
+        return before
+    return before + (f"**Whose bug:** {alone}'s: {backend}'s delegate took none of the program's ops, and "
+                     f"`{emitted_names(alone)[0]}` ({alone}, no delegate) reproduces it alone. File that script.\n\n")
 
 
 def _undelegated_bug(summary: dict[str, Any]) -> str | None:

@@ -383,8 +383,8 @@ class TensorRTBackend(Backend):
         return said + (self.doubt(verdict) or "only its parser and builder failures were judged")
 
     def doubt(self, verdict: Verdict | None) -> str | None:
-        if verdict is None or not may_be_no_gpu(verdict.message):  # a build that profiles the device (an int8 cast's)
-            return None
+        if verdict is None or verdict.exc_type != TensorRTError.__name__ or not may_be_no_gpu(verdict.message):
+            return None  # TensorRT's own words only (a build that profiles the device: an int8 cast's), not torch.onnx's
         what = "names CUDA" if "cuda" in verdict.message.lower() else "finds no runners for a layer"
         return f"this failure {what}, and may be the GPU's absence, not a bug: confirm it on a GPU before filing it"
 

@@ -191,6 +191,7 @@ Run:      python {script}
           3 = fails differently now
 Control:  TRTMIN_BACKEND=onnxruntime python {script}   (or =eager, as for repro.py)
           runs the same ONNX file on onnxruntime (CPU) in place of TensorRT; it must print FIXED
+          (SKIPPED where ONNX Runtime cannot run the model: no kernel for a bf16 op)
 """
 
 {imports}
