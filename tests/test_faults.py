@@ -79,14 +79,16 @@ def test_hanging_plugin_is_reduced(hang_repro):
 
 
 def test_hang_clock_leaves_out_the_childs_start_up(hang_repro, tmp_path):
-    """The timeout is for the call: a child slow to start (5 s loading its inputs, over the
-    4 s timeout) whose backend no longer hangs is FIXED, not a hang."""
+    """The timeout is for the call: a child slow to start (11 s loading its inputs, over the
+    timeout, raised to 10 s so that the fixed backend's compile fits it on a loaded machine)
+    whose backend no longer hangs is FIXED, not a hang."""
     folder = copy_of(hang_repro, tmp_path)
     rr = run_repro(folder)
     assert rr.returncode == 1 and rr.stdout.strip() == "REPRODUCED: no result within 4 s (hang)", rr.stdout
     script, backend = folder / "repro.py", folder / "plugin.py"
-    script.write_text(script.read_text().replace("def make_inputs():\n",
-                                                 "def make_inputs():\n    import time; time.sleep(5)\n"))
+    assert "\nCHILD_TIMEOUT_S = 4.0\n" in script.read_text()
+    script.write_text(script.read_text().replace("\nCHILD_TIMEOUT_S = 4.0\n", "\nCHILD_TIMEOUT_S = 10.0\n").replace(
+        "def make_inputs():\n", "def make_inputs():\n    import time; time.sleep(11)\n"))
     backend.write_text(backend.read_text().replace("        while True:\n            time.sleep(1)\n",
                                                    "        pass  # fixed\n"))
     rr = run_repro(folder)
