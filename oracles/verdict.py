@@ -100,7 +100,9 @@ PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<onnx_node>": r"node_\w+", "<n>": r"\d+",
 # Made generic first, before the dtype names in it are kept.
 _TYPE_UNION = re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)+\b(?:\s*\|(?=\.\.\.|\s*$))?")
 
-_PATH = re.compile(r"(/[\w.\-]+)+/([\w.\-]+)")  # a file's folders: another machine's
+# A file's folders: another machine's. Made generic first, before the dtype names kept (a
+# folder's "trt-fp16" is none).
+_PATH = re.compile(r"(/[\w.\-]+)+/([\w.\-]+)")
 
 _NORMALIZERS = [
     # names a cut changes, where the words around them name the failure: TensorRT's fused
@@ -113,7 +115,6 @@ _NORMALIZERS = [
     # its op's earlier nodes, which a cut renumbers: the same node with or without a suffix
     (re.compile(r"\b(node_[A-Za-z]\w*?)(?:_\d+)?\b"), r"\1<_n>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
-    (_PATH, r"<path>/\2"),
     (re.compile(r"\d+"), "<n>"),
     (re.compile(r"\s+"), " "),
 ]
@@ -158,7 +159,7 @@ def normalize_message(message: str) -> str:
     for named in _NODE_BESIDE_OPERATOR:
         if (parsed := named.search(line)) is not None:
             line = re.sub(rf"\b{re.escape(parsed.group(1))}\b", "<onnx_node>", line)
-    line = _PATH.sub(r"<path>/\2", _TYPE_UNION.sub("<types>", line))  # a folder's "trt-fp16" is no dtype
+    line = _PATH.sub(r"<path>/\2", _TYPE_UNION.sub("<types>", line))
     kept: list[str] = []
 
     def keep(found: re.Match[str]) -> str:  # out of the normalizers' way, where it stands, as a character none touches
