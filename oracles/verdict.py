@@ -354,7 +354,11 @@ def low_precision_note(v: Verdict) -> str | None:
         else None
 
 
+# how a mismatch's detail names its output's dtype (oracles/checks.py: "(3 of 4 values off, dtype float32)")
+DTYPE_WORDS = re.compile(r"\bdtype (\w+)")
+
+
 def output_dtype(v: Verdict) -> str | None:
-    """A mismatch's output dtype, as its detail names it (oracles/checks.py: "dtype float32")."""
-    found = re.search(r"\bdtype (\w+)", v.detail) if v.kind == "mismatch" else None
+    """A mismatch's output dtype, as its detail names it (DTYPE_WORDS)."""
+    found = DTYPE_WORDS.search(v.detail) if v.kind == "mismatch" else None
     return found.group(1) if found else None

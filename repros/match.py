@@ -26,7 +26,7 @@ from typing import Any
 
 from oracles.backend_names import parse_backend
 from oracles.errors import TrtminError
-from oracles.verdict import normalize_message, signal_of
+from oracles.verdict import DTYPE_WORDS, normalize_message, signal_of
 from repros.suite import SCRIPT, Repro, default_roots, find_repros
 
 _OP_CALL = re.compile(r"torch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
@@ -65,7 +65,6 @@ def _family(backend: str) -> str:
     return backend.split(":")[0] if parsed.kind == "builtin" else parsed.shown
 
 
-_DTYPE = re.compile(r"\bdtype (\w+)\)")  # a mismatch verdict's "(16 of 32 values off, dtype float32)"
 _LOST = re.compile(r"where eager's is (NaN or inf|NaN|inf)\b")  # oracles/checks.py's words
 
 
@@ -107,7 +106,7 @@ def fingerprint(folder: Path, summary: dict[str, Any] | None = None) -> Fingerpr
     read_verdict = str(read_off.get("verdict", "")) if read_ops else ""
     read_kind = read_verdict.split(":", 1)[0].strip().lower()
     read_symptom = _mismatch_symptom(read_verdict) if read_kind == "mismatch" else ""
-    dtype = _DTYPE.search(verdict) if kind == "mismatch" else None
+    dtype = DTYPE_WORDS.search(verdict) if kind == "mismatch" else None  # as its describe() names it
     return Fingerprint(tuple(sorted(ops.items())), _family(str(data.get("backend", ""))), kind, error,
                        str(data.get("program_sha256") or ""), cause, tuple(sorted(read_ops.items())), read_kind,
                        read_symptom, dtype.group(1) if dtype else "")
