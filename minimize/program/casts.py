@@ -27,29 +27,33 @@ class OutOfRangeCast:
     nan: bool              # whether a NaN is cast too
 
 
-def _target_dtype(node: fx.Node) -> torch.dtype | None:
-    """The dtype a cast node casts to: _to_copy's keyword, to.dtype's argument."""
+def _integer_target(node: fx.Node) -> torch.dtype | None:
+    """The integer dtype (not bool) a cast node casts to: _to_copy's keyword, to.dtype's
+    argument; None for any other node."""
+    if node.op != "call_function":
+        return None
     if node.target is aten._to_copy.default:
-        return node.kwargs.get("dtype")
-    if node.target is aten.to.dtype:
-        return node.args[1] if len(node.args) > 1 else node.kwargs.get("dtype")
-    return None
+        dtype = node.kwargs.get("dtype")
+    elif node.target is aten.to.dtype:
+        dtype = node.args[1] if len(node.args) > 1 else node.kwargs.get("dtype")
+    else:
+        return None
+    integer = isinstance(dtype, torch.dtype) and not (dtype.is_floating_point or dtype.is_complex or dtype is torch.bool)
+    return dtype if integer else None
 
 
 def out_of_range_casts(gm: fx.GraphModule, inputs: Sequence[Any]) -> list[OutOfRangeCast]:
     """The casts of `gm` from a floating dtype to an integer one (not bool) whose input,
     run eagerly on `inputs`, holds a value outside the integer type's range, or NaN or inf."""
-    casts = [n for n in gm.graph.nodes if n.op == "call_function" and isinstance(_target_dtype(n), torch.dtype)
-             and not _target_dtype(n).is_floating_point and not _target_dtype(n).is_complex
-             and _target_dtype(n) is not torch.bool]
+    casts = [(node, target) for node in gm.graph.nodes if (target := _integer_target(node)) is not None]
     if not casts:
         return []
     interpreter = fx.Interpreter(gm, garbage_collect_values=False)
     with torch.no_grad():
         interpreter.run(*inputs)
     found = []
-    for node in casts:
-        x, target = interpreter.env.get(node.args[0]), _target_dtype(node)
+    for node, target in casts:
+        x = interpreter.env.get(node.args[0])
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or not x.numel():
             continue
         info, x64 = torch.iinfo(target), x.detach().double()
