@@ -96,6 +96,35 @@ def test_oracle_never_fires(host_program, tmp_path):
     assert not (out / "repro.py").exists()
 
 
+def test_a_program_torch_cannot_decompose_is_one_line_with_the_fix(tmp_path):
+    """torch 2.13's run_decompositions fails on a loaded program with a derived dim (2*H)
+    beside an in-place op (a hunt: a traceback, exit 1); trtmin runs it to make in-place ops
+    functional, so it says torch's words and the fix: save the program decomposed."""
+    class Counts(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("n", torch.zeros(()))
+
+        def forward(self, x):
+            self.n.add_(1)
+            return x * 2
+
+    x = torch.randn(6, 8)
+    ep = torch.export.export(Counts(), (x,), dynamic_shapes={"x": {0: 2 * torch.export.Dim("H", min=1, max=16)}})
+    torch.export.save(ep, model := tmp_path / "derived.pt2")
+    try:
+        torch.export.load(model).run_decompositions({})
+        pytest.skip("this torch decomposes the loaded program: nothing to refuse")
+    except AssertionError:
+        pass
+    assert_one_line_error(check_here(str(model)), "run_decompositions failed", "expected sympy.Symbol",
+                          "torch.export.save(ep.run_decompositions({})")
+    torch.export.save(ep.run_decompositions({}), decomposed := tmp_path / "decomposed.pt2")
+    torch.save(((x,), {}), inputs := tmp_path / "inputs.pt")
+    r = check_here(str(decomposed), "--inputs", str(inputs))  # the fix the error names works
+    assert r.returncode == 0 and "does not fail" in r.stdout, (r.stdout, r.stderr)
+
+
 def test_eager_run_fails(tmp_path):
     class Bad(torch.nn.Module):
         def forward(self, x):

@@ -319,7 +319,14 @@ def prepare(ep: ExportedProgram, device: str) -> ExportedProgram:
     no_grad and autocast regions, and move to the device. Decomposing costs ~30 s at
     5,000 nodes, so it runs only when the graph has an in-place op or such a region."""
     if has_mutations(ep) or has_region_wrappers(ep):
-        ep = ep.run_decompositions({})
+        try:
+            ep = ep.run_decompositions({})
+        except Exception as e:  # noqa: BLE001 - torch's own failure on this file (a derived dim beside a mutation)
+            raise TrtminError(
+                f"torch's run_decompositions failed on this program ({type(e).__name__}: "
+                f"{without_colours(first_line(e))}), which trtmin runs to make its in-place ops and no_grad/autocast "
+                "regions functional; save the program decomposed (torch.export.save(ep.run_decompositions({}), ...)) "
+                "and pass that file") from None
     refuse_subgraphs(ep)
     if device != "cpu":
         if device.startswith("cuda") and not torch.cuda.is_available():
