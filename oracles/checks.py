@@ -188,13 +188,20 @@ def summarize(each: Sequence[Verdict], asked: str = "nan") -> Verdict:
     return chosen if len(off) < 2 else replace(chosen, extra={**chosen.extra, "off": off})
 
 
+def as_number_tensor(x: Any) -> Any:
+    """A Python number (an output of .item()) as a 0-d tensor, a float one in float64, so it is
+    judged as a tensor is (tolerances, NaN, its size off); anything else as it is."""
+    if isinstance(x, (bool, int, float)):
+        return torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else None)
+    return x
+
+
 def _compare_one(i: int, e: Any, a: Any, tol: Tolerance, r: Any = None) -> Verdict:
-    if not isinstance(e, torch.Tensor):
-        if isinstance(a, torch.Tensor) and a.numel() == 1:
-            a = a.item()
-        if e == a or (isinstance(e, float) and isinstance(a, float) and abs(e - a) <= tol.atol + tol.rtol * abs(e)):
-            return Verdict("pass")
-        return Verdict("mismatch", output=i, detail=f"eager {e!r}, backend {a!r}")
+    if isinstance(e, (bool, int, float)) and isinstance(a, torch.Tensor) and a.numel() == 1:
+        a = a.item()  # a backend's 1-element tensor for eager's number
+    e, a = as_number_tensor(e), as_number_tensor(a)
+    if not isinstance(e, torch.Tensor):  # None, a string: the same or not
+        return Verdict("pass") if e == a else Verdict("mismatch", output=i, detail=f"eager {e!r}, backend {a!r}")
     if not isinstance(a, torch.Tensor):
         return Verdict("mismatch", output=i, detail=f"backend returned {type(a).__name__}, not a tensor")
     if e.shape != a.shape:

@@ -54,6 +54,7 @@ def mismatch_outcome(expected, actual, exact=None):
     and no output off, as trtmin judges an --oracle mismatch."""
     off, lost = [], ""  # (max abs error, output, values off, note) of each output that is off; a NaN output
     for i, (e, a) in enumerate(zip(expected, actual)):
+        e, a = (torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else None) if isinstance(x, (bool, int, float)) else x for x in (e, a))  # [numbers] an .item(): judged as a 0-d tensor
         if not isinstance(e, torch.Tensor) or not isinstance(a, torch.Tensor) or e.shape != a.shape:  # all off
             off += [(float("inf"), i, "all", "")] if isinstance(e, torch.Tensor) or e != a else []
             continue
@@ -84,6 +85,7 @@ def mismatch_outcome(expected, actual, exact=None):
 def nan_outcome(expected, actual, exact=None):
     """("REPRODUCED", why): an output has non-finite values where eager's are finite."""
     for i, (e, a) in enumerate(zip(expected, actual)):
+        e, a = (torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else None) if isinstance(x, (bool, int, float)) else x for x in (e, a))  # [numbers] an .item(): judged as a 0-d tensor
         if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor) and e.shape == a.shape:
             bad = torch.isfinite(e.cpu()) & ~torch.isfinite(a.cpu())
             if bad.any():
@@ -94,14 +96,17 @@ def nan_outcome(expected, actual, exact=None):
 OUTCOMES = {"mismatch": mismatch_outcome, "nan": nan_outcome}
 
 
-def check_source(sig: Signature, float64: bool = False) -> str:
+def check_source(sig: Signature, float64: bool = False, numbers: bool = False) -> str:
     """Source of `outcome(expected, actual, exact=None) -> (verdict, why)` (REPRODUCED, FIXED
     or CHANGED, as the script prints it) for a bug in the values (mismatch, NaN); float64:
-    a mismatch is judged against a float64 run too (oracles/reference.py). Empty for a
-    failure (crash, OOM, hang): the script's main judges those by ERROR_PATTERN alone."""
+    a mismatch is judged against a float64 run too (oracles/reference.py); numbers: the
+    program returns Python numbers (.item()), judged as 0-d tensors as oracles/checks.py
+    judges them. Empty for a failure (crash, OOM, hang): the script's main judges those by
+    ERROR_PATTERN alone."""
     if sig.kind not in OUTCOMES:
         return ""
-    outcome = tagged_source(OUTCOMES[sig.kind], ["float64"] if float64 else [], name="outcome", docstring=False)
+    features = ["float64"] * float64 + ["numbers"] * numbers
+    outcome = tagged_source(OUTCOMES[sig.kind], features, name="outcome", docstring=False)
     reference = (f"\n\nERROR_RATIO = {ERROR_RATIO!r}\n\n\n{float64_source()}\n\n{inspect.getsource(error_ratio)}"
                  if float64 else "")
     return f"{reference}\n\n{outcome}"

@@ -4,6 +4,7 @@ user inputs flat were read, and `torch.save((batch,), f)` was refused."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -426,3 +427,28 @@ def test_a_value_written_in_place_is_named_by_what_it_updates():
     program = cpu_program(_WritesInPlace(), torch.randn(3), torch.randn(3))
     assert program.output_names == ["", "(the update of buffer ema, written in place)",
                                     "(the update of input y, written in place)"], program.output_names
+
+
+class CountsBig(nn.Module):
+    """Inductor's int64 arange * 1e9 (pytorch/pytorch#175966), seen only through an .item()."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        big = torch.arange(24, dtype=torch.int64) * 1_000_000_000
+        return x * 2, (big > 5_000_000_000).sum().item()
+
+
+def test_a_bug_seen_through_an_item_reduces_to_its_cause(tmp_path):
+    """A hunt: an .item() output was judged exactly and with no size, so no cut's tensor
+    output matched it; the reduction stopped at 5 nodes (arange, mul, gt, sum, item) and said
+    1-minimal. A number is judged as a 0-d tensor now: it ends at the 2-node cause, real Inductor."""
+    x = torch.randn(24)
+    ep = torch.export.export(CountsBig(), (x,))
+    torch.export.save(ep, model := tmp_path / "model.pt2")
+    torch.save(((x,), {}), inputs := tmp_path / "inputs.pt")
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--oracle", "mismatch", "--backend", "inductor",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["final_nodes"] == 2, summary["final_nodes"]
+    assert summary["repro_alone"]["status"] == "REPRODUCED", summary["repro_alone"]

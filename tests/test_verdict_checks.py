@@ -674,7 +674,33 @@ def test_a_number_eager_returns_is_compared_with_a_backends_one_element_tensor()
     assert compare_outputs([1.0], [torch.tensor(1.0 + 1e-6, dtype=torch.float64)], Tolerance()).kind == "pass"
     assert compare_outputs([3], [torch.tensor(3)], Tolerance()).kind == "pass"
     v = compare_outputs([1.0], [torch.tensor(1.5, dtype=torch.float64)], Tolerance())
-    assert (v.kind, v.detail) == ("mismatch", "eager 1.0, backend 1.5")
+    assert (v.kind, v.max_abs, v.extra["first_off"]["eager"], v.extra["first_off"]["backend"]) == (
+        "mismatch", 0.5, [1.0], [1.5])
+
+
+def test_python_numbers_are_judged_as_tensors_by_trtmin_and_by_the_script():
+    """An .item() output (a hunt): trtmin's check held floats to the tolerance, repro.py
+    compared them exactly ("max abs inf"), so a rounding difference stayed REPRODUCED and
+    two NaNs were off; both now judge a number as a 0-d tensor, with its size off."""
+    tol = Tolerance(1e-3, 1e-3)
+    ns = {"torch": torch, "ATOL": 1e-3, "RTOL": 1e-3}
+    exec(check_source(Signature("mismatch"), numbers=True), ns)  # noqa: S102 - the function as repro.py holds it
+    nan = float("nan")
+    for eager, backend, kind, why in [([253773.21875], [253773.171875], "pass", "FIXED"),
+                                      ([nan], [nan], "pass", "FIXED"),
+                                      ([True, 2], [True, 2], "pass", "FIXED"),
+                                      ([18], [8], "mismatch", "REPRODUCED"),
+                                      ([0.5], [nan], "nan", "CHANGED: fails differently now")]:
+        assert compare_outputs(eager, backend, tol).kind == kind, (eager, backend)
+        assert ns["outcome"](eager, backend)[0] == why, (eager, backend)
+    assert compare_outputs([18], [8], tol).max_abs == 10
+    assert ns["outcome"]([18], [8])[1] == "output 0 differs from eager by max abs 10 (1 of 1 values off; at []: eager 18, backend 8)"
+    plain = {"torch": torch, "ATOL": 1e-3, "RTOL": 1e-3}
+    exec(check_source(Signature("mismatch")), plain)  # noqa: S102 - a program of tensors alone: no such line
+    assert "isinstance(x, (bool, int, float))" not in check_source(Signature("mismatch"))
+    nan_ns = {"torch": torch}
+    exec(check_source(Signature("nan"), numbers=True), nan_ns)  # noqa: S102
+    assert nan_ns["outcome"]([0.5], [nan])[0] == "REPRODUCED"
 
 
 def test_a_node_whose_traceback_torch_gives_as_none_has_no_source_stack():

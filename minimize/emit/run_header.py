@@ -49,7 +49,8 @@ def options_key(opts: Options) -> dict[str, Any]:
 # 6: a slice returns only the values of an op of several that the program reads (median.dim's
 #    values, not its unused indices): another count of outputs; a type union's words are <types>.
 # 7: a mismatch under --reference float64 carries its error ratio (extra.ratio): the bug's size.
-VERDICT_FORMAT = 7
+# 8: a Python number an output returns (.item()) is judged as a 0-d tensor: its size off, its dtype.
+VERDICT_FORMAT = 8
 
 
 def header_before_loading(opts: Options) -> dict[str, Any]:

@@ -205,9 +205,10 @@ def limit_memory():
 '''
 
 
-def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool) -> set[str]:
-    """The tagged parts of minimize/emit/repro_main.py and oracles/script_checks.py this bug needs."""
-    wanted = {"cuda": info.device.startswith("cuda") and not (part.outputs_on_host or part.exits_when_fixed),
+def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool, numbers: bool = False) -> set[str]:
+    """The tagged parts of minimize/emit/repro_main.py and oracles/script_checks.py this bug
+    needs; `numbers`: the program returns Python numbers (an .item())."""
+    wanted = {"numbers": numbers,"cuda": info.device.startswith("cuda") and not (part.outputs_on_host or part.exits_when_fixed),
               "requires": bool(part.requires),
               "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
@@ -279,7 +280,8 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     init_src, inputs_src, big = tensors_source(inputs, constants, generated)
     forward_src = inline_attribute_reads(forward_source(gm))
     pattern = script_pattern(info, part.error_pattern)
-    on = script_features(info, part, pattern, bool(dynamic))
+    returns_numbers = any(v is not None and not isinstance(v, torch.Tensor) for v in output_values(gm))
+    on = script_features(info, part, pattern, bool(dynamic), returns_numbers)
     program = forward_src + init_src + inputs_src
     gpu = f" ({env['gpu']})" if "gpu" in env else ""
     cut = (f"cut no node of {info.source_model} ({nodes(info.final_nodes)})" if info.original_nodes == info.final_nodes
@@ -318,7 +320,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     ]
     if "plugin" in on:
         sections.append(f"def load_backend():\n    {part.load_body}\n")
-    sections.append(check_source(info.signature, "float64" in on).strip() + "\n")
+    sections.append(check_source(info.signature, "float64" in on, "numbers" in on).strip() + "\n")
     if dynamic:
         sections.append(dynamic["functions"].strip() + "\n")
     if "child" in on:
