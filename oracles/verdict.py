@@ -93,12 +93,17 @@ def _sep(detail: str) -> str:
 # stands for it in a script's error pattern (script_checks.message_pattern)
 PLACEHOLDERS = {"<_n>": r"(?:_\d+)?", "<onnx_node>": r"node_\w+", "<n>": r"\d+", "<addr>": r"0x[0-9a-fA-F]+", "<path>/": r"\S*/",
                 "<nodes>": r"[^\]]*", "<value>": r"[^)]*",
-                "<types>": r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*(?:\s*\|)?"}
+                "<types>": r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*(?:\s*\|)?", "<set>": r"\{[^{}]*\}"}
 
 # A union of types (onnxscript's "TRealOrUInt8=UINT8 | INT32 | INT8 | ...", two or more), listed
 # from a set in an order each process draws anew (PYTHONHASHSEED): one bug, whatever the order.
 # Made generic first, before the dtype names in it are kept.
 _TYPE_UNION = re.compile(r"\b[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)+\b(?:\s*\|(?=\.\.\.|\s*$))?")
+
+# A Python set of names ("Missing out variants: {'quantized_decomposed::dequantize_per_tensor',
+# ...}", ExecuTorch's), also listed in an order each process draws anew: one bug, whatever
+# the order, and whichever of the names a cut keeps.
+_NAME_SET = re.compile(r"""\{(['"])[^'"{}]*\1(?:, (['"])[^'"{}]*\2)*\}""")
 
 # A file's folders: another machine's. Made generic first, before the dtype names kept (a
 # folder's "trt-fp16" is none).
@@ -159,7 +164,7 @@ def normalize_message(message: str) -> str:
     for named in _NODE_BESIDE_OPERATOR:
         if (parsed := named.search(line)) is not None:
             line = re.sub(rf"\b{re.escape(parsed.group(1))}\b", "<onnx_node>", line)
-    line = _PATH.sub(r"<path>/\2", _TYPE_UNION.sub("<types>", line))
+    line = _PATH.sub(r"<path>/\2", _NAME_SET.sub("<set>", _TYPE_UNION.sub("<types>", line)))
     kept: list[str] = []
 
     def keep(found: re.Match[str]) -> str:  # out of the normalizers' way, where it stands, as a character none touches

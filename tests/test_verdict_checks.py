@@ -788,6 +788,21 @@ def test_a_union_of_types_listed_in_another_order_is_the_same_failure():
     assert normalize_message("node_view failed | Reshape fails | x") == "node_view<_n> failed | Reshape fails | x"
 
 
+def test_a_set_of_names_in_another_order_or_with_fewer_names_is_the_same_failure():
+    """ExecuTorch's "Missing out variants: {...}" lists a Python set, in an order each process
+    draws anew: a quantized hunt's repro.py said REPRODUCED or CHANGED by PYTHONHASHSEED, and
+    the reduction kept both ops named. A set of names is one placeholder; a dict stays."""
+    said = "RuntimeError: Missing out variants: {}"
+    both = ["{'quantized_decomposed::dequantize_per_tensor', 'quantized_decomposed::quantize_per_tensor'}",
+            "{'quantized_decomposed::quantize_per_tensor', 'quantized_decomposed::dequantize_per_tensor'}"]
+    texts = [said.format(s) for s in (*both, "{'quantized_decomposed::quantize_per_tensor'}")]
+    assert {normalize_message(t) for t in texts} == {"RuntimeError: Missing out variants: <set>"}
+    pattern = error_pattern(Signature("crash", "RuntimeError", normalize_message(texts[0])), None)
+    assert all(re.search(pattern, t) for t in texts), pattern
+    assert normalize_message('got {"a", "b"}') == "got <set>"
+    assert normalize_message("KeyError: {'a': 1, 'b': 2}") == "KeyError: {'a': <n>, 'b': <n>}"
+
+
 def test_a_parser_error_naming_the_operator_matches_whatever_the_node_is_named():
     """TensorRT's ONNX parser names the node and its operator; torch.onnx names the node
     after the fx node (node_view) or the ONNX op it made (node_Reshape_21), as a cut changes

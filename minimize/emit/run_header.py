@@ -50,7 +50,8 @@ def options_key(opts: Options) -> dict[str, Any]:
 #    values, not its unused indices): another count of outputs; a type union's words are <types>.
 # 7: a mismatch under --reference float64 carries its error ratio (extra.ratio): the bug's size.
 # 8: a Python number an output returns (.item()) is judged as a 0-d tensor: its size off, its dtype.
-VERDICT_FORMAT = 8
+# 9: a Python set of names in an error is <set>, in any order (ExecuTorch's missing out variants).
+VERDICT_FORMAT = 9
 
 
 def header_before_loading(opts: Options) -> dict[str, Any]:
