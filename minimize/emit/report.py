@@ -26,7 +26,7 @@ def report_snippet(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], 
     tensors = {n: (e, isinstance(v, torch.Tensor)) for (n, v), e in zip({**inputs, **constants}.items(), exprs.values())}
     dynamic = dynamic_words(info)
     call = None if dynamic else backend.snippet_call(list(inputs), info.verdict)
-    libraries = tuple(info.imports)
+    libraries = (*info.imports, *backend.program_imports(gm))  # the program's custom ops, then the backend's kernels
     forward, renames = renamed_apart(forward_source(gm), tensors, taken_names(call, libraries))  # f: f_ here
     if renames:
         tensors = {renames.get(n, n): made for n, made in tensors.items()}

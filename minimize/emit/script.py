@@ -300,6 +300,8 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     head += ("from torch import device  # the graph below writes devices as device(type=...)\n"
              if re.search(r"(?<![\w.])device\(", program) else "") + _libraries_source(info, copies)
     backend_arg = ", backend" if "plugin" in on else ""
+    kernels = "".join(f"import {m}  # noqa: F401 - the kernels of some of the program's ops, loaded on import\n    "
+                      for m in backend.program_imports(gm))
     constants_src = "".join([
         'inf, nan = float("inf"), float("nan")\n' if re.search(r"\b(inf|nan)\b", program) else "",
         (f"DEVICE, ATOL, RTOL = {info.device!r}, {info.atol!r}, {info.rtol!r}\n" if info.signature.kind == "mismatch"
@@ -314,7 +316,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     sections = [
         head + constants_src,
         f"\nclass Repro(torch.nn.Module):\n{init_src}{textwrap.indent(forward_src, '    ')}\n",
-        f"def compile_backend(module, inputs{backend_arg}):\n    {part.compile_body}\n",
+        f"def compile_backend(module, inputs{backend_arg}):\n    {kernels}{part.compile_body}\n",
         inputs_src,
         *part.imports,
     ]

@@ -85,8 +85,10 @@ def load_exported(path: Path) -> ExportedProgram:
                               f"load it ({why}); run trtmin with torch {_release(saved)}, or export the model again "
                               "with this one") from None
         if op:
+            library = ("--import torch.ao.quantization.fx._decomposed (torch's own, for PT2E quantization's ops)"
+                       if op.startswith("quantized_decomposed::") else "--import MODULE with the library that defines it")
             raise TrtminError(f"{path} uses the custom op {op}, which nothing imported here registers; pass "
-                              f"--import MODULE with the library that defines it") from None
+                              f"{library}") from None
         if "wrap_with_set_grad_enabled" in str(e):  # torch 2.13 writes such a region that it cannot read back
             raise TrtminError(f"{path} could not be loaded: torch.export.load cannot read back the `with "
                               f"torch.set_grad_enabled(...)` region of its forward ({type(e).__name__}: {first_line(e)}; "

@@ -180,6 +180,12 @@ class Backend:
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         raise NotImplementedError
 
+    def program_imports(self, gm: fx.GraphModule) -> tuple[str, ...]:
+        """Modules that must be imported before this backend compiles `gm`, which it does not
+        import itself: kernels some of the program's ops need (ExecuTorch's quantized ones).
+        Its compile imports them, and repro.py and report.md's snippet write them."""
+        return ()
+
     def oracle_problem(self, oracle: str) -> str | None:
         """Why this backend cannot serve `oracle` (what to do instead), or None."""
         return None

@@ -21,6 +21,7 @@ Nothing imports executorch at module import time.
 
 from __future__ import annotations
 
+import importlib
 import operator
 import re
 import textwrap
@@ -125,6 +126,8 @@ def load_pte(variant, pte):
     return lambda args, program=program: list(method.execute(list(args)))
 
 
+QUANTIZED_KERNELS = "executorch.kernels.quantized"  # registers quantized_decomposed's kernels on import
+
 # to_edge's own verifiers' words, before any partitioner (a SpecViolationError is also torch.export's,
 # and the edge verifier's after to_backend, a delegate's doing)
 TO_EDGE_REFUSALS = ("are taking Tensor inputs with mismatched dtypes", "is not in Core ATen opset")
@@ -155,9 +158,20 @@ class ExecuTorchBackend(Backend):
     def check_available(spec: str) -> None:
         check_executorch(spec)
 
+    def program_imports(self, gm: fx.GraphModule) -> tuple[str, ...]:
+        """The quantized kernels (out variants of quantized_decomposed's ops, and their code in
+        the runtime), where the program has such ops (PT2E quantization): ExecuTorch loads
+        them only when asked, and without them every quantized program failed to lower
+        ("Missing out variants"), a hunt's report of ExecuTorch's bug that was trtmin's."""
+        quantized = any(n.op == "call_function" and str(n.target).startswith("quantized_decomposed.")
+                        for n in gm.graph.nodes)
+        return (QUANTIZED_KERNELS,) if quantized and self.variant in ("portable", "xnnpack") else ()
+
     def compile(self, gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         from oracles.backends.torch_tensorrt import materialize
 
+        for module in self.program_imports(gm):
+            importlib.import_module(module)
         plain = [detached(v) for v in example_inputs]
         module, inputs, positions = gm, plain, list(range(len(plain)))  # weights are already get_attr
         options = {k: materialize(v) for k, v in self.options.items()}
