@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from oracles.errors import without_colours
 from oracles.supervise import supervised
 
 FIXED, REPRODUCED, SKIPPED, CHANGED, ERROR = "FIXED", "REPRODUCED", "SKIPPED", "CHANGED", "ERROR"
@@ -54,7 +55,9 @@ SYNTAX_ERROR = re.compile(r"(SyntaxError|IndentationError|TabError)\b")
 
 
 def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    """The output's last line, without colour codes (torch.onnx's cyan "step 3/3" went into
+    report.md's table as escape bytes)."""
+    lines = [ln.strip() for ln in without_colours(text).splitlines() if ln.strip()]
     return lines[-1][:VERDICT_MAX] if lines else ""
 
 

@@ -611,6 +611,9 @@ def test_classify_signals() -> None:
     assert classify(1, "", said)[:2] == (ERROR, "the script raised and exited 1 without a REPRODUCED line: "
                                                 "SyntaxError: invalid syntax")
     assert classify(2, "SKIPPED:   no GPU  \n\n", "") == (SKIPPED, "no GPU", "SKIPPED:   no GPU")
+    # torch.onnx's coloured words in a verdict line (a hunt: escape bytes in report.md's table)
+    assert classify(3, "CHANGED: ConversionError: \x1b[96mThis is step 3/3\x1b[0m of exporting\n", "") == (
+        CHANGED, "", "CHANGED: ConversionError: This is step 3/3 of exporting")
 
 
 def test_shipped_suite_manifests_are_valid() -> None:
