@@ -113,19 +113,21 @@ def off_output(program: Program, kept: tuple[int, ...], culprit: int) -> int:
 
 def reduce_with_pure_oracle(program: Program, core: set[int], jobs: int, kind: str = "crash",
                             localize: bool = False, first_off: int | None = None,
-                            hidden: bool = False, check_original=lambda v: None,
+                            hidden: bool | str = False, check_original=lambda v: None,
                             finishers: bool = False, partitions=None) -> ReductionProblem:
     """A planted bug: fails when every core node is kept. As a mismatch, it names the
     output the last core node feeds, as compare_outputs does. Its localization run
     (every value an output) names `first_off` (default: the last core node, as a
     compiler that keeps the bug would) and what follows it as off; hidden: nothing is off
-    there (the extra outputs changed what the compiler fused). finishers: generated values
+    there (the extra outputs changed what the compiler fused; "crash": that compile fails). finishers: generated values
     and smaller shapes are tried at the end, as the CLI does (the bug survives them)."""
     def verdict(cand: Candidate) -> Verdict:
         if not core <= set(cand.nodes):
             return Verdict("pass")
         if kind == "crash":
             return Verdict("crash", "E", "planted")
+        if cand.mark_all and hidden == "crash":  # the compile of every value as an output broke
+            return Verdict("crash", "RuntimeError", "Failed to load method forward, error: 0x:1")
         if cand.mark_all and hidden:
             return Verdict("pass", extra={"deviating": []})
         if cand.mark_all:
@@ -240,6 +242,13 @@ def test_a_localization_that_hides_the_bug_costs_one_call_and_says_so(chain: Pro
     assert hidden.current == plain.current
     assert hidden.counters.oracle_calls == plain.counters.oracle_calls + 1
     assert "bisected instead" in hidden.notes["localization"] and "first_off_value" not in hidden.notes
+    assert hidden.notes["localization"].startswith("no value off in the")
+    # that compile failing is no "no value off" (a quantized hunt's XNNPACK load failure)
+    broken = reduce_with_pure_oracle(chain, core, jobs=1, kind="mismatch", localize=True, hidden="crash")
+    assert broken.current == plain.current
+    assert broken.notes["localization"].startswith(f"the {len(chain.nodes)}-node program compiled with every value "
+                                                   "an output failed (CRASH: RuntimeError: Failed to load method"), \
+        broken.notes["localization"]
 
 
 def test_a_guess_whose_cone_passes_falls_back_to_the_prefix_search(chain: Program):

@@ -86,8 +86,10 @@ def first_off_position(problem: ReductionProblem, cand: Nodes) -> int | None:
         pick = next((o for o in off if problem.upstream_of_symptom(o[0])), None)
     if pick is None or pick[0] not in cand:
         # Say why the search had no guess (one call spent): the extra outputs hid the bug, or broke the compile.
-        problem.notes.setdefault("localization", f"no value off in the {len(cand)}-node program compiled with every "
-                                                 f"value an output ({run.describe()}); bisected instead")
+        said = (f"the {len(cand)}-node program compiled with every value an output failed ({run.describe()})"
+                if run.kind in ("crash", "oom", "hang") else
+                f"no value off in the {len(cand)}-node program compiled with every value an output ({run.describe()})")
+        problem.notes.setdefault("localization", f"{said}; bisected instead")
         return None
     node, v = problem.program.nodes[pick[0]], pick[1]
     problem.guessed_node = pick[0]
