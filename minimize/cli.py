@@ -455,7 +455,7 @@ def _known_bugs(out: Path, summary: dict[str, Any], notes: list[str] | None = No
     """The saved repros a reduction looks like (the same bug first, then related ones), for
     report.md, under what fails, and the screen, before the user files a duplicate. Asked
     while the outputs are written (reduce's `known_bugs`), so report.md and summary.json
-    are written whole, once: {name, line, same, where}."""
+    are written whole, once: {name, line, same, other_ops, where}."""
     from repros.match import compare
     from repros.suite import SHIPPED_SUITE, SUITE_VARIABLE
     said = notes if notes is not None else []  # what the end of the run says of the suites read
@@ -473,7 +473,7 @@ def _known_bugs(out: Path, summary: dict[str, Any], notes: list[str] | None = No
         said.append(f"the saved suite could not be compared with ({type(e).__name__}: {e})")
         return []
     shipped = {m.name: m.path.parent.resolve() == SHIPPED_SUITE.resolve() for m in found}
-    return [{"name": m.name, "line": m.line(), "same": not m.otherwise, "shipped": shipped[m.name],
+    return [{"name": m.name, "line": m.line(), "same": not m.otherwise, "other_ops": m.other_ops, "shipped": shipped[m.name],
              "where": (f"`repros/suite/{m.name}`" if shipped[m.name]
                        else f"`{m.name}` in the suite ${SUITE_VARIABLE} names")}  # a team's: its own folder
             for m in found]

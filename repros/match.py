@@ -160,6 +160,12 @@ class Match:
     otherwise: str = ""  # a related repro: how it differs ("where it fails otherwise, as crash"); "": the same bug
     via: str = ""  # the same bug met as its effect: the ops the failing ones read are the saved repro's
 
+    @property
+    def other_ops(self) -> bool:
+        """Related only as cut from the same program, to other ops: another bug of the user's
+        model, said on screen, but none for the compiler's maintainers (report.md)."""
+        return self.otherwise.startswith("cut from the same program, to other ops")
+
     def line(self) -> str:
         links = f", upstream {', '.join(self.upstream)}" if self.upstream else ""
         fixed = f"; fixed where {' or '.join(self.fixed_where)}" if self.fixed_where else ""

@@ -323,10 +323,12 @@ def _whole_message(v: Verdict) -> str:
 
 def _known_section(summary: dict[str, Any]) -> str:
     """The saved repros the reduction looks like (summary.json's known_bugs), each a
-    paragraph under what fails, before the user files a duplicate."""
+    paragraph under what fails, before the user files a duplicate; not one cut from the same
+    program to other ops (another bug of the model: the screen says it, a maintainer needs
+    none of it)."""
     return "".join(f"**Known bug?** This reduction {k['line']}{' (the same ops, backend and failure)' if k['same'] else ''}"
                    f": {k['where']}; `trtmin repros run {k['name']}` checks it.\n\n"
-                   for k in summary.get("known_bugs") or [])
+                   for k in summary.get("known_bugs") or [] if not k.get("other_ops"))
 
 
 def _snippet_section(snippet: str | None) -> str:
