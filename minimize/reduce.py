@@ -310,7 +310,10 @@ def _result(opts: Options, session: Session, problem: ReductionProblem, backend:
     if final_verdict.extra.get("native_errors"):  # the compiler's words behind its error code
         summary["native_errors"] = final_verdict.extra["native_errors"]
     summary["settings"] = {"given": opts.settings, "needed": dict(needed_settings)}
-    summary["generated_values"] = final.by_attribute(generated)  # as repro.py names them
+    original = session.program.values
+    kept = {n for n, t in replaced.items() if _leading_slice(t, original[n])}  # shrunk, not made: their own values
+    summary["generated_values"] = final.by_attribute({n: e for n, e in generated.items() if n not in kept})  # as
+    summary["sliced_values"] = sorted(final.by_attribute({n: "" for n in kept}))  # repro.py names them
     summary["shrunk_shapes"] = final.by_attribute({n: [list(session.program.values[n].shape), list(t.shape)]
                                                    for n, t in replaced.items()
                                                    if t.shape != session.program.values[n].shape})
@@ -374,6 +377,17 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
     except OSError as e:  # a full disk, say: every verdict is in the journal, so nothing is lost
         raise write_failure(f"the results into {out}", e, "rerun with --resume (it replays the journal, no oracle "
                             "call)") from None
+
+
+def _leading_slice(made: Any, original: Any) -> bool:
+    """Whether a made value is the original's first values along each dim (a small tensor
+    written inline, cut as its size shrank: minimize/search/passes/shapes.py), not values
+    the script makes up."""
+    if not (isinstance(made, torch.Tensor) and isinstance(original, torch.Tensor)) or made.dim() != original.dim() \
+            or any(m > o for m, o in zip(made.shape, original.shape)):
+        return False
+    cut = original[tuple(slice(0, m) for m in made.shape)]
+    return made.dtype == cut.dtype and torch.equal(made.cpu(), cut.cpu())
 
 
 def _symptom_moved(original: Verdict, final: Verdict) -> str | None:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from minimize.program.candidate import Candidate, make
+from minimize.program.literals import tensor_literal
 from minimize.search.passes.values import expression, reshaped
 from minimize.search.problem import ReductionProblem
 from minimize.program.model import Program
@@ -135,13 +136,18 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     assert "self.register_buffer('l1_weight', torch.randn((2, 2), generator=torch.Generator().manual_seed(" in script
     assert summary["shrunk_shapes"] == {"l1_weight": [[16, 8], [2, 2]], "l1_bias": [[16], [2]], "x": [[4, 8], [2, 2]]}
     bias = torch.export.load(model).state_dict["l1.bias"]
-    assert make(summary["generated_values"]["l1_bias"]).tolist() == bias[:2].tolist(), summary["generated_values"]
+    assert f"self.register_buffer('l1_bias', {tensor_literal(bias[:2])})" in script
+    # its own first values, not made ones: not among the values the report says the script makes (a hunt)
+    assert "l1_bias" not in summary["generated_values"] and summary["sliced_values"] == ["l1_bias"], summary
     assert not (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" not in summary["files"]
     # trtmin ran it alone, in a new process (what run_repro would run again): REPRODUCED, exit 1
     alone = summary["repro_alone"]
     assert (alone["status"], alone["exit"]) == ("REPRODUCED", 1), alone
     report = (tmp_path / "made" / "report.md").read_text()
     assert "the script makes them" in report and "`x` (4, 8) → (2, 2)" in report
+    made_line = next(ln for ln in report.splitlines() if "the script makes them" in ln)
+    assert "l1_bias" not in made_line and "- Nor all the values of `l1_bias`: the script keeps their first ones, " \
+        "`l1_bias` (16,) → (2,)." in report, report
     # the plugin by its file's name: the folder it is in (a user's home) has no place in an issue
     assert "`planted.py:crash_on_linear` on `cpu`" in report and str(Path(plugin("x")).parent) not in report + script
     # asked not to, it keeps the originals, in the file; the journal's verdicts still hold,

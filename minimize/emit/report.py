@@ -143,14 +143,20 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         needed = ", ".join(f"`{k}={v}`" for k, v in notes["settings_needed"].items()) or "none"
         lines.append(f"- Settings the bug needs: {needed}; dropped as irrelevant: "
                      f"{', '.join(f'`{k}`' for k in notes.get('settings_dropped', [])) or 'none'}.")
-    if summary.get("generated_values"):
-        names = ", ".join(f"`{n}`" for n in summary["generated_values"])
-        shrunk = summary.get("shrunk_shapes") or {}
-        lines.append(f"- The bug does not need the original values of {names}: the script makes them "
-                     f"(seeded, of the same {'dtype' if shrunk else 'shape, dtype'} and scale).")
-        if shrunk:
-            changes = ", ".join(f"`{n}` {tuple(old)} → {tuple(new)}" for n, (old, new) in shrunk.items())
-            lines.append(f"- Nor their sizes: the script makes them smaller, {changes}.")
+    made, shrunk = summary.get("generated_values") or {}, summary.get("shrunk_shapes") or {}
+    sliced = set(summary.get("sliced_values") or ())  # the original's first values, not made ones
+
+    def changes(names: Iterable[str]) -> str:
+        return ", ".join(f"`{n}` {tuple(shrunk[n][0])} → {tuple(shrunk[n][1])}" for n in names if n in shrunk)
+    if made:
+        smaller = changes(made)
+        lines.append(f"- The bug does not need the original values of {', '.join(f'`{n}`' for n in made)}: the script "
+                     f"makes them (seeded, of the same {'dtype' if smaller else 'shape, dtype'} and scale).")
+        if smaller:
+            lines.append(f"- Nor their sizes: the script makes them smaller, {smaller}.")
+    if sliced & set(shrunk):
+        lines.append(f"- Nor all the values of {', '.join(f'`{n}`' for n in sorted(sliced & set(shrunk)))}: the "
+                     f"script keeps their first ones, {changes(sorted(sliced))}.")
     if summary.get("shrunk_sizes"):
         sizes = ", ".join(f"{old} → {new}" for old, new in summary["shrunk_sizes"].items())
         lines.append(f"- Sizes the graph's ops take as arguments shrank where the bug does not need them: {sizes}.")
