@@ -93,6 +93,11 @@ def load_exported(path: Path) -> ExportedProgram:
             raise TrtminError(f"{path} could not be loaded: torch.export.load cannot read back the `with "
                               f"torch.set_grad_enabled(...)` region of its forward ({type(e).__name__}: {first_line(e)}; "
                               "torch's own bug); write it as `with torch.no_grad():` and export again") from None
+        if "wrap_with_autocast" in str(e):  # a region inside an autocast one: torch 2.13 cannot read it back either
+            raise TrtminError(f"{path} could not be loaded: torch.export.load cannot read back the `torch.autocast` "
+                              f"region of its forward ({type(e).__name__}: {first_line(e)}; torch's own bug, with a "
+                              "no_grad region inside it); save the program with its regions inlined: "
+                              "torch.export.save(ep.run_decompositions({}), ...)") from None
         raise TrtminError(f"{path} could not be loaded as an exported program ({said}); "
                           "re-export it with torch.export.export and torch.export.save") from None
     finally:
@@ -614,9 +619,15 @@ def lifted_args(ep: ExportedProgram, user_inputs: Sequence[Any]) -> list[Any]:
             args.append(ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target])
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             args.append(ep.constants[spec.target])
+        elif spec.kind == InputKind.TOKEN:  # made by functionalizing an effectful op: name it, not the token
+            effects = sorted({str(n.args[1]) for n in ep.graph.nodes if n.op == "call_function"
+                              and n.target is torch.ops.higher_order.with_effects and len(n.args) > 1})
+            raise TrtminError(f"the program calls {', '.join(effects) or 'an op'} for its side effect (a print, a "
+                              "custom op's), which torch.export threads through a token trtmin cannot feed yet; "
+                              "export the model without that call")
         else:
             raise TrtminError(f"input {spec.arg.name} is a {spec.kind.name}, which trtmin cannot feed yet; "
-                              "export the model without custom objects or tokens")
+                              "export the model without custom objects")
     return args
 
 
