@@ -58,7 +58,8 @@ def test_an_import_module_of_the_users_folder_is_copied_beside_repro_py(tmp_path
     model, inputs = save_program(UsesTwice().eval(), (torch.randn(4, 8),), tmp_path)
     work = tmp_path / "project"
     work.mkdir()
-    shutil.copy(custom_op_lib.__file__, work / "my_ops.py")
+    shutil.copy(custom_op_lib.__file__, work / "my_kernels.py")  # its helper beside it registers the op (a hunt:
+    (work / "my_ops.py").write_text("import my_kernels  # noqa: F401\n")  # repro.py could not import it: SKIPPED)
     out = tmp_path / "out"
     env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRTMIN_BACKEND")}, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "minimize.cli", "reduce", str(model), "--inputs", str(inputs), "--oracle",
@@ -67,8 +68,14 @@ def test_an_import_module_of_the_users_folder_is_copied_beside_repro_py(tmp_path
                        timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (out / "repro_import_my_ops.py").read_bytes() == (work / "my_ops.py").read_bytes()
+    assert (out / "repro_import_my_kernels.py").read_bytes() == (work / "my_kernels.py").read_bytes()
     assert not (out / "repro_import_torch.py").exists()  # installed: imported, never copied
-    assert "repro_import_my_ops.py" in json.loads((out / "summary.json").read_text())["files"]  # repros add keeps it
+    files = json.loads((out / "summary.json").read_text())["files"]
+    assert {"repro_import_my_ops.py", "repro_import_my_kernels.py"} <= set(files)  # repros add keeps them
+    report = " ".join((out / "report.md").read_text().split())  # the snippet's `import my_ops` needs them: said
+    assert "It imports your modules `my_ops` (here `repro_import_my_ops.py`), `my_kernels` (here " \
+           "`repro_import_my_kernels.py`): attach them under their own names." in report, report
+    assert "`repro_import_my_kernels.py` (your module my_kernels.py, which the program's custom ops need)" in report
     del env["PYTHONPATH"]
     alone = subprocess.run([sys.executable, str(out / "repro.py")], capture_output=True, text=True, cwd=tmp_path,
                            env=env, timeout=300)

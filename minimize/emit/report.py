@@ -12,6 +12,7 @@ import minimize
 from minimize.emit.script import (INPUTS_FILE, ReproInfo, calls, forward_source, nodes, output_values,
                                   reference_words, retitled, sentence, tensor_expressions)
 from minimize.emit.snippet import renamed_apart, snippet_source, taken_names
+from minimize.program.libraries import IMPORT_COPY_PREFIX, import_copies
 from oracles.backends.base import Backend
 from oracles.errors import without_colours, without_scratch_folders
 from oracles.out_folder import PLUGIN_COPY_PREFIX, emitted_names
@@ -208,9 +209,10 @@ def _fed_words(input_names: Iterable[str], generated: Iterable[str]) -> str:
             "of the cut nodes reaches the kept ones")
 
 
-def _beside(script: str, backend: Backend) -> str:
-    """The files repro.py reads from its own folder, for the report's "Reproduce" section."""
-    files = [f"`{name}` ({_what_copy(name)})" for name in backend.script_part().files]
+def _beside(script: str, backend: Backend, imported: Iterable[str] = ()) -> str:
+    """The files repro.py reads from its own folder, for the report's "Reproduce" section
+    (`imported`: the copies of the user's --import modules)."""
+    files = [f"`{name}` ({_what_copy(name)})" for name in (*backend.script_part().files, *imported)]
     if INPUTS_FILE in script:
         files.append(f"`{INPUTS_FILE}` (the larger tensors)")
     return f", with {' and '.join(files)} from this folder beside it," if files else ""
@@ -222,6 +224,8 @@ def _what_copy(name: str) -> str:
         return "the plugin backend"
     if name.startswith(PLUGIN_COPY_PREFIX):
         return f"the plugin's module {name[len(PLUGIN_COPY_PREFIX):-3]}.py"
+    if name.startswith(IMPORT_COPY_PREFIX):
+        return f"your module {name[len(IMPORT_COPY_PREFIX):-3]}.py, which the program's custom ops need"
     return "a copy of what the command runs"
 
 
@@ -398,6 +402,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
            f"{nodes(info.final_nodes)} in {calls(info.oracle_calls)}{_fed_words(input_names, summary.get('generated_values') or {})}")
     where = "above" if snippet else "in `repro.py` below"
     snippet_words = ""
+    copies = import_copies(info.imports)
     if snippet:
         snippet_words = (" It runs as it is, eagerly and through the backend, and its last line raises while the "
                          "values differ; `repro.py` below judges them as trtmin did."
@@ -410,6 +415,10 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
                          if "\ngot = " in snippet else
                          " It runs as it is in eager PyTorch; `repro.py` below compiles it with the backend and judges "
                          "the result.")
+    if snippet and copies:  # modules of the user's own, beside repro.py under their copies' names
+        own = ", ".join(f"`{n[len(IMPORT_COPY_PREFIX):-3]}` (here `{n}`)" for n in copies)
+        snippet_words += (f" It imports your module{'s' if len(copies) > 1 else ''} {own}: attach "
+                          f"{'them' if len(copies) > 1 else 'it'} under {'their own names' if len(copies) > 1 else 'its own name'}.")
     return without_scratch_folders(f"""# {_title(info.title, summary, backend.describe_shared())}
 
 **What fails:** {info.verdict.describe()}
@@ -418,7 +427,7 @@ def render_report(info: ReproInfo, script: str, backend: Backend, summary: dict[
 
 {diagnosis}## Reproduce
 
-Save as `repro.py`{_beside(script, backend)} and run `python repro.py`.
+Save as `repro.py`{_beside(script, backend, copies)} and run `python repro.py`.
 It prints one line and exits 1 while the bug reproduces, 0 once it is fixed, 2 where it cannot run,
 3 where it fails differently.
 `TRTMIN_BACKEND=eager python repro.py` runs eager PyTorch in place of the backend (prints FIXED).

@@ -352,21 +352,20 @@ def _dynamic_parts(info: ReproInfo, input_names: list[str]) -> dict[str, str]:
 
 def _libraries_source(info: ReproInfo, copied: dict[str, Any]) -> str:
     """Imports of the libraries that register the program's custom ops (trtmin --import);
-    a module of the user's own folder from its copy beside the script (`copied`: import_copies)."""
+    the modules of the user's own folder (and those they import of it) from their copies
+    beside the script (`copied`: import_copies), else where Python finds them."""
     if not info.imports:
         return ""
     copies = {name[len(IMPORT_COPY_PREFIX):-3]: name for name in copied}
-    if not copies:
-        load = "        importlib.import_module(_library)\n"
-    else:  # the copy, under the module's own name: as `import custom_ops` found the file beside trtmin
-        load = (f"        _copy = os.path.join(os.path.dirname(os.path.realpath(__file__)), {copies!r}.get(_library, ''))\n"
-                "        if not os.path.isfile(_copy):\n            importlib.import_module(_library)\n"
-                "        else:  # trtmin's copy of a module of the folder it ran in\n"
-                "            _spec = importlib.util.spec_from_file_location(_library, _copy)\n"
-                "            sys.modules[_library] = importlib.util.module_from_spec(_spec)\n"
-                "            _spec.loader.exec_module(sys.modules[_library])\n")
-    return (f"\nfor _library in {list(info.imports)!r}:  # they register the program's custom ops\n"
-            "    try:\n" + load +
+    finder = "" if not copies else (
+        f"\n_copies = {copies!r}  # your modules, copied beside this script by trtmin\n\n\n"
+        "class _Copies:  # `import NAME` of one of them finds its copy, as it found the file where trtmin ran\n"
+        "    def find_spec(self, name, search_path=None, target=None):\n"
+        "        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), _copies[name]) if name in _copies else ''\n"
+        "        return importlib.util.spec_from_file_location(name, path) if os.path.isfile(path) else None\n\n\n"
+        "sys.meta_path.insert(0, _Copies())\n")
+    return (f"{finder}\nfor _library in {list(info.imports)!r}:  # they register the program's custom ops\n"
+            "    try:\n        importlib.import_module(_library)\n"
             "    except Exception as exc:  # not installed here: cannot run, which is no verdict on the bug\n"
             "        print(f\"SKIPPED: {_library}, which registers the program's custom ops, cannot be imported: "
             "{exc}\")\n        sys.exit(2)\n")

@@ -67,8 +67,10 @@ IMPORT_COPY_PREFIX = "repro_import_"  # the copy beside repro.py of an --import 
 def import_copies(names: Sequence[str]) -> dict[str, Path]:
     """{copy's name beside repro.py: file} of the --import modules that are one .py file of
     the user's own (the folder trtmin ran in, a PYTHONPATH folder; not an installed package):
-    repro.py, run from its folder, finds no such module, and said SKIPPED for ever. A
+    repro.py, run from its folder, finds no such module, and said SKIPPED for ever; with the
+    modules of its folder it imports (its helpers, theirs in turn), as a plugin's go. A
     package folder or a built extension must be installed where repro.py runs."""
+    from oracles.backend_names import plugin_own_modules
     copies: dict[str, Path] = {}
     names = [n for n in names if "." not in n]  # a module of a package: the package must be installed
     installed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *site.getsitepackages())} if names else set()
@@ -80,6 +82,7 @@ def import_copies(names: Sequence[str]) -> dict[str, Path]:
         file = Path(os.path.realpath(str(origin)))
         if not any(file.is_relative_to(root) for root in installed):
             copies[f"{IMPORT_COPY_PREFIX}{name}.py"] = file
+            copies |= {f"{IMPORT_COPY_PREFIX}{helper}.py": f for helper, f in plugin_own_modules(file).items()}
     return copies
 
 
