@@ -241,7 +241,7 @@ def rules_of(opts: Options, backend: Any, match: re.Pattern[str] | None) -> Rule
     return Rules(match=match, any_failure=opts.any_failure, min_failures=opts.min_failures,
                  localize=opts.localize and opts.oracle in VALUE_ORACLES, locate_from_errors=opts.localize,
                  generate_values=opts.generate_values, op_fallback_setting=backend.op_fallback_setting,
-                 lowering_toggles=tuple(backend.lowering_toggles))
+                 lowering_toggles=tuple(backend.lowering_toggles), rewrite_words=backend.rewrite_words)
 
 
 def _result(opts: Options, session: Session, problem: ReductionProblem, backend: Any, original_nodes: int,

@@ -309,6 +309,44 @@ class ArgMaxHost(nn.Module):
         return (h * w).argmax(-1), h.mean()
 
 
+class FakeQuantConv(nn.Module):
+    """Fake-quantized activations around a float conv: ONNX Q/DQ pairs around Conv."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.fake_quantize_per_tensor_affine(x, 0.05, 0, -128, 127)
+        return torch.fake_quantize_per_tensor_affine(torch.relu(self.enc(x)), 0.02, 3, -128, 127)
+
+
+@needs_ort
+def test_a_bug_of_onnxruntimes_graph_optimizer_is_said_so(tmp_path: Path) -> None:
+    """ONNX Runtime 1.32's optimizer quantizes a float Conv's weights that sit between
+    DequantizeLinear and QuantizeLinear (a quantized hunt: off by one step, 0.02); with
+    graph_optimization_level=disable it matches eager. The report said "onnxruntime computes
+    it wrong" and never tried that: one call at the end now names it."""
+    import json
+
+    from tests.conftest import save_program
+    from tests.helpers import run_cli
+
+    torch.manual_seed(0)
+    model, inputs = save_program(FakeQuantConv().eval(), (torch.randn(2, 3, 8, 8) * 3,), tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("reduce", str(model), "--inputs", str(inputs), "--backend", "onnxruntime", "--oracle", "mismatch",
+                "--out", str(out), "--no-verify")
+    if r.returncode == 2 and "does not fail" in r.stderr + r.stdout:
+        pytest.skip("this ONNX Runtime computes the fake-quantized conv as eager does")
+    assert r.returncode == 0, r.stderr[-2000:]
+    lowering = json.loads((out / "summary.json").read_text())["diagnosis"]["lowering"]
+    assert lowering == ("the bug is in the compiler's rewrite of the whole graph (its graph optimizations: a fusion, "
+                        "a folded constant, a layout change), not in its ops as written: it vanishes with --set "
+                        "graph_optimization_level=disable"), lowering
+    assert "- Lowering: the bug is in the compiler's rewrite" in (out / "report.md").read_text()
+
+
 @needs_ort
 def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_path: Path) -> None:
     """A static program gets repro.py's short ONNX Runtime form (export to a folder, a
@@ -341,6 +379,8 @@ def test_onnxruntime_mismatch_reduced_and_its_short_script_reproduces_alone(tmp_
     # keeps the NaN's index), so the model is right and ONNX Runtime runs it wrong
     assert "- Exported model: ONNX's reference evaluator (onnx " in said and \
         "matches eager PyTorch: the model torch.onnx made is right, and onnxruntime computes it wrong." in said, said
+    # its kernel's bug: turning the graph optimizations off leaves it, so no rewrite is blamed
+    assert "Lowering:" not in said and "lowering" not in json.loads((out / "summary.json").read_text())["diagnosis"]
     assert "the model torch.onnx made is right" in r.stderr  # on the screen too
     alone = run_repro(out)
     assert alone.returncode == 1 and alone.stdout.startswith("REPRODUCED: output 0 differs"), \

@@ -116,7 +116,7 @@ def test_a_bug_in_lowering_is_named_by_the_option_that_turns_it_off(tmp_path: Pa
     assert s["final_nodes"] == 1 and "tanh" in (out / "repro.py").read_text()
     assert s["diagnosis"]["culprit_ops"] == "the bug remains with every op type forced to PyTorch"
     assert s["diagnosis"]["lowering"].endswith("it vanishes with --set tanh_as_sigmoid=false"), s["diagnosis"]
-    assert "- Lowering: the bug is in the compiler's lowering" in (out / "report.md").read_text()
+    assert "- Lowering: the bug is in the compiler's rewrite of the whole graph (its lowering" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize("toggled, note", [

@@ -85,6 +85,7 @@ class Rules:
     generate_values: bool = False  # may the last passes make values and shrink sizes (values.py, shapes.py)
     op_fallback_setting: str | None = None  # the backend's, e.g. torch_executed_ops
     lowering_toggles: tuple[tuple[str, str], ...] = ()  # the backend's, e.g. (("attn_bias_is_causal", "false"),)
+    rewrite_words: str = "its lowering, before it converts ops"  # what the toggles turn off, in the report's words
 
 
 class NeedsProbe(BaseException):

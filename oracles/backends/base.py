@@ -147,8 +147,10 @@ class Backend:
     keeps_dynamic = True
     op_fallback_setting: str | None = None
     # Settings, at their non-default value, that turn off a whole-graph rewrite the backend
-    # makes before it converts ops: tried when forcing every op type back does not help.
+    # makes before it converts ops: tried when forcing every op type back does not help, or
+    # where the backend forces none back (ONNX Runtime's graph optimizations).
     lowering_toggles: tuple[tuple[str, str], ...] = ()
+    rewrite_words = "its lowering, before it converts ops"  # what the toggles turn off, as the report says it
     # The backend that runs what a delegate leaves, alone (ExecuTorch's portable kernels for
     # XNNPACK): where the delegate takes none of a reduced program, its script tells whose bug it is
     undelegated: str | None = None

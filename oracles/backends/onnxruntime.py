@@ -98,6 +98,10 @@ def from_numpy(a: np.ndarray, bf16: bool = False) -> torch.Tensor:
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
     devices = ("cpu", "cuda")  # exported from either; run on CPU copies
+    # a bug its graph optimizer makes (a fusion, a constant folded, a float Conv between Q/DQ
+    # quantized: a hunt) is gone without it: one call at the end says which
+    lowering_toggles = (("graph_optimization_level", "disable"),)
+    rewrite_words = "its graph optimizations: a fusion, a folded constant, a layout change"
 
     def __init__(self, spec: str, settings: dict[str, Any] | None = None):
         super().__init__(spec, settings)

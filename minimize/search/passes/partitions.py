@@ -6,7 +6,8 @@
   only those (and the report says which).
 - bisect_op_fallback: the fewest op types that, forced to PyTorch (Torch-TensorRT's
   torch_executed_ops), make the bug vanish: that names the culprit converter. Where
-  none does, the lowering option whose other value makes it vanish.
+  none does, or the backend forces no op back (ONNX Runtime), the option that turns off
+  its whole-graph rewrites (a lowering, graph optimizations) where that makes it vanish.
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ def bisect_settings(problem: ReductionProblem) -> None:
 
 def bisect_op_fallback(problem: ReductionProblem) -> None:
     setting = problem.rules.op_fallback_setting
-    if not setting:
+    if not setting:  # no op can be forced back (ONNX Runtime): its graph rewrites can still be turned off
+        if problem.rules.lowering_toggles:
+            lowering_toggle(problem)
         return
     ops = sorted({str(problem.program.nodes[i].target) for i in problem.current.nodes})
 
@@ -108,8 +111,8 @@ def lowering_toggle(problem: ReductionProblem) -> None:
     key, value = next(kv for kv in options[i] if kv not in base)
     verdict = problem.known_verdict(problem.current.but(settings=options[i]))
     if verdict is not None and verdict.kind == "pass":
-        problem.notes["lowering"] = (f"the bug is in the compiler's lowering of the whole graph, before its ops are "
-                                     f"converted: it vanishes with --set {key}={value}")
+        problem.notes["lowering"] = (f"the bug is in the compiler's rewrite of the whole graph ({problem.rules.rewrite_words}), "
+                                     f"not in its ops as written: it vanishes with --set {key}={value}")
     elif verdict is not None:  # the toggle takes this bug away and fails another way: say both
         problem.notes["lowering"] = (f"with --set {key}={value} this bug is gone, but the compiler fails another way: "
                                      f"{verdict.describe()[:200]}")
