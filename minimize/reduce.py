@@ -356,8 +356,7 @@ def _write(out: Path, opts: Options, backend: Any, found: Candidate, info: Repro
             try:
                 path = write_extra_script(out, info, final, values, spec, needed_settings, generated,
                                           reduced_with=backend.describe_shared(),  # no user folder
-                                          ran_as=backend.describe_shared() if spec == opts.backend else
-                                          spec if spec == summary.get("undelegated") else None)
+                                          ran_as=_ran_as(spec, opts.backend, backend.describe_shared(), summary))
             except OSError:  # a full disk, say: write_outputs's caller says so, and --resume writes them
                 raise
             except Exception as e:  # noqa: BLE001 - torch.onnx's export for tensorrt's, say: the rest stands
@@ -547,6 +546,25 @@ def _exported_model_note(session: Session, found: Candidate, final: Verdict, sta
     off = f"max abs {said.max_abs:.4g}" if said.max_abs is not None else said.kind
     return (f"{evaluator} differs from eager PyTorch too ({off}): the model torch.onnx made computes "
             f"otherwise than PyTorch, so the bug is likely torch.onnx's lowering, not {spec}'s"), True
+
+
+def _ran_as(spec: str, reduced_with: str, shown: str, summary: dict[str, Any]) -> str | None:
+    """What an emitted script for `spec` runs that the reduction ran too, as its title names
+    it: the backend itself (`shown`); the portable kernels where XNNPACK took none of the ops,
+    whichever of the two the reduction ran; else None (`spec` never ran the bug)."""
+    if spec == reduced_with:
+        return shown
+    if spec == summary.get("undelegated"):  # --backend executorch:xnnpack took none: the portable kernels'
+        return spec
+    if spec in (summary.get("emitted_undelegated") or {}) and reduced_with == undelegated_of(spec):
+        return shown  # --emit executorch:xnnpack beside --backend executorch:portable, taking none: the same kernels
+    return None
+
+
+def undelegated_of(spec: str) -> str | None:
+    """The backend that runs what `spec`'s delegate leaves (Backend.undelegated), or None."""
+    from oracles.backends import BUILTIN
+    return getattr(BUILTIN[spec](spec, {}), "undelegated", None) if spec in BUILTIN else None
 
 
 def _emitted_undelegated(opts: Options, session: Session, found: Candidate, static: bool) -> dict[str, list[str]]:

@@ -417,3 +417,20 @@ def test_an_emitted_script_names_its_backend_only_where_the_reduction_ran_what_i
     head = " ".join(script.read_text().split('"""')[1].split())
     assert head.startswith("tensorrt (TensorRT-RTX 1.4.0.76) parser failure: mish.default") and "ERROR_PATTERN" not in head
     assert "checked on cpu with this backend." in head, head
+    # --emit executorch:xnnpack beside --backend executorch:portable, its delegate taking none of the ops:
+    # the script runs the portable kernels the reduction ran, and says so (a hunt's left item)
+    from minimize.reduce import _ran_as
+    took_none = {"emitted_undelegated": {"executorch:xnnpack": ["aten.linear.default"]}}
+    assert _ran_as("executorch:xnnpack", "executorch:portable", "executorch:portable", took_none) == "executorch:portable"
+    assert _ran_as("executorch:xnnpack", "executorch:portable", "executorch:portable", {}) is None
+    assert _ran_as("executorch:portable", "executorch:xnnpack", "executorch:xnnpack",
+                   {"undelegated": "executorch:portable"}) == "executorch:portable"
+    assert _ran_as("inductor", "executorch:portable", "executorch:portable", took_none) is None
+    (tmp_path / "portable").mkdir()
+    info = dataclasses.replace(repro_info(crash), title="executorch:portable crash on cpu: mish.default")
+    text = write_extra_script(tmp_path / "portable", info, sliced, values, "executorch:xnnpack", {},
+                              reduced_with="executorch:portable", ran_as="executorch:portable").read_text()
+    head = " ".join(text.split('"""')[1].split())
+    assert head.startswith("executorch:portable crash on cpu: mish.default [Emitted for executorch:xnnpack by trtmin; "
+                           "the reduction was checked on cpu with executorch:portable, whose kernels this script runs: "
+                           "executorch:xnnpack's delegate takes none of its ops.") and "ERROR_PATTERN" not in head, head

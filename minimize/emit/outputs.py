@@ -257,8 +257,10 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     from oracles.checks import flatten_outputs
 
     settings = settings_for(spec, settings)
+    same = ran_as == reduced_with and spec == reduced_with.split(" ")[0]  # the backend itself, as titles show it
     note = (f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with "
-            + ("this backend." if ran_as == reduced_with else f"{reduced_with or 'another backend'}."))
+            + ("this backend." if same else f"{reduced_with}, whose kernels this script runs: {spec}'s delegate takes "
+               "none of its ops." if ran_as == reduced_with else f"{reduced_with or 'another backend'}."))
     if reduced_with:
         info = ReproInfo(**{**info.__dict__, "title": retitled(info.title, reduced_with, ran_as)})
     if info.verdict.kind == "crash" and ran_as is None:
