@@ -386,7 +386,7 @@ def _leading_slice(made: Any, original: Any) -> bool:
             or any(m > o for m, o in zip(made.shape, original.shape)):
         return False
     cut = original[tuple(slice(0, m) for m in made.shape)]
-    return made.dtype == cut.dtype and torch.equal(made.cpu(), cut.cpu())
+    return made.dtype == cut.dtype and bool(torch.isclose(made.cpu(), cut.cpu(), rtol=0, atol=0, equal_nan=True).all())
 
 
 def _symptom_moved(original: Verdict, final: Verdict) -> str | None:

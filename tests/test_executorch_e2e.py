@@ -468,3 +468,6 @@ def test_a_quantized_program_runs_on_executorchs_quantized_kernels(tmp_path):
         (folder / "repro.py").write_text(script)
         alone = run_repro(folder)
         assert (alone.returncode, alone.stdout.split(":")[0]) == (0, "FIXED"), alone.stdout + alone.stderr
+        if importlib.util.find_spec("pyflakes"):  # the kernels' import is no unused one (a review)
+            from tests.test_script_lint import lint
+            assert not lint(script, "repro.py")

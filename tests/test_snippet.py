@@ -330,6 +330,10 @@ def test_the_diagnosis_says_the_shape_was_kept_only_where_no_size_shrank() -> No
     shrunk = _diagnosis_lines({"generated_values": ["x"], "shrunk_shapes": {"x": [[8, 6], [2, 2]]}})
     assert "shape" not in shrunk.split("Nor their sizes")[0], shrunk  # its shape is not the same: said next
     assert "Nor their sizes: the script makes them smaller, `x` (8, 6) → (2, 2)." in shrunk, shrunk
+    # only sliced values: no "Nor" with nothing before it (a review)
+    sliced = _diagnosis_lines({"generated_values": {}, "sliced_values": ["b"], "shrunk_shapes": {"b": [[16], [2]]}})
+    assert "- The bug does not need all the values of `b`: the script keeps their first ones, `b` (16,) → (2,)." \
+        in sliced and "Nor" not in sliced, sliced
 
 
 def test_the_report_names_the_tensors_file_the_script_reads() -> None:

@@ -139,6 +139,10 @@ def test_a_reduction_writes_a_script_that_makes_the_weights_it_does_not_need(hos
     assert f"self.register_buffer('l1_bias', {tensor_literal(bias[:2])})" in script
     # its own first values, not made ones: not among the values the report says the script makes (a hunt)
     assert "l1_bias" not in summary["generated_values"] and summary["sliced_values"] == ["l1_bias"], summary
+    from minimize.reduce import _leading_slice  # a NaN kept in the slice is still the original's (a review)
+    nan = float("nan")
+    assert _leading_slice(torch.tensor([nan, 1.0]), torch.tensor([nan, 1.0, 2.0]))
+    assert not _leading_slice(torch.tensor([0.5, 1.0]), torch.tensor([nan, 1.0, 2.0]))
     assert not (tmp_path / "made" / "repro_inputs.pt").exists() and "repro_inputs.pt" not in summary["files"]
     # trtmin ran it alone, in a new process (what run_repro would run again): REPRODUCED, exit 1
     alone = summary["repro_alone"]

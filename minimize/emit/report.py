@@ -156,7 +156,7 @@ def _diagnosis_lines(summary: dict[str, Any]) -> str:
         if smaller:
             lines.append(f"- Nor their sizes: the script makes them smaller, {smaller}.")
     if sliced & set(shrunk):
-        lines.append(f"- Nor all the values of {', '.join(f'`{n}`' for n in sorted(sliced & set(shrunk)))}: the "
+        lines.append(f"- {'Nor all' if made else 'The bug does not need all'} the values of {', '.join(f'`{n}`' for n in sorted(sliced & set(shrunk)))}: the "
                      f"script keeps their first ones, {changes(sorted(sliced))}.")
     if summary.get("shrunk_sizes"):
         sizes = ", ".join(f"{old} → {new}" for old, new in summary["shrunk_sizes"].items())

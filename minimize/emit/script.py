@@ -208,7 +208,7 @@ def limit_memory():
 def script_features(info: ReproInfo, part: Any, pattern: str, dynamic: bool, numbers: bool = False) -> set[str]:
     """The tagged parts of minimize/emit/repro_main.py and oracles/script_checks.py this bug
     needs; `numbers`: the program returns Python numbers (an .item())."""
-    wanted = {"numbers": numbers,"cuda": info.device.startswith("cuda") and not (part.outputs_on_host or part.exits_when_fixed),
+    wanted = {"numbers": numbers, "cuda": info.device.startswith("cuda") and not (part.outputs_on_host or part.exits_when_fixed),
               "requires": bool(part.requires),
               "plugin": part.load_body.strip() != "return None", "dynamic": dynamic,
               "float64": info.reference == "float64", "pattern": bool(pattern), "child": info.needs_subprocess,
@@ -300,7 +300,7 @@ def render_script(info: ReproInfo, gm: fx.GraphModule, inputs: dict[str, Any], c
     head += ("from torch import device  # the graph below writes devices as device(type=...)\n"
              if re.search(r"(?<![\w.])device\(", program) else "") + _libraries_source(info, copies)
     backend_arg = ", backend" if "plugin" in on else ""
-    kernels = "".join(f"import {m}  # noqa: F401 - the kernels of some of the program's ops, loaded on import\n    "
+    kernels = "".join(f"__import__({m!r})  # the kernels of some of the program's ops, loaded on import\n    "
                       for m in backend.program_imports(gm))
     constants_src = "".join([
         'inf, nan = float("inf"), float("nan")\n' if re.search(r"\b(inf|nan)\b", program) else "",

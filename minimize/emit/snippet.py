@@ -132,7 +132,7 @@ def snippet_source(forward: str, tensors: dict[str, tuple[str, bool]], loads_fil
         body[-1] = f"out = {body[-1].removeprefix('return ')}  # {failure}"
         ending = body
     text = "\n".join(made + ending).lstrip("\n")
-    head = ["import torch", *(f"import {m}  # registers the program's custom ops" for m in libraries),
+    head = ["import torch", *(f"import {m}  # registers the program's custom ops or their kernels" for m in libraries),
             *(call.imports if call else ())]
     if re.search(r"(?<![\w.])device\(", text):
         head.append("from torch import device")
