@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from minimize.emit.outputs import atomic_write, write_extra_script, write_outputs
+from minimize.emit.outputs import atomic_write, undelegated_of, write_extra_script, write_outputs
 from oracles.out_folder import emitted_names, file_digest
 from minimize.emit.journal import Journal
 from minimize.emit.run_header import header_before_loading, plugin_changed
@@ -559,12 +559,6 @@ def _ran_as(spec: str, reduced_with: str, shown: str, summary: dict[str, Any]) -
     if spec in (summary.get("emitted_undelegated") or {}) and reduced_with == undelegated_of(spec):
         return shown  # --emit executorch:xnnpack beside --backend executorch:portable, taking none: the same kernels
     return None
-
-
-def undelegated_of(spec: str) -> str | None:
-    """The backend that runs what `spec`'s delegate leaves (Backend.undelegated), or None."""
-    from oracles.backends import BUILTIN
-    return getattr(BUILTIN[spec](spec, {}), "undelegated", None) if spec in BUILTIN else None
 
 
 def _emitted_undelegated(opts: Options, session: Session, found: Candidate, static: bool) -> dict[str, list[str]]:

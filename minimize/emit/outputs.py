@@ -239,6 +239,12 @@ def settings_for(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
     return taken
 
 
+def undelegated_of(spec: str) -> str | None:
+    """The backend that runs what `spec`'s delegate leaves (Backend.undelegated), or None."""
+    from oracles.backends import BUILTIN
+    return getattr(BUILTIN[spec](spec, {}), "undelegated", None) if spec in BUILTIN else None
+
+
 def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[str, Any], spec: str,
                        settings: dict[str, Any], generated: dict[str, str] | None = None,
                        reduced_with: str = "", ran_as: str | None = None) -> Path:
@@ -257,10 +263,13 @@ def write_extra_script(out: Path, info: ReproInfo, piece: Slice, values: dict[st
     from oracles.checks import flatten_outputs
 
     settings = settings_for(spec, settings)
-    same = ran_as == reduced_with and spec == reduced_with.split(" ")[0]  # the backend itself, as titles show it
-    note = (f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with "
-            + ("this backend." if same else f"{reduced_with}, whose kernels this script runs: {spec}'s delegate takes "
-               "none of its ops." if ran_as == reduced_with else f"{reduced_with or 'another backend'}."))
+    note = f"Emitted for {spec} by trtmin; the reduction was checked on {info.device} with "
+    if ran_as != reduced_with:
+        note += f"{reduced_with or 'another backend'}."
+    elif reduced_with.split(" ")[0] == undelegated_of(spec):  # its delegate took none: the kernels the reduction ran
+        note += f"{reduced_with}, whose kernels this script runs: {spec}'s delegate takes none of its ops."
+    else:  # the backend itself
+        note += "this backend."
     if reduced_with:
         info = ReproInfo(**{**info.__dict__, "title": retitled(info.title, reduced_with, ran_as)})
     if info.verdict.kind == "crash" and ran_as is None:
